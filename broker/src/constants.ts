@@ -1,0 +1,66 @@
+// Every default and limit of the broker, with its unit last in the name.
+// Only config.ts reads these to build defaults; modules receive values
+// through their options so tests can shrink them.
+
+const KiB = 1024;
+const MiB = 1024 * KiB;
+
+// Ports (ARCHITECTURE.md §2).
+export const httpPortDefault = 7942;
+export const clusterPortDefault = 7943;
+
+// Ingress WAL.
+export const walSyncBackstopMs = 10;
+export const walSegmentBytes = 64 * MiB;
+export const walRotateDispatchedBytes = 1 * MiB;
+export const walMaxRecordBytes = 16 * MiB;
+/** One group commit never stages more than this; later appends wait for the next write. */
+export const walMaxGroupBytes = 8 * MiB;
+
+// Partition logs.
+export const logSegmentBytes = 64 * MiB;
+export const logIndexIntervalBytes = 32 * KiB;
+export const logMaxFrameBytes = 256 * MiB;
+export const logHwmPersistIntervalMs = 5_000;
+
+// Dispatcher (seed design).
+export const dispatchIdlePollMs = 10;
+export const dispatchWindowRecords = 4_096;
+export const dispatchWindowCapRecords = 65_536;
+export const dispatchTargetPerPartition = 64;
+export const dispatchLookaheadWindows = 16;
+export const dispatchRerouteAfterPasses = 3;
+export const dispatchCommitTimeoutMs = 30_000;
+export const dispatchErrorBackoffMs = 1_000;
+export const dispatchCommitFanout = 16;
+export const dispatchMaxBatchBytes = 8 * MiB;
+
+// HTTP API.
+export const produceMaxBodyBytes = 1 * MiB;
+export const batchProduceMaxBodyBytes = 64 * MiB;
+export const readMaxRecords = 1_000;
+export const readMaxBytes = 8 * MiB;
+export const topicListLimitDefault = 100;
+export const topicListLimitMax = 1_000;
+export const drainTimeoutMs = 25_000;
+export const retryAfterSeconds = 1;
+
+// Topics (narad-go defaults).
+export const topicPartitionsDefault = 3;
+export const topicPartitionsMin = 1;
+export const topicPartitionsMax = 108;
+export const topicRetentionMsDefault = 7 * 24 * 3600 * 1000;
+export const topicVisibilityTimeoutMsDefault = 30_000;
+export const topicMaxInFlightDefault = 1_024;
+export const topicMaxAckedAheadDefault = 1_024;
+export const topicNamePattern = /^[A-Za-z0-9._-]{1,255}$/;
+export const retentionCheckIntervalMs = 60_000;
+
+// Admission (ARCHITECTURE.md §3).
+export const admissionBudgetBytes = 128 * MiB;
+export const admissionWaitMs = 15_000;
+
+// Relations the design relies on.
+if (walRotateDispatchedBytes >= walSegmentBytes) throw new Error("rotate threshold must be below segment size");
+if (dispatchWindowRecords > dispatchWindowCapRecords) throw new Error("window base above cap");
+if (walMaxRecordBytes > walSegmentBytes) throw new Error("a WAL record must fit a segment");
