@@ -1,0 +1,204 @@
+// The only reader of flags, NARAD_* environment variables and the config
+// file. Precedence: flag > environment > config file > default. Returns a
+// frozen, validated Config; everything else receives values from it.
+
+import { readFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import * as k from "./constants.ts";
+
+export interface Config {
+  dev: boolean;
+  http: { host: string; port: number };
+  cluster: { host: string; port: number };
+  dataDir: string;
+  nodeId: string;
+  logLevel: string;
+  metastore: "file";
+  drainTimeoutMs: number;
+  produceMaxBodyBytes: number;
+  batchMaxBodyBytes: number;
+  wal: {
+    segmentBytes: number;
+    rotateDispatchedBytes: number;
+    maxRecordBytes: number;
+    maxGroupBytes: number;
+    syncBackstopMs: number;
+  };
+  log: { segmentBytes: number; indexIntervalBytes: number; maxFrameBytes: number; retentionCheckIntervalMs: number };
+  dispatch: {
+    idlePollMs: number;
+    windowRecords: number;
+    windowCapRecords: number;
+    targetPerPartition: number;
+    lookaheadWindows: number;
+    rerouteAfterPasses: number;
+    commitTimeoutMs: number;
+    errorBackoffMs: number;
+    commitFanout: number;
+    maxBatchBytes: number;
+  };
+  topicDefaults: {
+    partitions: number;
+    partitionsMin: number;
+    partitionsMax: number;
+    retentionMs: number;
+    visibilityTimeoutMs: number;
+    maxInFlight: number;
+    maxAckedAhead: number;
+    namePattern: RegExp;
+  };
+}
+
+export class ConfigError extends Error {}
+
+/** Settings that can come from a flag, an env var or the config file (camelCase key). */
+const settings = {
+  addr: { env: "NARAD_HTTP_ADDR", file: "addr" },
+  "cluster-addr": { env: "NARAD_CLUSTER_ADDR", file: "clusterAddr" },
+  "data-dir": { env: "NARAD_DATA_DIR", file: "dataDir" },
+  "node-id": { env: "NARAD_NODE_ID", file: "nodeId" },
+  "log-level": { env: "NARAD_LOG_LEVEL", file: "logLevel" },
+  "drain-timeout-ms": { env: "NARAD_DRAIN_TIMEOUT_MS", file: "drainTimeoutMs" },
+  "max-body-bytes": { env: "NARAD_MAX_BODY_BYTES", file: "maxBodyBytes" },
+  "wal-segment-bytes": { env: "NARAD_WAL_SEGMENT_BYTES", file: "walSegmentBytes" },
+  "wal-sync-backstop-ms": { env: "NARAD_WAL_SYNC_BACKSTOP_MS", file: "walSyncBackstopMs" },
+  "log-segment-bytes": { env: "NARAD_LOG_SEGMENT_BYTES", file: "logSegmentBytes" },
+  "dispatch-idle-poll-ms": { env: "NARAD_DISPATCH_IDLE_POLL_MS", file: "dispatchIdlePollMs" },
+  "dispatch-commit-timeout-ms": { env: "NARAD_DISPATCH_COMMIT_TIMEOUT_MS", file: "dispatchCommitTimeoutMs" },
+  "topic-partitions": { env: "NARAD_TOPIC_PARTITIONS", file: "topicPartitions" },
+  "retention-check-interval-ms": { env: "NARAD_RETENTION_CHECK_INTERVAL_MS", file: "retentionCheckIntervalMs" },
+} as const;
+type SettingName = keyof typeof settings;
+
+export const usage = `Usage: narad serve [--dev] [options]
+
+Options (each also settable as the NARAD_* variable shown, or in --config JSON):
+  --addr HOST:PORT            HTTP API address           NARAD_HTTP_ADDR     (default :${k.httpPortDefault}; --dev 127.0.0.1:${k.httpPortDefault})
+  --cluster-addr HOST:PORT    cluster RPC address        NARAD_CLUSTER_ADDR  (default :${k.clusterPortDefault})
+  --data-dir DIR              data directory             NARAD_DATA_DIR      (default /var/lib/narad; --dev ./data)
+  --node-id ID                this node's id             NARAD_NODE_ID       (default: hostname)
+  --log-level LEVEL           trace|debug|info|warn|error NARAD_LOG_LEVEL    (default info)
+  --config FILE               JSON file with any of the settings in camelCase   NARAD_CONFIG
+  --drain-timeout-ms N        SIGTERM drain bound        NARAD_DRAIN_TIMEOUT_MS (default ${k.drainTimeoutMs})
+  --max-body-bytes N          single produce limit       NARAD_MAX_BODY_BYTES (default ${k.produceMaxBodyBytes})
+  --wal-segment-bytes N, --wal-sync-backstop-ms N, --log-segment-bytes N,
+  --dispatch-idle-poll-ms N, --dispatch-commit-timeout-ms N, --topic-partitions N,
+  --retention-check-interval-ms N
+  --dev                       single node on 127.0.0.1 with data under ./data
+`;
+
+function parseHostPort(value: string, what: string): { host: string; port: number } {
+  const i = value.lastIndexOf(":");
+  if (i < 0) throw new ConfigError(`${what} must be HOST:PORT or :PORT, got "${value}"`);
+  const host = value.slice(0, i) || "0.0.0.0";
+  const port = Number(value.slice(i + 1));
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`${what} has an invalid port: "${value}"`);
+  return { host: host.replace(/^\[(.*)\]$/, "$1"), port };
+}
+
+function parseCount(value: string | undefined, fallback: number, what: string): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < 0) throw new ConfigError(`${what} must be a non-negative integer, got "${value}"`);
+  return n;
+}
+
+export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hostname: string): Config {
+  const options: Record<string, { type: "string" | "boolean" }> = { dev: { type: "boolean" }, config: { type: "string" } };
+  for (const name of Object.keys(settings)) options[name] = { type: "string" };
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({ args: [...argv], options, allowPositionals: false, strict: true });
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
+  const flags = parsed.values as Record<string, string | boolean | undefined>;
+  const dev = flags.dev === true;
+  const configPath = (flags.config as string | undefined) ?? env.NARAD_CONFIG;
+  let file: Record<string, unknown> = {};
+  if (configPath) {
+    try {
+      file = JSON.parse(readFileSync(configPath, "utf8")) as Record<string, unknown>;
+    } catch (err) {
+      throw new ConfigError(`cannot read config file ${configPath}: ${(err as Error).message}`);
+    }
+    const known = new Set<string>(Object.values(settings).map((s) => s.file));
+    for (const key of Object.keys(file)) {
+      if (!known.has(key)) throw new ConfigError(`config file ${configPath}: unknown setting "${key}"`);
+    }
+  }
+  const get = (name: SettingName): string | undefined => {
+    const flag = flags[name];
+    if (typeof flag === "string") return flag;
+    const fromEnv = env[settings[name].env];
+    if (fromEnv !== undefined && fromEnv !== "") return fromEnv;
+    const fromFile = file[settings[name].file];
+    return fromFile === undefined ? undefined : String(fromFile);
+  };
+  const count = (name: SettingName, fallback: number) => parseCount(get(name), fallback, `--${name}`);
+
+  const logLevel = get("log-level") ?? "info";
+  if (!["trace", "debug", "info", "warn", "error", "fatal", "silent"].includes(logLevel)) {
+    throw new ConfigError(`--log-level must be one of trace, debug, info, warn, error, got "${logLevel}"`);
+  }
+  const maxBody = count("max-body-bytes", k.produceMaxBodyBytes);
+  const config: Config = {
+    dev,
+    http: parseHostPort(get("addr") ?? (dev ? `127.0.0.1:${k.httpPortDefault}` : `:${k.httpPortDefault}`), "--addr"),
+    cluster: parseHostPort(
+      get("cluster-addr") ?? (dev ? `127.0.0.1:${k.clusterPortDefault}` : `:${k.clusterPortDefault}`),
+      "--cluster-addr",
+    ),
+    dataDir: get("data-dir") ?? (dev ? "./data" : "/var/lib/narad"),
+    nodeId: get("node-id") ?? hostname,
+    logLevel,
+    metastore: "file",
+    drainTimeoutMs: count("drain-timeout-ms", k.drainTimeoutMs),
+    produceMaxBodyBytes: maxBody,
+    batchMaxBodyBytes: Math.max(k.batchProduceMaxBodyBytes, maxBody),
+    wal: {
+      segmentBytes: count("wal-segment-bytes", k.walSegmentBytes),
+      rotateDispatchedBytes: k.walRotateDispatchedBytes,
+      maxRecordBytes: k.walMaxRecordBytes,
+      maxGroupBytes: k.walMaxGroupBytes,
+      syncBackstopMs: count("wal-sync-backstop-ms", k.walSyncBackstopMs),
+    },
+    log: {
+      segmentBytes: count("log-segment-bytes", k.logSegmentBytes),
+      indexIntervalBytes: k.logIndexIntervalBytes,
+      maxFrameBytes: k.logMaxFrameBytes,
+      retentionCheckIntervalMs: count("retention-check-interval-ms", k.retentionCheckIntervalMs),
+    },
+    dispatch: {
+      idlePollMs: count("dispatch-idle-poll-ms", k.dispatchIdlePollMs),
+      windowRecords: k.dispatchWindowRecords,
+      windowCapRecords: k.dispatchWindowCapRecords,
+      targetPerPartition: k.dispatchTargetPerPartition,
+      lookaheadWindows: k.dispatchLookaheadWindows,
+      rerouteAfterPasses: k.dispatchRerouteAfterPasses,
+      commitTimeoutMs: count("dispatch-commit-timeout-ms", k.dispatchCommitTimeoutMs),
+      errorBackoffMs: k.dispatchErrorBackoffMs,
+      commitFanout: k.dispatchCommitFanout,
+      maxBatchBytes: k.dispatchMaxBatchBytes,
+    },
+    topicDefaults: {
+      partitions: count("topic-partitions", k.topicPartitionsDefault),
+      partitionsMin: k.topicPartitionsMin,
+      partitionsMax: k.topicPartitionsMax,
+      retentionMs: k.topicRetentionMsDefault,
+      visibilityTimeoutMs: k.topicVisibilityTimeoutMsDefault,
+      maxInFlight: k.topicMaxInFlightDefault,
+      maxAckedAhead: k.topicMaxAckedAheadDefault,
+      namePattern: k.topicNamePattern,
+    },
+  };
+  if (config.nodeId === "") throw new ConfigError("--node-id must not be empty");
+  if (maxBody < 1 || maxBody > k.walMaxRecordBytes) {
+    throw new ConfigError(`--max-body-bytes must be between 1 and ${k.walMaxRecordBytes}`);
+  }
+  const p = config.topicDefaults.partitions;
+  if (p < k.topicPartitionsMin || p > k.topicPartitionsMax) {
+    throw new ConfigError(`--topic-partitions must be between ${k.topicPartitionsMin} and ${k.topicPartitionsMax}`);
+  }
+  return Object.freeze(config);
+}

@@ -1,0 +1,104 @@
+// Validation of topic create and patch requests, with the defaults applied.
+// Pure: returns a TopicConfig or throws a 400 NaradError naming the field.
+
+import { badRequest } from "../errors.ts";
+import type { TopicConfig, TopicPatch } from "../meta/types.ts";
+
+export interface TopicDefaults {
+  partitions: number;
+  partitionsMin: number;
+  partitionsMax: number;
+  retentionMs: number;
+  visibilityTimeoutMs: number;
+  maxInFlight: number;
+  maxAckedAhead: number;
+  namePattern: RegExp;
+}
+
+const createFields = new Set([
+  "name",
+  "partitions",
+  "retention_ms",
+  "retention_bytes",
+  "visibility_timeout_ms",
+  "max_in_flight_per_partition",
+  "max_acked_ahead_per_partition",
+]);
+/** Accepted by Narad v1 but not implemented here yet: refused loudly rather than ignored. */
+const unsupportedFields = new Set(["schema", "parent", "fanout_delay_ms"]);
+const patchFields = new Set([
+  "partitions",
+  "retention_ms",
+  "retention_bytes",
+  "max_in_flight_per_partition",
+  "max_acked_ahead_per_partition",
+]);
+
+export function validTopicName(name: unknown, pattern: RegExp): name is string {
+  return typeof name === "string" && pattern.test(name) && name !== "." && name !== "..";
+}
+
+function asObject(body: unknown): Record<string, unknown> {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) {
+    throw badRequest("request body must be a JSON object");
+  }
+  return body as Record<string, unknown>;
+}
+
+function checkFields(obj: Record<string, unknown>, allowed: Set<string>): void {
+  for (const field of Object.keys(obj)) {
+    if (unsupportedFields.has(field)) throw badRequest(`field "${field}" is not supported by this broker yet`);
+    if (!allowed.has(field)) throw badRequest(`unknown field "${field}"`);
+  }
+}
+
+function intField(obj: Record<string, unknown>, field: string, min: number, max: number): number | undefined {
+  const v = obj[field];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== "number" || !Number.isSafeInteger(v)) throw badRequest(`${field} must be an integer`);
+  if (v < min || v > max) throw badRequest(`${field} must be between ${min} and ${max}`);
+  return v;
+}
+
+export function parseTopicCreate(body: unknown, d: TopicDefaults, now: Date): TopicConfig {
+  const obj = asObject(body);
+  checkFields(obj, createFields);
+  if (!validTopicName(obj.name, d.namePattern)) {
+    throw badRequest(`name must match ${d.namePattern.source}`);
+  }
+  const big = Number.MAX_SAFE_INTEGER;
+  // retention_ms 0 means the default, as in Narad v1's code.
+  const retention = intField(obj, "retention_ms", 0, big);
+  return {
+    name: obj.name,
+    partitions: intField(obj, "partitions", d.partitionsMin, d.partitionsMax) ?? d.partitions,
+    retention_ms: retention === undefined || retention === 0 ? d.retentionMs : retention,
+    retention_bytes: intField(obj, "retention_bytes", 0, big) ?? 0,
+    visibility_timeout_ms: intField(obj, "visibility_timeout_ms", 1, big) ?? d.visibilityTimeoutMs,
+    max_in_flight_per_partition: intField(obj, "max_in_flight_per_partition", 1, big) ?? d.maxInFlight,
+    max_acked_ahead_per_partition: intField(obj, "max_acked_ahead_per_partition", 1, big) ?? d.maxAckedAhead,
+    created_at: now.toISOString(),
+  };
+}
+
+export function parseTopicPatch(body: unknown, current: TopicConfig, d: TopicDefaults): TopicPatch {
+  const obj = asObject(body);
+  if ("visibility_timeout_ms" in obj) throw badRequest("visibility_timeout_ms cannot be changed");
+  checkFields(obj, patchFields);
+  const big = Number.MAX_SAFE_INTEGER;
+  const patch: TopicPatch = {};
+  const partitions = intField(obj, "partitions", d.partitionsMin, d.partitionsMax);
+  if (partitions !== undefined) {
+    if (partitions < current.partitions) throw badRequest("partitions can only be increased");
+    patch.partitions = partitions;
+  }
+  const retention = intField(obj, "retention_ms", 0, big);
+  if (retention !== undefined) patch.retention_ms = retention === 0 ? d.retentionMs : retention;
+  const retentionBytes = intField(obj, "retention_bytes", 0, big);
+  if (retentionBytes !== undefined) patch.retention_bytes = retentionBytes;
+  const inflight = intField(obj, "max_in_flight_per_partition", 1, big);
+  if (inflight !== undefined) patch.max_in_flight_per_partition = inflight;
+  const ahead = intField(obj, "max_acked_ahead_per_partition", 1, big);
+  if (ahead !== undefined) patch.max_acked_ahead_per_partition = ahead;
+  return patch;
+}

@@ -1,0 +1,39 @@
+// Every error the broker reports to a client, with its stable code and HTTP
+// status, in one table. Handlers throw NaradError; the error plugin maps it.
+
+export const errorStatus = {
+  BAD_REQUEST: 400,
+  UNAUTHORIZED: 401,
+  NOT_FOUND: 404,
+  CONFLICT: 409,
+  OFFSET_EXPIRED: 410,
+  PAYLOAD_TOO_LARGE: 413,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  TOO_MANY_REQUESTS: 429,
+  NOT_IMPLEMENTED: 501,
+  UNAVAILABLE: 503,
+  INTERNAL: 500,
+} as const;
+
+export type ErrorCode = keyof typeof errorStatus;
+
+export class NaradError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  /** Seconds a client should wait before retrying (503/429). */
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(code: ErrorCode, message: string, opts: { retryAfterSeconds?: number; cause?: unknown } = {}) {
+    super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = "NaradError";
+    this.code = code;
+    this.status = errorStatus[code];
+    this.retryAfterSeconds = opts.retryAfterSeconds;
+  }
+}
+
+export const badRequest = (message: string): NaradError => new NaradError("BAD_REQUEST", message);
+export const notFound = (message: string): NaradError => new NaradError("NOT_FOUND", message);
+export const conflict = (message: string): NaradError => new NaradError("CONFLICT", message);
+export const unavailable = (message: string, retryAfterSeconds = 1): NaradError =>
+  new NaradError("UNAVAILABLE", message, { retryAfterSeconds });

@@ -1,0 +1,29 @@
+// Builds the broker's HTTP API as a fastify instance without listening, so
+// tests can use inject() and main.ts decides where to listen.
+
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from "fastify";
+import { registerErrorHandling } from "./plugins/errors.ts";
+import { registerHttpMetrics } from "./plugins/http-metrics.ts";
+import { healthRoutes } from "./routes/health.ts";
+import { produceRoutes } from "./routes/produce.ts";
+import { readRoutes } from "./routes/read.ts";
+import { topicRoutes } from "./routes/topics.ts";
+import type { BrokerServices } from "./services.ts";
+
+export function buildApp(s: BrokerServices, logger: FastifyBaseLogger): FastifyInstance {
+  const app = Fastify({
+    loggerInstance: logger,
+    disableRequestLogging: true,
+    bodyLimit: 1024 * 1024,
+    // Topic names are case-sensitive and may contain dots.
+    routerOptions: { caseSensitive: true, ignoreTrailingSlash: true, maxParamLength: 512 },
+    return503OnClosing: true,
+  });
+  registerErrorHandling(app);
+  registerHttpMetrics(app, s.metrics);
+  app.register(healthRoutes(s));
+  app.register(topicRoutes(s));
+  app.register(produceRoutes(s));
+  app.register(readRoutes(s));
+  return app;
+}

@@ -1,0 +1,22 @@
+// /healthz (process is up), /readyz (recovered and not draining), /metrics.
+
+import type { FastifyInstance } from "fastify";
+import type { BrokerServices } from "../services.ts";
+
+export function healthRoutes(s: BrokerServices) {
+  return async (app: FastifyInstance): Promise<void> => {
+    app.get("/healthz", async () => ({ status: "ok" }));
+    app.get("/readyz", async (_request, reply) => {
+      if (s.lifecycle.ready()) return { status: "ready" };
+      const status = s.lifecycle.draining() ? "draining" : "starting";
+      return reply.code(503).header("retry-after", "1").send({ error: `not ready: ${status}` });
+    });
+    app.get("/metrics", async (_request, reply) => {
+      const wal = s.ingress.stats();
+      s.metrics.walPendingRecords.set(wal.pendingRecords);
+      s.metrics.walDiskBytes.set(wal.diskBytes);
+      s.metrics.walCorruptFrames.set(wal.corruptFrames);
+      return reply.type(s.metrics.registry.contentType).send(await s.metrics.registry.metrics());
+    });
+  };
+}

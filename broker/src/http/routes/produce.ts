@@ -1,0 +1,122 @@
+// Produce: POST /v1/topics/:topic/produce (one raw message) and
+// POST /v1/topics/:topic/produce-batch (many records, one WAL group).
+// A 202 is sent only after the ingress WAL has fsynced the bytes.
+
+import type { FastifyInstance } from "fastify";
+import { batchContentTypes, decodeBinaryBatch, decodeNdjsonBatch } from "../../core/batch-codec.ts";
+import { createRotator, generateKey, partitionForKey } from "../../core/partitioner.ts";
+import type { WalRecordInput } from "../../core/records.ts";
+import { badRequest, NaradError, unavailable } from "../../errors.ts";
+import type { TopicConfig } from "../../meta/types.ts";
+import { parseOptionalInt } from "../params.ts";
+import type { BrokerServices } from "../services.ts";
+import { requireTopic } from "./topics.ts";
+
+interface ProduceQuery {
+  key?: string;
+  partition?: string;
+}
+
+const emptyBody = Buffer.alloc(0);
+
+export function produceRoutes(s: BrokerServices) {
+  const rotator = createRotator();
+  let keyCounter = 0;
+  const maxRecord = s.config.wal.maxRecordBytes;
+
+  const choosePartition = (topic: TopicConfig, key: Buffer | undefined, pinned: number): number => {
+    if (pinned >= 0) {
+      if (pinned >= topic.partitions) {
+        throw badRequest(`partition must be between 0 and ${topic.partitions - 1}`);
+      }
+      return pinned;
+    }
+    return key === undefined ? rotator.next(topic.partitions) : partitionForKey(key, topic.partitions);
+  };
+
+  const admit = (): void => {
+    if (s.lifecycle.draining()) {
+      s.metrics.produceRejected.inc({ reason: "draining" });
+      throw unavailable("this node is draining; retry on another node", 1);
+    }
+    if (s.ingress.stats().poisoned) {
+      s.metrics.produceRejected.inc({ reason: "wal_poisoned" });
+      throw new NaradError("UNAVAILABLE", "the ingress WAL failed a write or fsync; this node refuses produce", {
+        retryAfterSeconds: 5,
+      });
+    }
+  };
+
+  const accepted = (topic: string, records: readonly WalRecordInput[]): void => {
+    let bytes = 0;
+    for (const r of records) bytes += r.payload.length;
+    s.metrics.producedMessages.inc({ topic }, records.length);
+    s.metrics.producedBytes.inc({ topic }, bytes);
+  };
+
+  return async (app: FastifyInstance): Promise<void> => {
+    // Bodies are opaque bytes here, whatever their content type; this parser
+    // is encapsulated in this plugin so /v1/topics keeps its JSON parser.
+    app.removeAllContentTypeParsers();
+    app.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
+
+    app.post<{ Params: { topic: string }; Querystring: ProduceQuery }>(
+      "/v1/topics/:topic/produce",
+      { bodyLimit: s.config.produceMaxBodyBytes },
+      async (request, reply) => {
+        admit();
+        const topic = requireTopic(s, request.params.topic);
+        const pinned = parseOptionalInt(request.query.partition, "partition", 0, Number.MAX_SAFE_INTEGER) ?? -1;
+        const given = request.query.key;
+        const key = given === undefined || given === "" ? undefined : Buffer.from(given, "utf8");
+        const partition = choosePartition(topic, key, pinned);
+        const payload = (request.body as Buffer | undefined) ?? emptyBody;
+        const record: WalRecordInput = {
+          topic: topic.name,
+          key: key ?? Buffer.from(generateKey(++keyCounter), "latin1"),
+          partition,
+          createdMs: s.nowMs(),
+          payload,
+        };
+        await s.ingress.append([record]);
+        accepted(topic.name, [record]);
+        return reply.code(202).send();
+      },
+    );
+
+    app.post<{ Params: { topic: string } }>(
+      "/v1/topics/:topic/produce-batch",
+      { bodyLimit: s.config.batchMaxBodyBytes },
+      async (request, reply) => {
+        admit();
+        const topic = requireTopic(s, request.params.topic);
+        const type = (request.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
+        const body = (request.body as Buffer | undefined) ?? emptyBody;
+        let entries: ReturnType<typeof decodeBinaryBatch>;
+        if (type === batchContentTypes.binary) entries = decodeBinaryBatch(body, maxRecord);
+        else if (type === batchContentTypes.ndjson) entries = decodeNdjsonBatch(body, maxRecord);
+        else {
+          throw new NaradError(
+            "UNSUPPORTED_MEDIA_TYPE",
+            `content-type must be ${batchContentTypes.binary} or ${batchContentTypes.ndjson}`,
+          );
+        }
+        if (entries.length === 0) throw badRequest("batch holds no records");
+        const now = s.nowMs();
+        const records: WalRecordInput[] = entries.map((e) => {
+          const keyed = e.key.length > 0;
+          return {
+            topic: topic.name,
+            key: keyed ? e.key : Buffer.from(generateKey(++keyCounter), "latin1"),
+            partition: choosePartition(topic, keyed ? e.key : undefined, e.partition),
+            createdMs: now,
+            payload: e.payload,
+          };
+        });
+        await s.ingress.append(records);
+        accepted(topic.name, records);
+        return reply.code(202).send({ accepted: records.length });
+      },
+    );
+  };
+}

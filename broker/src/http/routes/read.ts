@@ -1,0 +1,69 @@
+// Reads by offset: GET /v1/topics/:topic/consume?partition=&offset= (one
+// message, Narad v1 replay) and GET /v1/topics/:topic/records (bulk).
+// Only records below the high-watermark are ever returned.
+
+import type { FastifyInstance } from "fastify";
+import { readMaxBytes, readMaxRecords } from "../../constants.ts";
+import { messageJson } from "../../core/message-json.ts";
+import { badRequest, NaradError } from "../../errors.ts";
+import { parseOptionalInt } from "../params.ts";
+import type { BrokerServices } from "../services.ts";
+import { requireTopic } from "./topics.ts";
+
+interface ReadQuery {
+  partition?: string;
+  offset?: string;
+  limit?: string;
+  max_bytes?: string;
+  wait?: string;
+}
+
+export function readRoutes(s: BrokerServices) {
+  const locate = async (topicName: string, q: ReadQuery) => {
+    const topic = requireTopic(s, topicName);
+    const partition = parseOptionalInt(q.partition, "partition", 0, topic.partitions - 1);
+    if (partition === undefined) throw badRequest("partition is required when reading by offset");
+    const offset = parseOptionalInt(q.offset, "offset", 0, Number.MAX_SAFE_INTEGER) ?? 0;
+    const log = await s.logs.get(topic.name, partition);
+    const st = log.stats();
+    if (offset < st.oldestOffset) {
+      throw new NaradError("OFFSET_EXPIRED", `offset ${offset} was removed by retention; oldest is ${st.oldestOffset}`);
+    }
+    return { topic, partition, offset, log, hwm: st.highWatermark };
+  };
+
+  return async (app: FastifyInstance): Promise<void> => {
+    app.get<{ Params: { topic: string }; Querystring: ReadQuery }>(
+      "/v1/topics/:topic/consume",
+      async (request, reply) => {
+        if (request.query.offset === undefined) {
+          throw new NaradError(
+            "NOT_IMPLEMENTED",
+            "queue consumption (receipt handles) is not available on this broker yet; replay with partition and offset",
+          );
+        }
+        const { topic, partition, offset, log, hwm } = await locate(request.params.topic, request.query);
+        if (offset >= hwm) return reply.code(204).send();
+        const [record] = await log.read(offset, 1, readMaxBytes);
+        if (record === undefined) return reply.code(204).send();
+        s.metrics.consumedMessages.inc({ topic: topic.name });
+        return reply.type("application/json").send(messageJson(record, { topic: topic.name, partition }));
+      },
+    );
+
+    app.get<{ Params: { topic: string }; Querystring: ReadQuery }>("/v1/topics/:topic/records", async (request, reply) => {
+      const q = request.query;
+      const { topic, partition, offset, log, hwm } = await locate(request.params.topic, q);
+      const limit = parseOptionalInt(q.limit, "limit", 1, readMaxRecords) ?? readMaxRecords;
+      const maxBytes = parseOptionalInt(q.max_bytes, "max_bytes", 1, readMaxBytes) ?? readMaxBytes;
+      const records = offset >= hwm ? [] : await log.read(offset, limit, maxBytes);
+      const last = records[records.length - 1];
+      const next = last === undefined ? Math.max(offset, Math.min(offset, hwm)) : last.offset + 1;
+      s.metrics.consumedMessages.inc({ topic: topic.name }, records.length);
+      const body =
+        `{"topic":${JSON.stringify(topic.name)},"partition":${partition},"next_offset":${next}` +
+        `,"high_watermark":${hwm},"records":[${records.map((r) => messageJson(r, { topic: topic.name, partition })).join(",")}]}`;
+      return reply.type("application/json").send(body);
+    });
+  };
+}

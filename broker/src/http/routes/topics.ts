@@ -1,0 +1,100 @@
+// Topic administration: /v1/topics (create, list with keyset pagination,
+// describe with partition_stats, patch, delete).
+
+import type { FastifyInstance } from "fastify";
+import { topicListLimitDefault, topicListLimitMax } from "../../constants.ts";
+import { parseTopicCreate, parseTopicPatch } from "../../core/topic-spec.ts";
+import { badRequest, notFound } from "../../errors.ts";
+import type { TopicConfig } from "../../meta/types.ts";
+import { parseOptionalInt } from "../params.ts";
+import type { BrokerServices } from "../services.ts";
+
+interface TopicParams {
+  topic: string;
+}
+
+export function requireTopic(s: BrokerServices, name: string): TopicConfig {
+  const topic = s.metastore.getTopic(name);
+  if (topic === undefined) throw notFound(`topic "${name}" not found`);
+  return topic;
+}
+
+function decodePageToken(token: string | undefined): string {
+  if (token === undefined || token === "") return "";
+  const name = Buffer.from(token, "base64url").toString("utf8");
+  if (name === "") throw badRequest("page_token is invalid");
+  return name;
+}
+
+async function partitionStats(s: BrokerServices, topic: TopicConfig, only: number | undefined) {
+  const indexes = only === undefined ? [...Array(topic.partitions).keys()] : [only];
+  return Promise.all(
+    indexes.map(async (index) => {
+      const st = (await s.logs.get(topic.name, index)).stats();
+      return {
+        index,
+        segments: st.segments,
+        oldest_offset: st.oldestOffset,
+        next_offset: st.nextOffset,
+        high_watermark: st.highWatermark,
+        size_bytes: st.sizeBytes,
+        owner_node: s.metastore.ownerOf(topic.name, index),
+      };
+    }),
+  );
+}
+
+export function topicRoutes(s: BrokerServices) {
+  return async (app: FastifyInstance): Promise<void> => {
+    app.post("/v1/topics", async (request, reply) => {
+      const topic = parseTopicCreate(request.body, s.config.topicDefaults, new Date(s.nowMs()));
+      const created = await s.metastore.createTopic(topic);
+      request.log.info({ topic: created.name, partitions: created.partitions }, "topic created");
+      return reply.code(201).send(created);
+    });
+
+    app.get<{ Querystring: { limit?: string; page_token?: string } }>("/v1/topics", async (request) => {
+      const limit = parseOptionalInt(request.query.limit, "limit", 1, Number.MAX_SAFE_INTEGER) ?? topicListLimitDefault;
+      const after = decodePageToken(request.query.page_token);
+      const all = s.metastore.listTopics();
+      // Keyset pagination: the token is the last name returned, so pages stay
+      // stable while topics are created or deleted between calls.
+      let start = 0;
+      if (after !== "") {
+        start = all.findIndex((t) => t.name > after);
+        if (start < 0) start = all.length;
+      }
+      const page = all.slice(start, start + Math.min(limit, topicListLimitMax));
+      const more = start + page.length < all.length;
+      const last = page[page.length - 1];
+      return {
+        topics: page,
+        next_page_token: more && last !== undefined ? Buffer.from(last.name, "utf8").toString("base64url") : "",
+      };
+    });
+
+    app.get<{ Params: TopicParams; Querystring: { partition?: string } }>("/v1/topics/:topic", async (request) => {
+      const topic = requireTopic(s, request.params.topic);
+      const only = parseOptionalInt(request.query.partition, "partition", 0, topic.partitions - 1);
+      return { ...topic, partition_stats: await partitionStats(s, topic, only) };
+    });
+
+    app.patch<{ Params: TopicParams }>("/v1/topics/:topic", async (request) => {
+      const topic = requireTopic(s, request.params.topic);
+      const patch = parseTopicPatch(request.body, topic, s.config.topicDefaults);
+      const updated = await s.metastore.updateTopic(topic.name, patch);
+      request.log.info({ topic: topic.name, patch }, "topic updated");
+      return updated;
+    });
+
+    app.delete<{ Params: TopicParams }>("/v1/topics/:topic", async (request, reply) => {
+      const topic = requireTopic(s, request.params.topic);
+      // Metadata first: once the topic is gone from the metastore no new
+      // produce is accepted, then its files are removed.
+      await s.metastore.deleteTopic(topic.name);
+      await s.logs.deleteTopic(topic.name);
+      request.log.info({ topic: topic.name }, "topic deleted");
+      return reply.code(204).send();
+    });
+  };
+}

@@ -1,0 +1,35 @@
+// What the HTTP layer needs from the rest of the broker, as narrow
+// interfaces: routes depend on these, not on concrete modules.
+
+import type { Config } from "../config.ts";
+import type { WalRecordInput } from "../core/records.ts";
+import type { PartitionLog } from "../log/types.ts";
+import type { Metastore } from "../meta/types.ts";
+import type { BrokerMetrics } from "../metrics.ts";
+import type { WalStats } from "../wal/types.ts";
+
+export interface Ingress {
+  append(records: readonly WalRecordInput[]): Promise<unknown>;
+  stats(): WalStats;
+}
+
+export interface Logs {
+  get(topic: string, partition: number): Promise<PartitionLog>;
+  deleteTopic(topic: string): Promise<void>;
+}
+
+export interface Lifecycle {
+  /** True once startup recovery finished and until draining starts. */
+  ready(): boolean;
+  draining(): boolean;
+}
+
+export interface BrokerServices {
+  config: Config;
+  metastore: Metastore;
+  ingress: Ingress;
+  logs: Logs;
+  lifecycle: Lifecycle;
+  metrics: BrokerMetrics;
+  nowMs: () => number;
+}

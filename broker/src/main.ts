@@ -1,0 +1,66 @@
+#!/usr/bin/env node
+// `narad` command line: wiring only. Parses the command, loads the config,
+// starts a broker and turns SIGTERM/SIGINT into a bounded drain.
+
+import { hostname } from "node:os";
+import { pino } from "pino";
+import { ConfigError, loadConfig, usage } from "./config.ts";
+import { startBroker } from "./node.ts";
+
+async function serve(argv: string[]): Promise<void> {
+  const config = loadConfig(argv, process.env, hostname());
+  const logger = pino({ level: config.logLevel, base: { node: config.nodeId } });
+  const broker = await startBroker(config, logger);
+  logger.info(
+    { http: broker.httpAddress, dataDir: config.dataDir, metastore: config.metastore, dev: config.dev },
+    `narad ready on http://${broker.httpAddress}`,
+  );
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) {
+      logger.warn({ signal }, "second signal: exiting without waiting for the drain");
+      process.exit(1);
+    }
+    stopping = true;
+    logger.info({ signal, drainTimeoutMs: config.drainTimeoutMs }, "draining before exit");
+    broker.shutdown().then(
+      (drained) => {
+        logger.info({ drained }, "stopped");
+        logger.flush();
+        process.exit(0);
+      },
+      (err: unknown) => {
+        logger.error({ err }, "shutdown failed");
+        logger.flush();
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case "serve":
+      return serve(rest);
+    case undefined:
+    case "help":
+    case "--help":
+    case "-h":
+      process.stdout.write(usage);
+      return;
+    default:
+      throw new ConfigError(`unknown command "${command}"`);
+  }
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  if (err instanceof ConfigError) {
+    process.stderr.write(`narad: ${err.message}\n\n${usage}`);
+    process.exit(2);
+  }
+  process.stderr.write(`narad: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,53 @@
+// The metastore holds topics and partition ownership. Two backends share this
+// contract: `file` (single node, the embedded default) and `kubernetes`
+// (cluster mode; NaradTopic resources and NaradCluster membership).
+
+export interface TopicConfig {
+  name: string;
+  partitions: number;
+  /** Age after which sealed segments are deleted; 0 keeps forever. */
+  retention_ms: number;
+  /** Per-partition size cap over sealed segments; 0 means unlimited. */
+  retention_bytes: number;
+  visibility_timeout_ms: number;
+  max_in_flight_per_partition: number;
+  max_acked_ahead_per_partition: number;
+  /** ISO-8601 creation time. */
+  created_at: string;
+}
+
+export type TopicPatch = Partial<
+  Pick<
+    TopicConfig,
+    "partitions" | "retention_ms" | "retention_bytes" | "max_in_flight_per_partition" | "max_acked_ahead_per_partition"
+  >
+>;
+
+export type MemberState = "Joining" | "Active" | "Maintenance" | "Down" | "Decommissioning" | "Removed";
+
+export interface Member {
+  id: string;
+  address: string;
+  state: MemberState;
+}
+
+export interface Metastore {
+  readonly kind: "file" | "kubernetes";
+  /** All topics, sorted by name (the local replica; never blocks on the network). */
+  listTopics(): readonly TopicConfig[];
+  getTopic(name: string): TopicConfig | undefined;
+  createTopic(topic: TopicConfig): Promise<TopicConfig>;
+  updateTopic(name: string, patch: TopicPatch): Promise<TopicConfig>;
+  deleteTopic(name: string): Promise<void>;
+  /**
+   * The stale-replica defense before a destructive step: true only when the
+   * topic is absent locally and the authority confirms it is gone.
+   */
+  confirmTopicDeleted(name: string): Promise<boolean>;
+  /** Node id owning a partition. */
+  ownerOf(topic: string, partition: number): string;
+  members(): readonly Member[];
+  /** Called after any topic or membership change is applied locally. */
+  onChange(listener: () => void): void;
+  close(): Promise<void>;
+}
