@@ -4,7 +4,7 @@
 
 import type { FastifyInstance } from "fastify";
 import { batchContentTypes, decodeBinaryBatch, decodeNdjsonBatch } from "../../core/batch-codec.ts";
-import { createRotator, generateKey, partitionForKey } from "../../core/partitioner.ts";
+import { choosePartition, createRotator, generateKey } from "../../core/partitioner.ts";
 import type { WalRecordInput } from "../../core/records.ts";
 import { badRequest, NaradError, unavailable } from "../../errors.ts";
 import type { TopicConfig } from "../../meta/types.ts";
@@ -24,14 +24,10 @@ export function produceRoutes(s: BrokerServices) {
   let keyCounter = 0;
   const maxRecord = s.config.wal.maxRecordBytes;
 
-  const choosePartition = (topic: TopicConfig, key: Buffer | undefined, pinned: number): number => {
-    if (pinned >= 0) {
-      if (pinned >= topic.partitions) {
-        throw badRequest(`partition must be between 0 and ${topic.partitions - 1}`);
-      }
-      return pinned;
-    }
-    return key === undefined ? rotator.next(topic.partitions) : partitionForKey(key, topic.partitions);
+  const partitionFor = (topic: TopicConfig, key: Buffer | undefined, pinned: number): number => {
+    const choice = choosePartition({ pinned: pinned >= 0 ? pinned : undefined, key }, topic.partitions, rotator);
+    if (!choice.ok) throw badRequest(choice.reason);
+    return choice.partition;
   };
 
   const admit = (): void => {
@@ -69,7 +65,7 @@ export function produceRoutes(s: BrokerServices) {
         const pinned = parseOptionalInt(request.query.partition, "partition", 0, Number.MAX_SAFE_INTEGER) ?? -1;
         const given = request.query.key;
         const key = given === undefined || given === "" ? undefined : Buffer.from(given, "utf8");
-        const partition = choosePartition(topic, key, pinned);
+        const partition = partitionFor(topic, key, pinned);
         const payload = (request.body as Buffer | undefined) ?? emptyBody;
         const record: WalRecordInput = {
           topic: topic.name,
@@ -108,7 +104,7 @@ export function produceRoutes(s: BrokerServices) {
           return {
             topic: topic.name,
             key: keyed ? e.key : Buffer.from(generateKey(++keyCounter), "latin1"),
-            partition: choosePartition(topic, keyed ? e.key : undefined, e.partition),
+            partition: partitionFor(topic, keyed ? e.key : undefined, e.partition),
             createdMs: now,
             payload: e.payload,
           };
