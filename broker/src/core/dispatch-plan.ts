@@ -1,0 +1,467 @@
+// The pure half of the dispatcher (ARCHITECTURE.md §3, §5): given the WAL
+// records of one pass, decide what to commit where, what to hold, what to
+// reroute and what needs a deletion check; and the checkpoint arithmetic that
+// follows. No I/O and no clock: dispatch/dispatcher.ts does both.
+//
+// Invariants this module upholds (and its tests check):
+//  I1  Nothing is ever dropped by the planner: every input record ends up in
+//      exactly one of lanes / held / reroutes / missingTopics.
+//  I2  Within one (topic, partition) the records of a lane are in seq order.
+//      The owner's dedup keeps only the highest seq it committed per ingress
+//      incarnation, so a lower seq sent after a higher one would be silently
+//      dropped as a "duplicate". The dispatcher therefore (a) re-plans every
+//      pass from the checkpoint so a lane always carries every undone record of
+//      its partition below the pass's read end, (b) commits a lane's batches in
+//      order and stops at the first failure, and (c) never commits a rerouted
+//      record under its old seq: a reroute re-appends the record to the WAL
+//      (new, higher seq) aimed at the sibling, then marks the old seq done.
+//  I3  The checkpoint only moves over seqs that are done (committed, rerouted
+//      into the WAL, discarded after a confirmed topic deletion, or absent from
+//      the WAL); done seqs above it wait in the skip-set.
+
+import { fnv1a32 } from "./partitioner.ts";
+import type { CommitRecord, WalRecord } from "./records.ts";
+
+// ---------------------------------------------------------------------------
+// Destinations
+
+export type MemberState = "Active" | "Joining" | "Maintenance" | "Down" | "Decommissioning" | "Removed";
+
+/** Where a (topic, partition) lives right now, as the local membership/assignment replica sees it. */
+export type Destination = { kind: "owner"; nodeId: string; state: MemberState } | { kind: "topic-missing" };
+
+// ---------------------------------------------------------------------------
+// Skip-set: sorted, disjoint, non-adjacent half-open ranges [from, to) of seqs
+// above the checkpoint that are already done. Ranges rather than a Set<number>
+// because done seqs come in long runs (everything but a stuck partition), so
+// the memory stays small even at the lookahead bound.
+
+export interface SeqRange {
+  from: number;
+  /** Exclusive. */
+  to: number;
+}
+
+export type SkipSet = readonly SeqRange[];
+
+/** Index of the first range with to > seq (binary search). */
+function firstRangeEndingAfter(skip: SkipSet, seq: number): number {
+  let lo = 0;
+  let hi = skip.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (skip[mid]!.to <= seq) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+export function skipHas(skip: SkipSet, seq: number): boolean {
+  const r = skip[firstRangeEndingAfter(skip, seq)];
+  return r !== undefined && r.from <= seq;
+}
+
+/** The first seq >= `seq` that is not in the skip-set. */
+export function skipNextFree(skip: SkipSet, seq: number): number {
+  const r = skip[firstRangeEndingAfter(skip, seq)];
+  return r !== undefined && r.from <= seq ? r.to : seq;
+}
+
+/** How many seqs the skip-set holds. */
+export function skipSize(skip: SkipSet): number {
+  let n = 0;
+  for (const r of skip) n += r.to - r.from;
+  return n;
+}
+
+/** Turns seqs (any order, duplicates allowed) into sorted, merged ranges. */
+export function seqsToRanges(seqs: readonly number[]): SeqRange[] {
+  const sorted = [...seqs].sort((a, b) => a - b);
+  const out: SeqRange[] = [];
+  for (const s of sorted) {
+    const last = out[out.length - 1];
+    if (last !== undefined && s <= last.to) {
+      if (s === last.to) last.to = s + 1;
+    } else {
+      out.push({ from: s, to: s + 1 });
+    }
+  }
+  return out;
+}
+
+/** Union of the skip-set and more done ranges (any order, may overlap). */
+export function skipAddRanges(skip: SkipSet, ranges: readonly SeqRange[]): SkipSet {
+  const all = [...skip, ...ranges.filter((r) => r.to > r.from)].sort((a, b) => a.from - b.from);
+  const out: SeqRange[] = [];
+  for (const r of all) {
+    const last = out[out.length - 1];
+    if (last !== undefined && r.from <= last.to) {
+      if (r.to > last.to) last.to = r.to;
+    } else {
+      out.push({ from: r.from, to: r.to });
+    }
+  }
+  return out;
+}
+
+export function skipAddSeqs(skip: SkipSet, seqs: readonly number[]): SkipSet {
+  return seqs.length === 0 ? skip : skipAddRanges(skip, seqsToRanges(seqs));
+}
+
+/**
+ * Moves the checkpoint over every done seq contiguous with it and prunes the
+ * skip-set of everything below the result. The checkpoint never moves back.
+ */
+export function advanceCheckpoint(checkpoint: number, skip: SkipSet): { checkpoint: number; skip: SkipSet } {
+  let cp = checkpoint;
+  let i = 0;
+  while (i < skip.length && skip[i]!.from <= cp) {
+    if (skip[i]!.to > cp) cp = skip[i]!.to;
+    i++;
+  }
+  return { checkpoint: cp, skip: i === 0 ? skip : skip.slice(i) };
+}
+
+// ---------------------------------------------------------------------------
+// Window sizing and lookahead
+
+export interface WindowOptions {
+  /** Base window (records per pass). */
+  windowRecords: number;
+  /** Hard cap on the window. */
+  windowCapRecords: number;
+  /** The window grows to this many records per partition seen with traffic. */
+  targetPerPartition: number;
+}
+
+/** Next pass's window: targetPerPartition × partitions-with-traffic, clamped to [base, cap]. */
+export function nextWindowRecords(partitionsWithTraffic: number, o: WindowOptions): number {
+  const want = o.targetPerPartition * partitionsWithTraffic;
+  return Math.min(o.windowCapRecords, Math.max(o.windowRecords, want));
+}
+
+/**
+ * First seq a pass may not read (exclusive). The checkpoint is the oldest
+ * undone record; a pass may look at most `lookaheadWindows` windows past the
+ * window that holds it, which bounds the skip-set to that many seqs.
+ */
+export function lookaheadLimit(checkpoint: number, windowRecords: number, lookaheadWindows: number): number {
+  return checkpoint + (1 + lookaheadWindows) * windowRecords;
+}
+
+// ---------------------------------------------------------------------------
+// Per-lane decision
+
+export type HoldReason = "maintenance" | "no-live-sibling";
+export type RerouteReason = "owner-down" | "owner-removed" | "owner-failing";
+
+export type LaneDecision =
+  | { action: "commit" }
+  | { action: "hold"; reason: HoldReason }
+  | { action: "reroute"; reason: RerouteReason };
+
+/**
+ * The §5 rule for one owner. A local owner is always committed to: its log is
+ * on this node's volume, whatever membership says (a node in Maintenance must
+ * still drain its own WAL). For a peer: Down/Removed reroute at once;
+ * Maintenance is held and never rerouted (a rolling restart must not scatter
+ * keys); a destination that failed `rerouteAfterPasses` passes in a row is
+ * rerouted only if membership also says the owner is not Active, otherwise
+ * it is retried (we never conclude on our own that a peer is dead).
+ */
+export function decideLane(
+  owner: { state: MemberState; local: boolean },
+  failedPasses: number,
+  rerouteAfterPasses: number,
+): LaneDecision {
+  if (owner.local) return { action: "commit" };
+  switch (owner.state) {
+    case "Down":
+      return { action: "reroute", reason: "owner-down" };
+    case "Removed":
+      return { action: "reroute", reason: "owner-removed" };
+    case "Maintenance":
+      return { action: "hold", reason: "maintenance" };
+    case "Active":
+      return { action: "commit" };
+    case "Joining":
+    case "Decommissioning":
+      return failedPasses >= rerouteAfterPasses
+        ? { action: "reroute", reason: "owner-failing" }
+        : { action: "commit" };
+  }
+}
+
+/**
+ * Picks the sibling for a rerouted record: the key's FNV-1a hash over the live
+ * siblings (sorted). Deterministic, keeps one key together while the set of
+ * live siblings is stable, and spreads keys across all of them.
+ */
+export function chooseSibling(key: Uint8Array, liveSiblings: readonly number[]): number | undefined {
+  if (liveSiblings.length === 0) return undefined;
+  return liveSiblings[fnv1a32(key) % liveSiblings.length];
+}
+
+// ---------------------------------------------------------------------------
+// Planning one pass
+
+/** Serialised size of a record beyond key and payload (ids, timestamps, lengths); used for byte caps. */
+export const commitRecordOverheadBytes = 48;
+
+export function commitRecordBytes(r: { key: Uint8Array; payload: Uint8Array }): number {
+  return r.key.length + r.payload.length + commitRecordOverheadBytes;
+}
+
+export function laneKey(topic: string, partition: number, nodeId: string): string {
+  return `${topic}\u0000${partition}\u0000${nodeId}`;
+}
+
+export interface CommitBatch {
+  records: CommitRecord[];
+  bytes: number;
+}
+
+/** Every record of one (topic, partition) for one owner in this pass, split into byte-capped batches in seq order. */
+export interface CommitLane {
+  key: string;
+  topic: string;
+  partition: number;
+  nodeId: string;
+  local: boolean;
+  batches: CommitBatch[];
+  records: number;
+}
+
+export interface HeldGroup {
+  laneKey: string;
+  topic: string;
+  partition: number;
+  nodeId: string;
+  reason: HoldReason;
+  count: number;
+  firstSeq: number;
+}
+
+export interface RerouteMove {
+  record: WalRecord;
+  toPartition: number;
+}
+
+export interface RerouteGroup {
+  laneKey: string;
+  topic: string;
+  fromPartition: number;
+  nodeId: string;
+  reason: RerouteReason;
+  /** In seq order, so re-appending them keeps their relative order. */
+  moves: RerouteMove[];
+}
+
+export interface MissingTopic {
+  topic: string;
+  seqs: number[];
+}
+
+export interface PlanOptions extends WindowOptions {
+  rerouteAfterPasses: number;
+  /** Byte cap of one commit batch; a single larger record still gets a batch of its own. */
+  maxBatchBytes: number;
+}
+
+export interface PlanInput {
+  /** Undone records of this pass, in seq order (the skip-set already applied). */
+  records: readonly WalRecord[];
+  incarnation: string;
+  localNodeId: string;
+  resolve: (topic: string, partition: number) => Destination;
+  partitionCount: (topic: string) => number;
+  /** Consecutive failed passes per lane key. */
+  failures: ReadonlyMap<string, number>;
+  options: PlanOptions;
+}
+
+export interface DispatchPlan {
+  /** Lanes to commit, ordered by their first seq. */
+  lanes: CommitLane[];
+  held: HeldGroup[];
+  reroutes: RerouteGroup[];
+  missingTopics: MissingTopic[];
+  /** Every lane key that had records this pass (committed, held or rerouted). */
+  laneKeys: string[];
+  partitionsWithTraffic: number;
+  nextWindowRecords: number;
+}
+
+interface LaneDraft {
+  topic: string;
+  partition: number;
+  nodeId: string;
+  local: boolean;
+  state: MemberState;
+  records: WalRecord[];
+}
+
+function toCommitRecord(r: WalRecord, incarnation: string): CommitRecord {
+  return { key: r.key, createdMs: r.createdMs, payload: r.payload, incarnation, seq: r.seq };
+}
+
+/** Splits a lane's records (seq order) into batches of at most maxBatchBytes. */
+export function splitBatches(
+  records: readonly WalRecord[],
+  incarnation: string,
+  maxBatchBytes: number,
+): CommitBatch[] {
+  const out: CommitBatch[] = [];
+  let cur: CommitBatch = { records: [], bytes: 0 };
+  for (const r of records) {
+    const size = commitRecordBytes(r);
+    if (cur.records.length > 0 && cur.bytes + size > maxBatchBytes) {
+      out.push(cur);
+      cur = { records: [], bytes: 0 };
+    }
+    cur.records.push(toCommitRecord(r, incarnation));
+    cur.bytes += size;
+  }
+  if (cur.records.length > 0) out.push(cur);
+  return out;
+}
+
+/**
+ * Plans one pass. Resolves each (topic, partition) once, so every record of a
+ * partition gets the same decision within the pass (I2).
+ */
+export function planDispatch(input: PlanInput): DispatchPlan {
+  const { options: o } = input;
+  const destCache = new Map<string, Destination>();
+  const resolve = (topic: string, partition: number): Destination => {
+    const k = `${topic}\u0000${partition}`;
+    let d = destCache.get(k);
+    if (d === undefined) {
+      d = input.resolve(topic, partition);
+      destCache.set(k, d);
+    }
+    return d;
+  };
+
+  const drafts = new Map<string, LaneDraft>();
+  const missing = new Map<string, number[]>();
+  const partitions = new Set<string>();
+  for (const r of input.records) {
+    partitions.add(`${r.topic}\u0000${r.partition}`);
+    const d = resolve(r.topic, r.partition);
+    if (d.kind === "topic-missing") {
+      const seqs = missing.get(r.topic);
+      if (seqs === undefined) missing.set(r.topic, [r.seq]);
+      else seqs.push(r.seq);
+      continue;
+    }
+    const key = laneKey(r.topic, r.partition, d.nodeId);
+    let draft = drafts.get(key);
+    if (draft === undefined) {
+      draft = {
+        topic: r.topic,
+        partition: r.partition,
+        nodeId: d.nodeId,
+        local: d.nodeId === input.localNodeId,
+        state: d.state,
+        records: [],
+      };
+      drafts.set(key, draft);
+    }
+    draft.records.push(r);
+  }
+
+  const liveCache = new Map<string, number[]>();
+  const liveSiblings = (topic: string): number[] => {
+    let live = liveCache.get(topic);
+    if (live === undefined) {
+      live = [];
+      const n = input.partitionCount(topic);
+      for (let p = 0; p < n; p++) {
+        const d = resolve(topic, p);
+        if (d.kind !== "owner" || d.state !== "Active") continue;
+        if ((input.failures.get(laneKey(topic, p, d.nodeId)) ?? 0) > 0) continue;
+        live.push(p);
+      }
+      liveCache.set(topic, live);
+    }
+    return live;
+  };
+
+  const lanes: CommitLane[] = [];
+  const held: HeldGroup[] = [];
+  const reroutes: RerouteGroup[] = [];
+  for (const [key, d] of drafts) {
+    const decision = decideLane(d, input.failures.get(key) ?? 0, o.rerouteAfterPasses);
+    if (decision.action === "commit") {
+      lanes.push({
+        key,
+        topic: d.topic,
+        partition: d.partition,
+        nodeId: d.nodeId,
+        local: d.local,
+        batches: splitBatches(d.records, input.incarnation, o.maxBatchBytes),
+        records: d.records.length,
+      });
+      continue;
+    }
+    if (decision.action === "reroute") {
+      const live = liveSiblings(d.topic).filter((p) => p !== d.partition);
+      if (live.length > 0) {
+        const moves = d.records.map((record) => ({ record, toPartition: chooseSibling(record.key, live)! }));
+        reroutes.push({
+          laneKey: key,
+          topic: d.topic,
+          fromPartition: d.partition,
+          nodeId: d.nodeId,
+          reason: decision.reason,
+          moves,
+        });
+        continue;
+      }
+    }
+    held.push({
+      laneKey: key,
+      topic: d.topic,
+      partition: d.partition,
+      nodeId: d.nodeId,
+      reason: decision.action === "hold" ? decision.reason : "no-live-sibling",
+      count: d.records.length,
+      firstSeq: d.records[0]!.seq,
+    });
+  }
+
+  return {
+    lanes,
+    held,
+    reroutes,
+    missingTopics: [...missing].map(([topic, seqs]) => ({ topic, seqs })),
+    laneKeys: [...drafts.keys()],
+    partitionsWithTraffic: partitions.size,
+    nextWindowRecords: nextWindowRecords(partitions.size, o),
+  };
+}
+
+/**
+ * Failure counts for the next pass: a lane that was attempted and failed
+ * counts one more, a lane that succeeded starts over, a lane with records that
+ * was not attempted (held, rerouted) keeps its count, and a lane with no
+ * records any more is forgotten (so the map stays as small as the pass).
+ */
+export function nextFailures(
+  prev: ReadonlyMap<string, number>,
+  laneKeysSeen: readonly string[],
+  attempted: ReadonlyMap<string, boolean>,
+): Map<string, number> {
+  const next = new Map<string, number>();
+  for (const key of laneKeysSeen) {
+    const ok = attempted.get(key);
+    const before = prev.get(key) ?? 0;
+    if (ok === undefined) {
+      if (before > 0) next.set(key, before);
+    } else if (!ok) {
+      next.set(key, before + 1);
+    }
+  }
+  return next;
+}
