@@ -1,0 +1,32 @@
+// Error codes raised by partition logs and the log store. The HTTP/gRPC
+// mapping lives with the callers (OFFSET_EXPIRED → 410 Gone, the rest → 5xx
+// or 4xx as noted).
+
+export type LogErrorCode =
+  /** fsync succeeded but the frames read back did not match what was written (5xx, retryable). */
+  | "COMMIT_VERIFY_FAILED"
+  /** read() below the oldest retained offset (410). */
+  | "OFFSET_EXPIRED"
+  /** The log was closed (5xx, retry after reopen). */
+  | "LOG_CLOSED"
+  /** A failed commit could not be rolled back; the log refuses commits until reopened (5xx). */
+  | "LOG_FAILED"
+  /** One record does not fit in a frame of maxFrameBytes (413). */
+  | "RECORD_TOO_LARGE"
+  /** A CommitRecord with a malformed incarnation or seq (caller bug, 400/500). */
+  | "INVALID_RECORD"
+  /** Topic name or partition index that could escape dataDir or is out of range (400). */
+  | "INVALID_NAME";
+
+export class LogError extends Error {
+  readonly code: LogErrorCode;
+  constructor(code: LogErrorCode, message: string, options?: ErrorOptions) {
+    super(`${code}: ${message}`, options);
+    this.name = "LogError";
+    this.code = code;
+  }
+}
+
+export function isLogError(err: unknown, code?: LogErrorCode): err is LogError {
+  return err instanceof LogError && (code === undefined || err.code === code);
+}

@@ -1,0 +1,233 @@
+// Owns every partition log under <dataDir>/topics: opens them lazily (one
+// shared open per partition), lists topics found on disk, deletes topics and
+// runs retention passes.
+//
+// Topic deletion order: close the topic's logs → rename topics/<t> into
+// <dataDir>/topics-trash/<t>.<ms>.<n> → fsync(topics) and fsync(trash) → remove
+// the trash entry recursively. Crash points: before the rename the topic is
+// intact; after it the topic is gone from topics/ (a partially deleted topic
+// never reappears); a leftover trash entry is removed at the next open.
+
+import { join } from "node:path";
+import { LogError } from "./log-errors.ts";
+import { type LogIo, nodeLogIo } from "./log-io.ts";
+import { type LogLogger, type OpenedPartitionLog, openPartitionLog, silentLogger } from "./partition-log.ts";
+import type { PartitionLog } from "./types.ts";
+
+export interface LogStoreOptions {
+  dataDir: string;
+  segmentBytes: number;
+  indexIntervalBytes: number;
+  maxFrameBytes: number;
+  hwmPersistIntervalMs: number;
+  /** See OpenPartitionLogOptions.frameTargetBytes. */
+  frameTargetBytes?: number;
+  nowMs: () => number;
+  logger?: LogLogger;
+  io?: LogIo;
+}
+
+export interface RetentionPolicy {
+  /** <= 0 keeps by age forever. */
+  retentionMs: number;
+  /** <= 0 means no size limit. */
+  maxBytes: number;
+}
+
+export interface LogStore {
+  /** The log of topic/partition, opened (and created) on first use and cached. */
+  get(topic: string, partition: number): Promise<PartitionLog>;
+  /** Whether the topic has a directory (found at open or created since). */
+  has(topic: string): boolean;
+  /** Topic names with a directory under topics/, sorted. */
+  topics(): string[];
+  /** Closes the topic's logs and removes its directory durably. */
+  deleteTopic(topic: string): Promise<void>;
+  /** Applies each policy to every partition of that topic on disk; returns segments deleted. */
+  retentionPass(policies: ReadonlyMap<string, RetentionPolicy>): Promise<number>;
+  closeAll(): Promise<void>;
+}
+
+const partitionMax = 99_999;
+const partitionDigits = 5;
+const partitionDirPattern = /^p(\d{5})$/;
+
+/** Refuses names that could address anything outside topics/<name>. */
+export function assertSafeTopicName(topic: string): void {
+  if (
+    topic.length === 0 ||
+    topic === "." ||
+    topic === ".." ||
+    topic.includes("/") ||
+    topic.includes("\\") ||
+    topic.includes("\0")
+  ) {
+    throw new LogError("INVALID_NAME", `unsafe topic name ${JSON.stringify(topic)}`);
+  }
+}
+
+export function partitionDirName(partition: number): string {
+  if (!Number.isSafeInteger(partition) || partition < 0 || partition > partitionMax) {
+    throw new LogError("INVALID_NAME", `partition ${partition} out of range`);
+  }
+  return `p${String(partition).padStart(partitionDigits, "0")}`;
+}
+
+export async function openLogStore(opts: LogStoreOptions): Promise<LogStore> {
+  const io = opts.io ?? nodeLogIo;
+  const topicsDir = join(opts.dataDir, "topics");
+  const trashDir = join(opts.dataDir, "topics-trash");
+  await io.mkdirp(topicsDir);
+  await io.mkdirp(trashDir);
+  // Finish deletions interrupted by a crash.
+  for (const name of await io.list(trashDir)) await io.removeTree(join(trashDir, name));
+  const known = new Set<string>();
+  for (const name of await io.list(topicsDir)) {
+    if (name !== "." && name !== "..") known.add(name);
+  }
+  return new LogStoreImpl(opts, io, topicsDir, trashDir, known);
+}
+
+class LogStoreImpl implements LogStore {
+  readonly #opts: LogStoreOptions;
+  readonly #io: LogIo;
+  readonly #topicsDir: string;
+  readonly #trashDir: string;
+  readonly #known: Set<string>;
+  readonly #logger: LogLogger;
+  /** topic → partition → the (possibly still opening) log. */
+  readonly #logs = new Map<string, Map<number, Promise<OpenedPartitionLog>>>();
+  /** topic → its in-progress deletion; gets wait for it. */
+  readonly #deleting = new Map<string, Promise<void>>();
+  #closed = false;
+  /** Makes trash names unique even for two deletions within one millisecond. */
+  #trashSeq = 0;
+
+  constructor(opts: LogStoreOptions, io: LogIo, topicsDir: string, trashDir: string, known: Set<string>) {
+    this.#opts = opts;
+    this.#io = io;
+    this.#topicsDir = topicsDir;
+    this.#trashDir = trashDir;
+    this.#known = known;
+    this.#logger = opts.logger ?? silentLogger;
+  }
+
+  async get(topic: string, partition: number): Promise<PartitionLog> {
+    assertSafeTopicName(topic);
+    const dirName = partitionDirName(partition);
+    if (this.#closed) throw new LogError("LOG_CLOSED", "log store closed");
+    const deleting = this.#deleting.get(topic);
+    if (deleting !== undefined) await deleting.catch(() => {});
+    let byPartition = this.#logs.get(topic);
+    if (byPartition === undefined) {
+      byPartition = new Map();
+      this.#logs.set(topic, byPartition);
+    }
+    let opening = byPartition.get(partition);
+    if (opening === undefined) {
+      opening = this.#open(topic, dirName);
+      byPartition.set(partition, opening);
+      // A failed open is not cached: the next get retries.
+      opening.catch(() => {
+        if (this.#logs.get(topic)?.get(partition) === opening) this.#logs.get(topic)?.delete(partition);
+      });
+    }
+    return opening;
+  }
+
+  /**
+   * Creates topics/<t>/pNNNNN durably when new: mkdir -p → fsync(topics) →
+   * fsync(topics/<t>); openPartitionLog then fsyncs the partition dir after
+   * creating its files.
+   */
+  async #open(topic: string, dirName: string): Promise<OpenedPartitionLog> {
+    const topicDir = join(this.#topicsDir, topic);
+    const dir = join(topicDir, dirName);
+    if (!(await this.#io.exists(dir))) {
+      await this.#io.mkdirp(dir);
+      await this.#io.fsyncDir(this.#topicsDir);
+      await this.#io.fsyncDir(topicDir);
+    }
+    this.#known.add(topic);
+    return openPartitionLog({
+      dir,
+      segmentBytes: this.#opts.segmentBytes,
+      indexIntervalBytes: this.#opts.indexIntervalBytes,
+      maxFrameBytes: this.#opts.maxFrameBytes,
+      hwmPersistIntervalMs: this.#opts.hwmPersistIntervalMs,
+      ...(this.#opts.frameTargetBytes !== undefined ? { frameTargetBytes: this.#opts.frameTargetBytes } : {}),
+      nowMs: this.#opts.nowMs,
+      io: this.#io,
+      logger: this.#logger,
+    });
+  }
+
+  has(topic: string): boolean {
+    return this.#known.has(topic);
+  }
+
+  topics(): string[] {
+    return [...this.#known].sort();
+  }
+
+  deleteTopic(topic: string): Promise<void> {
+    try {
+      assertSafeTopicName(topic);
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const existing = this.#deleting.get(topic);
+    if (existing !== undefined) return existing;
+    const run = this.#delete(topic).finally(() => this.#deleting.delete(topic));
+    this.#deleting.set(topic, run);
+    return run;
+  }
+
+  async #delete(topic: string): Promise<void> {
+    await this.#closeTopic(topic);
+    this.#known.delete(topic);
+    const topicDir = join(this.#topicsDir, topic);
+    if (!(await this.#io.exists(topicDir))) return;
+    const trash = join(this.#trashDir, `${topic}.${this.#opts.nowMs()}.${this.#trashSeq++}`);
+    await this.#io.rename(topicDir, trash);
+    await this.#io.fsyncDir(this.#topicsDir);
+    await this.#io.fsyncDir(this.#trashDir);
+    await this.#io.removeTree(trash);
+    this.#logger.info({ topic }, "log store deleted topic");
+  }
+
+  async #closeTopic(topic: string): Promise<void> {
+    const byPartition = this.#logs.get(topic);
+    if (byPartition === undefined) return;
+    this.#logs.delete(topic);
+    const results = await Promise.allSettled([...byPartition.values()].map(async (p) => (await p).close()));
+    for (const r of results) {
+      if (r.status === "rejected")
+        this.#logger.warn({ topic, err: r.reason }, "closing partition log failed");
+    }
+  }
+
+  async retentionPass(policies: ReadonlyMap<string, RetentionPolicy>): Promise<number> {
+    let deleted = 0;
+    for (const [topic, policy] of policies) {
+      if (!this.#known.has(topic) || this.#deleting.has(topic)) continue;
+      for (const name of await this.#io.list(join(this.#topicsDir, topic))) {
+        const m = partitionDirPattern.exec(name);
+        if (m === null) continue;
+        try {
+          const log = await this.get(topic, Number(m[1]));
+          deleted += await log.applyRetention(policy.retentionMs, policy.maxBytes);
+        } catch (err) {
+          this.#logger.warn({ topic, partition: name, err }, "retention failed for partition");
+        }
+      }
+    }
+    return deleted;
+  }
+
+  async closeAll(): Promise<void> {
+    this.#closed = true;
+    await Promise.allSettled([...this.#deleting.values()]);
+    for (const topic of [...this.#logs.keys()]) await this.#closeTopic(topic);
+  }
+}
