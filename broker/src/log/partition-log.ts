@@ -432,7 +432,8 @@ class PartitionLogImpl implements OpenedPartitionLog {
     if (this.#closed) throw new LogError("LOG_CLOSED", this.#opts.dir);
     if (!Number.isSafeInteger(fromOffset) || fromOffset < 0) throw new RangeError("read: bad fromOffset");
     const hwm = this.#hwm;
-    const segs = this.#segments;
+    // Snapshot: retention may shift the live array while this read awaits.
+    const segs = this.#segments.slice();
     if (fromOffset < segs[0]!.baseOffset) {
       throw new LogError("OFFSET_EXPIRED", `offset ${fromOffset} is below the oldest ${segs[0]!.baseOffset}`);
     }
