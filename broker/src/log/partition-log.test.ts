@@ -140,6 +140,15 @@ describe("partition log: commit and read", () => {
     expect(s.sizeBytes).toBe((await stat(segPath())).size);
   });
 
+  it("serialises concurrent commits into contiguous offsets", async () => {
+    const log = await open();
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => log.commitDurable(recs(i * 3 + 1, 3))),
+    );
+    expect(results.map((r) => r.baseOffset)).toEqual(Array.from({ length: 10 }, (_, i) => i * 3));
+    expect((await readAll(log)).map((r) => r.seq)).toEqual(Array.from({ length: 30 }, (_, i) => i + 1));
+  });
+
   it("splits large commits into several frames", async () => {
     const log = await open({ frameTargetBytes: 300 });
     await log.commitDurable(recs(1, 40));
