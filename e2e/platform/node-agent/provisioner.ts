@@ -1,0 +1,207 @@
+// Dynamic provisioner for StorageClass provisioner `narad.dev/local-dir`:
+// a PersistentVolume is a hostPath directory under <state-dir>/volumes.
+// kcm's PV binder does the binding; this only creates PVs for pending claims,
+// deletes Released ones, and grows capacity when a claim is expanded.
+
+import fs from "node:fs/promises";
+import path from "node:path";
+import {
+  type CoreV1Api,
+  PatchStrategy,
+  type StorageV1Api,
+  setHeaderOptions,
+  type V1PersistentVolume,
+  type V1PersistentVolumeClaim,
+  type V1StorageClass,
+} from "@kubernetes/client-node";
+import type { Logger } from "pino";
+
+export const PROVISIONER_NAME = "narad.dev/local-dir";
+export const DEFAULT_CLASS_NAME = "narad-local";
+export const PROVISIONED_BY_ANNOTATION = "pv.kubernetes.io/provisioned-by";
+const DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class";
+
+/** PV name for a claim: deterministic, so two racing agents create the same object (one gets 409). */
+export function pvNameFor(pvc: V1PersistentVolumeClaim): string {
+  return `pvc-${pvc.metadata?.uid ?? ""}`;
+}
+
+export function isOurClass(sc: V1StorageClass | undefined): boolean {
+  return sc?.provisioner === PROVISIONER_NAME;
+}
+
+export function isDefaultClass(sc: V1StorageClass): boolean {
+  return sc.metadata?.annotations?.[DEFAULT_CLASS_ANNOTATION] === "true";
+}
+
+/** Which class a claim uses, resolving "unset" to the default class (if one is ours). */
+export function claimClassName(
+  pvc: V1PersistentVolumeClaim,
+  classes: readonly V1StorageClass[],
+): string | undefined {
+  const explicit = pvc.spec?.storageClassName;
+  if (explicit !== undefined && explicit !== null) return explicit;
+  return classes.find(isDefaultClass)?.metadata?.name;
+}
+
+export function needsProvisioning(pvc: V1PersistentVolumeClaim, cls: V1StorageClass | undefined): boolean {
+  if (!isOurClass(cls)) return false;
+  if (pvc.metadata?.deletionTimestamp) return false;
+  if (pvc.spec?.volumeName) return false;
+  return (pvc.status?.phase ?? "Pending") === "Pending";
+}
+
+/** The PV object for a claim (pure). */
+export function buildPv(
+  pvc: V1PersistentVolumeClaim,
+  className: string,
+  volumesRoot: string,
+): V1PersistentVolume {
+  const name = pvNameFor(pvc);
+  return {
+    apiVersion: "v1",
+    kind: "PersistentVolume",
+    metadata: { name, annotations: { [PROVISIONED_BY_ANNOTATION]: PROVISIONER_NAME } },
+    spec: {
+      capacity: { storage: pvc.spec?.resources?.requests?.["storage"] ?? "1Gi" },
+      accessModes: pvc.spec?.accessModes ?? ["ReadWriteOnce"],
+      persistentVolumeReclaimPolicy: "Delete",
+      storageClassName: className,
+      volumeMode: pvc.spec?.volumeMode ?? "Filesystem",
+      hostPath: { path: path.join(volumesRoot, name), type: "DirectoryOrCreate" },
+      claimRef: {
+        apiVersion: "v1",
+        kind: "PersistentVolumeClaim",
+        namespace: pvc.metadata?.namespace,
+        name: pvc.metadata?.name,
+        uid: pvc.metadata?.uid,
+      },
+    },
+  };
+}
+
+const BINARY_SUFFIX: Record<string, number> = {
+  Ki: 2 ** 10,
+  Mi: 2 ** 20,
+  Gi: 2 ** 30,
+  Ti: 2 ** 40,
+  Pi: 2 ** 50,
+};
+const DECIMAL_SUFFIX: Record<string, number> = { k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, "": 1 };
+
+/** Storage quantity → bytes, enough for size comparisons (binary and decimal suffixes). */
+export function quantityBytes(q: string): number {
+  const m = /^([0-9.]+)([A-Za-z]*)$/.exec(q.trim());
+  if (!m) return Number.NaN;
+  const n = Number(m[1]);
+  const suffix = m[2]!;
+  const mult = BINARY_SUFFIX[suffix] ?? DECIMAL_SUFFIX[suffix];
+  return mult === undefined ? Number.NaN : n * mult;
+}
+
+export class LocalDirProvisioner {
+  readonly #core: CoreV1Api;
+  readonly #storage: StorageV1Api;
+  readonly #volumesRoot: string;
+  readonly #log: Logger;
+  readonly #busy = new Set<string>();
+
+  constructor(core: CoreV1Api, storage: StorageV1Api, volumesRoot: string, log: Logger) {
+    this.#core = core;
+    this.#storage = storage;
+    this.#volumesRoot = volumesRoot;
+    this.#log = log.child({ component: "provisioner" });
+  }
+
+  /** Serialises work per object so repeated watch events do not race each other. */
+  #once(key: string, fn: () => Promise<void>): void {
+    if (this.#busy.has(key)) return;
+    this.#busy.add(key);
+    void fn()
+      .catch((err: unknown) => this.#log.warn({ err, key }, "provisioner step failed"))
+      .finally(() => this.#busy.delete(key));
+  }
+
+  onClaim(pvc: V1PersistentVolumeClaim): void {
+    this.#once(`pvc/${pvc.metadata?.uid}`, () => this.#reconcileClaim(pvc));
+  }
+
+  onVolume(pv: V1PersistentVolume): void {
+    this.#once(`pv/${pv.metadata?.name}`, () => this.#reconcileVolume(pv));
+  }
+
+  async #classes(): Promise<V1StorageClass[]> {
+    return (await this.#storage.listStorageClass()).items;
+  }
+
+  async #reconcileClaim(pvc: V1PersistentVolumeClaim): Promise<void> {
+    const classes = await this.#classes();
+    const className = claimClassName(pvc, classes);
+    const cls = classes.find((c) => c.metadata?.name === className);
+    if (!className || !isOurClass(cls)) return;
+    if (needsProvisioning(pvc, cls)) {
+      const pv = buildPv(pvc, className, this.#volumesRoot);
+      await fs.mkdir(pv.spec!.hostPath!.path, { recursive: true });
+      try {
+        await this.#core.createPersistentVolume({ body: pv });
+        this.#log.info(
+          { pvc: `${pvc.metadata?.namespace}/${pvc.metadata?.name}`, pv: pv.metadata?.name },
+          "PV created",
+        );
+      } catch (err) {
+        if ((err as { code?: number }).code !== 409) throw err;
+      }
+      return;
+    }
+    await this.#maybeExpand(pvc, cls!);
+  }
+
+  /** Acts as the external resizer: a directory has no size, so growing is bookkeeping only. */
+  async #maybeExpand(pvc: V1PersistentVolumeClaim, cls: V1StorageClass): Promise<void> {
+    if (!cls.allowVolumeExpansion || pvc.status?.phase !== "Bound" || !pvc.spec?.volumeName) return;
+    const want = pvc.spec.resources?.requests?.["storage"];
+    const have = pvc.status.capacity?.["storage"];
+    if (!want || !have || !(quantityBytes(want) > quantityBytes(have))) return;
+    const pv = await this.#core.readPersistentVolume({ name: pvc.spec.volumeName });
+    if (pv.metadata?.annotations?.[PROVISIONED_BY_ANNOTATION] !== PROVISIONER_NAME) return;
+    await this.#core.patchPersistentVolume(
+      { name: pvc.spec.volumeName, body: { spec: { capacity: { storage: want } } } },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
+    await this.#core.patchNamespacedPersistentVolumeClaimStatus(
+      {
+        name: pvc.metadata?.name ?? "",
+        namespace: pvc.metadata?.namespace ?? "default",
+        body: {
+          status: {
+            capacity: { storage: want },
+            allocatedResources: { storage: want },
+            allocatedResourceStatuses: null,
+            conditions: null,
+          },
+        },
+      },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
+    this.#log.info(
+      { pvc: `${pvc.metadata?.namespace}/${pvc.metadata?.name}`, from: have, to: want },
+      "PVC expanded",
+    );
+  }
+
+  async #reconcileVolume(pv: V1PersistentVolume): Promise<void> {
+    if (pv.metadata?.annotations?.[PROVISIONED_BY_ANNOTATION] !== PROVISIONER_NAME) return;
+    if (pv.status?.phase !== "Released" || pv.spec?.persistentVolumeReclaimPolicy !== "Delete") return;
+    const dir = pv.spec?.hostPath?.path;
+    // Only ever remove directories that look like ours: <something>/volumes/<pv name>.
+    if (dir && path.basename(dir) === pv.metadata?.name && path.basename(path.dirname(dir)) === "volumes") {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
+    try {
+      await this.#core.deletePersistentVolume({ name: pv.metadata?.name ?? "" });
+      this.#log.info({ pv: pv.metadata?.name }, "released PV deleted");
+    } catch (err) {
+      if ((err as { code?: number }).code !== 404) throw err;
+    }
+  }
+}
