@@ -1,0 +1,124 @@
+// Contracts of the dispatcher: what it needs from the node (destinations,
+// logging, metrics) and what it offers. Single node today; the cluster adds
+// remote owners by implementing Destinations.commit over gRPC.
+
+import type { Destination, RerouteReason } from "../core/dispatch-plan.ts";
+import type { CommitRecord } from "../core/records.ts";
+import type { CommitResult } from "../log/types.ts";
+
+export type { Destination, MemberState } from "../core/dispatch-plan.ts";
+
+/**
+ * Where records go. resolve/partitionCount read the node's local replica of
+ * assignments and membership (synchronous, cheap); commit and
+ * confirmTopicDeleted do I/O.
+ */
+export interface Destinations {
+  /** This node's member id: partitions it owns are committed locally whatever membership says. */
+  readonly localNodeId: string;
+  resolve(topic: string, partition: number): Destination;
+  /** Partition count of an existing topic (siblings are 0..n-1); 0 if the topic is missing. */
+  partitionCount(topic: string): number;
+  /**
+   * Commits records to the partition's log on `nodeId` (the local
+   * PartitionLog.commitDurable, or a CommitBatch RPC to a peer). Must be
+   * idempotent by (incarnation, seq): the dispatcher re-sends after a timeout.
+   * `deadlineMs` (same clock as the dispatcher's nowMs) lets an RPC carry the
+   * deadline; the dispatcher enforces it anyway.
+   */
+  commit(
+    nodeId: string,
+    topic: string,
+    partition: number,
+    records: readonly CommitRecord[],
+    deadlineMs: number,
+  ): Promise<CommitResult>;
+  /**
+   * The stale-replica defense: true only if the topic is authoritatively gone
+   * (local replica absent, watch caught up, a quorum read says 404). Records
+   * are discarded only on true; false or a throw keeps them for the next pass.
+   */
+  confirmTopicDeleted(topic: string): Promise<boolean>;
+}
+
+/** The pino methods the dispatcher uses (a pino Logger satisfies it). */
+export interface DispatchLogger {
+  debug(obj: object, msg: string): void;
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export type DispatchErrorKind = "read" | "plan" | "commit" | "timeout" | "reroute" | "confirm" | "checkpoint";
+export type BatchOutcome = "ok" | "error" | "timeout" | "aborted";
+
+/** Callbacks for metrics; metrics.ts maps them onto prom-client. */
+export interface DispatchMetricsSink {
+  /** A pass finished: its duration and how many undone records it looked at. */
+  pass(seconds: number, records: number): void;
+  /** One commit batch finished (histograms of size and latency, by outcome). */
+  commitBatch(records: number, seconds: number, outcome: BatchOutcome): void;
+  /** Records newly appended at their owner, and re-sends the owner recognised as duplicates. */
+  committed(appended: number, duplicates: number): void;
+  rerouted(records: number, reason: RerouteReason): void;
+  /** Records of a confirmed-deleted topic that were discarded. */
+  discarded(records: number): void;
+  /** Gauge: records held (Maintenance owner, no live sibling) in the last pass. */
+  held(records: number): void;
+  /** Gauge: age of the oldest undone record seen in the last pass (0 when caught up). */
+  lagSeconds(seconds: number): void;
+  error(kind: DispatchErrorKind): void;
+}
+
+export const noopDispatchMetrics: DispatchMetricsSink = {
+  pass() {},
+  commitBatch() {},
+  committed() {},
+  rerouted() {},
+  discarded() {},
+  held() {},
+  lagSeconds() {},
+  error() {},
+};
+
+/** Values come from config.ts (defaults: constants.ts dispatch*). */
+export interface DispatcherOptions {
+  idlePollMs: number;
+  windowRecords: number;
+  windowCapRecords: number;
+  targetPerPartition: number;
+  lookaheadWindows: number;
+  rerouteAfterPasses: number;
+  commitTimeoutMs: number;
+  errorBackoffMs: number;
+  commitFanout: number;
+  maxBatchBytes: number;
+}
+
+export interface DispatcherStats {
+  passes: number;
+  /** Records newly appended at owners (duplicates excluded), since start. */
+  committedRecords: number;
+  /** The WAL's pending count (nextSeq - checkpoint). */
+  pendingRecords: number;
+  /** Duration of the last pass. */
+  lastPassMs: number;
+  /** Records held in the last pass. */
+  heldRecords: number;
+  /** Records rerouted to siblings since start. */
+  reroutedRecords: number;
+  /** Failed passes, commits, reroutes, confirmations and checkpoint writes since start. */
+  errors: number;
+  checkpoint: number;
+  /** Done seqs above the checkpoint (bounded by the lookahead). */
+  skipSetRecords: number;
+}
+
+export interface Dispatcher {
+  start(): void;
+  /** Stops the loop; in-flight commits are abandoned (not awaited past the pass); no timers remain. */
+  stop(): Promise<void>;
+  /** Resolves true once the WAL has nothing pending, false after timeoutMs (or on stop). */
+  drain(timeoutMs: number): Promise<boolean>;
+  stats(): DispatcherStats;
+}
