@@ -192,6 +192,18 @@ describe("ingress WAL: poison", () => {
     expect(io.counts.datasync).toBe(0);
     expect(wal.stats().poisoned).toBe(true);
   });
+  it("poisons when rolling to a new segment fails", async () => {
+    const io = createFaultyIo();
+    const wal = await open(await tempDir(), { io });
+    io.inject({ op: "open", pathIncludes: ".wal" });
+    const batch = Array.from({ length: 30 }, (_, i) => testRecord(i, 150));
+    const outcomes = await Promise.allSettled([wal.append(batch), wal.append(batch), wal.append(batch)]);
+    expect(outcomes[0]!.status).toBe("fulfilled"); // fits the first segment
+    const rejected = outcomes.filter((o) => o.status === "rejected") as PromiseRejectedResult[];
+    expect(rejected.length).toBeGreaterThan(0);
+    expect(rejected.every((o) => o.reason.code === "WAL_POISONED")).toBe(true);
+    expect(wal.stats().poisoned).toBe(true);
+  });
 });
 
 describe("ingress WAL: checkpoint, compaction, rotation", () => {
@@ -208,6 +220,24 @@ describe("ingress WAL: checkpoint, compaction, rotation", () => {
     const again = await open(dir);
     expect(again.stats()).toMatchObject({ checkpoint: 6, nextSeq: 11, pendingRecords: 5 });
     expect((await stat(join(dir, "checkpoint"))).size).toBe(8);
+  });
+
+  it("keeps the old checkpoint when a checkpoint write fails before its rename (crash point C1)", async () => {
+    const dir = await tempDir();
+    const io = createFaultyIo();
+    const wal = await open(dir, { io });
+    await wal.append(Array.from({ length: 10 }, (_, i) => testRecord(i)));
+    await wal.setCheckpoint(4);
+    io.inject({ op: "rename", pathIncludes: "checkpoint", times: 1 });
+    await expect(wal.setCheckpoint(8)).rejects.toMatchObject({ code: "EIO" });
+    expect(wal.stats().checkpoint).toBe(4);
+    await wal.close();
+    expect((await readdir(dir)).includes("checkpoint.tmp")).toBe(true);
+    const again = await open(dir);
+    expect(again.stats().checkpoint).toBe(4);
+    expect((await readdir(dir)).includes("checkpoint.tmp")).toBe(false);
+    await again.setCheckpoint(8);
+    expect(again.stats().checkpoint).toBe(8);
   });
 
   it("deletes segments below the checkpoint and keeps an idle, dispatched WAL small", async () => {
@@ -260,5 +290,48 @@ describe("ingress WAL: checkpoint, compaction, rotation", () => {
     await wal.setCheckpoint(33);
     expect(wal.stats().segments).toBe(1);
     expect(wal.stats().diskBytes).toBe(0);
+  });
+});
+
+describe("ingress WAL: read throughput (rough, printed, not asserted)", () => {
+  it("reads sequentially from the tail cache and, after reopen, from disk with a cursor", async () => {
+    const dir = await tempDir();
+    const big = { segmentBytes: 4 << 20, maxGroupBytes: 1 << 20, rotateDispatchedBytes: 1 << 20 };
+    const wal = await open(dir, big);
+    const total = 40_000;
+    const batch = Array.from({ length: 200 }, (_, i) => testRecord(i, 100));
+    let t0 = performance.now();
+    const pending = [];
+    for (let i = 0; i < total; i += batch.length) pending.push(wal.append(batch));
+    await Promise.all(pending);
+    const appendMs = performance.now() - t0;
+    const page = async (w: IngressWal) => {
+      let next = 1;
+      let n = 0;
+      for (;;) {
+        const got = await w.read(next, 4096, 8 << 20);
+        if (got.length === 0) return n;
+        n += got.length;
+        next = got[got.length - 1]!.seq + 1;
+      }
+    };
+    await page(wal); // warm up the decode path
+    t0 = performance.now();
+    const hot = await page(wal);
+    const hotMs = performance.now() - t0;
+    await wal.close();
+    const io = createFaultyIo();
+    const again = await open(dir, { ...big, io });
+    io.resetCounts();
+    t0 = performance.now();
+    const cold = await page(again);
+    const coldMs = performance.now() - t0;
+    expect(hot).toBe(total);
+    expect(cold).toBe(total);
+    const rate = (n: number, ms: number) => `${Math.round(n / (ms / 1000)).toLocaleString()} records/s`;
+    console.log(
+      `wal (200-record appends, ~150 B frames): append ${rate(total, appendMs)}; ` +
+        `read from tail cache ${rate(hot, hotMs)}; from disk ${rate(cold, coldMs)} in ${io.counts.read} read calls`,
+    );
   });
 });

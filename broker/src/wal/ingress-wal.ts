@@ -295,7 +295,7 @@ class IngressWalImpl implements IngressWal {
     if (!rolled) {
       this.#log.info(
         { path: a.path },
-        "dispatched WAL segment not rolled now: appends pending; next group rolls it",
+        "dispatched WAL segment not rolled now: writer busy (next group rolls it) or WAL poisoned",
       );
     }
   }

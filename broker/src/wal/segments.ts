@@ -144,7 +144,12 @@ export async function readSegment(
   if (seg.deleted || fromSeq > seg.lastSeq) return false;
   seg.readers++;
   try {
-    seg.handle ??= await io.open(seg.path, "read");
+    if (seg.handle === undefined) {
+      const h = await io.open(seg.path, "read");
+      // Two reads may race to open a sealed segment: keep one handle, close the other.
+      if (seg.handle === undefined) seg.handle = h;
+      else await h.close();
+    }
     return await readSegmentFrames(seg, seg.handle, fromSeq, budget);
   } finally {
     seg.readers--;
