@@ -9,7 +9,12 @@ export default defineConfig({
       {
         test: {
           name: "unit",
-          include: ["broker/src/**/*.test.ts", "operator/src/**/*.test.ts", "client/**/*.test.ts", "scripts/**/*.test.ts"],
+          include: [
+            "broker/src/**/*.test.ts",
+            "operator/src/**/*.test.ts",
+            "client/**/*.test.ts",
+            "scripts/**/*.test.ts",
+          ],
           testTimeout: 20_000,
         },
       },

@@ -24,7 +24,12 @@ export interface Config {
     maxGroupBytes: number;
     syncBackstopMs: number;
   };
-  log: { segmentBytes: number; indexIntervalBytes: number; maxFrameBytes: number; retentionCheckIntervalMs: number };
+  log: {
+    segmentBytes: number;
+    indexIntervalBytes: number;
+    maxFrameBytes: number;
+    retentionCheckIntervalMs: number;
+  };
   dispatch: {
     idlePollMs: number;
     windowRecords: number;
@@ -66,7 +71,10 @@ const settings = {
   "dispatch-idle-poll-ms": { env: "NARAD_DISPATCH_IDLE_POLL_MS", file: "dispatchIdlePollMs" },
   "dispatch-commit-timeout-ms": { env: "NARAD_DISPATCH_COMMIT_TIMEOUT_MS", file: "dispatchCommitTimeoutMs" },
   "topic-partitions": { env: "NARAD_TOPIC_PARTITIONS", file: "topicPartitions" },
-  "retention-check-interval-ms": { env: "NARAD_RETENTION_CHECK_INTERVAL_MS", file: "retentionCheckIntervalMs" },
+  "retention-check-interval-ms": {
+    env: "NARAD_RETENTION_CHECK_INTERVAL_MS",
+    file: "retentionCheckIntervalMs",
+  },
 } as const;
 type SettingName = keyof typeof settings;
 
@@ -92,19 +100,24 @@ function parseHostPort(value: string, what: string): { host: string; port: numbe
   if (i < 0) throw new ConfigError(`${what} must be HOST:PORT or :PORT, got "${value}"`);
   const host = value.slice(0, i) || "0.0.0.0";
   const port = Number(value.slice(i + 1));
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new ConfigError(`${what} has an invalid port: "${value}"`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new ConfigError(`${what} has an invalid port: "${value}"`);
   return { host: host.replace(/^\[(.*)\]$/, "$1"), port };
 }
 
 function parseCount(value: string | undefined, fallback: number, what: string): number {
   if (value === undefined) return fallback;
   const n = Number(value);
-  if (!Number.isSafeInteger(n) || n < 0) throw new ConfigError(`${what} must be a non-negative integer, got "${value}"`);
+  if (!Number.isSafeInteger(n) || n < 0)
+    throw new ConfigError(`${what} must be a non-negative integer, got "${value}"`);
   return n;
 }
 
 export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hostname: string): Config {
-  const options: Record<string, { type: "string" | "boolean" }> = { dev: { type: "boolean" }, config: { type: "string" } };
+  const options: Record<string, { type: "string" | "boolean" }> = {
+    dev: { type: "boolean" },
+    config: { type: "string" },
+  };
   for (const name of Object.keys(settings)) options[name] = { type: "string" };
   let parsed: ReturnType<typeof parseArgs>;
   try {
@@ -144,7 +157,10 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv, host
   const maxBody = count("max-body-bytes", k.produceMaxBodyBytes);
   const config: Config = {
     dev,
-    http: parseHostPort(get("addr") ?? (dev ? `127.0.0.1:${k.httpPortDefault}` : `:${k.httpPortDefault}`), "--addr"),
+    http: parseHostPort(
+      get("addr") ?? (dev ? `127.0.0.1:${k.httpPortDefault}` : `:${k.httpPortDefault}`),
+      "--addr",
+    ),
     cluster: parseHostPort(
       get("cluster-addr") ?? (dev ? `127.0.0.1:${k.clusterPortDefault}` : `:${k.clusterPortDefault}`),
       "--cluster-addr",
@@ -198,7 +214,9 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv, host
   }
   const p = config.topicDefaults.partitions;
   if (p < k.topicPartitionsMin || p > k.topicPartitionsMax) {
-    throw new ConfigError(`--topic-partitions must be between ${k.topicPartitionsMin} and ${k.topicPartitionsMax}`);
+    throw new ConfigError(
+      `--topic-partitions must be between ${k.topicPartitionsMin} and ${k.topicPartitionsMax}`,
+    );
   }
   return Object.freeze(config);
 }

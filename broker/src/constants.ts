@@ -61,6 +61,7 @@ export const admissionBudgetBytes = 128 * MiB;
 export const admissionWaitMs = 15_000;
 
 // Relations the design relies on.
-if (walRotateDispatchedBytes >= walSegmentBytes) throw new Error("rotate threshold must be below segment size");
+if (walRotateDispatchedBytes >= walSegmentBytes)
+  throw new Error("rotate threshold must be below segment size");
 if (dispatchWindowRecords > dispatchWindowCapRecords) throw new Error("window base above cap");
 if (walMaxRecordBytes > walSegmentBytes) throw new Error("a WAL record must fit a segment");

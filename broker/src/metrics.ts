@@ -11,7 +11,6 @@ export interface BrokerMetrics {
   consumedMessages: Counter<"topic">;
   httpRequests: Counter<"route" | "method" | "status">;
   httpDuration: Histogram<"route" | "method">;
-  walGroupRecords: Histogram;
   walGroupBytes: Histogram;
   walFsyncSeconds: Histogram;
   walPendingRecords: Gauge;
@@ -33,23 +32,102 @@ export function createBrokerMetrics(opts: { defaultMetrics: boolean }): BrokerMe
   const countBuckets = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096];
   return {
     registry,
-    producedMessages: new Counter({ name: "narad_messages_produced_total", help: "Messages accepted (202) per topic", labelNames: ["topic"], registers: r }),
-    producedBytes: new Counter({ name: "narad_bytes_produced_total", help: "Payload bytes accepted per topic", labelNames: ["topic"], registers: r }),
-    produceRejected: new Counter({ name: "narad_produce_rejected_total", help: "Produce requests refused, by reason", labelNames: ["reason"], registers: r }),
-    consumedMessages: new Counter({ name: "narad_messages_consumed_total", help: "Messages returned to readers per topic", labelNames: ["topic"], registers: r }),
-    httpRequests: new Counter({ name: "narad_http_requests_total", help: "HTTP requests by route, method and status", labelNames: ["route", "method", "status"], registers: r }),
-    httpDuration: new Histogram({ name: "narad_http_request_duration_seconds", help: "HTTP request latency", labelNames: ["route", "method"], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5], registers: r }),
-    walGroupRecords: new Histogram({ name: "narad_wal_group_commit_records", help: "Records made durable per WAL group commit", buckets: countBuckets, registers: r }),
-    walGroupBytes: new Histogram({ name: "narad_wal_group_commit_bytes", help: "Bytes written per WAL group commit", buckets: [1024, 16384, 65536, 262144, 1048576, 4194304, 8388608], registers: r }),
-    walFsyncSeconds: new Histogram({ name: "narad_wal_fsync_seconds", help: "WAL fdatasync latency", buckets: fsyncBuckets, registers: r }),
-    walPendingRecords: new Gauge({ name: "narad_wal_pending_records", help: "Records in the ingress WAL not yet dispatched", registers: r }),
-    walDiskBytes: new Gauge({ name: "narad_wal_disk_bytes", help: "Bytes of ingress WAL segments on disk", registers: r }),
-    walCorruptFrames: new Gauge({ name: "narad_wal_corrupt_frames", help: "WAL frames found corrupt at recovery (never served)", registers: r }),
-    dispatchLagSeconds: new Gauge({ name: "narad_dispatch_lag_seconds", help: "Age of the oldest undispatched WAL record at the last pass", registers: r }),
-    dispatchCommittedRecords: new Counter({ name: "narad_dispatch_committed_records_total", help: "Records committed to partition owners by the dispatcher", registers: r }),
-    dispatchBatchRecords: new Histogram({ name: "narad_dispatch_batch_records", help: "Records per commit batch", buckets: countBuckets, registers: r }),
-    dispatchCommitSeconds: new Histogram({ name: "narad_dispatch_commit_seconds", help: "Commit batch latency", buckets: fsyncBuckets, registers: r }),
-    dispatchErrors: new Counter({ name: "narad_dispatch_errors_total", help: "Failed commit batches (retried later)", registers: r }),
-    logCommitSeconds: new Histogram({ name: "narad_log_commit_durable_seconds", help: "Partition commitDurable latency (append, fsync, read-back)", buckets: fsyncBuckets, registers: r }),
+    producedMessages: new Counter({
+      name: "narad_messages_produced_total",
+      help: "Messages accepted (202) per topic",
+      labelNames: ["topic"],
+      registers: r,
+    }),
+    producedBytes: new Counter({
+      name: "narad_bytes_produced_total",
+      help: "Payload bytes accepted per topic",
+      labelNames: ["topic"],
+      registers: r,
+    }),
+    produceRejected: new Counter({
+      name: "narad_produce_rejected_total",
+      help: "Produce requests refused, by reason",
+      labelNames: ["reason"],
+      registers: r,
+    }),
+    consumedMessages: new Counter({
+      name: "narad_messages_consumed_total",
+      help: "Messages returned to readers per topic",
+      labelNames: ["topic"],
+      registers: r,
+    }),
+    httpRequests: new Counter({
+      name: "narad_http_requests_total",
+      help: "HTTP requests by route, method and status",
+      labelNames: ["route", "method", "status"],
+      registers: r,
+    }),
+    httpDuration: new Histogram({
+      name: "narad_http_request_duration_seconds",
+      help: "HTTP request latency",
+      labelNames: ["route", "method"],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
+      registers: r,
+    }),
+    walGroupBytes: new Histogram({
+      name: "narad_wal_group_commit_bytes",
+      help: "Bytes written per WAL group commit",
+      buckets: [1024, 16384, 65536, 262144, 1048576, 4194304, 8388608],
+      registers: r,
+    }),
+    walFsyncSeconds: new Histogram({
+      name: "narad_wal_fsync_seconds",
+      help: "WAL fdatasync latency",
+      buckets: fsyncBuckets,
+      registers: r,
+    }),
+    walPendingRecords: new Gauge({
+      name: "narad_wal_pending_records",
+      help: "Records in the ingress WAL not yet dispatched",
+      registers: r,
+    }),
+    walDiskBytes: new Gauge({
+      name: "narad_wal_disk_bytes",
+      help: "Bytes of ingress WAL segments on disk",
+      registers: r,
+    }),
+    walCorruptFrames: new Gauge({
+      name: "narad_wal_corrupt_frames",
+      help: "WAL frames found corrupt at recovery (never served)",
+      registers: r,
+    }),
+    dispatchLagSeconds: new Gauge({
+      name: "narad_dispatch_lag_seconds",
+      help: "Age of the oldest undispatched WAL record at the last pass",
+      registers: r,
+    }),
+    dispatchCommittedRecords: new Counter({
+      name: "narad_dispatch_committed_records_total",
+      help: "Records committed to partition owners by the dispatcher",
+      registers: r,
+    }),
+    dispatchBatchRecords: new Histogram({
+      name: "narad_dispatch_batch_records",
+      help: "Records per commit batch",
+      buckets: countBuckets,
+      registers: r,
+    }),
+    dispatchCommitSeconds: new Histogram({
+      name: "narad_dispatch_commit_seconds",
+      help: "Commit batch latency",
+      buckets: fsyncBuckets,
+      registers: r,
+    }),
+    dispatchErrors: new Counter({
+      name: "narad_dispatch_errors_total",
+      help: "Failed commit batches (retried later)",
+      registers: r,
+    }),
+    logCommitSeconds: new Histogram({
+      name: "narad_log_commit_durable_seconds",
+      help: "Partition commitDurable latency (append, fsync, read-back)",
+      buckets: fsyncBuckets,
+      registers: r,
+    }),
   };
 }

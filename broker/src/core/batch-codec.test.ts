@@ -17,7 +17,9 @@ describe("binary batch", () => {
   });
 
   it("rejects every truncation of a valid batch with a 400", () => {
-    const body = encodeBinaryBatch([{ partition: 0, key: Buffer.from("key"), payload: Buffer.from("payload") }]);
+    const body = encodeBinaryBatch([
+      { partition: 0, key: Buffer.from("key"), payload: Buffer.from("payload") },
+    ]);
     for (let cut = 1; cut < body.length; cut++) {
       expect(() => decodeBinaryBatch(body.subarray(0, cut), 1 << 20)).toThrow(/truncated/);
     }

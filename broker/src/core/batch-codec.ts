@@ -32,7 +32,8 @@ export function decodeBinaryBatch(body: Buffer, maxRecordBytes: number): BatchEn
   const entries: BatchEntry[] = [];
   let pos = 0;
   while (pos < body.length) {
-    if (pos + binaryHeaderBytes > body.length) throw badRequest(`batch record ${entries.length}: truncated header`);
+    if (pos + binaryHeaderBytes > body.length)
+      throw badRequest(`batch record ${entries.length}: truncated header`);
     const partition = body.readInt32BE(pos);
     const keyLen = body.readUInt16BE(pos + 4);
     pos += binaryHeaderBytes;
@@ -42,7 +43,9 @@ export function decodeBinaryBatch(body: Buffer, maxRecordBytes: number): BatchEn
     const payloadLen = body.readUInt32BE(pos);
     pos += 4;
     if (payloadLen > maxRecordBytes) {
-      throw badRequest(`batch record ${entries.length}: payload of ${payloadLen} bytes exceeds ${maxRecordBytes}`);
+      throw badRequest(
+        `batch record ${entries.length}: payload of ${payloadLen} bytes exceeds ${maxRecordBytes}`,
+      );
     }
     if (pos + payloadLen > body.length) throw badRequest(`batch record ${entries.length}: truncated payload`);
     entries.push({ partition, key, payload: body.subarray(pos, pos + payloadLen) });
@@ -84,8 +87,12 @@ function ndjsonEntry(line: string, index: number, maxRecordBytes: number): Batch
       throw badRequest(`batch line ${index + 1}: unknown field "${field}"`);
     }
   }
-  if (rec.key !== undefined && typeof rec.key !== "string") throw badRequest(`batch line ${index + 1}: key must be a string`);
-  if (rec.partition !== undefined && (typeof rec.partition !== "number" || !Number.isInteger(rec.partition) || rec.partition < 0)) {
+  if (rec.key !== undefined && typeof rec.key !== "string")
+    throw badRequest(`batch line ${index + 1}: key must be a string`);
+  if (
+    rec.partition !== undefined &&
+    (typeof rec.partition !== "number" || !Number.isInteger(rec.partition) || rec.partition < 0)
+  ) {
     throw badRequest(`batch line ${index + 1}: partition must be a non-negative integer`);
   }
   if (!("payload" in rec)) throw badRequest(`batch line ${index + 1}: payload is required`);

@@ -40,7 +40,8 @@ export interface MessageContext {
 }
 
 export function messageJson(record: StoredRecord, ctx: MessageContext): string {
-  const handle = ctx.receiptHandle === undefined ? "" : `,"receipt_handle":${JSON.stringify(ctx.receiptHandle)}`;
+  const handle =
+    ctx.receiptHandle === undefined ? "" : `,"receipt_handle":${JSON.stringify(ctx.receiptHandle)}`;
   return (
     `{"topic":${JSON.stringify(ctx.topic)},"partition":${ctx.partition},"offset":${record.offset}` +
     `,"key":${keyJson(record.key)},"timestamp":${Math.floor(record.commitMs / 1000)}` +

@@ -47,7 +47,8 @@ function asObject(body: unknown): Record<string, unknown> {
 
 function checkFields(obj: Record<string, unknown>, allowed: Set<string>): void {
   for (const field of Object.keys(obj)) {
-    if (unsupportedFields.has(field)) throw badRequest(`field "${field}" is not supported by this broker yet`);
+    if (unsupportedFields.has(field))
+      throw badRequest(`field "${field}" is not supported by this broker yet`);
     if (!allowed.has(field)) throw badRequest(`unknown field "${field}"`);
   }
 }

@@ -3,11 +3,17 @@
 
 import { badRequest } from "../errors.ts";
 
-export function parseOptionalInt(raw: string | undefined, name: string, min: number, max: number): number | undefined {
+export function parseOptionalInt(
+  raw: string | undefined,
+  name: string,
+  min: number,
+  max: number,
+): number | undefined {
   if (raw === undefined || raw === "") return undefined;
   if (!/^-?\d+$/.test(raw)) throw badRequest(`${name} must be an integer`);
   const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < min || n > max) throw badRequest(`${name} must be between ${min} and ${max}`);
+  if (!Number.isSafeInteger(n) || n < min || n > max)
+    throw badRequest(`${name} must be between ${min} and ${max}`);
   return n;
 }
 
@@ -23,6 +29,7 @@ export function parseDurationMs(raw: string | undefined, name: string): number |
     total += Number(m[1]) * (durationUnitsMs[m[2] as string] as number);
     consumed = re.lastIndex;
   }
-  if (consumed !== raw.length || consumed === 0) throw badRequest(`${name} must be a duration like 500ms or 10s`);
+  if (consumed !== raw.length || consumed === 0)
+    throw badRequest(`${name} must be a duration like 500ms or 10s`);
   return total;
 }

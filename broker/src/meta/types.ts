@@ -19,7 +19,11 @@ export interface TopicConfig {
 export type TopicPatch = Partial<
   Pick<
     TopicConfig,
-    "partitions" | "retention_ms" | "retention_bytes" | "max_in_flight_per_partition" | "max_acked_ahead_per_partition"
+    | "partitions"
+    | "retention_ms"
+    | "retention_bytes"
+    | "max_in_flight_per_partition"
+    | "max_acked_ahead_per_partition"
   >
 >;
 

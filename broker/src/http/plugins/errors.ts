@@ -14,9 +14,13 @@ interface CodedError {
 function fromStorage(err: CodedError): NaradError | undefined {
   switch (err.code) {
     case "WAL_POISONED":
-      return new NaradError("UNAVAILABLE", "the ingress WAL failed a write or fsync; this node refuses produce", {
-        retryAfterSeconds: 5,
-      });
+      return new NaradError(
+        "UNAVAILABLE",
+        "the ingress WAL failed a write or fsync; this node refuses produce",
+        {
+          retryAfterSeconds: 5,
+        },
+      );
     case "RECORD_TOO_LARGE":
       return new NaradError("PAYLOAD_TOO_LARGE", err.message);
     case "OFFSET_EXPIRED":
@@ -27,9 +31,12 @@ function fromStorage(err: CodedError): NaradError | undefined {
 }
 
 function fromFastify(err: FastifyError): NaradError | undefined {
-  if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE") return new NaradError("PAYLOAD_TOO_LARGE", "request body too large");
-  if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE") return new NaradError("UNSUPPORTED_MEDIA_TYPE", err.message);
-  if (err.code === "FST_ERR_CTP_EMPTY_JSON_BODY") return new NaradError("BAD_REQUEST", "request body must not be empty");
+  if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE")
+    return new NaradError("PAYLOAD_TOO_LARGE", "request body too large");
+  if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE")
+    return new NaradError("UNSUPPORTED_MEDIA_TYPE", err.message);
+  if (err.code === "FST_ERR_CTP_EMPTY_JSON_BODY")
+    return new NaradError("BAD_REQUEST", "request body must not be empty");
   if (err.code === "FST_ERR_CTP_INVALID_CONTENT_LENGTH") return new NaradError("BAD_REQUEST", err.message);
   if (err.validation !== undefined) return new NaradError("BAD_REQUEST", err.message);
   if (typeof err.statusCode === "number" && err.statusCode >= 400 && err.statusCode < 500) {

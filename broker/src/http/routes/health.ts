@@ -9,7 +9,10 @@ export function healthRoutes(s: BrokerServices) {
     app.get("/readyz", async (_request, reply) => {
       if (s.lifecycle.ready()) return { status: "ready" };
       const status = s.lifecycle.draining() ? "draining" : "starting";
-      return reply.code(503).header("retry-after", "1").send({ error: `not ready: ${status}` });
+      return reply
+        .code(503)
+        .header("retry-after", "1")
+        .send({ error: `not ready: ${status}` });
     });
     app.get("/metrics", async (_request, reply) => {
       const wal = s.ingress.stats();

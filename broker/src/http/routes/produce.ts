@@ -25,7 +25,11 @@ export function produceRoutes(s: BrokerServices) {
   const maxRecord = s.config.wal.maxRecordBytes;
 
   const partitionFor = (topic: TopicConfig, key: Buffer | undefined, pinned: number): number => {
-    const choice = choosePartition({ pinned: pinned >= 0 ? pinned : undefined, key }, topic.partitions, rotator);
+    const choice = choosePartition(
+      { pinned: pinned >= 0 ? pinned : undefined, key },
+      topic.partitions,
+      rotator,
+    );
     if (!choice.ok) throw badRequest(choice.reason);
     return choice.partition;
   };
@@ -37,9 +41,13 @@ export function produceRoutes(s: BrokerServices) {
     }
     if (s.ingress.stats().poisoned) {
       s.metrics.produceRejected.inc({ reason: "wal_poisoned" });
-      throw new NaradError("UNAVAILABLE", "the ingress WAL failed a write or fsync; this node refuses produce", {
-        retryAfterSeconds: 5,
-      });
+      throw new NaradError(
+        "UNAVAILABLE",
+        "the ingress WAL failed a write or fsync; this node refuses produce",
+        {
+          retryAfterSeconds: 5,
+        },
+      );
     }
   };
 
@@ -62,7 +70,8 @@ export function produceRoutes(s: BrokerServices) {
       async (request, reply) => {
         admit();
         const topic = requireTopic(s, request.params.topic);
-        const pinned = parseOptionalInt(request.query.partition, "partition", 0, Number.MAX_SAFE_INTEGER) ?? -1;
+        const pinned =
+          parseOptionalInt(request.query.partition, "partition", 0, Number.MAX_SAFE_INTEGER) ?? -1;
         const given = request.query.key;
         const key = given === undefined || given === "" ? undefined : Buffer.from(given, "utf8");
         const partition = partitionFor(topic, key, pinned);

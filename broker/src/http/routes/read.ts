@@ -27,7 +27,10 @@ export function readRoutes(s: BrokerServices) {
     const log = await s.logs.get(topic.name, partition);
     const st = log.stats();
     if (offset < st.oldestOffset) {
-      throw new NaradError("OFFSET_EXPIRED", `offset ${offset} was removed by retention; oldest is ${st.oldestOffset}`);
+      throw new NaradError(
+        "OFFSET_EXPIRED",
+        `offset ${offset} was removed by retention; oldest is ${st.oldestOffset}`,
+      );
     }
     return { topic, partition, offset, log, hwm: st.highWatermark };
   };
@@ -51,19 +54,22 @@ export function readRoutes(s: BrokerServices) {
       },
     );
 
-    app.get<{ Params: { topic: string }; Querystring: ReadQuery }>("/v1/topics/:topic/records", async (request, reply) => {
-      const q = request.query;
-      const { topic, partition, offset, log, hwm } = await locate(request.params.topic, q);
-      const limit = parseOptionalInt(q.limit, "limit", 1, readMaxRecords) ?? readMaxRecords;
-      const maxBytes = parseOptionalInt(q.max_bytes, "max_bytes", 1, readMaxBytes) ?? readMaxBytes;
-      const records = offset >= hwm ? [] : await log.read(offset, limit, maxBytes);
-      const last = records[records.length - 1];
-      const next = last === undefined ? Math.max(offset, Math.min(offset, hwm)) : last.offset + 1;
-      s.metrics.consumedMessages.inc({ topic: topic.name }, records.length);
-      const body =
-        `{"topic":${JSON.stringify(topic.name)},"partition":${partition},"next_offset":${next}` +
-        `,"high_watermark":${hwm},"records":[${records.map((r) => messageJson(r, { topic: topic.name, partition })).join(",")}]}`;
-      return reply.type("application/json").send(body);
-    });
+    app.get<{ Params: { topic: string }; Querystring: ReadQuery }>(
+      "/v1/topics/:topic/records",
+      async (request, reply) => {
+        const q = request.query;
+        const { topic, partition, offset, log, hwm } = await locate(request.params.topic, q);
+        const limit = parseOptionalInt(q.limit, "limit", 1, readMaxRecords) ?? readMaxRecords;
+        const maxBytes = parseOptionalInt(q.max_bytes, "max_bytes", 1, readMaxBytes) ?? readMaxBytes;
+        const records = offset >= hwm ? [] : await log.read(offset, limit, maxBytes);
+        const last = records[records.length - 1];
+        const next = last === undefined ? Math.max(offset, Math.min(offset, hwm)) : last.offset + 1;
+        s.metrics.consumedMessages.inc({ topic: topic.name }, records.length);
+        const body =
+          `{"topic":${JSON.stringify(topic.name)},"partition":${partition},"next_offset":${next}` +
+          `,"high_watermark":${hwm},"records":[${records.map((r) => messageJson(r, { topic: topic.name, partition })).join(",")}]}`;
+        return reply.type("application/json").send(body);
+      },
+    );
   };
 }

@@ -54,7 +54,8 @@ export function topicRoutes(s: BrokerServices) {
     });
 
     app.get<{ Querystring: { limit?: string; page_token?: string } }>("/v1/topics", async (request) => {
-      const limit = parseOptionalInt(request.query.limit, "limit", 1, Number.MAX_SAFE_INTEGER) ?? topicListLimitDefault;
+      const limit =
+        parseOptionalInt(request.query.limit, "limit", 1, Number.MAX_SAFE_INTEGER) ?? topicListLimitDefault;
       const after = decodePageToken(request.query.page_token);
       const all = s.metastore.listTopics();
       // Keyset pagination: the token is the last name returned, so pages stay
@@ -69,15 +70,19 @@ export function topicRoutes(s: BrokerServices) {
       const last = page[page.length - 1];
       return {
         topics: page,
-        next_page_token: more && last !== undefined ? Buffer.from(last.name, "utf8").toString("base64url") : "",
+        next_page_token:
+          more && last !== undefined ? Buffer.from(last.name, "utf8").toString("base64url") : "",
       };
     });
 
-    app.get<{ Params: TopicParams; Querystring: { partition?: string } }>("/v1/topics/:topic", async (request) => {
-      const topic = requireTopic(s, request.params.topic);
-      const only = parseOptionalInt(request.query.partition, "partition", 0, topic.partitions - 1);
-      return { ...topic, partition_stats: await partitionStats(s, topic, only) };
-    });
+    app.get<{ Params: TopicParams; Querystring: { partition?: string } }>(
+      "/v1/topics/:topic",
+      async (request) => {
+        const topic = requireTopic(s, request.params.topic);
+        const only = parseOptionalInt(request.query.partition, "partition", 0, topic.partitions - 1);
+        return { ...topic, partition_stats: await partitionStats(s, topic, only) };
+      },
+    );
 
     app.patch<{ Params: TopicParams }>("/v1/topics/:topic", async (request) => {
       const topic = requireTopic(s, request.params.topic);

@@ -1,0 +1,25 @@
+// Maps the dispatcher's metric callbacks onto the broker's prom-client metrics.
+
+import type { BrokerMetrics } from "../metrics.ts";
+import type { DispatchMetricsSink } from "./types.ts";
+
+export function dispatchMetricsSink(m: BrokerMetrics): DispatchMetricsSink {
+  return {
+    pass() {},
+    commitBatch(records, seconds, outcome) {
+      m.dispatchBatchRecords.observe(records);
+      m.dispatchCommitSeconds.observe(seconds);
+      if (outcome !== "ok") m.dispatchErrors.inc();
+    },
+    committed(appended) {
+      m.dispatchCommittedRecords.inc(appended);
+    },
+    rerouted() {},
+    discarded() {},
+    held() {},
+    lagSeconds(seconds) {
+      m.dispatchLagSeconds.set(seconds);
+    },
+    error() {},
+  };
+}
