@@ -130,7 +130,7 @@ export class GroupCommitter {
   }
 
   #poisonedError(): WalError {
-    return new WalError("WAL_POISONED", "ingress WAL is poisoned by an earlier I/O failure; not written", {
+    return new WalError("WAL_POISONED", "ingress WAL is poisoned by an I/O failure; this append is not known to be durable", {
       cause: this.#poison?.cause,
     });
   }
