@@ -130,9 +130,13 @@ export class GroupCommitter {
   }
 
   #poisonedError(): WalError {
-    return new WalError("WAL_POISONED", "ingress WAL is poisoned by an I/O failure; this append is not known to be durable", {
-      cause: this.#poison?.cause,
-    });
+    return new WalError(
+      "WAL_POISONED",
+      "ingress WAL is poisoned by an I/O failure; this append is not known to be durable",
+      {
+        cause: this.#poison?.cause,
+      },
+    );
   }
 
   #kick(): void {
