@@ -1,0 +1,351 @@
+// The narad.dev/v1alpha1 API as TypeScript types. schema.ts describes the same
+// shapes as OpenAPI for the CRDs; a unit test keeps the two aligned with
+// defaults.ts. Types here are JSON shapes (what the API server stores), so
+// timestamps are RFC 3339 strings, not Dates.
+//
+// Two views of each spec:
+//   - NaradClusterSpec / NaradTopicSpec: what a user may write (almost all optional);
+//   - Resolved*Spec: after withClusterDefaults / withTopicDefaults (defaults.ts),
+//     which is what the controller should read. The API server applies OpenAPI
+//     defaults too, but not inside optional objects a user omitted, and not to
+//     objects stored before a default was added; the controller must not rely on it.
+//
+// Core Kubernetes shapes come from @kubernetes/client-node as type-only imports
+// (erased at runtime), so specs/ and plan/ may use these types while staying pure.
+
+import type {
+  V1Affinity,
+  V1LocalObjectReference,
+  V1ObjectMeta,
+  V1ResourceRequirements,
+  V1Toleration,
+  V1TopologySpreadConstraint,
+} from "@kubernetes/client-node";
+
+export const GROUP = "narad.dev";
+export const VERSION = "v1alpha1";
+export const API_VERSION = "narad.dev/v1alpha1";
+
+export const NARAD_CLUSTER_KIND = "NaradCluster";
+export const NARAD_CLUSTER_PLURAL = "naradclusters";
+export const NARAD_TOPIC_KIND = "NaradTopic";
+export const NARAD_TOPIC_PLURAL = "naradtopics";
+
+/** Port every broker serves its cluster (gRPC) traffic on; members[].address is podIP:this. */
+export const BROKER_CLUSTER_PORT = 7942;
+
+/** A Kubernetes resource quantity as users write it: "500m", "1Gi" or a bare number. */
+export type Quantity = string | number;
+
+export type PullPolicy = "Always" | "IfNotPresent" | "Never";
+export type ReclaimPolicy = "Retain" | "Delete";
+export type BrokerLogLevel = "trace" | "debug" | "info" | "warn" | "error" | "fatal" | "silent";
+
+/** Reference to a Secret in the NaradCluster's namespace. */
+export interface SecretReference {
+  name: string;
+}
+
+// ---------------------------------------------------------------- NaradCluster spec
+
+/** Compute resources for the broker container. Quantities may be numbers as users write them. */
+export interface ResourceRequirements {
+  limits?: Record<string, Quantity>;
+  requests?: Record<string, Quantity>;
+  claims?: { name: string; request?: string }[];
+}
+
+export interface StorageReclaimPolicy {
+  /** What happens to a removed member's PVC after a scale-down. Default Retain. */
+  whenScaled?: ReclaimPolicy;
+  /** What happens to PVCs when the NaradCluster is deleted. Default Retain. */
+  whenDeleted?: ReclaimPolicy;
+}
+
+export interface StorageSpec {
+  /** PVC size for WAL + partition logs. Default "10Gi". */
+  size?: string;
+  /** Immutable once set (CEL). Unset = the cluster's default StorageClass. */
+  storageClassName?: string;
+  reclaimPolicy?: StorageReclaimPolicy;
+}
+
+export interface BrokerWalSpec {
+  segmentBytes?: number;
+  syncBackstopMs?: number;
+}
+
+export interface BrokerDispatchSpec {
+  idlePollMs?: number;
+  commitTimeoutMs?: number;
+}
+
+export interface BrokerTopicDefaultsSpec {
+  /** Partitions for topics created without a count (e.g. POST /v1/topics). */
+  partitions?: number;
+}
+
+/** Broker tuning; unset leaves the broker's own default (broker/src/constants.ts). */
+export interface BrokerSpec {
+  logLevel?: BrokerLogLevel;
+  wal?: BrokerWalSpec;
+  dispatch?: BrokerDispatchSpec;
+  topicDefaults?: BrokerTopicDefaultsSpec;
+  maxBodyBytes?: number;
+  retentionCheckIntervalMs?: number;
+}
+
+/** Pod-level knobs passed through to the StatefulSet's pod template. */
+export interface PodSpecOverrides {
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  affinity?: V1Affinity;
+  tolerations?: V1Toleration[];
+  nodeSelector?: Record<string, string>;
+  topologySpreadConstraints?: V1TopologySpreadConstraint[];
+  priorityClassName?: string;
+  /** Use this ServiceAccount instead of the one the operator creates. */
+  serviceAccountName?: string;
+}
+
+export interface RolloutSpec {
+  /** Bound on a broker's WAL drain before a planned restart. Default 60, min 1. */
+  drainTimeoutSeconds?: number;
+  /** Stop deleting pods for rolls (already-started restarts still finish). Default false. */
+  paused?: boolean;
+  /** Skip the drain gate (day-2 escape hatch). Default false. */
+  force?: boolean;
+  /** How long a pod may be gone or unready before its member is marked Down. Default 30. */
+  downGraceSeconds?: number;
+}
+
+export interface SecuritySpec {
+  authSecretRef?: SecretReference;
+  tlsSecretRef?: SecretReference;
+}
+
+export interface ServiceMonitorSpec {
+  /** Create a monitoring.coreos.com/v1 ServiceMonitor. Default false. */
+  enabled?: boolean;
+  /** Scrape interval, e.g. "30s". Unset = Prometheus default. */
+  interval?: string;
+  /** Extra labels on the ServiceMonitor (to match a Prometheus selector). */
+  labels?: Record<string, string>;
+}
+
+export interface MetricsSpec {
+  serviceMonitor?: ServiceMonitorSpec;
+}
+
+export interface NaradClusterSpec {
+  /** Broker count. Default 3, min 1. */
+  replicas?: number;
+  /** Broker image. Default DEFAULT_BROKER_IMAGE (defaults.ts). */
+  image?: string;
+  imagePullPolicy?: PullPolicy;
+  imagePullSecrets?: V1LocalObjectReference[];
+  resources?: ResourceRequirements;
+  storage?: StorageSpec;
+  broker?: BrokerSpec;
+  pod?: PodSpecOverrides;
+  rollout?: RolloutSpec;
+  security?: SecuritySpec;
+  metrics?: MetricsSpec;
+  /** Opt in to moving existing partitions onto newly added members. Default false. */
+  rebalance?: boolean;
+}
+
+// ---------------------------------------------------------------- NaradCluster status
+
+export type NaradClusterPhase =
+  | "Pending"
+  | "Creating"
+  | "Running"
+  | "Rolling"
+  | "Scaling"
+  | "Degraded"
+  | "Failed";
+
+export type ClusterConditionType = "Ready" | "Progressing" | "Degraded" | "Stable";
+export type TopicConditionType = "Ready";
+export type ConditionStatus = "True" | "False" | "Unknown";
+
+/** metav1.Condition, as JSON. */
+export interface Condition {
+  type: string;
+  status: ConditionStatus;
+  observedGeneration?: number;
+  /** RFC 3339. */
+  lastTransitionTime: string;
+  /** CamelCase machine-readable reason. */
+  reason: string;
+  message: string;
+}
+
+export type MemberState = "Joining" | "Active" | "Maintenance" | "Down" | "Decommissioning" | "Removed";
+
+export interface MemberStatus {
+  /** Member id; equals the pod name (e.g. "demo-0"). */
+  id: string;
+  pod: string;
+  ordinal: number;
+  /** "podIP:7942"; absent while the pod has no IP. */
+  address?: string;
+  state: MemberState;
+  /** RFC 3339 time the member entered `state`. */
+  since: string;
+  /** WAL records not yet dispatched, as last reported by the broker. */
+  walPendingRecords?: number;
+  /** Controller revision (pod-template hash) the pod runs. */
+  revision?: string;
+}
+
+/** A planned restart in progress (at most one pod at a time). */
+export interface RollStatus {
+  podInFlight: string;
+  /** RFC 3339. */
+  startedAt: string;
+  /** Why the pod is being restarted (first spec difference, or "forced"). */
+  reason: string;
+}
+
+export interface NaradClusterStatus {
+  observedGeneration?: number;
+  phase?: NaradClusterPhase;
+  /** Pods that exist (for the scale subresource). */
+  replicas?: number;
+  readyReplicas?: number;
+  conditions?: Condition[];
+  members?: MemberStatus[];
+  /** Bumped on every member change; brokers compare epochs. */
+  membershipEpoch?: number;
+  currentRevision?: string;
+  updateRevision?: string;
+  roll?: RollStatus;
+  /** Label selector string for the scale subresource (HPA / kubectl scale). */
+  selector?: string;
+}
+
+export interface NaradCluster {
+  apiVersion: typeof API_VERSION;
+  kind: typeof NARAD_CLUSTER_KIND;
+  metadata: V1ObjectMeta;
+  spec: NaradClusterSpec;
+  status?: NaradClusterStatus;
+}
+
+// ---------------------------------------------------------------- NaradTopic
+
+export interface NaradTopicSpec {
+  /** Name of the NaradCluster in the same namespace. Required, immutable. */
+  cluster: string;
+  /**
+   * Topic name as the broker sees it, when it must differ from metadata.name
+   * (e.g. upper case, which Kubernetes names cannot hold). Immutable.
+   * Use topicName() (defaults.ts) to read the effective name.
+   */
+  name?: string;
+  /** 1..108, default 3; may only increase. */
+  partitions?: number;
+  /** Default 604800000 (7 days). */
+  retentionMs?: number;
+  /** Default 0 = unlimited. */
+  retentionBytes?: number;
+  /** Default 30000; immutable. */
+  visibilityTimeoutMs?: number;
+  /** Default 1024. */
+  maxInFlightPerPartition?: number;
+  /** Default 1024. */
+  maxAckedAheadPerPartition?: number;
+}
+
+export type NaradTopicPhase = "Pending" | "Assigning" | "Ready" | "Failed";
+
+export interface PartitionAssignment {
+  partition: number;
+  /** Member id (pod name) that owns the partition. */
+  owner: string;
+}
+
+export interface NaradTopicStatus {
+  observedGeneration?: number;
+  conditions?: Condition[];
+  phase?: NaradTopicPhase;
+  assignments?: PartitionAssignment[];
+  /** Bumped on every assignment change. */
+  assignmentEpoch?: number;
+}
+
+export interface NaradTopic {
+  apiVersion: typeof API_VERSION;
+  kind: typeof NARAD_TOPIC_KIND;
+  metadata: V1ObjectMeta;
+  spec: NaradTopicSpec;
+  status?: NaradTopicStatus;
+}
+
+// ---------------------------------------------------------------- resolved (defaulted) views
+
+export interface ResolvedResourceRequirements extends V1ResourceRequirements {
+  limits?: Record<string, string>;
+  requests?: Record<string, string>;
+}
+
+export interface ResolvedStorageSpec {
+  size: string;
+  storageClassName?: string;
+  reclaimPolicy: Required<StorageReclaimPolicy>;
+}
+
+export interface ResolvedBrokerSpec {
+  logLevel: BrokerLogLevel;
+  wal: BrokerWalSpec;
+  dispatch: BrokerDispatchSpec;
+  topicDefaults: BrokerTopicDefaultsSpec;
+  maxBodyBytes?: number;
+  retentionCheckIntervalMs?: number;
+}
+
+export interface ResolvedServiceMonitorSpec {
+  enabled: boolean;
+  interval?: string;
+  labels: Record<string, string>;
+}
+
+export interface ResolvedPodSpecOverrides extends PodSpecOverrides {
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+}
+
+export interface ResolvedNaradClusterSpec {
+  replicas: number;
+  image: string;
+  imagePullPolicy: PullPolicy;
+  imagePullSecrets: V1LocalObjectReference[];
+  resources: ResolvedResourceRequirements;
+  storage: ResolvedStorageSpec;
+  broker: ResolvedBrokerSpec;
+  pod: ResolvedPodSpecOverrides;
+  rollout: Required<RolloutSpec>;
+  security: SecuritySpec;
+  metrics: { serviceMonitor: ResolvedServiceMonitorSpec };
+  rebalance: boolean;
+}
+
+export type ResolvedNaradTopicSpec = Required<Omit<NaradTopicSpec, "name">> & { name?: string };
+
+/**
+ * The broker's --config file (camelCase JSON). Exactly these keys: the broker
+ * rejects unknown ones. Absent keys keep the broker's defaults.
+ */
+export interface BrokerConfigFile {
+  logLevel?: string;
+  walSegmentBytes?: number;
+  walSyncBackstopMs?: number;
+  dispatchIdlePollMs?: number;
+  dispatchCommitTimeoutMs?: number;
+  topicPartitions?: number;
+  maxBodyBytes?: number;
+  retentionCheckIntervalMs?: number;
+  drainTimeoutMs?: number;
+}
