@@ -173,3 +173,44 @@ export function podStatus(snap: PodSnapshot, previous: readonly V1PodCondition[]
     containerStatuses: snap.containers.map(containerStatus),
   };
 }
+
+type Json = string | number | boolean | null | Date | Json[] | { [k: string]: Json | undefined };
+
+/**
+ * A strategic merge patch merges maps key by key, so a container going from
+ * `running` to `waiting` would keep both unless the others are nulled
+ * explicitly. This adds those nulls (state keys and optional message/signal).
+ */
+export function statusPatchBody(status: V1PodStatus): { status: Json } {
+  const fixState = (s: V1ContainerStatus["state"] | undefined): Json => {
+    const out: Record<string, Json> = { waiting: null, running: null, terminated: null };
+    if (s?.waiting) out["waiting"] = { reason: s.waiting.reason ?? null, message: s.waiting.message ?? null };
+    if (s?.running) out["running"] = { startedAt: s.running.startedAt ?? null };
+    if (s?.terminated) {
+      out["terminated"] = {
+        ...(s.terminated as unknown as Record<string, Json>),
+        signal: s.terminated.signal ?? null,
+        message: s.terminated.message ?? null,
+      };
+    }
+    return out;
+  };
+  const fix = (cs: V1ContainerStatus): Json => ({
+    ...(cs as unknown as Record<string, Json>),
+    state: fixState(cs.state),
+    lastState: cs.lastState?.terminated ? fixState(cs.lastState) : {},
+  });
+  return {
+    status: {
+      ...(status as unknown as Record<string, Json>),
+      conditions: (status.conditions ?? []).map((c) => ({
+        ...(c as unknown as Record<string, Json>),
+        reason: c.reason ?? null,
+      })),
+      containerStatuses: (status.containerStatuses ?? []).map(fix),
+      ...(status.initContainerStatuses
+        ? { initContainerStatuses: status.initContainerStatuses.map(fix) }
+        : {}),
+    },
+  };
+}

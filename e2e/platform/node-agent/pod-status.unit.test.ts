@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { type ContainerSnapshot, type PodSnapshot, podPhase, podStatus } from "./pod-status.ts";
+import {
+  type ContainerSnapshot,
+  type PodSnapshot,
+  podPhase,
+  podStatus,
+  statusPatchBody,
+} from "./pod-status.ts";
 
 const T0 = new Date("2026-11-29T10:00:00Z");
 const T1 = new Date("2026-11-29T10:01:00Z");
@@ -122,5 +128,16 @@ describe("podStatus", () => {
     expect(cs?.state?.running?.startedAt).toEqual(T0);
     expect(cs?.lastState?.terminated?.exitCode).toBe(137);
     expect(cs?.containerID).toBe("id-a");
+  });
+});
+
+describe("statusPatchBody", () => {
+  it("nulls the container state keys that are not current", () => {
+    const s = podStatus(pod({ containers: [running("a")] }), [], T1);
+    const body = statusPatchBody(s) as {
+      status: { containerStatuses: Array<{ state: Record<string, unknown> }> };
+    };
+    expect(body.status.containerStatuses[0]!.state).toMatchObject({ waiting: null, terminated: null });
+    expect(body.status.containerStatuses[0]!.state["running"]).toEqual({ startedAt: T0 });
   });
 });

@@ -27,6 +27,7 @@ import {
   type ContainerState,
   type PodSnapshot,
   podStatus,
+  statusPatchBody,
   type Terminated,
 } from "./pod-status.ts";
 import type { ProbeKind, ProbeResult } from "./probe-state.ts";
@@ -509,7 +510,7 @@ export class PodWorker {
     if (body === this.#lastSent) return;
     try {
       await this.#deps.core.patchNamespacedPodStatus(
-        { name: this.#name, namespace: this.#ns, body: { status } },
+        { name: this.#name, namespace: this.#ns, body: statusPatchBody(status) },
         setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch),
       );
       this.#lastSent = body;

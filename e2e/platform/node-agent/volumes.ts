@@ -40,6 +40,20 @@ async function writeAtomic(file: string, content: string | Buffer, mode: number)
   await fs.rename(tmp, file);
 }
 
+/** The Status message of an API error, not client-node's multi-line dump with headers. */
+export function apiErrorMessage(err: unknown): string {
+  const body = (err as { body?: unknown }).body;
+  if (typeof body === "string") {
+    try {
+      const parsed = JSON.parse(body) as { message?: string };
+      if (parsed.message) return parsed.message;
+    } catch {
+      // not JSON
+    }
+  }
+  return err instanceof Error ? err.message.split("\n")[0]! : String(err);
+}
+
 function isNotFound(err: unknown): boolean {
   return (err as { code?: number }).code === 404;
 }
@@ -84,7 +98,11 @@ export class PodVolumes {
       }
     } catch (err) {
       if (err instanceof NotReady) return { ok: false, reason: "ContainerCreating", message: err.message };
-      return { ok: false, reason: "ContainerCreating", message: `volume setup failed: ${String(err)}` };
+      return {
+        ok: false,
+        reason: "ContainerCreating",
+        message: `volume setup failed: ${apiErrorMessage(err)}`,
+      };
     }
     this.#scheduleRefresh();
     return { ok: true };
@@ -140,18 +158,17 @@ export class PodVolumes {
 
   async #requestToken(audiences: string[], expirationSeconds: number): Promise<string> {
     const md = this.#pod.metadata ?? {};
-    const sa = this.#pod.spec?.serviceAccountName || "default";
+    const named = this.#pod.spec?.serviceAccountName || this.#pod.spec?.serviceAccount;
+    const sa = named || "default";
+    // The API server refuses to bind a token to a pod whose spec names a
+    // different account, and with the ServiceAccount admission plugin off an
+    // unset name stays "" rather than "default": then the token is unbound.
+    const boundObjectRef = named ? { apiVersion: "v1", kind: "Pod", name: md.name, uid: md.uid } : undefined;
     try {
       const res = await this.#deps.core.createNamespacedServiceAccountToken({
         name: sa,
         namespace: this.#ns,
-        body: {
-          spec: {
-            audiences,
-            expirationSeconds,
-            boundObjectRef: { apiVersion: "v1", kind: "Pod", name: md.name, uid: md.uid },
-          },
-        },
+        body: { spec: { audiences, expirationSeconds, ...(boundObjectRef ? { boundObjectRef } : {}) } },
       });
       const token = res.status?.token;
       if (!token) throw new Error("TokenRequest returned no token");

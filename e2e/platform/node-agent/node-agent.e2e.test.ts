@@ -1,0 +1,278 @@
+// The node agent against a real control plane (etcd, kube-apiserver,
+// kube-controller-manager): the StatefulSet controller, PV binder and garbage
+// collector are the real ones; pods are local processes on 127.<N>.x.y.
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  AppsV1Api,
+  CoreV1Api,
+  RbacAuthorizationV1Api,
+  type V1Pod,
+  type V1StatefulSet,
+} from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { stderrLog } from "../log.ts";
+import { type Platform, startPlatform, waitFor } from "../platform.ts";
+import { isAlive, podProcessPid } from "./pids.ts";
+
+const log = stderrLog("node-agent-test");
+const NS = "agent-e2e";
+const STS = "web";
+const ECHO_PORT = 8080;
+const POD_TIMEOUT_MS = 90_000;
+const IN_CLUSTER_CLIENT = join(import.meta.dirname, "testdata", "in-cluster-client.ts");
+
+function statefulSet(replicas: number): V1StatefulSet {
+  return {
+    metadata: { name: STS, namespace: NS },
+    spec: {
+      serviceName: STS,
+      replicas,
+      selector: { matchLabels: { app: STS } },
+      template: {
+        metadata: { labels: { app: STS } },
+        spec: {
+          terminationGracePeriodSeconds: 5,
+          containers: [
+            {
+              name: "echo",
+              image: "narad.test/echo:1",
+              ports: [{ name: "http", containerPort: ECHO_PORT }],
+              env: [{ name: "DATA_DIR", value: "/data" }],
+              readinessProbe: {
+                httpGet: { path: "/ready", port: "http" },
+                periodSeconds: 1,
+                failureThreshold: 1,
+              },
+              livenessProbe: {
+                httpGet: { path: "/healthz", port: ECHO_PORT },
+                periodSeconds: 2,
+                failureThreshold: 3,
+              },
+              volumeMounts: [{ name: "data", mountPath: "/data" }],
+            },
+          ],
+        },
+      },
+      volumeClaimTemplates: [
+        {
+          metadata: { name: "data" },
+          spec: {
+            accessModes: ["ReadWriteOnce"],
+            storageClassName: "narad-local",
+            resources: { requests: { storage: "1Gi" } },
+          },
+        },
+      ],
+    },
+  };
+}
+
+const isReady = (p: V1Pod | undefined) =>
+  p?.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") === true;
+
+describe("node agent", () => {
+  let platform: Platform;
+  let core: CoreV1Api;
+  let apps: AppsV1Api;
+  let rbac: RbacAuthorizationV1Api;
+  let stateDir: string;
+
+  const getPod = async (name: string): Promise<V1Pod | undefined> => {
+    try {
+      return await core.readNamespacedPod({ name, namespace: NS });
+    } catch {
+      return undefined;
+    }
+  };
+  const pvDir = async (claim: string): Promise<string> => {
+    const pvc = await core.readNamespacedPersistentVolumeClaim({ name: claim, namespace: NS });
+    const pv = await core.readPersistentVolume({ name: pvc.spec!.volumeName! });
+    return pv.spec!.hostPath!.path;
+  };
+  const pid = (pod: string) => podProcessPid(stateDir, NS, pod, "echo");
+
+  beforeAll(async () => {
+    const dir = await mkdtemp(join(tmpdir(), "narad-agent-e2e-"));
+    platform = await startPlatform({ dir, log });
+    stateDir = join(platform.dir, "node");
+    core = platform.kubeConfig.makeApiClient(CoreV1Api);
+    apps = platform.kubeConfig.makeApiClient(AppsV1Api);
+    rbac = platform.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+    await core.createNamespace({ body: { metadata: { name: NS } } });
+    // The serviceaccount controller creates "default" shortly after the namespace.
+    await waitFor(() => core.readNamespacedServiceAccount({ name: "default", namespace: NS }), {
+      timeoutMs: 30_000,
+      what: "default service account",
+    });
+  });
+
+  afterAll(async () => {
+    await platform?.stop();
+  });
+
+  it("registers a Ready node with a lease", async () => {
+    const node = await core.readNode({ name: platform.nodeName });
+    expect(node.status?.nodeInfo?.kubeletVersion).toBe("v1.36.3");
+    expect(node.status?.allocatable).toMatchObject({ cpu: "2", memory: "24Gi", pods: "110" });
+    expect(node.spec?.taints ?? []).toEqual([]);
+  });
+
+  it("runs a 3-replica StatefulSet whose readiness follows the ready file on its PVC", async () => {
+    await apps.createNamespacedStatefulSet({ namespace: NS, body: statefulSet(3) });
+    for (let i = 0; i < 3; i++) {
+      const name = `${STS}-${i}`;
+      const running = await waitFor(
+        async () => {
+          const p = await getPod(name);
+          return p?.status?.phase === "Running" && p.status.podIP ? p : undefined;
+        },
+        { timeoutMs: POD_TIMEOUT_MS, what: `${name} Running` },
+      );
+      expect(running.status?.podIP?.startsWith(`${platform.podIpPrefix}.`)).toBe(true);
+      // Without the ready file the readiness probe fails, and OrderedReady holds the next pod back.
+      await new Promise((r) => setTimeout(r, 3_000));
+      expect(isReady(await getPod(name))).toBe(false);
+      if (i < 2) expect(await getPod(`${STS}-${i + 1}`)).toBeUndefined();
+      writeFileSync(join(await pvDir(`data-${name}`), "ready"), "");
+      await waitFor(async () => isReady(await getPod(name)), { timeoutMs: 30_000, what: `${name} Ready` });
+    }
+    const ips = new Set<string>();
+    for (let i = 0; i < 3; i++) {
+      const p = (await getPod(`${STS}-${i}`))!;
+      ips.add(p.status!.podIP!);
+      expect(pid(`${STS}-${i}`)).not.toBeNull();
+      const info = (await (await fetch(`http://${p.status!.podIP}:${ECHO_PORT}/info`)).json()) as {
+        counter: number;
+        hostname: string;
+      };
+      expect(info).toMatchObject({ counter: 1, hostname: `${STS}-${i}` });
+      expect(readFileSync(join(await pvDir(`data-${STS}-${i}`), "counter"), "utf8").trim()).toBe("1");
+    }
+    expect(ips.size).toBe(3);
+    await waitFor(
+      async () =>
+        (await apps.readNamespacedStatefulSet({ name: STS, namespace: NS })).status?.readyReplicas === 3,
+      { timeoutMs: 30_000, what: "readyReplicas 3" },
+    );
+  });
+
+  it("brings a deleted pod back on the same PVC with its data", async () => {
+    const old = (await getPod(`${STS}-1`))!;
+    const oldPid = pid(`${STS}-1`)!;
+    const dirBefore = await pvDir(`data-${STS}-1`);
+    writeFileSync(join(dirBefore, "payload"), "kept");
+    await core.deleteNamespacedPod({ name: `${STS}-1`, namespace: NS });
+    const fresh = await waitFor(
+      async () => {
+        const p = await getPod(`${STS}-1`);
+        return p && p.metadata?.uid !== old.metadata?.uid && isReady(p) ? p : undefined;
+      },
+      { timeoutMs: POD_TIMEOUT_MS, what: "web-1 replaced and Ready" },
+    );
+    expect(isAlive(oldPid)).toBe(false);
+    expect(await pvDir(`data-${STS}-1`)).toBe(dirBefore);
+    expect(readFileSync(join(dirBefore, "counter"), "utf8").trim()).toBe("2");
+    const file = await fetch(`http://${fresh.status!.podIP}:${ECHO_PORT}/file?path=/data/payload`);
+    expect(await file.text()).toBe("kept");
+  });
+
+  it("restarts a killed process and bumps restartCount", async () => {
+    const victim = pid(`${STS}-0`)!;
+    process.kill(victim, "SIGKILL");
+    const p = await waitFor(
+      async () => {
+        const pod = await getPod(`${STS}-0`);
+        const cs = pod?.status?.containerStatuses?.[0];
+        return cs?.restartCount === 1 && cs.state?.running && isReady(pod) ? pod : undefined;
+      },
+      { timeoutMs: 60_000, what: "web-0 restarted" },
+    );
+    const cs = p.status!.containerStatuses![0]!;
+    expect(cs.lastState?.terminated?.exitCode).toBe(137);
+    const now = pid(`${STS}-0`);
+    expect(now).not.toBeNull();
+    expect(now).not.toBe(victim);
+  });
+
+  it("stops the processes of pods removed by a scale-down", async () => {
+    const gone = [pid(`${STS}-1`)!, pid(`${STS}-2`)!];
+    await apps.patchNamespacedStatefulSetScale(
+      { name: STS, namespace: NS, body: { spec: { replicas: 1 } } },
+      (await import("@kubernetes/client-node")).setHeaderOptions(
+        "Content-Type",
+        "application/merge-patch+json",
+      ),
+    );
+    await waitFor(async () => !(await getPod(`${STS}-1`)) && !(await getPod(`${STS}-2`)), {
+      timeoutMs: POD_TIMEOUT_MS,
+      what: "web-1 and web-2 deleted",
+    });
+    for (const p of gone) expect(isAlive(p)).toBe(false);
+    expect(pid(`${STS}-0`)).not.toBeNull();
+    expect(existsSync(join(stateDir, "pods", `${NS}_${STS}-2`, "echo.pid"))).toBe(false);
+  });
+
+  it("gives pods an in-cluster identity limited by RBAC", async () => {
+    await core.createNamespacedServiceAccount({ namespace: NS, body: { metadata: { name: "lister" } } });
+    await core.createNamespacedConfigMap({
+      namespace: NS,
+      body: { metadata: { name: "visible" }, data: { a: "1" } },
+    });
+    await core.createNamespacedPod({
+      namespace: NS,
+      body: {
+        metadata: { name: "client" },
+        spec: {
+          serviceAccountName: "lister",
+          containers: [
+            { name: "client", image: "narad.test/node", command: ["node"], args: [IN_CLUSTER_CLIENT] },
+          ],
+        },
+      },
+    });
+    const podIP = await waitFor(
+      async () => {
+        const p = await getPod("client");
+        return p?.status?.phase === "Running" ? p.status.podIP : undefined;
+      },
+      { timeoutMs: POD_TIMEOUT_MS, what: "client Running" },
+    );
+    type Result = { ok: boolean; code?: number; names?: string[] };
+    const result = async (): Promise<Result> =>
+      (await (await fetch(`http://${podIP}:8080/`)).json()) as Result;
+    const denied = await waitFor(
+      async () => {
+        const r = await result();
+        return r.code === 403 ? r : undefined;
+      },
+      { timeoutMs: 30_000, what: "a 403 without RBAC" },
+    );
+    expect(denied.ok).toBe(false);
+    await rbac.createNamespacedRole({
+      namespace: NS,
+      body: {
+        metadata: { name: "cm-reader" },
+        rules: [{ apiGroups: [""], resources: ["configmaps"], verbs: ["list"] }],
+      },
+    });
+    await rbac.createNamespacedRoleBinding({
+      namespace: NS,
+      body: {
+        metadata: { name: "cm-reader" },
+        roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: "cm-reader" },
+        subjects: [{ kind: "ServiceAccount", name: "lister", namespace: NS }],
+      },
+    });
+    const allowed = await waitFor(
+      async () => {
+        const r = await result();
+        return r.ok ? r : undefined;
+      },
+      { timeoutMs: 30_000, what: "list allowed after RBAC" },
+    );
+    expect(allowed.names).toContain("visible");
+  });
+});
