@@ -5,6 +5,7 @@
 
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
+import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import type { Config } from "./config.ts";
 import * as k from "./constants.ts";
@@ -23,7 +24,10 @@ import { meteredIo } from "./storage/metered-io.ts";
 import { openIngressWal } from "./wal/ingress-wal.ts";
 
 export interface RunningBroker {
+  /** host:port the API listens on ("" when started with listen: false). */
   httpAddress: string;
+  /** The fastify app, for inject() in tests. */
+  app: FastifyInstance;
   /** Stops produce, drains the WAL (bounded), closes storage. Resolves whether the WAL fully drained. */
   shutdown(): Promise<boolean>;
 }
@@ -44,7 +48,11 @@ function localDestinations(nodeId: string, metastore: Metastore, logs: LogStore)
   };
 }
 
-export async function startBroker(config: Config, logger: Logger): Promise<RunningBroker> {
+export async function startBroker(
+  config: Config,
+  logger: Logger,
+  opts: { listen?: boolean } = {},
+): Promise<RunningBroker> {
   const nowMs = () => Date.now();
   await mkdir(config.dataDir, { recursive: true });
   const lock = await acquireDataDirLock(config.dataDir);
@@ -96,10 +104,24 @@ export async function startBroker(config: Config, logger: Logger): Promise<Runni
   let draining = false;
   const services: BrokerServices = {
     config,
+    nodeId: config.nodeId,
     metastore,
     ingress: wal,
     logs,
-    lifecycle: { ready: () => ready && !draining, draining: () => draining },
+    lifecycle: {
+      ready: () => ready && !draining,
+      draining: () => draining,
+      startDrain: (reason) => {
+        if (!draining)
+          logger.info({ reason, pending: wal.stats().pendingRecords }, "draining: produce refused");
+        draining = true;
+      },
+      cancelDrain: () => {
+        if (draining) logger.info("drain cancelled: produce accepted again");
+        draining = false;
+      },
+      waitDrained: (timeoutMs) => dispatcher.drain(timeoutMs),
+    },
     metrics,
     nowMs,
   };
@@ -130,9 +152,9 @@ export async function startBroker(config: Config, logger: Logger): Promise<Runni
   const shutdown = async (): Promise<boolean> => {
     // Order matters: refuse new produce first, then move what the WAL holds
     // into the partition logs, then stop serving and close storage.
-    draining = true;
+    services.lifecycle.startDrain("shutdown");
     clearInterval(retentionTimer);
-    const drained = await dispatcher.drain(config.drainTimeoutMs);
+    const drained = await services.lifecycle.waitDrained(config.drainTimeoutMs);
     if (!drained)
       logger.warn({ pending: wal.stats().pendingRecords }, "drain timed out; the WAL keeps the rest");
     await dispatcher.stop();
@@ -145,6 +167,7 @@ export async function startBroker(config: Config, logger: Logger): Promise<Runni
   };
   return {
     httpAddress,
+    app,
     shutdown: () => {
       shuttingDown ??= shutdown();
       return shuttingDown;

@@ -22,10 +22,17 @@ export interface Lifecycle {
   /** True once startup recovery finished and until draining starts. */
   ready(): boolean;
   draining(): boolean;
+  /** Stop accepting produce (503 + Retry-After) so the WAL can empty. */
+  startDrain(reason: string): void;
+  /** Accept produce again (a cancelled roll). */
+  cancelDrain(): void;
+  /** Resolves true once every WAL record is in its partition log, false after timeoutMs. */
+  waitDrained(timeoutMs: number): Promise<boolean>;
 }
 
 export interface BrokerServices {
   config: Config;
+  nodeId: string;
   metastore: Metastore;
   ingress: Ingress;
   logs: Logs;

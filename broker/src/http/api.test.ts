@@ -1,0 +1,231 @@
+// The /v1 API against a real node (WAL, partition logs, dispatcher, file
+// metastore in a temp dir), driven through fastify's inject: status codes,
+// JSON error bodies and message JSON as Narad v1 clients expect them.
+
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { loadConfig } from "../config.ts";
+import { encodeBinaryBatch } from "../core/batch-codec.ts";
+import { type RunningBroker, startBroker } from "../node.ts";
+
+let dir: string;
+let broker: RunningBroker;
+
+async function req(
+  method: "GET" | "POST" | "PATCH" | "DELETE",
+  url: string,
+  body?: unknown,
+  headers?: Record<string, string>,
+) {
+  const payload =
+    body === undefined
+      ? undefined
+      : typeof body === "string" || Buffer.isBuffer(body)
+        ? body
+        : JSON.stringify(body);
+  const h = {
+    ...(body !== undefined && !Buffer.isBuffer(body) && typeof body !== "string"
+      ? { "content-type": "application/json" }
+      : {}),
+    ...headers,
+  };
+  const res = await broker.app.inject({ method, url, payload, headers: h });
+  return { status: res.statusCode, headers: res.headers, text: res.body, json: () => JSON.parse(res.body) };
+}
+
+async function visible(topic: string, partition: number, count: number) {
+  for (let i = 0; i < 200; i++) {
+    const r = await req("GET", `/v1/topics/${topic}/records?partition=${partition}`);
+    if (r.json().records.length >= count) return r.json().records;
+    await new Promise((ok) => setTimeout(ok, 10));
+  }
+  throw new Error(`records not visible in ${topic}/${partition}`);
+}
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), "narad-api-"));
+  const config = loadConfig(
+    ["--data-dir", dir, "--addr", "127.0.0.1:0", "--max-body-bytes", "4096"],
+    {},
+    "node-a",
+  );
+  broker = await startBroker(config, pino({ level: "silent" }), { listen: false });
+});
+
+afterEach(async () => {
+  await broker.shutdown();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("topics", () => {
+  it("creates, lists with keyset pagination, describes, patches and deletes", async () => {
+    for (const name of ["b", "a", "c.d", "E_1"])
+      expect((await req("POST", "/v1/topics", { name, partitions: 2 })).status).toBe(201);
+    expect((await req("POST", "/v1/topics", { name: "a" })).status).toBe(409);
+    const page1 = (await req("GET", "/v1/topics?limit=3")).json();
+    expect(page1.topics.map((t: { name: string }) => t.name)).toEqual(["E_1", "a", "b"]);
+    const page2 = (await req("GET", `/v1/topics?limit=3&page_token=${page1.next_page_token}`)).json();
+    expect(page2.topics.map((t: { name: string }) => t.name)).toEqual(["c.d"]);
+    expect(page2.next_page_token).toBe("");
+    const info = (await req("GET", "/v1/topics/a")).json();
+    expect(info.partition_stats).toHaveLength(2);
+    expect(info.partition_stats[0]).toMatchObject({ index: 0, high_watermark: 0, owner_node: "node-a" });
+    expect((await req("PATCH", "/v1/topics/a", { partitions: 4 })).json().partitions).toBe(4);
+    expect((await req("PATCH", "/v1/topics/a", { partitions: 1 })).status).toBe(400);
+    expect((await req("DELETE", "/v1/topics/a")).status).toBe(204);
+    expect((await req("GET", "/v1/topics/a")).status).toBe(404);
+  });
+
+  it.each([
+    [{ name: "bad/name" }, 400],
+    [{ name: "ok", partitions: 0 }, 400],
+    [{ name: "ok", nope: true }, 400],
+    ["not json", 400],
+  ])("rejects %j with a JSON error", async (body, status) => {
+    const r = await req("POST", "/v1/topics", body, { "content-type": "application/json" });
+    expect(r.status).toBe(status);
+    expect(typeof r.json().error).toBe("string");
+  });
+
+  it("validates list parameters", async () => {
+    expect((await req("GET", "/v1/topics?limit=0")).status).toBe(400);
+    expect((await req("GET", "/v1/topics?limit=abc")).status).toBe(400);
+  });
+});
+
+describe("produce and read", () => {
+  beforeEach(async () => {
+    await req("POST", "/v1/topics", { name: "t", partitions: 3 });
+  });
+
+  it("202s a message that then becomes visible with Narad v1 JSON", async () => {
+    const r = await req("POST", "/v1/topics/t/produce?key=user-1&partition=1", '{"hello":"world"}');
+    expect(r.status).toBe(202);
+    expect(r.text).toBe("");
+    const [m] = await visible("t", 1, 1);
+    expect(m).toMatchObject({
+      topic: "t",
+      partition: 1,
+      offset: 0,
+      key: "user-1",
+      payload: { hello: "world" },
+    });
+    const one = await req("GET", "/v1/topics/t/consume?partition=1&offset=0");
+    expect(one.status).toBe(200);
+    expect(one.json().payload).toEqual({ hello: "world" });
+    expect((await req("GET", "/v1/topics/t/consume?partition=1&offset=1")).status).toBe(204);
+  });
+
+  it("hashes keys to a stable partition and rotates keyless messages", async () => {
+    for (let i = 0; i < 6; i++)
+      expect((await req("POST", "/v1/topics/t/produce?key=same", `m${i}`)).status).toBe(202);
+    for (let i = 0; i < 3; i++) expect((await req("POST", "/v1/topics/t/produce", `k${i}`)).status).toBe(202);
+    let hwms: number[] = [];
+    for (let i = 0; i < 200 && hwms.reduce((a, b) => a + b, 0) < 9; i++) {
+      await new Promise((ok) => setTimeout(ok, 10));
+      hwms = (await req("GET", "/v1/topics/t"))
+        .json()
+        .partition_stats.map((p: { high_watermark: number }) => p.high_watermark);
+    }
+    // The six keyed messages share one partition; the three keyless ones go one to each.
+    expect(hwms.reduce((a, b) => a + b, 0)).toBe(9);
+    expect([...hwms].sort()).toEqual([1, 1, 7]);
+  });
+
+  it("accepts binary and NDJSON batches", async () => {
+    const bin = encodeBinaryBatch(
+      Array.from({ length: 50 }, (_, i) => ({
+        partition: 2,
+        key: Buffer.from(`k${i}`),
+        payload: Buffer.from(`v${i}`),
+      })),
+    );
+    const r1 = await req("POST", "/v1/topics/t/produce-batch", bin, {
+      "content-type": "application/vnd.narad.batch",
+    });
+    expect(r1.status).toBe(202);
+    expect(r1.json()).toEqual({ accepted: 50 });
+    const nd = '{"payload":{"a":1},"partition":0}\n{"payload":"text","partition":0}\n';
+    expect(
+      (await req("POST", "/v1/topics/t/produce-batch", nd, { "content-type": "application/x-ndjson" }))
+        .status,
+    ).toBe(202);
+    const two = await visible("t", 2, 50);
+    expect(two.map((m: { payload: string }) => m.payload)).toEqual(
+      Array.from({ length: 50 }, (_, i) => `v${i}`),
+    );
+    const zero = await visible("t", 0, 2);
+    expect(zero.map((m: { payload: unknown }) => m.payload)).toEqual([{ a: 1 }, "text"]);
+  });
+
+  it.each([
+    ["POST", "/v1/topics/missing/produce", "x", 404],
+    ["POST", "/v1/topics/t/produce?partition=3", "x", 400],
+    ["POST", "/v1/topics/t/produce?partition=-1", "x", 400],
+    ["POST", "/v1/topics/t/produce", "x".repeat(5000), 413],
+    ["GET", "/v1/topics/t/consume?offset=0", undefined, 400],
+    ["GET", "/v1/topics/t/consume?partition=9&offset=0", undefined, 400],
+    ["GET", "/v1/topics/t/consume?partition=0&offset=abc", undefined, 400],
+    ["GET", "/v1/topics/t/records?partition=0&limit=0", undefined, 400],
+    ["GET", "/v1/nothing", undefined, 404],
+  ] as const)("%s %s → %s with a JSON error", async (method, url, body, status) => {
+    const r = await req(method, url, body);
+    expect(r.status).toBe(status);
+    expect(typeof r.json().error).toBe("string");
+  });
+
+  it("refuses unknown batch content types and malformed batches", async () => {
+    expect(
+      (await req("POST", "/v1/topics/t/produce-batch", "x", { "content-type": "text/plain" })).status,
+    ).toBe(415);
+    expect(
+      (await req("POST", "/v1/topics/t/produce-batch", "{bad", { "content-type": "application/x-ndjson" }))
+        .status,
+    ).toBe(400);
+    expect(
+      (
+        await req("POST", "/v1/topics/t/produce-batch", Buffer.from([0, 0, 0]), {
+          "content-type": "application/vnd.narad.batch",
+        })
+      ).status,
+    ).toBe(400);
+    const info = (await req("GET", "/v1/topics/t")).json();
+    expect(info.partition_stats.every((p: { next_offset: number }) => p.next_offset === 0)).toBe(true);
+  });
+});
+
+describe("drain and admin", () => {
+  it("refuses produce with 503 and Retry-After while draining, and resumes on cancel", async () => {
+    await req("POST", "/v1/topics", { name: "t", partitions: 1 });
+    expect((await req("POST", "/v1/topics/t/produce", "before")).status).toBe(202);
+    const drained = (await req("POST", "/admin/v1/drain?wait_ms=5000")).json();
+    expect(drained).toMatchObject({ draining: true, drained: true, ready: false });
+    const refused = await req("POST", "/v1/topics/t/produce", "during");
+    expect(refused.status).toBe(503);
+    expect(refused.headers["retry-after"]).toBe("1");
+    expect((await req("GET", "/readyz")).status).toBe(503);
+    await req("DELETE", "/admin/v1/drain");
+    expect((await req("POST", "/v1/topics/t/produce", "after")).status).toBe(202);
+    expect((await req("GET", "/readyz")).status).toBe(200);
+  });
+
+  it("removes a deleted topic's data only once the metastore forgot it", async () => {
+    await req("POST", "/v1/topics", { name: "gone", partitions: 1 });
+    expect((await req("DELETE", "/admin/v1/topics/gone/data")).status).toBe(409);
+    await req("DELETE", "/v1/topics/gone");
+    expect((await req("DELETE", "/admin/v1/topics/gone/data")).status).toBe(204);
+    expect((await req("DELETE", "/admin/v1/topics/..%2Fetc/data")).status).toBe(400);
+  });
+
+  it("exposes Prometheus metrics", async () => {
+    await req("POST", "/v1/topics", { name: "t", partitions: 1 });
+    await req("POST", "/v1/topics/t/produce", "x");
+    const text = (await req("GET", "/metrics")).text;
+    expect(text).toContain('narad_messages_produced_total{topic="t"} 1');
+    expect(text).toMatch(/narad_wal_fsync_seconds_count \d+/);
+    expect(text).toContain("narad_wal_pending_records");
+  });
+});

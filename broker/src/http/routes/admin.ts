@@ -1,0 +1,66 @@
+// Node administration for the operator (and people): status with WAL
+// progress, drain and its cancellation, the preStop hook, and removal of a
+// deleted topic's local data. Not part of the Narad v1 API.
+
+import type { FastifyInstance } from "fastify";
+import { validTopicName } from "../../core/topic-spec.ts";
+import { badRequest, conflict } from "../../errors.ts";
+import { parseOptionalInt } from "../params.ts";
+import type { BrokerServices } from "../services.ts";
+
+export function adminRoutes(s: BrokerServices) {
+  const status = () => {
+    const wal = s.ingress.stats();
+    return {
+      nodeId: s.nodeId,
+      ready: s.lifecycle.ready(),
+      draining: s.lifecycle.draining(),
+      drained: wal.pendingRecords === 0,
+      wal: {
+        incarnation: wal.incarnation,
+        pendingRecords: wal.pendingRecords,
+        checkpoint: wal.checkpoint,
+        nextSeq: wal.nextSeq,
+        segments: wal.segments,
+        diskBytes: wal.diskBytes,
+        corruptFrames: wal.corruptFrames,
+        poisoned: wal.poisoned,
+      },
+    };
+  };
+
+  return async (app: FastifyInstance): Promise<void> => {
+    app.get("/admin/v1/status", async () => status());
+
+    // Starts a drain; with ?wait_ms=N also waits (bounded) for the WAL to empty.
+    app.post<{ Querystring: { wait_ms?: string } }>("/admin/v1/drain", async (request) => {
+      s.lifecycle.startDrain("admin request");
+      const waitMs = parseOptionalInt(request.query.wait_ms, "wait_ms", 0, 3_600_000) ?? 0;
+      if (waitMs > 0) await s.lifecycle.waitDrained(waitMs);
+      return status();
+    });
+
+    app.delete("/admin/v1/drain", async () => {
+      s.lifecycle.cancelDrain();
+      return status();
+    });
+
+    // Kubernetes preStop hooks can only GET: drain and wait, bounded by the
+    // configured drain timeout (below terminationGracePeriodSeconds).
+    app.get("/admin/v1/prestop", async () => {
+      s.lifecycle.startDrain("preStop hook");
+      await s.lifecycle.waitDrained(s.config.drainTimeoutMs);
+      return status();
+    });
+
+    app.delete<{ Params: { topic: string } }>("/admin/v1/topics/:topic/data", async (request, reply) => {
+      const name = request.params.topic;
+      if (!validTopicName(name, s.config.topicDefaults.namePattern)) throw badRequest("invalid topic name");
+      // Only data of a topic the metastore no longer knows may be removed.
+      if (s.metastore.getTopic(name) !== undefined) throw conflict(`topic "${name}" still exists here`);
+      await s.logs.deleteTopic(name);
+      request.log.info({ topic: name }, "removed local data of a deleted topic");
+      return reply.code(204).send();
+    });
+  };
+}
