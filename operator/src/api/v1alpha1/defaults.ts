@@ -1,0 +1,159 @@
+// Defaults for narad.dev/v1alpha1, as pure functions. The same constants feed
+// the OpenAPI `default`s in schema.ts, so the API server and the controller
+// agree; the controller still resolves specs itself because the API server
+// does not default inside optional objects a user omitted.
+
+import type {
+  BrokerConfigFile,
+  NaradClusterSpec,
+  NaradTopic,
+  NaradTopicSpec,
+  Quantity,
+  ResolvedNaradClusterSpec,
+  ResolvedNaradTopicSpec,
+} from "./types.ts";
+
+export const DEFAULT_BROKER_IMAGE = "ghcr.io/narad/narad:0.1.0";
+
+export const clusterDefaults = {
+  replicas: 3,
+  image: DEFAULT_BROKER_IMAGE,
+  imagePullPolicy: "IfNotPresent",
+  storageSize: "10Gi",
+  reclaimWhenScaled: "Retain",
+  reclaimWhenDeleted: "Retain",
+  brokerLogLevel: "info",
+  drainTimeoutSeconds: 60,
+  paused: false,
+  force: false,
+  downGraceSeconds: 30,
+  serviceMonitorEnabled: false,
+  rebalance: false,
+} as const;
+
+/** Mirrors broker/src/constants.ts (topicPartitionsMin/Max); the CRD enforces the same range. */
+export const TOPIC_PARTITIONS_MIN = 1;
+export const TOPIC_PARTITIONS_MAX = 108;
+
+export const topicDefaults = {
+  partitions: 3,
+  retentionMs: 604_800_000,
+  retentionBytes: 0,
+  visibilityTimeoutMs: 30_000,
+  maxInFlightPerPartition: 1024,
+  maxAckedAheadPerPartition: 1024,
+} as const;
+
+/** Broker topic names: what the broker accepts in URLs and the WAL. */
+export const TOPIC_NAME_PATTERN = "^[A-Za-z0-9._-]{1,255}$";
+
+function quantities(q: Record<string, Quantity> | undefined): Record<string, string> | undefined {
+  if (q === undefined) return undefined;
+  // Users may write `cpu: 1`; core types hold quantities as strings.
+  return Object.fromEntries(Object.entries(q).map(([k, v]) => [k, String(v)]));
+}
+
+function dropUndefined<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}
+
+/** A fully defaulted copy of a NaradCluster spec. Does not mutate its input. */
+export function withClusterDefaults(spec: NaradClusterSpec | undefined): ResolvedNaradClusterSpec {
+  const s = spec ?? {};
+  const d = clusterDefaults;
+  const sm = s.metrics?.serviceMonitor;
+  return {
+    replicas: s.replicas ?? d.replicas,
+    image: s.image ?? d.image,
+    imagePullPolicy: s.imagePullPolicy ?? d.imagePullPolicy,
+    imagePullSecrets: [...(s.imagePullSecrets ?? [])],
+    resources: dropUndefined({
+      limits: quantities(s.resources?.limits),
+      requests: quantities(s.resources?.requests),
+      claims: s.resources?.claims?.map((c) => ({ ...c })),
+    }),
+    storage: dropUndefined({
+      size: s.storage?.size ?? d.storageSize,
+      storageClassName: s.storage?.storageClassName,
+      reclaimPolicy: {
+        whenScaled: s.storage?.reclaimPolicy?.whenScaled ?? d.reclaimWhenScaled,
+        whenDeleted: s.storage?.reclaimPolicy?.whenDeleted ?? d.reclaimWhenDeleted,
+      },
+    }),
+    broker: dropUndefined({
+      logLevel: s.broker?.logLevel ?? d.brokerLogLevel,
+      wal: { ...s.broker?.wal },
+      dispatch: { ...s.broker?.dispatch },
+      topicDefaults: { ...s.broker?.topicDefaults },
+      maxBodyBytes: s.broker?.maxBodyBytes,
+      retentionCheckIntervalMs: s.broker?.retentionCheckIntervalMs,
+    }),
+    pod: {
+      ...s.pod,
+      labels: { ...s.pod?.labels },
+      annotations: { ...s.pod?.annotations },
+    },
+    rollout: {
+      drainTimeoutSeconds: s.rollout?.drainTimeoutSeconds ?? d.drainTimeoutSeconds,
+      paused: s.rollout?.paused ?? d.paused,
+      force: s.rollout?.force ?? d.force,
+      downGraceSeconds: s.rollout?.downGraceSeconds ?? d.downGraceSeconds,
+    },
+    security: { ...s.security },
+    metrics: {
+      serviceMonitor: dropUndefined({
+        enabled: sm?.enabled ?? d.serviceMonitorEnabled,
+        interval: sm?.interval,
+        labels: { ...sm?.labels },
+      }),
+    },
+    rebalance: s.rebalance ?? d.rebalance,
+  };
+}
+
+/** A fully defaulted copy of a NaradTopic spec. Does not mutate its input. */
+export function withTopicDefaults(spec: NaradTopicSpec): ResolvedNaradTopicSpec {
+  const t = topicDefaults;
+  return dropUndefined({
+    cluster: spec.cluster,
+    name: spec.name,
+    partitions: spec.partitions ?? t.partitions,
+    retentionMs: spec.retentionMs ?? t.retentionMs,
+    retentionBytes: spec.retentionBytes ?? t.retentionBytes,
+    visibilityTimeoutMs: spec.visibilityTimeoutMs ?? t.visibilityTimeoutMs,
+    maxInFlightPerPartition: spec.maxInFlightPerPartition ?? t.maxInFlightPerPartition,
+    maxAckedAheadPerPartition: spec.maxAckedAheadPerPartition ?? t.maxAckedAheadPerPartition,
+  });
+}
+
+/**
+ * The topic's name as the broker sees it: spec.name if set, else metadata.name.
+ * Kubernetes names are lowercase DNS subdomains, so spec.name exists for names
+ * that are not (e.g. "Orders"); every DNS subdomain already matches TOPIC_NAME_PATTERN.
+ */
+export function topicName(topic: Pick<NaradTopic, "metadata" | "spec">): string {
+  const name = topic.spec.name ?? topic.metadata.name;
+  if (name === undefined) throw new Error("NaradTopic has neither spec.name nor metadata.name");
+  return name;
+}
+
+/**
+ * The broker --config file for a resolved spec. Only keys the user set are
+ * written (absent keys keep broker defaults), except logLevel and
+ * drainTimeoutMs, which the operator always decides: the broker's SIGTERM
+ * drain is bounded by rollout.drainTimeoutSeconds.
+ */
+export function brokerConfigFromSpec(spec: ResolvedNaradClusterSpec): BrokerConfigFile {
+  const b = spec.broker;
+  return dropUndefined({
+    logLevel: b.logLevel,
+    walSegmentBytes: b.wal.segmentBytes,
+    walSyncBackstopMs: b.wal.syncBackstopMs,
+    dispatchIdlePollMs: b.dispatch.idlePollMs,
+    dispatchCommitTimeoutMs: b.dispatch.commitTimeoutMs,
+    topicPartitions: b.topicDefaults.partitions,
+    maxBodyBytes: b.maxBodyBytes,
+    retentionCheckIntervalMs: b.retentionCheckIntervalMs,
+    drainTimeoutMs: spec.rollout.drainTimeoutSeconds * 1000,
+  });
+}

@@ -1,0 +1,501 @@
+// OpenAPI v3 (structural) schemas for narad.dev/v1alpha1, the source of the
+// CRDs in crds/. Every property carries a description so `kubectl explain`
+// helps; defaults come from defaults.ts so the API server and the controller
+// agree. Core Kubernetes types (affinity, tolerations, ...) are
+// preserve-unknown-fields objects: inlining the whole core schema would bloat
+// the CRD and pin it to one Kubernetes version; the API server validates them
+// again when the operator copies them into the StatefulSet.
+
+import {
+  clusterDefaults,
+  TOPIC_NAME_PATTERN,
+  TOPIC_PARTITIONS_MAX,
+  TOPIC_PARTITIONS_MIN,
+  topicDefaults,
+} from "./defaults.ts";
+
+/** A CEL validation rule (x-kubernetes-validations entry). */
+export interface ValidationRule {
+  rule: string;
+  message: string;
+  reason?: "FieldValueInvalid" | "FieldValueForbidden" | "FieldValueRequired" | "FieldValueDuplicate";
+  fieldPath?: string;
+}
+
+/** The subset of apiextensions.k8s.io/v1 JSONSchemaProps these CRDs use. */
+export interface JSONSchemaProps {
+  type?: "object" | "array" | "string" | "integer" | "boolean" | "number";
+  format?: "int32" | "int64" | "date-time";
+  description?: string;
+  properties?: Record<string, JSONSchemaProps>;
+  required?: string[];
+  items?: JSONSchemaProps;
+  additionalProperties?: JSONSchemaProps;
+  anyOf?: JSONSchemaProps[];
+  enum?: (string | number | boolean)[];
+  default?: unknown;
+  minimum?: number;
+  maximum?: number;
+  minLength?: number;
+  maxLength?: number;
+  minItems?: number;
+  maxItems?: number;
+  pattern?: string;
+  "x-kubernetes-preserve-unknown-fields"?: boolean;
+  "x-kubernetes-int-or-string"?: boolean;
+  "x-kubernetes-list-type"?: "atomic" | "set" | "map";
+  "x-kubernetes-list-map-keys"?: string[];
+  "x-kubernetes-map-type"?: "atomic" | "granular";
+  "x-kubernetes-validations"?: ValidationRule[];
+}
+
+type Extra = Omit<JSONSchemaProps, "type" | "description" | "properties">;
+
+const str = (description: string, extra: Extra = {}): JSONSchemaProps => ({
+  type: "string",
+  description,
+  ...extra,
+});
+const int = (description: string, extra: Extra = {}): JSONSchemaProps => ({
+  type: "integer",
+  format: "int32",
+  description,
+  ...extra,
+});
+const int64 = (description: string, extra: Extra = {}): JSONSchemaProps => ({
+  type: "integer",
+  format: "int64",
+  description,
+  ...extra,
+});
+const bool = (description: string, extra: Extra = {}): JSONSchemaProps => ({
+  type: "boolean",
+  description,
+  ...extra,
+});
+const obj = (
+  description: string,
+  properties: Record<string, JSONSchemaProps>,
+  extra: Extra = {},
+): JSONSchemaProps => ({ type: "object", description, properties, ...extra });
+const arr = (description: string, items: JSONSchemaProps, extra: Extra = {}): JSONSchemaProps => ({
+  type: "array",
+  description,
+  items,
+  ...extra,
+});
+const stringMap = (description: string): JSONSchemaProps => ({
+  type: "object",
+  description,
+  additionalProperties: { type: "string" },
+});
+/** A core Kubernetes object kept opaque here (validated by the API server when copied into a pod). */
+const coreObject = (description: string): JSONSchemaProps => ({
+  type: "object",
+  description,
+  "x-kubernetes-preserve-unknown-fields": true,
+});
+const timestamp = (description: string): JSONSchemaProps => ({
+  type: "string",
+  format: "date-time",
+  description,
+});
+
+/** Kubernetes resource.Quantity syntax (same pattern the core API publishes). */
+export const QUANTITY_PATTERN =
+  "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$";
+
+const quantity = (description: string): JSONSchemaProps => ({
+  description,
+  anyOf: [{ type: "integer" }, { type: "string" }],
+  pattern: QUANTITY_PATTERN,
+  "x-kubernetes-int-or-string": true,
+});
+
+const secretRef = (description: string): JSONSchemaProps =>
+  obj(
+    description,
+    { name: str("Name of the Secret in the NaradCluster's namespace.", { minLength: 1 }) },
+    {
+      required: ["name"],
+    },
+  );
+
+/** metav1.Condition. */
+const conditions = (types: string): JSONSchemaProps =>
+  arr(
+    `Latest observations of the object's state (metav1.Condition). Types: ${types}.`,
+    obj(
+      "A condition, as metav1.Condition.",
+      {
+        type: str(`Condition type: ${types}.`, { maxLength: 316 }),
+        status: str("True, False or Unknown.", { enum: ["True", "False", "Unknown"] }),
+        observedGeneration: int64("metadata.generation the condition was computed from.", { minimum: 0 }),
+        lastTransitionTime: timestamp("When the condition last changed status."),
+        reason: str("CamelCase machine-readable reason for the last transition.", { maxLength: 1024 }),
+        message: str("Human-readable detail about the last transition.", { maxLength: 32768 }),
+      },
+      { required: ["type", "status", "lastTransitionTime", "reason", "message"] },
+    ),
+    { "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"] },
+  );
+
+// ---------------------------------------------------------------- NaradCluster
+
+const d = clusterDefaults;
+
+const clusterSpec: JSONSchemaProps = obj(
+  "Desired state of a Narad broker cluster. Every field is optional; `spec: {replicas: 3}` is a complete cluster.",
+  {
+    replicas: int(
+      "Number of brokers. Scale-down decommissions the highest ordinal first (moves its partitions, drains its WAL).",
+      {
+        default: d.replicas,
+        minimum: 1,
+      },
+    ),
+    image: str("Broker container image.", { default: d.image, minLength: 1 }),
+    imagePullPolicy: str("Image pull policy for the broker container.", {
+      enum: ["Always", "IfNotPresent", "Never"],
+    }),
+    imagePullSecrets: arr(
+      "Secrets for pulling the broker image (core LocalObjectReference list).",
+      obj(
+        "Reference to a Secret in the same namespace.",
+        { name: str("Secret name.") },
+        { required: ["name"] },
+      ),
+    ),
+    resources: obj("Compute resources of the broker container (core ResourceRequirements).", {
+      limits: {
+        type: "object",
+        description: 'Maximum resources, e.g. cpu: "2", memory: 4Gi.',
+        additionalProperties: quantity("A resource quantity."),
+      },
+      requests: {
+        type: "object",
+        description: "Requested resources; the scheduler reserves these.",
+        additionalProperties: quantity("A resource quantity."),
+      },
+      claims: arr(
+        "Dynamic resource claims used by the container (DynamicResourceAllocation).",
+        obj(
+          "A resource claim reference.",
+          {
+            name: str("Name of an entry in the pod's resourceClaims."),
+            request: str("Name of the request within the claim."),
+          },
+          { required: ["name"] },
+        ),
+        { "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"] },
+      ),
+    }),
+    storage: obj(
+      "The per-broker PersistentVolumeClaim holding the ingress WAL and partition logs.",
+      {
+        size: str(
+          "Requested PVC size (a resource quantity). Growing it expands PVCs when the StorageClass allows.",
+          {
+            default: d.storageSize,
+            pattern: QUANTITY_PATTERN,
+          },
+        ),
+        storageClassName: str(
+          "StorageClass for the PVCs; unset uses the cluster default. Immutable once set.",
+          {
+            maxLength: 253,
+          },
+        ),
+        reclaimPolicy: obj(
+          "What happens to broker PVCs when they are no longer used.",
+          {
+            whenScaled: str("On scale-down, Retain keeps the removed member's PVC, Delete removes it.", {
+              enum: ["Retain", "Delete"],
+              default: d.reclaimWhenScaled,
+            }),
+            whenDeleted: str("On NaradCluster deletion, Retain keeps all PVCs, Delete removes them.", {
+              enum: ["Retain", "Delete"],
+              default: d.reclaimWhenDeleted,
+            }),
+          },
+          { default: {} },
+        ),
+      },
+      { default: {} },
+    ),
+    broker: obj(
+      "Broker tuning, written to the broker's config file. Unset fields keep the broker's built-in defaults.",
+      {
+        logLevel: str("Broker log level (config key logLevel).", {
+          enum: ["trace", "debug", "info", "warn", "error", "fatal", "silent"],
+          default: d.brokerLogLevel,
+        }),
+        wal: obj("Ingress write-ahead log.", {
+          segmentBytes: int64("WAL segment size in bytes (config key walSegmentBytes).", { minimum: 1 }),
+          syncBackstopMs: int(
+            "Longest a group commit waits before fsync, in milliseconds (config key walSyncBackstopMs).",
+            { minimum: 0 },
+          ),
+        }),
+        dispatch: obj("Dispatch of WAL records to partition owners.", {
+          idlePollMs: int(
+            "Poll interval when the WAL is idle, in milliseconds (config key dispatchIdlePollMs).",
+            {
+              minimum: 1,
+            },
+          ),
+          commitTimeoutMs: int(
+            "Timeout of one commit RPC to a partition owner, in milliseconds (config key dispatchCommitTimeoutMs).",
+            { minimum: 1 },
+          ),
+        }),
+        topicDefaults: obj("Defaults for topics created without explicit settings (e.g. POST /v1/topics).", {
+          partitions: int("Partition count (config key topicPartitions).", {
+            minimum: TOPIC_PARTITIONS_MIN,
+            maximum: TOPIC_PARTITIONS_MAX,
+          }),
+        }),
+        maxBodyBytes: int64("Largest accepted produce request body, in bytes (config key maxBodyBytes).", {
+          minimum: 1,
+        }),
+        retentionCheckIntervalMs: int(
+          "How often retention is enforced, in milliseconds (config key retentionCheckIntervalMs).",
+          { minimum: 1 },
+        ),
+      },
+    ),
+    pod: obj("Pod-level settings copied into the broker pod template.", {
+      labels: stringMap("Extra labels on broker pods (operator-owned labels win on conflict)."),
+      annotations: stringMap("Extra annotations on broker pods."),
+      affinity: coreObject("Pod affinity / anti-affinity (core Affinity)."),
+      tolerations: arr("Tolerations (core Toleration list).", coreObject("A core Toleration.")),
+      nodeSelector: stringMap("Node labels the broker pods must match."),
+      topologySpreadConstraints: arr(
+        "How broker pods spread across topology domains (core TopologySpreadConstraint list).",
+        coreObject("A core TopologySpreadConstraint."),
+      ),
+      priorityClassName: str("PriorityClass of broker pods."),
+      serviceAccountName: str(
+        "Run brokers as this existing ServiceAccount instead of the one the operator creates. It needs the same Role (NaradTopic/NaradCluster read access).",
+      ),
+    }),
+    rollout: obj(
+      "How configuration changes are rolled out: one pod at a time, each drained first.",
+      {
+        drainTimeoutSeconds: int(
+          "How long a broker may take to drain its WAL before a planned restart; also bounds its SIGTERM drain.",
+          { default: d.drainTimeoutSeconds, minimum: 1 },
+        ),
+        paused: bool("Stop starting new pod restarts; a restart already in flight still finishes.", {
+          default: d.paused,
+        }),
+        force: bool(
+          "Skip the WAL-drain gate for restarts (day-2 escape hatch for a broker that cannot drain). Records still in its WAL are delivered after it restarts.",
+          { default: d.force },
+        ),
+        downGraceSeconds: int(
+          "How long a pod may be missing or unready before its member is marked Down and its traffic rerouted.",
+          {
+            default: d.downGraceSeconds,
+            minimum: 0,
+          },
+        ),
+      },
+      { default: {} },
+    ),
+    security: obj("Authentication and TLS (references only).", {
+      authSecretRef: secretRef("Secret holding client credentials."),
+      tlsSecretRef: secretRef("Secret of type kubernetes.io/tls for the broker's listeners."),
+    }),
+    metrics: obj(
+      "Prometheus integration.",
+      {
+        serviceMonitor: obj(
+          "A monitoring.coreos.com/v1 ServiceMonitor for the brokers (needs the Prometheus Operator CRDs).",
+          {
+            enabled: bool("Create the ServiceMonitor.", { default: d.serviceMonitorEnabled }),
+            interval: str("Scrape interval, e.g. 30s; unset uses Prometheus' default.", {
+              pattern: "^([0-9]+(ms|s|m|h))+$",
+            }),
+            labels: stringMap(
+              "Extra labels on the ServiceMonitor, e.g. to match a Prometheus serviceMonitorSelector.",
+            ),
+          },
+          { default: {} },
+        ),
+      },
+      { default: {} },
+    ),
+    rebalance: bool(
+      "Move existing partitions onto newly added members after a scale-up (opt-in; new topics always use all members).",
+      {
+        default: d.rebalance,
+      },
+    ),
+  },
+  {
+    default: {},
+    "x-kubernetes-validations": [
+      {
+        // On spec, not on storage: storage itself may be dropped from a manifest.
+        rule: "!has(oldSelf.storage) || !has(oldSelf.storage.storageClassName) || (has(self.storage) && has(self.storage.storageClassName) && self.storage.storageClassName == oldSelf.storage.storageClassName)",
+        message: "storage.storageClassName is immutable once set",
+        fieldPath: ".storage.storageClassName",
+      },
+    ],
+  },
+);
+
+const memberStatus = obj(
+  "One broker as a cluster member.",
+  {
+    id: str("Member id; equals the pod name."),
+    pod: str("Pod name."),
+    ordinal: int("StatefulSet ordinal.", { minimum: 0 }),
+    address: str("Cluster (gRPC) address, podIP:7942."),
+    state: str(
+      "Joining, Active, Maintenance (planned restart: records held), Down (rerouted), Decommissioning, Removed.",
+      {
+        enum: ["Joining", "Active", "Maintenance", "Down", "Decommissioning", "Removed"],
+      },
+    ),
+    since: timestamp("When the member entered its current state."),
+    walPendingRecords: int64("WAL records not yet dispatched, as last reported by the broker.", {
+      minimum: 0,
+    }),
+    revision: str("Revision (pod-template hash) the member's pod runs."),
+  },
+  { required: ["id", "pod", "ordinal", "state", "since"] },
+);
+
+const clusterStatus = obj("Observed state, written by the operator.", {
+  observedGeneration: int64("metadata.generation this status reflects.", { minimum: 0 }),
+  phase: str("Summary: Pending, Creating, Running, Rolling, Scaling, Degraded or Failed.", {
+    enum: ["Pending", "Creating", "Running", "Rolling", "Scaling", "Degraded", "Failed"],
+  }),
+  replicas: int("Broker pods that exist.", { minimum: 0 }),
+  readyReplicas: int("Broker pods that are Ready.", { minimum: 0 }),
+  conditions: conditions("Ready, Progressing, Degraded, Stable"),
+  members: arr("Cluster membership, written only by the operator; brokers route by it.", memberStatus, {
+    "x-kubernetes-list-type": "map",
+    "x-kubernetes-list-map-keys": ["id"],
+  }),
+  membershipEpoch: int64("Bumped on every membership change.", { minimum: 0 }),
+  currentRevision: str("Revision most pods run."),
+  updateRevision: str("Revision the spec asks for."),
+  roll: obj(
+    "The planned restart in flight (at most one pod at a time).",
+    {
+      podInFlight: str("Pod being restarted."),
+      startedAt: timestamp("When this restart began."),
+      reason: str("Why the pod is being restarted."),
+    },
+    { required: ["podInFlight", "startedAt", "reason"] },
+  ),
+  selector: str("Label selector of the broker pods, for the scale subresource."),
+});
+
+export const naradClusterSchema: JSONSchemaProps = obj(
+  "A Narad broker cluster: a StatefulSet of brokers with their Services, RBAC, ConfigMap and PodDisruptionBudget.",
+  {
+    apiVersion: str("Versioned schema of this object (narad.dev/v1alpha1)."),
+    kind: str("NaradCluster."),
+    metadata: { type: "object", description: "Standard object metadata." },
+    spec: clusterSpec,
+    status: clusterStatus,
+  },
+);
+
+// ---------------------------------------------------------------- NaradTopic
+
+const td = topicDefaults;
+
+const topicSpec: JSONSchemaProps = obj(
+  "Desired state of a topic. The topic's name is spec.name if set, else metadata.name.",
+  {
+    cluster: str("Name of the NaradCluster (same namespace) that serves this topic. Immutable.", {
+      minLength: 1,
+      maxLength: 253,
+      "x-kubernetes-validations": [{ rule: "self == oldSelf", message: "cluster is immutable" }],
+    }),
+    name: str(
+      "Topic name as clients use it, when it must differ from metadata.name (Kubernetes names are lowercase; topic names may use A-Z). Immutable.",
+      { pattern: TOPIC_NAME_PATTERN, minLength: 1, maxLength: 255 },
+    ),
+    partitions: int(`Partition count, ${TOPIC_PARTITIONS_MIN}..${TOPIC_PARTITIONS_MAX}. May only increase.`, {
+      default: td.partitions,
+      minimum: TOPIC_PARTITIONS_MIN,
+      maximum: TOPIC_PARTITIONS_MAX,
+      "x-kubernetes-validations": [{ rule: "self >= oldSelf", message: "partitions may only increase" }],
+    }),
+    retentionMs: int64("How long messages are kept, in milliseconds.", {
+      default: td.retentionMs,
+      minimum: 1,
+    }),
+    retentionBytes: int64("Largest size kept per partition, in bytes; 0 means unlimited.", {
+      default: td.retentionBytes,
+      minimum: 0,
+    }),
+    visibilityTimeoutMs: int(
+      "How long a received message stays invisible before redelivery, in milliseconds. Immutable.",
+      {
+        default: td.visibilityTimeoutMs,
+        minimum: 1,
+        "x-kubernetes-validations": [
+          { rule: "self == oldSelf", message: "visibilityTimeoutMs is immutable" },
+        ],
+      },
+    ),
+    maxInFlightPerPartition: int("Most unacknowledged deliveries per partition.", {
+      default: td.maxInFlightPerPartition,
+      minimum: 1,
+    }),
+    maxAckedAheadPerPartition: int("Most acknowledged records ahead of the committed cursor per partition.", {
+      default: td.maxAckedAheadPerPartition,
+      minimum: 1,
+    }),
+  },
+  {
+    required: ["cluster"],
+    "x-kubernetes-validations": [
+      {
+        rule: "has(self.name) == has(oldSelf.name) && (!has(self.name) || self.name == oldSelf.name)",
+        message: "name is immutable (it may be neither added nor removed after creation)",
+        fieldPath: ".name",
+      },
+    ],
+  },
+);
+
+const topicStatus = obj("Observed state, written by the operator.", {
+  observedGeneration: int64("metadata.generation this status reflects.", { minimum: 0 }),
+  conditions: conditions("Ready"),
+  phase: str("Summary: Pending, Assigning, Ready or Failed.", {
+    enum: ["Pending", "Assigning", "Ready", "Failed"],
+  }),
+  assignments: arr(
+    "Partition ownership, written only by the operator.",
+    obj(
+      "Which member owns a partition.",
+      {
+        partition: int("Partition index, from 0.", { minimum: 0 }),
+        owner: str("Owning member id (pod name)."),
+      },
+      { required: ["partition", "owner"] },
+    ),
+    { "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["partition"] },
+  ),
+  assignmentEpoch: int64("Bumped on every assignment change.", { minimum: 0 }),
+});
+
+export const naradTopicSchema: JSONSchemaProps = obj(
+  "A Narad topic, served by one NaradCluster in the same namespace.",
+  {
+    apiVersion: str("Versioned schema of this object (narad.dev/v1alpha1)."),
+    kind: str("NaradTopic."),
+    metadata: { type: "object", description: "Standard object metadata." },
+    spec: topicSpec,
+    status: topicStatus,
+  },
+  { required: ["spec"] },
+);
