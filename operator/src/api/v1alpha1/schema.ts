@@ -352,7 +352,7 @@ const memberStatus = obj(
     id: str("Member id; equals the pod name."),
     pod: str("Pod name."),
     ordinal: int("StatefulSet ordinal.", { minimum: 0 }),
-    address: str("Cluster (gRPC) address, podIP:7942."),
+    address: str("Broker address, podIP:7942 (HTTP/admin port); absent while the pod has no IP."),
     state: str(
       "Joining, Active, Maintenance (planned restart: records held), Down (rerouted), Decommissioning, Removed.",
       {

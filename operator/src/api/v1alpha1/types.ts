@@ -31,9 +31,6 @@ export const NARAD_CLUSTER_PLURAL = "naradclusters";
 export const NARAD_TOPIC_KIND = "NaradTopic";
 export const NARAD_TOPIC_PLURAL = "naradtopics";
 
-/** Port every broker serves its cluster (gRPC) traffic on; members[].address is podIP:this. */
-export const BROKER_CLUSTER_PORT = 7942;
-
 /** A Kubernetes resource quantity as users write it: "500m", "1Gi" or a bare number. */
 export type Quantity = string | number;
 
@@ -189,7 +186,7 @@ export interface MemberStatus {
   id: string;
   pod: string;
   ordinal: number;
-  /** "podIP:7942"; absent while the pod has no IP. */
+  /** "podIP:7942" (the broker's HTTP/admin port); absent while the pod has no IP. */
   address?: string;
   state: MemberState;
   /** RFC 3339 time the member entered `state`. */
