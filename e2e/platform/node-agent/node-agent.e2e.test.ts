@@ -8,7 +8,9 @@ import { join } from "node:path";
 import {
   AppsV1Api,
   CoreV1Api,
+  PatchStrategy,
   RbacAuthorizationV1Api,
+  setHeaderOptions,
   type V1Pod,
   type V1StatefulSet,
 } from "@kubernetes/client-node";
@@ -201,10 +203,7 @@ describe("node agent", () => {
     const gone = [pid(`${STS}-1`)!, pid(`${STS}-2`)!];
     await apps.patchNamespacedStatefulSetScale(
       { name: STS, namespace: NS, body: { spec: { replicas: 1 } } },
-      (await import("@kubernetes/client-node")).setHeaderOptions(
-        "Content-Type",
-        "application/merge-patch+json",
-      ),
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
     );
     await waitFor(async () => !(await getPod(`${STS}-1`)) && !(await getPod(`${STS}-2`)), {
       timeoutMs: POD_TIMEOUT_MS,
@@ -274,5 +273,248 @@ describe("node agent", () => {
       { timeoutMs: 30_000, what: "list allowed after RBAC" },
     );
     expect(allowed.names).toContain("visible");
+  });
+
+  it("runs init containers, then containers with config volumes, env and the token; Never → Succeeded", async () => {
+    await core.createNamespacedConfigMap({
+      namespace: NS,
+      body: { metadata: { name: "cfg" }, data: { key: "v1" } },
+    });
+    await core.createNamespacedSecret({
+      namespace: NS,
+      body: { metadata: { name: "sec" }, stringData: { pw: "s3" } },
+    });
+    const script = [
+      "set -e",
+      'test "$(cat /work/init)" = init-ran',
+      'test "$(cat /etc/cfg/key)" = v1',
+      'test "$(cat /etc/sec/pw)" = s3',
+      'test "$FOO" = v1 && test "$PW" = s3 && test "$ME" = job',
+      'test "$(cat /var/run/secrets/kubernetes.io/serviceaccount/namespace)" = $NS_NAME',
+      "test -s /var/run/secrets/kubernetes.io/serviceaccount/token",
+      "echo all-good $(GREETING)",
+    ].join("\n");
+    await core.createNamespacedPod({
+      namespace: NS,
+      body: {
+        metadata: { name: "job" },
+        spec: {
+          restartPolicy: "Never",
+          volumes: [
+            { name: "work", emptyDir: {} },
+            { name: "cfg", configMap: { name: "cfg" } },
+            { name: "sec", secret: { secretName: "sec" } },
+          ],
+          initContainers: [
+            {
+              name: "init",
+              image: "narad.test/echo",
+              command: ["/bin/sh", "-c", "echo init-ran > /work/init"],
+              volumeMounts: [{ name: "work", mountPath: "/work" }],
+            },
+          ],
+          containers: [
+            {
+              name: "main",
+              image: "narad.test/echo",
+              command: ["/bin/sh", "-c", script],
+              env: [
+                { name: "GREETING", value: "hello" },
+                { name: "FOO", valueFrom: { configMapKeyRef: { name: "cfg", key: "key" } } },
+                { name: "PW", valueFrom: { secretKeyRef: { name: "sec", key: "pw" } } },
+                { name: "ME", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
+                { name: "NS_NAME", valueFrom: { fieldRef: { fieldPath: "metadata.namespace" } } },
+              ],
+              volumeMounts: [
+                { name: "work", mountPath: "/work" },
+                { name: "cfg", mountPath: "/etc/cfg" },
+                { name: "sec", mountPath: "/etc/sec", readOnly: true },
+              ],
+            },
+          ],
+        },
+      },
+    });
+    const done = await waitFor(
+      async () => {
+        const p = await getPod("job");
+        return p?.status?.phase === "Succeeded" || p?.status?.phase === "Failed" ? p : undefined;
+      },
+      { timeoutMs: POD_TIMEOUT_MS, what: "job finished" },
+    );
+    const log = readFileSync(join(stateDir, "pods", `${NS}_job`, "main.log"), "utf8");
+    expect(done.status?.phase, log).toBe("Succeeded");
+    expect(log).toContain("all-good hello");
+    expect(done.status?.initContainerStatuses?.[0]?.state?.terminated?.exitCode).toBe(0);
+    expect(done.status?.containerStatuses?.[0]?.state?.terminated?.reason).toBe("Completed");
+  });
+
+  it("restarts OnFailure containers with backoff, fails Never pods, and reports unknown images", async () => {
+    const pod = (name: string, restartPolicy: string, image = "narad.test/echo"): V1Pod => ({
+      metadata: { name },
+      spec: { restartPolicy, containers: [{ name: "c", image, command: ["/bin/sh", "-c", "exit 3"] }] },
+    });
+    await core.createNamespacedPod({ namespace: NS, body: pod("crashy", "OnFailure") });
+    await core.createNamespacedPod({ namespace: NS, body: pod("failing", "Never") });
+    await core.createNamespacedPod({
+      namespace: NS,
+      body: pod("noimage", "Always", "docker.io/library/nginx:1"),
+    });
+    const crashy = await waitFor(
+      async () => {
+        const p = await getPod("crashy");
+        return (p?.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 2 ? p : undefined;
+      },
+      { timeoutMs: 30_000, what: "crashy restarted twice" },
+    );
+    expect(crashy.status?.phase).toBe("Running");
+    expect(crashy.status?.containerStatuses?.[0]?.lastState?.terminated?.exitCode).toBe(3);
+    const failing = await waitFor(
+      async () => {
+        const p = await getPod("failing");
+        return p?.status?.phase === "Failed" ? p : undefined;
+      },
+      { timeoutMs: 30_000, what: "failing pod Failed" },
+    );
+    expect(failing.status?.containerStatuses?.[0]?.state?.terminated?.exitCode).toBe(3);
+    expect(failing.status?.containerStatuses?.[0]?.restartCount).toBe(0);
+    const noimage = await waitFor(
+      async () => {
+        const p = await getPod("noimage");
+        return p?.status?.containerStatuses?.[0]?.state?.waiting?.reason === "ErrImagePull" ? p : undefined;
+      },
+      { timeoutMs: 30_000, what: "ErrImagePull" },
+    );
+    expect(noimage.status?.containerStatuses?.[0]?.state?.waiting?.message).toContain(
+      "image not in node-agent table",
+    );
+    for (const name of ["crashy", "failing", "noimage"]) {
+      await core.deleteNamespacedPod({ name, namespace: NS });
+    }
+  });
+
+  it("restarts a container whose liveness probe fails and runs preStop before SIGTERM on delete", async () => {
+    const hookDir = await mkdtemp(join(tmpdir(), "narad-agent-hook-"));
+    await core.createNamespacedPod({
+      namespace: NS,
+      body: {
+        metadata: { name: "unhealthy" },
+        spec: {
+          terminationGracePeriodSeconds: 10,
+          volumes: [{ name: "hook", hostPath: { path: hookDir } }],
+          containers: [
+            {
+              name: "echo",
+              image: "narad.test/echo",
+              env: [{ name: "DATA_DIR", value: "/hook/data" }],
+              // /ready fails (no ready file), so this liveness probe kills the container.
+              livenessProbe: {
+                httpGet: { path: "/ready", port: ECHO_PORT },
+                periodSeconds: 1,
+                failureThreshold: 2,
+              },
+              lifecycle: {
+                preStop: { exec: { command: ["/bin/sh", "-c", "echo $HOSTNAME > /hook/prestop"] } },
+              },
+              volumeMounts: [{ name: "hook", mountPath: "/hook" }],
+            },
+          ],
+        },
+      },
+    });
+    await waitFor(
+      async () => ((await getPod("unhealthy"))?.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1,
+      { timeoutMs: 60_000, what: "liveness restart" },
+    );
+    // Make it healthy, then delete: the preStop hook must have run inside the container's mounts.
+    writeFileSync(join(hookDir, "data", "ready"), "");
+    await waitFor(async () => (await getPod("unhealthy"))?.status?.containerStatuses?.[0]?.state?.running, {
+      timeoutMs: 60_000,
+      what: "unhealthy running again",
+    });
+    await core.deleteNamespacedPod({ name: "unhealthy", namespace: NS });
+    await waitFor(async () => !(await getPod("unhealthy")), { timeoutMs: 30_000, what: "unhealthy deleted" });
+    expect(readFileSync(join(hookDir, "prestop"), "utf8").trim()).toBe("unhealthy");
+  });
+
+  it("deletes the PV and its directory when a claim is deleted, and grows capacity on resize", async () => {
+    const claim = `data-${STS}-2`;
+    const dir = await pvDir(claim);
+    const pvName = (await core.readNamespacedPersistentVolumeClaim({ name: claim, namespace: NS })).spec!
+      .volumeName!;
+    expect(existsSync(dir)).toBe(true);
+    await core.deleteNamespacedPersistentVolumeClaim({ name: claim, namespace: NS });
+    await waitFor(
+      async () => {
+        try {
+          await core.readPersistentVolume({ name: pvName });
+          return false;
+        } catch {
+          return true;
+        }
+      },
+      { timeoutMs: 60_000, what: `PV ${pvName} deleted` },
+    );
+    expect(existsSync(dir)).toBe(false);
+
+    await core.patchNamespacedPersistentVolumeClaim(
+      {
+        name: `data-${STS}-0`,
+        namespace: NS,
+        body: { spec: { resources: { requests: { storage: "2Gi" } } } },
+      },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
+    await waitFor(
+      async () =>
+        (await core.readNamespacedPersistentVolumeClaim({ name: `data-${STS}-0`, namespace: NS })).status
+          ?.capacity?.["storage"] === "2Gi",
+      { timeoutMs: 30_000, what: "PVC capacity 2Gi" },
+    );
+  });
+
+  it("after an agent crash: kills orphans, restarts surviving pods, finalises pods deleted meanwhile", async () => {
+    const agent = platform.nodeAgent!;
+    const webPid = pid(`${STS}-0`)!;
+    const clientPid = podProcessPid(stateDir, NS, "client", "client")!;
+    const before = (await getPod(`${STS}-0`))!.status!.containerStatuses![0]!.restartCount;
+    process.kill(agent.pid, "SIGKILL");
+    await agent.exited;
+    // Both pod processes outlive the agent.
+    expect(isAlive(webPid) && isAlive(clientPid)).toBe(true);
+    await core.deleteNamespacedPod({ name: "client", namespace: NS });
+    const kubeconfig = await platform.controlPlane.issueKubeconfig({
+      name: "node-agent-2",
+      user: `system:node:${platform.nodeName}`,
+      groups: ["system:nodes", "system:masters"],
+    });
+    await platform.controlPlane.startComponent({
+      name: "node-agent-2",
+      command: process.execPath,
+      args: [
+        join(import.meta.dirname, "main.ts"),
+        "--kubeconfig",
+        kubeconfig,
+        "--node-name",
+        platform.nodeName,
+        "--state-dir",
+        stateDir,
+        "--pod-ip-prefix",
+        platform.podIpPrefix,
+      ],
+      parentDeathSignal: "SIGTERM",
+    });
+    await waitFor(async () => !(await getPod("client")), { timeoutMs: 60_000, what: "client pod finalised" });
+    expect(isAlive(clientPid)).toBe(false);
+    expect(isAlive(webPid)).toBe(false);
+    const web = await waitFor(
+      async () => {
+        const p = await getPod(`${STS}-0`);
+        return isReady(p) && p?.status?.containerStatuses?.[0]?.restartCount === before + 1 ? p : undefined;
+      },
+      { timeoutMs: 60_000, what: "web-0 restarted by the new agent" },
+    );
+    expect(pid(`${STS}-0`)).not.toBe(webPid);
+    expect(web.status?.podIP?.startsWith(`${platform.podIpPrefix}.`)).toBe(true);
   });
 });
