@@ -21,6 +21,10 @@ export interface BrokerMetrics {
   dispatchBatchRecords: Histogram;
   dispatchCommitSeconds: Histogram;
   dispatchErrors: Counter;
+  dispatchPassErrors: Counter<"kind">;
+  dispatchRerouted: Counter<"reason">;
+  dispatchDiscarded: Counter;
+  dispatchHeld: Gauge;
   logCommitSeconds: Histogram;
 }
 
@@ -121,6 +125,28 @@ export function createBrokerMetrics(opts: { defaultMetrics: boolean }): BrokerMe
     dispatchErrors: new Counter({
       name: "narad_dispatch_errors_total",
       help: "Failed commit batches (retried later)",
+      registers: r,
+    }),
+    dispatchPassErrors: new Counter({
+      name: "narad_dispatch_pass_errors_total",
+      help: "Dispatcher failures by kind (read, commit, timeout, checkpoint, ...)",
+      labelNames: ["kind"],
+      registers: r,
+    }),
+    dispatchRerouted: new Counter({
+      name: "narad_dispatch_rerouted_records_total",
+      help: "Records rerouted to a sibling partition, by reason",
+      labelNames: ["reason"],
+      registers: r,
+    }),
+    dispatchDiscarded: new Counter({
+      name: "narad_dispatch_discarded_records_total",
+      help: "Records of confirmed-deleted topics discarded",
+      registers: r,
+    }),
+    dispatchHeld: new Gauge({
+      name: "narad_dispatch_held_records",
+      help: "Records held for a Maintenance owner in the last pass",
       registers: r,
     }),
     logCommitSeconds: new Histogram({

@@ -17,7 +17,7 @@ import type { BrokerServices } from "./http/services.ts";
 import { type LogStore, openLogStore } from "./log/log-store.ts";
 import { openFileMetastore } from "./meta/file-metastore.ts";
 import type { Metastore } from "./meta/types.ts";
-import { createBrokerMetrics } from "./metrics.ts";
+import { type BrokerMetrics, createBrokerMetrics } from "./metrics.ts";
 import { acquireDataDirLock } from "./storage/data-dir-lock.ts";
 import { nodeFileIo } from "./storage/file-io.ts";
 import { meteredIo } from "./storage/metered-io.ts";
@@ -33,7 +33,12 @@ export interface RunningBroker {
 }
 
 /** Single node: every partition is local, membership is this node. */
-function localDestinations(nodeId: string, metastore: Metastore, logs: LogStore): Destinations {
+function localDestinations(
+  nodeId: string,
+  metastore: Metastore,
+  logs: LogStore,
+  metrics: BrokerMetrics,
+): Destinations {
   return {
     localNodeId: nodeId,
     resolve(topic, partition) {
@@ -92,7 +97,7 @@ export async function startBroker(
   });
   const dispatcher = createDispatcher({
     wal,
-    destinations: localDestinations(config.nodeId, metastore, logs),
+    destinations: localDestinations(config.nodeId, metastore, logs, metrics),
     incarnation: wal.incarnation,
     options: config.dispatch,
     logger: logger.child({ component: "dispatch" }),

@@ -14,12 +14,20 @@ export function dispatchMetricsSink(m: BrokerMetrics): DispatchMetricsSink {
     committed(appended) {
       m.dispatchCommittedRecords.inc(appended);
     },
-    rerouted() {},
-    discarded() {},
-    held() {},
+    rerouted(records, reason) {
+      m.dispatchRerouted.inc({ reason }, records);
+    },
+    discarded(records) {
+      m.dispatchDiscarded.inc(records);
+    },
+    held(records) {
+      m.dispatchHeld.set(records);
+    },
     lagSeconds(seconds) {
       m.dispatchLagSeconds.set(seconds);
     },
-    error() {},
+    error(kind) {
+      m.dispatchPassErrors.inc({ kind });
+    },
   };
 }

@@ -44,6 +44,15 @@ describe("readWindow", () => {
     expect(r.stoppedBy).toBe("end");
   });
 
+  it("reports missing seqs at the durable end as absent (a torn tail's seq is never reused)", async () => {
+    const wal = createFakeWal();
+    wal.put("a", 0, 6);
+    wal.dropSeqs([5, 6]);
+    const r = await readWindow(wal, { ...base, from: 5, limit: 100 });
+    expect(r.records).toEqual([]);
+    expect(r.absent).toEqual([{ from: 5, to: 7 }]);
+  });
+
   it("stops at the pass byte budget but always takes one record", async () => {
     const wal = createFakeWal();
     wal.put("a", 0, 5, 100); // 102 bytes each (key k<n> + payload)

@@ -31,7 +31,10 @@ export interface WindowRead {
   bytes: number;
 }
 
-export async function readWindow(wal: Pick<IngressWal, "read">, req: WindowRequest): Promise<WindowRead> {
+export async function readWindow(
+  wal: Pick<IngressWal, "read" | "stats">,
+  req: WindowRequest,
+): Promise<WindowRead> {
   const records: WalRecord[] = [];
   const absent: SeqRange[] = [];
   let bytes = 0;
@@ -42,12 +45,20 @@ export async function readWindow(wal: Pick<IngressWal, "read">, req: WindowReque
     // Read a whole window each time (not just what is missing) so a
     // fragmented skip-set costs at most lookahead+1 reads, not one per gap.
     const want = Math.min(req.windowRecords, req.limit - cursor);
+    // Taken before the read: every seq below it was durable when the read
+    // started, so one the read does not return does not exist (a frame
+    // dropped at recovery, or a torn tail's seq that is never reused).
+    const durableEnd = wal.stats().nextSeq;
     const got = await wal.read(
       cursor,
       want,
       Math.min(req.maxReadBytes, Math.max(1, req.maxPassBytes - bytes)),
     );
-    if (got.length === 0) return { records, absent, stoppedBy: "end", bytes };
+    if (got.length === 0) {
+      const end = Math.min(durableEnd, req.limit);
+      if (end > cursor) absent.push({ from: cursor, to: end });
+      return { records, absent, stoppedBy: "end", bytes };
+    }
     let expect = cursor;
     for (const r of got) {
       if (r.seq < expect) continue; // defensive: never re-handle a seq within one read
