@@ -1,0 +1,45 @@
+// The operator's view of a broker's admin HTTP API (broker/src/http/routes/admin.ts).
+// Behind an interface so controller tests use a fake instead of sockets.
+
+export interface BrokerWalStatus {
+  pendingRecords: number;
+  checkpoint: number;
+  nextSeq: number;
+}
+
+export interface BrokerStatus {
+  nodeId: string;
+  ready: boolean;
+  draining: boolean;
+  wal: BrokerWalStatus;
+}
+
+/** Where a broker's admin API answers: its pod IP (brokers bind POD_IP, never 0.0.0.0). */
+export interface BrokerEndpoint {
+  podIP: string;
+  /** The member id (pod name), for errors and logs. */
+  id: string;
+}
+
+export type TopicDataDeletion =
+  | { done: true }
+  /** The broker refused for now (e.g. it still sees the topic); retry later. */
+  | { done: false; reason: string };
+
+export interface BrokerClient {
+  status(ep: BrokerEndpoint, signal?: AbortSignal): Promise<BrokerStatus>;
+  /** DELETE /admin/v1/topics/{topic}/data: done once the node's local files are gone (idempotent). */
+  deleteTopicData(ep: BrokerEndpoint, topic: string, signal?: AbortSignal): Promise<TopicDataDeletion>;
+}
+
+/** A transport failure or unexpected answer from a broker. */
+export class BrokerClientError extends Error {
+  readonly memberId: string;
+  readonly statusCode: number | undefined;
+  constructor(memberId: string, message: string, statusCode?: number, options?: ErrorOptions) {
+    super(`broker ${memberId}: ${message}`, options);
+    this.name = "BrokerClientError";
+    this.memberId = memberId;
+    this.statusCode = statusCode;
+  }
+}

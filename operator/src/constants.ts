@@ -1,0 +1,113 @@
+// Every default, limit and well-known name the operator uses, units last in
+// the name. Relations between values are asserted at the bottom, at load.
+
+// --- API identity ---------------------------------------------------------
+export const API_GROUP = "narad.dev";
+export const API_VERSION = "v1alpha1";
+export const API_GROUP_VERSION = `${API_GROUP}/${API_VERSION}`;
+export const CLUSTER_KIND = "NaradCluster";
+export const CLUSTER_PLURAL = "naradclusters";
+export const TOPIC_KIND = "NaradTopic";
+export const TOPIC_PLURAL = "naradtopics";
+
+/** fieldManager for every server-side apply and status write by the operator. */
+export const FIELD_MANAGER = "narad-operator";
+/** Events' source.component and reportingController. */
+export const EVENT_COMPONENT = "narad-operator";
+
+// --- Labels, annotations, finalizers --------------------------------------
+export const LABEL_NAME = "app.kubernetes.io/name";
+export const LABEL_INSTANCE = "app.kubernetes.io/instance";
+export const LABEL_MANAGED_BY = "app.kubernetes.io/managed-by";
+export const LABEL_COMPONENT = "app.kubernetes.io/component";
+/** Maps owned pods/StatefulSets back to their NaradCluster without an ownerReference walk. */
+export const LABEL_CLUSTER = "narad.dev/cluster";
+/** On Services: "client" or "headless", so a ServiceMonitor can pick the client one only. */
+export const LABEL_SERVICE_ROLE = "narad.dev/service";
+export const APP_NAME = "narad";
+export const MANAGED_BY = "narad-operator";
+export const COMPONENT_BROKER = "broker";
+/** Hash of the ConfigMap data, on the pod template: a config change changes the template. */
+export const ANNOTATION_CONFIG_HASH = "narad.dev/config-hash";
+/**
+ * On every owned object: hash of the desired object last applied. A reconcile
+ * skips the write when it matches and the live object shows no drift; a
+ * removed field changes the hash, which a field-by-field check cannot see.
+ */
+export const ANNOTATION_APPLIED_HASH = "narad.dev/applied-hash";
+/** Set on a NaradTopic until every member confirmed its local data is gone. */
+export const FINALIZER_TOPIC_DATA = "narad.dev/topic-data";
+
+// --- Broker pod contract ---------------------------------------------------
+export const BROKER_CONTAINER_NAME = "narad";
+export const BROKER_HTTP_PORT = 7942;
+export const BROKER_CLUSTER_PORT = 7943;
+export const BROKER_HTTP_PORT_NAME = "http";
+export const BROKER_CLUSTER_PORT_NAME = "cluster";
+export const BROKER_CONFIG_DIR = "/etc/narad";
+export const BROKER_CONFIG_FILE = "narad.json";
+export const BROKER_DATA_MOUNT = "/var/lib/narad";
+export const BROKER_DATA_DIR = "/var/lib/narad/data";
+export const BROKER_DATA_VOLUME = "data";
+export const BROKER_CONFIG_VOLUME = "config";
+export const BROKER_TMP_VOLUME = "tmp";
+export const BROKER_USER_ID = 10001;
+export const BROKER_DEFAULT_IMAGE = "ghcr.io/narad/narad:latest";
+export const BROKER_STARTUP_PROBE_FAILURE_THRESHOLD = 30;
+export const BROKER_STARTUP_PROBE_PERIOD_SECONDS = 2;
+export const BROKER_LIVENESS_PROBE_PERIOD_SECONDS = 10;
+export const BROKER_READINESS_PROBE_PERIOD_SECONDS = 2;
+/** Grace beyond the broker's own drain timeout before the kubelet SIGKILLs. */
+export const TERMINATION_GRACE_EXTRA_SECONDS = 15;
+export const PDB_MAX_UNAVAILABLE = 1;
+
+// --- Broker admin client ---------------------------------------------------
+export const BROKER_ADMIN_TIMEOUT_MS = 5_000;
+
+// --- Work queue ------------------------------------------------------------
+export const QUEUE_BACKOFF_BASE_MS = 100;
+export const QUEUE_BACKOFF_MAX_MS = 60_000;
+/** Bound on distinct keys waiting; beyond it adds are dropped (and logged) — a resync re-adds them. */
+export const QUEUE_MAX_KEYS = 10_000;
+export const QUEUE_WORKERS = 2;
+/** Full resync: every cached cluster and topic is requeued this often. */
+export const RESYNC_INTERVAL_MS = 60_000;
+
+// --- Requeue delays used by reconcile steps --------------------------------
+/** While pods start or a member is not yet Active. */
+export const REQUEUE_PROGRESSING_MS = 5_000;
+/** While a topic's data deletion waits on members. */
+export const REQUEUE_TOPIC_DELETE_MS = 5_000;
+/** While waiting for something external (cluster missing, no Active member). */
+export const REQUEUE_WAITING_MS = 15_000;
+
+// --- Informers -------------------------------------------------------------
+export const INFORMER_RESTART_BASE_MS = 500;
+export const INFORMER_RESTART_MAX_MS = 30_000;
+
+// --- Leader election ---------------------------------------------------------
+export const LEASE_NAME = "narad-operator";
+export const LEASE_DURATION_MS = 15_000;
+export const LEASE_RENEW_DEADLINE_MS = 10_000;
+export const LEASE_RETRY_PERIOD_MS = 2_000;
+
+// --- Events ----------------------------------------------------------------
+/** Distinct (object, reason, message) entries remembered for count aggregation. */
+export const EVENT_CACHE_MAX_ENTRIES = 4_096;
+
+// --- Runtime ---------------------------------------------------------------
+export const DEFAULT_OPERATOR_ADDR = "0.0.0.0:8080";
+export const DEFAULT_OPERATOR_NAMESPACE = "narad-system";
+export const SHUTDOWN_TIMEOUT_MS = 10_000;
+
+// --- Relations ---------------------------------------------------------------
+// A leader must get a renewal through before its lease can be taken, and must
+// retry several times inside the renew deadline.
+assert(LEASE_RENEW_DEADLINE_MS < LEASE_DURATION_MS, "renew deadline must be shorter than the lease");
+assert(LEASE_RETRY_PERIOD_MS * 2 <= LEASE_RENEW_DEADLINE_MS, "at least two retries per renew deadline");
+assert(QUEUE_BACKOFF_BASE_MS < QUEUE_BACKOFF_MAX_MS, "queue backoff base below its cap");
+assert(INFORMER_RESTART_BASE_MS < INFORMER_RESTART_MAX_MS, "informer backoff base below its cap");
+
+function assert(ok: boolean, what: string): void {
+  if (!ok) throw new Error(`operator constants: ${what}`);
+}

@@ -1,0 +1,57 @@
+import type { NaradCluster } from "../api/v1alpha1/types.ts";
+import { API_GROUP, CLUSTER_PLURAL, TOPIC_PLURAL } from "../constants.ts";
+import type { V1Role, V1RoleBinding, V1ServiceAccount } from "../kube/models.ts";
+import { resourceNames } from "./labels.ts";
+import { ownedMeta } from "./owner.ts";
+
+// Brokers use the Kubernetes API as their metastore (ARCHITECTURE.md §4):
+// they watch topics and clusters, create/delete topics for POST/DELETE
+// /v1/topics, and read status (assignments, membership) written only by the
+// operator. They never write status.
+
+export function serviceAccountSpec(cluster: NaradCluster): V1ServiceAccount {
+  const names = resourceNames(cluster.metadata.name ?? "");
+  return {
+    apiVersion: "v1",
+    kind: "ServiceAccount",
+    metadata: ownedMeta(cluster, names.serviceAccount),
+  };
+}
+
+export function roleSpec(cluster: NaradCluster): V1Role {
+  const names = resourceNames(cluster.metadata.name ?? "");
+  return {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "Role",
+    metadata: ownedMeta(cluster, names.role),
+    rules: [
+      {
+        apiGroups: [API_GROUP],
+        resources: [TOPIC_PLURAL],
+        verbs: ["get", "list", "watch", "create", "delete"],
+      },
+      { apiGroups: [API_GROUP], resources: [`${TOPIC_PLURAL}/status`], verbs: ["get"] },
+      { apiGroups: [API_GROUP], resources: [CLUSTER_PLURAL], verbs: ["get", "list", "watch"] },
+      { apiGroups: [API_GROUP], resources: [`${CLUSTER_PLURAL}/status`], verbs: ["get"] },
+    ],
+  };
+}
+
+export function roleBindingSpec(cluster: NaradCluster): V1RoleBinding {
+  const names = resourceNames(cluster.metadata.name ?? "");
+  const meta = ownedMeta(cluster, names.roleBinding);
+  return {
+    apiVersion: "rbac.authorization.k8s.io/v1",
+    kind: "RoleBinding",
+    metadata: meta,
+    roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: names.role },
+    subjects: [
+      { kind: "ServiceAccount", name: brokerServiceAccountName(cluster), namespace: meta.namespace },
+    ],
+  };
+}
+
+/** The account broker pods run as: the user's override, else the one we create. */
+export function brokerServiceAccountName(cluster: NaradCluster): string {
+  return cluster.spec.pod?.serviceAccountName ?? resourceNames(cluster.metadata.name ?? "").serviceAccount;
+}

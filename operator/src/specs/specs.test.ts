@@ -1,0 +1,301 @@
+import { describe, expect, it } from "vitest";
+import { withClusterDefaults } from "../api/v1alpha1/defaults.ts";
+import { needsApply, withAppliedHash } from "./applied-hash.ts";
+import { brokerConfigJson, configHash, configMapSpec } from "./configmap.ts";
+import { commonLabels, resourceNames, selectorLabels, selectorString } from "./labels.ts";
+import { ownerReference } from "./owner.ts";
+import { podDisruptionBudgetSpec } from "./pdb.ts";
+import { brokerServiceAccountName, roleBindingSpec, roleSpec, serviceAccountSpec } from "./rbac.ts";
+import { serviceMonitorSpec } from "./service-monitor.ts";
+import { clientServiceSpec, headlessServiceSpec } from "./services.ts";
+import { statefulSetSpec } from "./statefulset.ts";
+import { testCluster } from "./test-fixtures.ts";
+
+const cluster = testCluster({ replicas: 3, image: "ghcr.io/narad/narad:1.0" });
+const spec = withClusterDefaults(cluster.spec);
+
+function sts(overrides = {}, hash = "abc") {
+  const c = testCluster({ replicas: 3, image: "ghcr.io/narad/narad:1.0", ...overrides });
+  return statefulSetSpec({ cluster: c, spec: withClusterDefaults(c.spec), configHash: hash });
+}
+
+describe("labels", () => {
+  it("selects by name, instance and cluster; common labels add managed-by", () => {
+    expect(selectorLabels("demo")).toEqual({
+      "app.kubernetes.io/name": "narad",
+      "app.kubernetes.io/instance": "demo",
+      "narad.dev/cluster": "demo",
+    });
+    expect(commonLabels("demo")["app.kubernetes.io/managed-by"]).toBe("narad-operator");
+    expect(selectorString("demo")).toBe(
+      "app.kubernetes.io/name=narad,app.kubernetes.io/instance=demo,narad.dev/cluster=demo",
+    );
+  });
+});
+
+describe("ownerReference", () => {
+  it("is a blocking controller reference", () => {
+    expect(ownerReference(cluster)).toEqual({
+      apiVersion: "narad.dev/v1alpha1",
+      kind: "NaradCluster",
+      name: "demo",
+      uid: "uid-demo",
+      controller: true,
+      blockOwnerDeletion: true,
+    });
+  });
+  it("refuses a cluster without uid", () => {
+    const c = testCluster();
+    delete c.metadata.uid;
+    expect(() => ownerReference(c)).toThrow(/uid/);
+  });
+});
+
+describe("every owned object", () => {
+  const objects = [
+    serviceAccountSpec(cluster),
+    roleSpec(cluster),
+    roleBindingSpec(cluster),
+    configMapSpec(cluster, spec),
+    headlessServiceSpec(cluster),
+    clientServiceSpec(cluster),
+    statefulSetSpec({ cluster, spec, configHash: "h" }),
+    podDisruptionBudgetSpec(cluster),
+    serviceMonitorSpec(cluster, withClusterDefaults({ metrics: { serviceMonitor: { enabled: true } } }))!,
+  ];
+  it("lives in the cluster namespace, is owned by it and labelled", () => {
+    for (const o of objects) {
+      expect(o.metadata?.namespace).toBe("ns1");
+      expect(o.metadata?.ownerReferences).toEqual([ownerReference(cluster)]);
+      expect(o.metadata?.labels).toMatchObject(commonLabels("demo"));
+    }
+    expect(new Set(objects.map((o) => `${o.kind}/${o.metadata?.name}`)).size).toBe(objects.length);
+  });
+});
+
+describe("rbac", () => {
+  it("grants brokers topic create/delete and read-only status", () => {
+    const rules = roleSpec(cluster).rules ?? [];
+    expect(rules).toContainEqual({
+      apiGroups: ["narad.dev"],
+      resources: ["naradtopics"],
+      verbs: ["get", "list", "watch", "create", "delete"],
+    });
+    expect(rules).toContainEqual({
+      apiGroups: ["narad.dev"],
+      resources: ["naradtopics/status"],
+      verbs: ["get"],
+    });
+    expect(rules).toContainEqual({
+      apiGroups: ["narad.dev"],
+      resources: ["naradclusters"],
+      verbs: ["get", "list", "watch"],
+    });
+    expect(rules.flatMap((r) => r.verbs)).not.toContain("update");
+    expect(rules.flatMap((r) => r.verbs)).not.toContain("patch");
+  });
+  it("binds the role to the broker service account, or the user's override", () => {
+    const rb = roleBindingSpec(cluster);
+    expect(rb.roleRef.name).toBe(resourceNames("demo").role);
+    expect(rb.subjects).toEqual([{ kind: "ServiceAccount", name: "demo-broker", namespace: "ns1" }]);
+    expect(brokerServiceAccountName(testCluster({ pod: { serviceAccountName: "mine" } }))).toBe("mine");
+  });
+});
+
+describe("configmap", () => {
+  it("holds exactly the broker's config keys, camelCase", () => {
+    const s = withClusterDefaults({
+      broker: {
+        logLevel: "debug",
+        wal: { segmentBytes: 1048576, syncBackstopMs: 5 },
+        topicDefaults: { partitions: 6 },
+      },
+      rollout: { drainTimeoutSeconds: 42 },
+    });
+    const parsed = JSON.parse(brokerConfigJson(s));
+    expect(parsed).toEqual({
+      logLevel: "debug",
+      walSegmentBytes: 1048576,
+      walSyncBackstopMs: 5,
+      topicPartitions: 6,
+      drainTimeoutMs: 42_000,
+    });
+    const allowed = new Set([
+      "logLevel",
+      "walSegmentBytes",
+      "walSyncBackstopMs",
+      "dispatchIdlePollMs",
+      "dispatchCommitTimeoutMs",
+      "topicPartitions",
+      "maxBodyBytes",
+      "retentionCheckIntervalMs",
+      "drainTimeoutMs",
+    ]);
+    for (const k of Object.keys(parsed)) expect(allowed.has(k)).toBe(true);
+    expect(configMapSpec(cluster, s).data?.["narad.json"]).toBe(brokerConfigJson(s));
+  });
+  it("hash changes with the data and not with key order", () => {
+    expect(configHash({ a: "1", b: "2" })).toBe(configHash({ b: "2", a: "1" }));
+    expect(configHash({ a: "1" })).not.toBe(configHash({ a: "2" }));
+  });
+});
+
+describe("services", () => {
+  it("headless publishes not-ready addresses on both ports", () => {
+    const s = headlessServiceSpec(cluster);
+    expect(s.metadata?.name).toBe("demo-headless");
+    expect(s.spec?.clusterIP).toBe("None");
+    expect(s.spec?.publishNotReadyAddresses).toBe(true);
+    expect(s.spec?.ports?.map((p) => p.port)).toEqual([7942, 7943]);
+    expect(s.spec?.selector).toEqual(selectorLabels("demo"));
+  });
+  it("client service exposes the HTTP API", () => {
+    const s = clientServiceSpec(cluster);
+    expect(s.metadata?.name).toBe("demo");
+    expect(s.spec?.ports?.map((p) => p.port)).toEqual([7942]);
+    expect(s.spec?.publishNotReadyAddresses).toBeUndefined();
+  });
+});
+
+describe("pdb and service monitor", () => {
+  it("allows one voluntary disruption", () => {
+    const p = podDisruptionBudgetSpec(cluster);
+    expect(p.spec?.maxUnavailable).toBe(1);
+    expect(p.spec?.selector?.matchLabels).toEqual(selectorLabels("demo"));
+  });
+  it("service monitor only when enabled, selecting the client service", () => {
+    expect(serviceMonitorSpec(cluster, spec)).toBeUndefined();
+    const sm = serviceMonitorSpec(
+      cluster,
+      withClusterDefaults({
+        metrics: { serviceMonitor: { enabled: true, interval: "15s", labels: { team: "x" } } },
+      }),
+    );
+    expect(sm?.spec.endpoints).toEqual([{ port: "http", path: "/metrics", interval: "15s" }]);
+    expect(sm?.spec.selector.matchLabels["narad.dev/service"]).toBe("client");
+    expect(sm?.metadata?.labels?.["team"]).toBe("x");
+    expect(clientServiceSpec(cluster).metadata?.labels).toMatchObject(sm?.spec.selector.matchLabels ?? {});
+    expect(headlessServiceSpec(cluster).metadata?.labels?.["narad.dev/service"]).toBe("headless");
+  });
+});
+
+describe("statefulset", () => {
+  const s = sts();
+  const pod = s.spec?.template.spec;
+  const c = pod?.containers[0];
+
+  it("is OnDelete, Parallel, headless-served, sized from spec", () => {
+    expect(s.metadata?.name).toBe("demo");
+    expect(s.spec?.replicas).toBe(3);
+    expect(s.spec?.updateStrategy).toEqual({ type: "OnDelete" });
+    expect(s.spec?.podManagementPolicy).toBe("Parallel");
+    expect(s.spec?.serviceName).toBe("demo-headless");
+    expect(s.spec?.selector.matchLabels).toEqual(selectorLabels("demo"));
+    expect(s.spec?.template.metadata?.labels).toMatchObject(selectorLabels("demo"));
+  });
+
+  it("runs the broker per the contract", () => {
+    expect(c?.name).toBe("narad");
+    expect(c?.image).toBe("ghcr.io/narad/narad:1.0");
+    expect(c?.command).toBeUndefined();
+    expect(c?.args).toEqual([
+      "serve",
+      "--addr=$(POD_IP):7942",
+      "--cluster-addr=$(POD_IP):7943",
+      "--node-id=$(POD_NAME)",
+      "--data-dir=/var/lib/narad/data",
+      "--config=/etc/narad/narad.json",
+    ]);
+    expect(c?.env?.map((e) => e.name)).toEqual(["POD_NAME", "POD_IP", "POD_NAMESPACE", "NARAD_CLUSTER_NAME"]);
+    expect(c?.env?.find((e) => e.name === "POD_IP")?.valueFrom?.fieldRef?.fieldPath).toBe("status.podIP");
+    expect(c?.env?.find((e) => e.name === "NARAD_CLUSTER_NAME")?.value).toBe("demo");
+    expect(c?.ports?.map((p) => p.containerPort)).toEqual([7942, 7943]);
+  });
+
+  it("probes, preStop and grace period", () => {
+    expect(c?.startupProbe).toMatchObject({
+      httpGet: { path: "/healthz", port: 7942 },
+      failureThreshold: 30,
+      periodSeconds: 2,
+    });
+    expect(c?.livenessProbe).toMatchObject({ httpGet: { path: "/healthz", port: 7942 }, periodSeconds: 10 });
+    expect(c?.readinessProbe).toMatchObject({ httpGet: { path: "/readyz", port: 7942 }, periodSeconds: 2 });
+    expect(c?.lifecycle?.preStop?.httpGet).toEqual({ path: "/admin/v1/prestop", port: 7942 });
+    expect(pod?.terminationGracePeriodSeconds).toBe(60 + 15);
+    expect(
+      sts({ rollout: { drainTimeoutSeconds: 5 } }).spec?.template.spec?.terminationGracePeriodSeconds,
+    ).toBe(20);
+  });
+
+  it("locks the pod down", () => {
+    expect(pod?.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 10001, fsGroup: 10001 });
+    expect(c?.securityContext).toMatchObject({
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ["ALL"] },
+    });
+  });
+
+  it("mounts config and a data PVC from the spec", () => {
+    expect(c?.volumeMounts).toContainEqual({ name: "data", mountPath: "/var/lib/narad" });
+    expect(c?.volumeMounts).toContainEqual({ name: "config", mountPath: "/etc/narad", readOnly: true });
+    expect(pod?.volumes).toContainEqual({ name: "config", configMap: { name: "demo-config" } });
+    const vct = sts({ storage: { size: "5Gi", storageClassName: "fast" } }).spec?.volumeClaimTemplates?.[0];
+    expect(vct?.metadata?.name).toBe("data");
+    expect(vct?.spec).toEqual({
+      accessModes: ["ReadWriteOnce"],
+      resources: { requests: { storage: "5Gi" } },
+      storageClassName: "fast",
+    });
+    expect(s.spec?.volumeClaimTemplates?.[0]?.spec?.storageClassName).toBeUndefined();
+  });
+
+  it("passes pod knobs through without letting them override selector labels", () => {
+    const t = sts({
+      pod: {
+        labels: { team: "a", "app.kubernetes.io/instance": "evil" },
+        annotations: { note: "x" },
+        nodeSelector: { disk: "ssd" },
+        tolerations: [{ key: "k", operator: "Exists" }],
+        priorityClassName: "high",
+      },
+      resources: { requests: { cpu: 1, memory: "1Gi" } },
+      imagePullSecrets: [{ name: "reg" }],
+    }).spec?.template;
+    expect(t?.metadata?.labels?.["team"]).toBe("a");
+    expect(t?.metadata?.labels?.["app.kubernetes.io/instance"]).toBe("demo");
+    expect(t?.metadata?.annotations?.["note"]).toBe("x");
+    expect(t?.spec?.nodeSelector).toEqual({ disk: "ssd" });
+    expect(t?.spec?.tolerations).toEqual([{ key: "k", operator: "Exists" }]);
+    expect(t?.spec?.priorityClassName).toBe("high");
+    expect(t?.spec?.imagePullSecrets).toEqual([{ name: "reg" }]);
+    expect(t?.spec?.containers[0]?.resources).toEqual({ requests: { cpu: "1", memory: "1Gi" } });
+  });
+
+  it("the config hash is on the template; the replica count is not", () => {
+    expect(sts({}, "h1").spec?.template.metadata?.annotations?.["narad.dev/config-hash"]).toBe("h1");
+    expect(sts({ replicas: 5 }).spec?.template).toEqual(sts({ replicas: 3 }).spec?.template);
+    expect(sts({}, "h1").spec?.template).not.toEqual(sts({}, "h2").spec?.template);
+    // Secret references never put Secret contents in the template
+    const secured = sts({ security: { authSecretRef: { name: "auth" } } });
+    expect(JSON.stringify(secured.spec?.template)).not.toContain("auth");
+  });
+});
+
+describe("applied hash", () => {
+  it("skips an unchanged object and applies a changed or drifted one", () => {
+    const desired = withAppliedHash(sts());
+    expect(needsApply(undefined, desired)).toEqual({ apply: true, reason: "missing" });
+    // live = desired plus server defaults
+    const live = structuredClone(desired);
+    live.spec!.revisionHistoryLimit = 10;
+    live.spec!.template.spec!.dnsPolicy = "ClusterFirst";
+    expect(needsApply(live, desired)).toEqual({ apply: false });
+    const changed = withAppliedHash(sts({ image: "ghcr.io/narad/narad:2.0" }));
+    const d = needsApply(live, changed);
+    expect(d.apply && d.reason).toBe("hash");
+    expect(d.apply && d.diff?.path).toBe("spec.template.spec.containers[narad].image");
+    live.spec!.template.spec!.containers[0]!.image = "tampered";
+    const drift = needsApply(live, desired);
+    expect(drift.apply && drift.reason).toBe("drift");
+  });
+});
