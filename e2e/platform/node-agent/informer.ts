@@ -55,6 +55,8 @@ export function startInformer<T extends KubernetesObject>(
     }, INFORMER_RESTART_DELAY_MS);
   };
   informer.on("error", (err: unknown) => {
+    // stop() aborts the watch request, which reports as an error: not one.
+    if (stopped) return;
     log.warn({ err, path }, "informer error; restarting");
     restart();
   });

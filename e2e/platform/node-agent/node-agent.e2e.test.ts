@@ -43,6 +43,11 @@ function statefulSet(replicas: number): V1StatefulSet {
               image: "narad.test/echo:1",
               ports: [{ name: "http", containerPort: ECHO_PORT }],
               env: [{ name: "DATA_DIR", value: "/data" }],
+              startupProbe: {
+                httpGet: { path: "/healthz", port: "http" },
+                periodSeconds: 1,
+                failureThreshold: 30,
+              },
               readinessProbe: {
                 httpGet: { path: "/ready", port: "http" },
                 periodSeconds: 1,
@@ -98,7 +103,8 @@ describe("node agent", () => {
 
   beforeAll(async () => {
     const dir = await mkdtemp(join(tmpdir(), "narad-agent-e2e-"));
-    platform = await startPlatform({ dir, log });
+    // NARAD_KEEP=1 keeps the platform dir (agent and pod logs) for post-mortems.
+    platform = await startPlatform({ dir, log, keep: process.env["NARAD_KEEP"] === "1" });
     stateDir = join(platform.dir, "node");
     core = platform.kubeConfig.makeApiClient(CoreV1Api);
     apps = platform.kubeConfig.makeApiClient(AppsV1Api);
@@ -112,7 +118,7 @@ describe("node agent", () => {
   });
 
   afterAll(async () => {
-    await platform?.stop();
+    await platform?.stop({ keep: process.env["NARAD_KEEP"] === "1" });
   });
 
   it("registers a Ready node with a lease", async () => {

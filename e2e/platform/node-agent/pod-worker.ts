@@ -155,6 +155,10 @@ export class PodWorker {
         probes: new Map(),
       };
     };
+    // Re-claim the address a surviving pod already had (agent restart) now,
+    // synchronously, before any new pod's worker can allocate it.
+    const prevIP = pod.status?.podIP;
+    if (prevIP && deps.ips.claim(prevIP)) this.#podIP = prevIP;
     this.#rts = [
       ...(pod.spec?.initContainers ?? []).map((c) => mk(c, true)),
       ...(pod.spec?.containers ?? []).map((c) => mk(c, false)),
@@ -277,10 +281,7 @@ export class PodWorker {
   }
 
   async #prepare(): Promise<boolean> {
-    if (!this.#podIP) {
-      const prev = this.#pod.status?.podIP;
-      this.#podIP = prev && this.#deps.ips.claim(prev) ? prev : this.#deps.ips.allocate();
-    }
+    this.#podIP ??= this.#deps.ips.allocate();
     await fs.mkdir(this.#uidDir, { recursive: true });
     this.#volumes ??= new PodVolumes(
       { core: this.#deps.core, caPem: this.#deps.caPem, log: this.#log },
