@@ -1,0 +1,260 @@
+// How the operator itself is installed: RBAC rules, the Helm chart's default
+// values, and the single-file bundle (deploy/narad-operator.yaml) rendered from
+// those same values. The chart's values.yaml and clusterrole.yaml are checked
+// (or generated) against this module by scripts/gen-crds.ts, so the chart and
+// the bundle cannot drift apart.
+
+import { DEFAULT_BROKER_IMAGE } from "./defaults.ts";
+import { GROUP } from "./types.ts";
+
+export interface PolicyRule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+  resourceNames?: string[];
+}
+
+const ALL = ["get", "list", "watch", "create", "update", "patch", "delete"];
+
+/**
+ * Rules of the Role the operator creates for each cluster's brokers. Brokers
+ * read topics and membership, and create/delete NaradTopics for POST/DELETE
+ * /v1/topics. The operator must itself hold all of these (RBAC escalation check).
+ */
+export const BROKER_ROLE_RULES: PolicyRule[] = [
+  { apiGroups: [GROUP], resources: ["naradtopics"], verbs: ["get", "list", "watch", "create", "delete"] },
+  { apiGroups: [GROUP], resources: ["naradtopics/status"], verbs: ["get"] },
+  { apiGroups: [GROUP], resources: ["naradclusters"], verbs: ["get", "list", "watch"] },
+  { apiGroups: [GROUP], resources: ["naradclusters/status"], verbs: ["get"] },
+];
+
+/** The operator's ClusterRole: least privilege, plus everything in BROKER_ROLE_RULES. */
+export const OPERATOR_CLUSTER_ROLE_RULES: PolicyRule[] = [
+  {
+    apiGroups: [GROUP],
+    resources: ["naradclusters", "naradtopics"],
+    // create/delete only because the broker Role grants them on naradtopics.
+    verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
+  },
+  {
+    apiGroups: [GROUP],
+    resources: ["naradclusters/status", "naradtopics/status"],
+    verbs: ["get", "update", "patch"],
+  },
+  {
+    apiGroups: [GROUP],
+    resources: ["naradclusters/finalizers", "naradtopics/finalizers"],
+    verbs: ["update"],
+  },
+  { apiGroups: ["apps"], resources: ["statefulsets"], verbs: ALL },
+  { apiGroups: [""], resources: ["services", "configmaps", "serviceaccounts"], verbs: ALL },
+  { apiGroups: ["rbac.authorization.k8s.io"], resources: ["roles", "rolebindings"], verbs: ALL },
+  { apiGroups: ["policy"], resources: ["poddisruptionbudgets"], verbs: ALL },
+  // Pods: delete is how a planned restart happens (StatefulSet updateStrategy OnDelete).
+  { apiGroups: [""], resources: ["pods"], verbs: ["get", "list", "watch", "delete"] },
+  // PVCs: update/patch to expand, delete for reclaimPolicy Delete; the StatefulSet creates them.
+  {
+    apiGroups: [""],
+    resources: ["persistentvolumeclaims"],
+    verbs: ["get", "list", "watch", "update", "patch", "delete"],
+  },
+  { apiGroups: [""], resources: ["events"], verbs: ["create", "patch"] },
+  { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "patch"] },
+  // StorageClasses: to check allowVolumeExpansion before resizing.
+  { apiGroups: ["storage.k8s.io"], resources: ["storageclasses"], verbs: ["get", "list", "watch"] },
+  { apiGroups: ["monitoring.coreos.com"], resources: ["servicemonitors"], verbs: ALL },
+];
+
+/** Namespaced Role (operator namespace only) for leader election. */
+export const LEADER_ELECTION_ROLE_RULES: PolicyRule[] = [
+  { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "create", "update"] },
+];
+
+/** True if `rules` grant `verb` on `apiGroup`/`resource` (no resourceNames restriction). */
+export function grants(rules: PolicyRule[], apiGroup: string, resource: string, verb: string): boolean {
+  return rules.some(
+    (r) =>
+      r.resourceNames === undefined &&
+      (r.apiGroups.includes(apiGroup) || r.apiGroups.includes("*")) &&
+      (r.resources.includes(resource) || r.resources.includes("*")) &&
+      (r.verbs.includes(verb) || r.verbs.includes("*")),
+  );
+}
+
+// ---------------------------------------------------------------- chart values
+
+export const OPERATOR_VERSION = "0.1.0";
+export const OPERATOR_NAME = "narad-operator";
+export const OPERATOR_NAMESPACE = "narad-system";
+export const OPERATOR_PORT = 8080;
+export const OPERATOR_USER_ID = 10001;
+
+/** Defaults of charts/narad-operator/values.yaml (a test checks the file equals this). */
+export const chartValues = {
+  image: { repository: "ghcr.io/narad/narad-operator", tag: "", pullPolicy: "IfNotPresent" },
+  imagePullSecrets: [] as { name: string }[],
+  nameOverride: "",
+  fullnameOverride: "",
+  replicas: 2,
+  resources: {
+    requests: { cpu: "100m", memory: "128Mi" },
+    limits: { memory: "512Mi" },
+  },
+  leaderElection: { enabled: true },
+  logLevel: "info",
+  watchNamespaces: [] as string[],
+  brokerImage: DEFAULT_BROKER_IMAGE,
+  serviceAccount: { annotations: {} as Record<string, string> },
+  podAnnotations: {} as Record<string, string>,
+  podLabels: {} as Record<string, string>,
+  podSecurityContext: {
+    runAsNonRoot: true,
+    runAsUser: OPERATOR_USER_ID,
+    runAsGroup: OPERATOR_USER_ID,
+    fsGroup: OPERATOR_USER_ID,
+    seccompProfile: { type: "RuntimeDefault" },
+  },
+  securityContext: {
+    allowPrivilegeEscalation: false,
+    readOnlyRootFilesystem: true,
+    runAsNonRoot: true,
+    runAsUser: OPERATOR_USER_ID,
+    capabilities: { drop: ["ALL"] },
+  },
+  nodeSelector: {} as Record<string, string>,
+  tolerations: [] as Record<string, unknown>[],
+  affinity: {} as Record<string, unknown>,
+  priorityClassName: "",
+  metrics: {
+    serviceMonitor: { enabled: false, interval: "30s", labels: {} as Record<string, string> },
+  },
+};
+
+export type ChartValues = typeof chartValues;
+
+// ---------------------------------------------------------------- bundle
+
+type Obj = Record<string, unknown>;
+
+/** Labels the chart puts on everything (minus helm.sh/chart and managed-by: Helm). */
+function labels(): Record<string, string> {
+  return {
+    "app.kubernetes.io/name": OPERATOR_NAME,
+    "app.kubernetes.io/instance": OPERATOR_NAME,
+    "app.kubernetes.io/version": OPERATOR_VERSION,
+    "app.kubernetes.io/part-of": "narad",
+  };
+}
+
+function selectorLabels(): Record<string, string> {
+  return { "app.kubernetes.io/name": OPERATOR_NAME, "app.kubernetes.io/instance": OPERATOR_NAME };
+}
+
+/** Container env, shared by the bundle; the chart's deployment.yaml renders the same names. */
+export function operatorEnv(v: ChartValues): Obj[] {
+  const field = (name: string, fieldPath: string): Obj => ({ name, valueFrom: { fieldRef: { fieldPath } } });
+  return [
+    field("POD_NAMESPACE", "metadata.namespace"),
+    field("POD_NAME", "metadata.name"),
+    field("POD_IP", "status.podIP"),
+    { name: "NARAD_OPERATOR_ADDR", value: `$(POD_IP):${OPERATOR_PORT}` },
+    { name: "NARAD_OPERATOR_LOG_LEVEL", value: v.logLevel },
+    { name: "NARAD_OPERATOR_LEADER_ELECT", value: String(v.leaderElection.enabled) },
+    { name: "NARAD_OPERATOR_WATCH_NAMESPACES", value: v.watchNamespaces.join(",") },
+    { name: "NARAD_OPERATOR_BROKER_IMAGE", value: v.brokerImage },
+  ];
+}
+
+function deployment(v: ChartValues, ns: string): Obj {
+  const probe = (path: string, periodSeconds: number): Obj => ({
+    httpGet: { path, port: "http-metrics" },
+    periodSeconds,
+    timeoutSeconds: 2,
+    failureThreshold: 3,
+  });
+  return {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: OPERATOR_NAME, namespace: ns, labels: labels() },
+    spec: {
+      replicas: v.replicas,
+      selector: { matchLabels: selectorLabels() },
+      template: {
+        metadata: { labels: { ...labels() } },
+        spec: {
+          serviceAccountName: OPERATOR_NAME,
+          securityContext: v.podSecurityContext,
+          containers: [
+            {
+              name: "operator",
+              image: `${v.image.repository}:${v.image.tag || OPERATOR_VERSION}`,
+              imagePullPolicy: v.image.pullPolicy,
+              env: operatorEnv(v),
+              ports: [{ name: "http-metrics", containerPort: OPERATOR_PORT, protocol: "TCP" }],
+              livenessProbe: probe("/healthz", 10),
+              readinessProbe: probe("/readyz", 5),
+              resources: v.resources,
+              securityContext: v.securityContext,
+            },
+          ],
+        },
+      },
+    },
+  };
+}
+
+/**
+ * Every object of `kubectl apply -f deploy/narad-operator.yaml`, in apply
+ * order: Namespace, CRDs, RBAC, Service, Deployment.
+ */
+export function renderBundle(crds: Obj[], v: ChartValues = chartValues, ns = OPERATOR_NAMESPACE): Obj[] {
+  const meta = (name: string, namespaced: boolean): Obj =>
+    namespaced ? { name, namespace: ns, labels: labels() } : { name, labels: labels() };
+  const subject = [{ kind: "ServiceAccount", name: OPERATOR_NAME, namespace: ns }];
+  const leaderElectionName = `${OPERATOR_NAME}-leader-election`;
+  return [
+    {
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: ns, labels: { "app.kubernetes.io/part-of": "narad" } },
+    },
+    ...crds,
+    { apiVersion: "v1", kind: "ServiceAccount", metadata: meta(OPERATOR_NAME, true) },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRole",
+      metadata: meta(OPERATOR_NAME, false),
+      rules: OPERATOR_CLUSTER_ROLE_RULES,
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: meta(OPERATOR_NAME, false),
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "ClusterRole", name: OPERATOR_NAME },
+      subjects: subject,
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "Role",
+      metadata: meta(leaderElectionName, true),
+      rules: LEADER_ELECTION_ROLE_RULES,
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "RoleBinding",
+      metadata: meta(leaderElectionName, true),
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: leaderElectionName },
+      subjects: subject,
+    },
+    {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: meta(`${OPERATOR_NAME}-metrics`, true),
+      spec: {
+        selector: selectorLabels(),
+        ports: [{ name: "http-metrics", port: OPERATOR_PORT, targetPort: "http-metrics", protocol: "TCP" }],
+      },
+    },
+    deployment(v, ns),
+  ];
+}

@@ -1,0 +1,103 @@
+// helm lint + helm template for charts/narad-operator, and the rendered chart
+// compared with deploy/narad-operator.yaml (both come from install.ts data).
+// Skipped, saying so, when no helm binary is around.
+
+import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { loadAll } from "js-yaml";
+import { describe, expect, it } from "vitest";
+import { allCrds } from "../operator/src/api/v1alpha1/crds.ts";
+import { OPERATOR_NAMESPACE, renderBundle } from "../operator/src/api/v1alpha1/install.ts";
+import { REPO_ROOT } from "./gen-crds.ts";
+
+function findHelm(): string | undefined {
+  const candidates = [
+    process.env["HELM"],
+    join(homedir(), ".cache/narad-k8s/tools/layer-2.2.2/helm/helm"),
+    "/tmp/kubectl-layer/helm/helm",
+  ];
+  for (const c of candidates) if (c && existsSync(c)) return c;
+  try {
+    return execFileSync("sh", ["-c", "command -v helm"], { encoding: "utf8" }).trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const helm = findHelm();
+const chart = join(REPO_ROOT, "charts/narad-operator");
+if (!helm)
+  console.warn(
+    "chart.test.ts: no helm binary (set HELM, or fetch it via e2e tools); skipping helm lint/template",
+  );
+
+type Obj = { kind: string; metadata: { name: string; labels?: unknown }; [k: string]: unknown };
+
+function run(args: string[]): string {
+  return execFileSync(helm!, args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+}
+
+function render(set: string[] = []): Obj[] {
+  const out = run([
+    "template",
+    "narad-operator",
+    chart,
+    "-n",
+    OPERATOR_NAMESPACE,
+    ...set.flatMap((s) => ["--set", s]),
+  ]);
+  return (loadAll(out) as (Obj | null)[]).filter((d): d is Obj => d !== null);
+}
+
+/** Drops labels: Helm adds helm.sh/chart and managed-by, the bundle does not. */
+function unlabel(o: unknown): unknown {
+  if (Array.isArray(o)) return o.map(unlabel);
+  if (o === null || typeof o !== "object") return o;
+  return Object.fromEntries(
+    Object.entries(o)
+      .filter(([k]) => k !== "labels")
+      .map(([k, v]) => [k, unlabel(v)]),
+  );
+}
+
+describe.skipIf(!helm)("helm chart charts/narad-operator", () => {
+  it("helm lint --strict is clean", () => {
+    const out = run(["lint", "--strict", chart]);
+    expect(out).toContain("0 chart(s) failed");
+    expect(out).not.toMatch(/\[(WARNING|ERROR)\]/);
+  });
+
+  it("helm template (defaults) renders the same objects as deploy/narad-operator.yaml", () => {
+    const fromChart = render();
+    const bundle = renderBundle(allCrds() as unknown as Record<string, unknown>[]) as Obj[];
+    const key = (o: Obj) => `${o.kind}/${o.metadata.name}`;
+    const withoutNsAndCrds = bundle.filter(
+      (o) => o.kind !== "Namespace" && o.kind !== "CustomResourceDefinition",
+    );
+    expect(fromChart.map(key).sort()).toEqual(withoutNsAndCrds.map(key).sort());
+    for (const b of withoutNsAndCrds) {
+      const c = fromChart.find((o) => key(o) === key(b));
+      expect(unlabel(c), key(b)).toEqual(unlabel(b));
+    }
+  });
+
+  it("never sets a container command (the image / local platform decides what runs)", () => {
+    const d = render().find((o) => o.kind === "Deployment")!;
+    expect(JSON.stringify(d)).not.toContain('"command"');
+  });
+
+  it("optional parts: ServiceMonitor on, leader election off, watched namespaces", () => {
+    const objs = render([
+      "metrics.serviceMonitor.enabled=true",
+      "leaderElection.enabled=false",
+      "watchNamespaces={team-a,team-b}",
+    ]);
+    expect(objs.map((o) => o.kind)).toContain("ServiceMonitor");
+    expect(objs.map((o) => o.kind)).not.toContain("Role");
+    const env = JSON.stringify(objs.find((o) => o.kind === "Deployment"));
+    expect(env).toContain('{"name":"NARAD_OPERATOR_WATCH_NAMESPACES","value":"team-a,team-b"}');
+    expect(env).toContain('{"name":"NARAD_OPERATOR_LEADER_ELECT","value":"false"}');
+  });
+});

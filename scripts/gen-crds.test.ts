@@ -1,0 +1,41 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { load, loadAll } from "js-yaml";
+import { describe, expect, it } from "vitest";
+import { chartValues } from "../operator/src/api/v1alpha1/install.ts";
+import { generate, REPO_ROOT } from "./gen-crds.ts";
+
+describe("generated files match operator/src/api/v1alpha1", () => {
+  const generated = generate();
+
+  it.each([...generated.keys()])("%s is up to date", (path) => {
+    const abs = join(REPO_ROOT, path);
+    const onDisk = existsSync(abs) ? readFileSync(abs, "utf8") : undefined;
+    // A plain boolean so the message, not a 600-line diff, is what one reads first.
+    const upToDate = onDisk === generated.get(path);
+    expect(upToDate, `${path} is ${onDisk === undefined ? "missing" : "stale"}: run npm run gen`).toBe(true);
+  });
+
+  it("chart values.yaml equals chartValues (the bundle's source)", () => {
+    const values = load(readFileSync(join(REPO_ROOT, "charts/narad-operator/values.yaml"), "utf8"));
+    expect(values, "charts/narad-operator/values.yaml differs from chartValues in install.ts").toEqual(
+      chartValues,
+    );
+  });
+
+  it("the bundle parses and holds Namespace, 2 CRDs, RBAC, Service, Deployment", () => {
+    const docs = loadAll(generated.get("deploy/narad-operator.yaml")!) as { kind: string }[];
+    expect(docs.map((d) => d.kind)).toEqual([
+      "Namespace",
+      "CustomResourceDefinition",
+      "CustomResourceDefinition",
+      "ServiceAccount",
+      "ClusterRole",
+      "ClusterRoleBinding",
+      "Role",
+      "RoleBinding",
+      "Service",
+      "Deployment",
+    ]);
+  });
+});
