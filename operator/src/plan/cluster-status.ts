@@ -1,0 +1,163 @@
+import type { Condition, MemberStatus, NaradClusterPhase } from "../api/v1alpha1/types.ts";
+import { type ConditionInput, setConditions } from "./conditions.ts";
+
+// Phase and conditions of a NaradCluster from what the reconcile observed.
+// Pure: the controller gathers the facts, this decides what they mean.
+
+export interface ClusterFacts {
+  generation: number;
+  specReplicas: number;
+  /** Pods that exist (owned, not terminating). */
+  pods: number;
+  readyPods: number;
+  members: readonly MemberStatus[];
+  statefulSetExists: boolean;
+  /** Pods whose revision differs from the StatefulSet's update revision. */
+  outdatedPods: number;
+  /** A scale-down the operator refuses (decommission not available), if any. */
+  scaleDownRefused: string | undefined;
+  /** A reconcile step that failed this pass (message), if any. */
+  stepError: string | undefined;
+  /** True once the cluster has been Ready at least once (from the previous status). */
+  everReady: boolean;
+  rolling: boolean;
+}
+
+export interface ClusterVerdict {
+  phase: NaradClusterPhase;
+  conditions: Condition[];
+}
+
+export function clusterVerdict(
+  facts: ClusterFacts,
+  previous: readonly Condition[] | undefined,
+  nowIso: string,
+): ClusterVerdict {
+  const g = facts.generation;
+  const down = facts.members.filter((m) => m.state === "Down").map((m) => m.id);
+  const notActive = facts.members.filter((m) => m.state !== "Active").map((m) => `${m.id}=${m.state}`);
+  const allReady = facts.statefulSetExists && facts.readyPods >= facts.specReplicas && notActive.length === 0;
+
+  const ready: ConditionInput = allReady
+    ? {
+        type: "Ready",
+        status: "True",
+        reason: "AllMembersActive",
+        message: `${facts.readyPods}/${facts.specReplicas} brokers ready and Active`,
+        observedGeneration: g,
+      }
+    : {
+        type: "Ready",
+        status: "False",
+        reason: facts.statefulSetExists ? "MembersNotReady" : "Creating",
+        message: facts.statefulSetExists
+          ? `${facts.readyPods}/${facts.specReplicas} brokers ready${notActive.length ? `; not Active: ${notActive.join(", ")}` : ""}`
+          : "the StatefulSet does not exist yet",
+        observedGeneration: g,
+      };
+
+  let progressing: ConditionInput;
+  if (!facts.statefulSetExists || facts.pods < facts.specReplicas) {
+    progressing = {
+      type: "Progressing",
+      status: "True",
+      reason: "CreatingPods",
+      message: `${facts.pods}/${facts.specReplicas} broker pods exist`,
+      observedGeneration: g,
+    };
+  } else if (facts.readyPods < facts.specReplicas && !facts.everReady) {
+    progressing = {
+      type: "Progressing",
+      status: "True",
+      reason: "PodsStarting",
+      message: `${facts.readyPods}/${facts.specReplicas} brokers ready`,
+      observedGeneration: g,
+    };
+  } else if (facts.rolling) {
+    progressing = {
+      type: "Progressing",
+      status: "True",
+      reason: "Rolling",
+      message: "a planned restart is in progress",
+      observedGeneration: g,
+    };
+  } else if (facts.outdatedPods > 0) {
+    progressing = {
+      type: "Progressing",
+      status: "True",
+      reason: "RevisionPending",
+      message: `${facts.outdatedPods} pod(s) run an older pod template; they change only when restarted (planned restarts are not enabled in this operator version)`,
+      observedGeneration: g,
+    };
+  } else {
+    progressing = {
+      type: "Progressing",
+      status: "False",
+      reason: "UpToDate",
+      message: "every pod runs the current template",
+      observedGeneration: g,
+    };
+  }
+
+  const problems: string[] = [];
+  if (facts.stepError !== undefined) problems.push(facts.stepError);
+  if (down.length > 0) problems.push(`members Down: ${down.join(", ")}`);
+  if (facts.everReady && facts.readyPods < Math.min(facts.pods, facts.specReplicas)) {
+    problems.push(`${facts.specReplicas - facts.readyPods} broker(s) not ready`);
+  }
+  if (facts.scaleDownRefused !== undefined) problems.push(facts.scaleDownRefused);
+  const degradedReason =
+    facts.stepError !== undefined
+      ? "ReconcileError"
+      : down.length > 0
+        ? "MemberDown"
+        : facts.scaleDownRefused !== undefined
+          ? "ScaleDownRefused"
+          : "BrokersNotReady";
+  const degraded: ConditionInput =
+    problems.length > 0
+      ? {
+          type: "Degraded",
+          status: "True",
+          reason: degradedReason,
+          message: problems.join("; "),
+          observedGeneration: g,
+        }
+      : {
+          type: "Degraded",
+          status: "False",
+          reason: "Healthy",
+          message: "no problems observed",
+          observedGeneration: g,
+        };
+
+  const stable = ready.status === "True" && progressing.status === "False" && degraded.status === "False";
+  const stableCond: ConditionInput = stable
+    ? {
+        type: "Stable",
+        status: "True",
+        reason: "Settled",
+        message: "ready, up to date and healthy at this generation",
+        observedGeneration: g,
+      }
+    : {
+        type: "Stable",
+        status: "False",
+        reason: "NotSettled",
+        message: [ready, progressing, degraded]
+          .filter((c) => (c.type === "Ready" ? c.status !== "True" : c.status === "True"))
+          .map((c) => `${c.type}: ${c.reason}`)
+          .join("; "),
+        observedGeneration: g,
+      };
+
+  let phase: NaradClusterPhase;
+  if (!facts.statefulSetExists) phase = facts.stepError !== undefined ? "Failed" : "Pending";
+  else if (!facts.everReady && !allReady) phase = "Creating";
+  else if (degraded.status === "True") phase = "Degraded";
+  else if (facts.rolling) phase = "Rolling";
+  else if (facts.pods !== facts.specReplicas) phase = "Scaling";
+  else phase = allReady ? "Running" : "Degraded";
+
+  return { phase, conditions: setConditions(previous, [ready, progressing, degraded, stableCond], nowIso) };
+}

@@ -1,0 +1,205 @@
+import { describe, expect, it } from "vitest";
+import type { MemberStatus } from "../api/v1alpha1/types.ts";
+import { activeMemberIds, type MembersInput, planMembers } from "./members.ts";
+import { ordinalOf, type PodView, podView } from "./pods.ts";
+
+const NOW = Date.parse("2026-11-29T12:00:00Z");
+
+function pod(ordinal: number, ready: boolean, extra: Partial<PodView> = {}): PodView {
+  return {
+    name: `demo-${ordinal}`,
+    ordinal,
+    uid: `u${ordinal}`,
+    podIP: `127.1.0.${ordinal + 1}`,
+    ready,
+    notReadySinceMs: ready ? undefined : NOW - 1000,
+    terminating: false,
+    revision: "rev1",
+    ...extra,
+  };
+}
+
+function member(
+  ordinal: number,
+  state: MemberStatus["state"],
+  since = "2026-11-29T11:00:00.000Z",
+): MemberStatus {
+  return {
+    id: `demo-${ordinal}`,
+    pod: `demo-${ordinal}`,
+    ordinal,
+    state,
+    since,
+    address: `127.1.0.${ordinal + 1}:7942`,
+  };
+}
+
+function input(over: Partial<MembersInput>): MembersInput {
+  return {
+    statefulSetName: "demo",
+    replicas: 3,
+    pods: [],
+    previous: [],
+    previousEpoch: 0,
+    downGraceMs: 30_000,
+    nowMs: NOW,
+    notReadySinceMs: new Map(),
+    port: 7942,
+    ...over,
+  };
+}
+
+describe("planMembers", () => {
+  it("new pods join, ready pods become Active, and the epoch bumps", () => {
+    const r = planMembers(input({ pods: [pod(0, true), pod(1, false)] }));
+    expect(r.members.map((m) => [m.id, m.state, m.address])).toEqual([
+      ["demo-0", "Active", "127.1.0.1:7942"],
+      ["demo-1", "Joining", "127.1.0.2:7942"],
+      ["demo-2", "Joining", undefined],
+    ]);
+    expect(r.epoch).toBe(1);
+    expect(r.changed).toBe(true);
+    expect(r.transitions).toContain("demo-0: (new) → Active (pod ready)");
+    expect(activeMemberIds(r.members)).toEqual(["demo-0"]);
+  });
+
+  it("an unchanged membership keeps its epoch and since", () => {
+    const prev = [member(0, "Active"), member(1, "Active"), member(2, "Active")];
+    const r = planMembers(
+      input({ pods: [pod(0, true), pod(1, true), pod(2, true)], previous: prev, previousEpoch: 7 }),
+    );
+    expect(r.changed).toBe(false);
+    expect(r.epoch).toBe(7);
+    expect(r.members).toEqual(prev.map((m) => ({ ...m, revision: "rev1" })));
+  });
+
+  it("an Active member stays Active within the grace period, then goes Down", () => {
+    const prev = [member(0, "Active"), member(1, "Active"), member(2, "Active")];
+    const pods = [pod(0, true), pod(1, false, { notReadySinceMs: NOW - 10_000 }), pod(2, true)];
+    const r = planMembers(input({ pods, previous: prev, previousEpoch: 3 }));
+    expect(r.members[1]?.state).toBe("Active");
+    expect(r.changed).toBe(false);
+    expect(r.recheckAfterMs).toBe(20_000);
+    const later = planMembers(
+      input({
+        pods,
+        previous: prev,
+        previousEpoch: 3,
+        nowMs: NOW + 20_000,
+        notReadySinceMs: r.notReadySinceMs,
+      }),
+    );
+    expect(later.members[1]?.state).toBe("Down");
+    expect(later.members[1]?.since).toBe(new Date(NOW + 20_000).toISOString());
+    expect(later.epoch).toBe(4);
+    expect(later.transitions).toEqual(["demo-1: Active → Down (pod not ready for 30s)"]);
+  });
+
+  it("a missing pod counts from when it was first seen missing, across a replacement pod", () => {
+    const prev = [member(0, "Active")];
+    const r1 = planMembers(input({ replicas: 1, previous: prev, pods: [] }));
+    expect(r1.members[0]?.state).toBe("Active");
+    expect(r1.members[0]?.address).toBe("127.1.0.1:7942");
+    // the replacement pod appears 20s later, not ready, created "now": the clock must not restart
+    const replacement = pod(0, false, { notReadySinceMs: NOW + 20_000, podIP: "127.1.0.9" });
+    const r2 = planMembers(
+      input({
+        replicas: 1,
+        previous: r1.members,
+        pods: [replacement],
+        nowMs: NOW + 30_000,
+        notReadySinceMs: r1.notReadySinceMs,
+      }),
+    );
+    expect(r2.members[0]?.state).toBe("Down");
+    expect(r2.members[0]?.address).toBe("127.1.0.9:7942");
+  });
+
+  it("a Down member comes back Active when its pod is ready; ready clears the clock", () => {
+    const r = planMembers(
+      input({
+        replicas: 1,
+        previous: [member(0, "Down")],
+        pods: [pod(0, true)],
+        notReadySinceMs: new Map([["demo-0", NOW - 99_000]]),
+      }),
+    );
+    expect(r.members[0]?.state).toBe("Active");
+    expect(r.notReadySinceMs.size).toBe(0);
+    const stillDown = planMembers(
+      input({ replicas: 1, previous: [member(0, "Down")], pods: [pod(0, false)] }),
+    );
+    expect(stillDown.members[0]?.state).toBe("Down");
+  });
+
+  it("keeps Maintenance and Decommissioning whatever the pod does", () => {
+    const prev = [member(0, "Maintenance"), member(1, "Decommissioning")];
+    const r = planMembers(
+      input({ replicas: 2, previous: prev, pods: [pod(0, false, { notReadySinceMs: NOW - 999_000 })] }),
+    );
+    expect(r.members.map((m) => m.state)).toEqual(["Maintenance", "Decommissioning"]);
+  });
+
+  it("an address change alone bumps the epoch", () => {
+    const prev = [member(0, "Active")];
+    const r = planMembers(
+      input({ replicas: 1, previous: prev, pods: [pod(0, true, { podIP: "127.9.9.9" })], previousEpoch: 1 }),
+    );
+    expect(r.epoch).toBe(2);
+  });
+
+  it("keeps members beyond replicas listed (scale-down is a decommission's job)", () => {
+    const prev = [member(0, "Active"), member(1, "Active")];
+    const r = planMembers(input({ replicas: 1, previous: prev, pods: [pod(0, true), pod(1, true)] }));
+    expect(r.members.map((m) => m.id)).toEqual(["demo-0", "demo-1"]);
+  });
+});
+
+describe("podView", () => {
+  it("reads readiness, IP, revision and times from a pod (Date or string timestamps)", () => {
+    const v = podView(
+      {
+        metadata: {
+          name: "demo-2",
+          uid: "u",
+          creationTimestamp: new Date("2026-11-29T11:00:00Z"),
+          labels: { "controller-revision-hash": "demo-abc" },
+        },
+        status: {
+          podIP: "127.1.0.3",
+          conditions: [
+            { type: "Ready", status: "False", lastTransitionTime: "2026-11-29T11:30:00Z" as unknown as Date },
+          ],
+        },
+      },
+      "demo",
+    );
+    expect(v).toEqual({
+      name: "demo-2",
+      ordinal: 2,
+      uid: "u",
+      podIP: "127.1.0.3",
+      ready: false,
+      notReadySinceMs: Date.parse("2026-11-29T11:30:00Z"),
+      terminating: false,
+      revision: "demo-abc",
+    });
+  });
+  it("a terminating pod is not ready", () => {
+    const v = podView(
+      {
+        metadata: { name: "demo-0", deletionTimestamp: new Date() },
+        status: { conditions: [{ type: "Ready", status: "True" }] },
+      },
+      "demo",
+    );
+    expect(v?.ready).toBe(false);
+    expect(v?.terminating).toBe(true);
+  });
+  it("parses ordinals strictly", () => {
+    expect(ordinalOf("demo-10", "demo")).toBe(10);
+    expect(ordinalOf("demo-01", "demo")).toBeUndefined();
+    expect(ordinalOf("demo-x-1", "demo")).toBeUndefined();
+    expect(ordinalOf("other-1", "demo")).toBeUndefined();
+  });
+});
