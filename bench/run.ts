@@ -9,6 +9,7 @@ import { cpus } from "node:os";
 import { join } from "node:path";
 import { encodeBinaryBatch } from "../broker/src/core/batch-codec.ts";
 import { repoRoot, startNarad, startNoop } from "../broker/test/harness/process.ts";
+import { diskSyncMiBPerSec } from "./lib/disk.ts";
 import { load } from "./lib/load.ts";
 import { delta, scrape } from "./lib/metrics.ts";
 
@@ -104,7 +105,10 @@ async function main(): Promise<void> {
     if (b.non2xx > 0 || b.errors > 0)
       throw new Error(`batch produce: ${b.non2xx} non-2xx and ${b.errors} errors`);
     record("batch_produce_msg_per_sec", b.requestsPerSec * 1000, "msg/s");
-    record("batch_produce_mib_per_sec", (b.requestsPerSec * 1000 * 1024) / (1 << 20), "MiB/s");
+    process.stderr.write("baseline: the disk's write + fdatasync bandwidth (1 MiB blocks)\n");
+    const disk = await diskSyncMiBPerSec(Math.min(5, seconds));
+    record("disk_fdatasync_mib_per_sec", disk, "MiB/s");
+    record("batch_produce_mib_per_sec", (b.requestsPerSec * 1000 * 1024) / (1 << 20), "MiB/s", disk);
 
     const total = single.total + b.total * 1000;
     const drainMs = await waitVisible(narad.url, "bench", total, 300_000);
