@@ -400,7 +400,8 @@ export const naradClusterSchema: JSONSchemaProps = obj(
   {
     apiVersion: str("Versioned schema of this object (narad.dev/v1alpha1)."),
     kind: str("NaradCluster."),
-    metadata: { type: "object", description: "Standard object metadata." },
+    // Only `type` is allowed here: the API server owns the metadata schema.
+    metadata: { type: "object" },
     spec: clusterSpec,
     status: clusterStatus,
   },
@@ -493,7 +494,8 @@ export const naradTopicSchema: JSONSchemaProps = obj(
   {
     apiVersion: str("Versioned schema of this object (narad.dev/v1alpha1)."),
     kind: str("NaradTopic."),
-    metadata: { type: "object", description: "Standard object metadata." },
+    // Only `type` is allowed here: the API server owns the metadata schema.
+    metadata: { type: "object" },
     spec: topicSpec,
     status: topicStatus,
   },
