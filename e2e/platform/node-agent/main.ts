@@ -15,6 +15,7 @@ import {
 import pino from "pino";
 import { Binder } from "./binder.ts";
 import { apiEndpoint, parseConfig } from "./config.ts";
+import { HostsFile } from "./hosts-file.ts";
 import { startInformer } from "./informer.ts";
 import { IpAllocator, nodeIp } from "./ip-allocator.ts";
 import { NodeRegistration, nodeLabels } from "./node-registration.ts";
@@ -24,6 +25,7 @@ import { LocalDirProvisioner } from "./provisioner.ts";
 
 /** How often unbound pods are offered to the binder again (a failed bind gets no new watch event). */
 const BIND_RESYNC_MS = 5_000;
+const HOSTS_UPDATE_DEBOUNCE_MS = 100;
 const REPO_ROOT = path.resolve(import.meta.dirname, "../../..");
 
 async function main(): Promise<void> {
@@ -57,6 +59,7 @@ async function main(): Promise<void> {
   registration.start();
 
   const ips = new IpAllocator(cfg.podIpPrefix);
+  const hosts = new HostsFile(path.join(cfg.stateDir, "hosts"));
   const binder = new Binder(core, cfg.nodeName, labels, log);
   const pods = new PodManager(
     {
@@ -69,17 +72,40 @@ async function main(): Promise<void> {
       apiPort: api.port,
       caPem,
       ips,
+      hostsFile: hosts.path,
     },
     cfg.nodeName,
     binder,
   );
   const provisioner = new LocalDirProvisioner(core, storage, path.join(cfg.stateDir, "volumes"), log);
 
+  // Coalesce bursts of pod events into one rewrite of the hosts file.
+  let hostsTimer: NodeJS.Timeout | null = null;
+  const scheduleHostsUpdate = () => {
+    if (hostsTimer) return;
+    hostsTimer = setTimeout(() => {
+      hostsTimer = null;
+      try {
+        hosts.update(podInformer.list());
+      } catch (err) {
+        log.warn({ err }, "hosts file update failed");
+      }
+    }, HOSTS_UPDATE_DEBOUNCE_MS);
+  };
   const podInformer = startInformer<V1Pod>(
     kc,
     "/api/v1/pods",
     () => core.listPodForAllNamespaces(),
-    { upsert: pods.upsert, remove: pods.remove },
+    {
+      upsert: (p) => {
+        pods.upsert(p);
+        scheduleHostsUpdate();
+      },
+      remove: (p) => {
+        pods.remove(p);
+        scheduleHostsUpdate();
+      },
+    },
     log,
   );
   const pvcInformer = startInformer<V1PersistentVolumeClaim>(

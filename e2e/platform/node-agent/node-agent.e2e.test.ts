@@ -160,6 +160,17 @@ describe("node agent", () => {
       expect(readFileSync(join(await pvDir(`data-${STS}-${i}`), "counter"), "utf8").trim()).toBe("1");
     }
     expect(ips.size).toBe(3);
+    // Pod DNS names (hostname.subdomain) resolve inside pods through the agent's /etc/hosts.
+    const web0 = (await getPod(`${STS}-0`))!.status!.podIP!;
+    const web2 = (await getPod(`${STS}-2`))!.status!.podIP!;
+    await waitFor(
+      async () => {
+        const name = `${STS}-2.${STS}.${NS}.svc.cluster.local`;
+        const res = await fetch(`http://${web0}:${ECHO_PORT}/resolve?name=${name}`);
+        return (await res.text()) === web2;
+      },
+      { timeoutMs: 10_000, what: "web-2's DNS name to resolve in web-0" },
+    );
     await waitFor(
       async () =>
         (await apps.readNamespacedStatefulSet({ name: STS, namespace: NS })).status?.readyReplicas === 3,

@@ -61,6 +61,7 @@ export interface WorkerDeps {
   readonly apiPort: string;
   readonly caPem: string;
   readonly ips: IpAllocator;
+  readonly hostsFile: string | null;
 }
 
 interface ContainerRt {
@@ -284,7 +285,7 @@ export class PodWorker {
     this.#podIP ??= this.#deps.ips.allocate();
     await fs.mkdir(this.#uidDir, { recursive: true });
     this.#volumes ??= new PodVolumes(
-      { core: this.#deps.core, caPem: this.#deps.caPem, log: this.#log },
+      { core: this.#deps.core, caPem: this.#deps.caPem, log: this.#log, hostsFile: this.#deps.hostsFile },
       this.#pod,
       this.#uidDir,
     );

@@ -4,6 +4,7 @@ import type { V1PersistentVolumeClaim, V1Pod, V1StorageClass } from "@kubernetes
 import { describe, expect, it } from "vitest";
 import { bindRefusal } from "./binder.ts";
 import { apiEndpoint, parseConfig } from "./config.ts";
+import { hostsFileContent, podHostsLines } from "./hosts-file.ts";
 import { mountScript, shellQuote } from "./mount-script.ts";
 import { initialProbeState, observeProbe, probeTiming } from "./probe-state.ts";
 import {
@@ -120,5 +121,27 @@ describe("config", () => {
   });
   it("splits the server URL", () => {
     expect(apiEndpoint("https://127.0.0.1:6443")).toEqual({ host: "127.0.0.1", port: "6443" });
+  });
+});
+
+describe("hosts file", () => {
+  it("lists pods with hostname and subdomain under their service names", () => {
+    const pods: V1Pod[] = [
+      {
+        metadata: { name: "web-1", namespace: "ns" },
+        spec: { containers: [], hostname: "web-1", subdomain: "web" },
+        status: { podIP: "127.5.0.3", phase: "Running" },
+      },
+      { metadata: { name: "x", namespace: "ns" }, spec: { containers: [] }, status: { podIP: "127.5.0.4" } },
+      {
+        metadata: { name: "done", namespace: "ns" },
+        spec: { containers: [], hostname: "done", subdomain: "web" },
+        status: { podIP: "127.5.0.5", phase: "Succeeded" },
+      },
+    ];
+    expect(podHostsLines(pods)).toEqual([
+      "127.5.0.3\tweb-1.web.ns.svc.cluster.local web-1.web.ns.svc web-1.web.ns web-1.web",
+    ]);
+    expect(hostsFileContent("127.0.0.1 localhost", pods).startsWith("127.0.0.1 localhost\n")).toBe(true);
   });
 });

@@ -14,6 +14,7 @@ import type {
 } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { fieldRefValue } from "./env.ts";
+import { HOSTS_MOUNT_PATH } from "./hosts-file.ts";
 import type { BindMount } from "./mount-script.ts";
 
 export const SERVICE_ACCOUNT_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -27,6 +28,8 @@ export interface VolumeDeps {
   /** PEM of the API server's CA, written as ca.crt. */
   readonly caPem: string;
   readonly log: Logger;
+  /** Shared hosts file bind-mounted at /etc/hosts (see hosts-file.ts), or null to leave /etc/hosts alone. */
+  readonly hostsFile: string | null;
 }
 
 export type PrepareResult = { ok: true } | { ok: false; reason: string; message: string };
@@ -116,6 +119,9 @@ export class PodVolumes {
       if (src === undefined) return `volume "${vm.name}" not found`;
       const source = vm.subPath ? path.join(src, vm.subPath) : src;
       mounts.push({ source, target: vm.mountPath, readOnly: vm.readOnly === true, isFile: false });
+    }
+    if (this.#deps.hostsFile && !mounts.some((m) => m.target === HOSTS_MOUNT_PATH)) {
+      mounts.push({ source: this.#deps.hostsFile, target: HOSTS_MOUNT_PATH, readOnly: true, isFile: true });
     }
     if (this.#saDir && !mounts.some((m) => m.target === SERVICE_ACCOUNT_MOUNT_PATH)) {
       mounts.push({ source: this.#saDir, target: SERVICE_ACCOUNT_MOUNT_PATH, readOnly: true, isFile: false });

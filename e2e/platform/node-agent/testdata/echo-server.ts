@@ -5,9 +5,11 @@
 //   GET /ready    200 if $DATA_DIR/ready exists or READY=1, else 503 (readiness)
 //   GET /info     JSON: hostname, pod IP, pid, start counter
 //   GET /file?path=/abs/path   the file's contents (to inspect mounted volumes)
+//   GET /resolve?name=host     the address dns.lookup returns (pod names via /etc/hosts)
 // On every start it increments $DATA_DIR/counter (DATA_DIR defaults to /data,
 // usually a PVC mount), so tests can see that data survived a pod replacement.
 
+import dns from "node:dns/promises";
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
@@ -62,6 +64,13 @@ const server = http.createServer((req, res) => {
       } catch (err) {
         return send(404, String(err));
       }
+    }
+    case "/resolve": {
+      dns.lookup(url.searchParams.get("name") ?? "").then(
+        (r) => send(200, r.address),
+        (err: unknown) => send(404, String(err)),
+      );
+      return;
     }
     default:
       return send(404, "not found\n");
