@@ -39,3 +39,15 @@ describe("generated files match operator/src/api/v1alpha1", () => {
     ]);
   });
 });
+
+describe("dashboards/narad.json", () => {
+  it("queries only broker metrics that broker/src/metrics.ts defines", () => {
+    const dash = readFileSync(join(REPO_ROOT, "dashboards/narad.json"), "utf8");
+    const defined = readFileSync(join(REPO_ROOT, "broker/src/metrics.ts"), "utf8");
+    const used = new Set(
+      [...dash.matchAll(/\b(narad_(?!operator_)[a-z_]+?)(_bucket|_sum|_count)?\b/g)].map((m) => m[1]!),
+    );
+    expect(used.size).toBeGreaterThan(0);
+    expect([...used].filter((m) => !defined.includes(`"${m}"`))).toEqual([]);
+  });
+});
