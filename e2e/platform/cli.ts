@@ -13,7 +13,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { cmdlineMentions, isAlive, reapStaleInstances } from "./instances.ts";
 import { type Log, stderrLog } from "./log.ts";
-import { type Platform, startPlatform } from "./platform.ts";
+import type { Platform } from "./platform.ts";
 import { probe } from "./probe.ts";
 import { CACHE_DIR } from "./tools.ts";
 
@@ -175,6 +175,9 @@ async function supervise(log: Log): Promise<number> {
   try {
     await rm(CLUSTER_DIR, { recursive: true, force: true });
     const started = Date.now();
+    // Loaded here only: @kubernetes/client-node takes seconds to import,
+    // which `status` and `down` should not pay.
+    const { startPlatform } = await import("./platform.ts");
     platform = await startPlatform({ dir: CLUSTER_DIR, log });
     if (stopping) return 0;
     const components = platform.controlPlane

@@ -119,6 +119,10 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   const started = Date.now();
   const logs = join(dir, "logs");
   const pkiDir = join(dir, "pki");
+  // A reused dir must not mix an old etcd with a new CA and signing key.
+  for (const stale of ["etcd-data", "pki", "logs", "apiserver-certs", "kcm-certs"]) {
+    await rm(join(dir, stale), { recursive: true, force: true });
+  }
   await mkdir(logs, { recursive: true });
   await mkdir(pkiDir, { recursive: true });
 

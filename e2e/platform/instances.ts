@@ -3,7 +3,7 @@
 // killed test runner, a crashed supervisor) are removed by the next start or
 // by `platform down`. Parent-death signals already kill the children; this
 // catches the rest (directories, pod-IP locks, a child that ignored it).
-import { mkdirSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import { readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Log } from "./log.ts";
@@ -19,12 +19,23 @@ export interface InstanceRecord {
   pids: number[];
 }
 
+/**
+ * True while `pid` exists and has not exited. A zombie counts as dead: here
+ * an orphan's exit is reaped by init only after a while, and `kill(pid, 0)`
+ * still succeeds on it.
+ */
 export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
+    if ((error as NodeJS.ErrnoException).code !== "EPERM") return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    // The state letter follows the parenthesised command name.
+    return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z";
+  } catch {
+    return false;
   }
 }
 
