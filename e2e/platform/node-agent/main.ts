@@ -11,6 +11,7 @@ import {
   type V1PersistentVolume,
   type V1PersistentVolumeClaim,
   type V1Pod,
+  type V1Service,
 } from "@kubernetes/client-node";
 import pino from "pino";
 import { Binder } from "./binder.ts";
@@ -86,7 +87,7 @@ async function main(): Promise<void> {
     hostsTimer = setTimeout(() => {
       hostsTimer = null;
       try {
-        hosts.update(podInformer.list());
+        hosts.update(podInformer.list(), serviceInformer.list());
       } catch (err) {
         log.warn({ err }, "hosts file update failed");
       }
@@ -106,6 +107,13 @@ async function main(): Promise<void> {
         scheduleHostsUpdate();
       },
     },
+    log,
+  );
+  const serviceInformer = startInformer<V1Service>(
+    kc,
+    "/api/v1/services",
+    () => core.listServiceForAllNamespaces(),
+    { upsert: scheduleHostsUpdate, remove: scheduleHostsUpdate },
     log,
   );
   const pvcInformer = startInformer<V1PersistentVolumeClaim>(
@@ -138,7 +146,12 @@ async function main(): Promise<void> {
     log.info({ signal }, "stopping: terminating pod processes");
     clearInterval(resync);
     registration.stop();
-    await Promise.all([podInformer.stop(), pvcInformer.stop(), pvInformer.stop()]).catch(() => {});
+    await Promise.all([
+      podInformer.stop(),
+      serviceInformer.stop(),
+      pvcInformer.stop(),
+      pvInformer.stop(),
+    ]).catch(() => {});
     await pods.shutdown(cfg.shutdownGraceMs);
     log.info("stopped");
     log.flush();

@@ -125,10 +125,24 @@ describe("node agent", () => {
     const node = await core.readNode({ name: platform.nodeName });
     expect(node.status?.nodeInfo?.kubeletVersion).toBe("v1.36.3");
     expect(node.status?.allocatable).toMatchObject({ cpu: "2", memory: "24Gi", pods: "110" });
-    expect(node.spec?.taints ?? []).toEqual([]);
+    // kcm may briefly taint a brand-new node before it has seen its status; it must not stay.
+    await waitFor(
+      async () => ((await core.readNode({ name: platform.nodeName })).spec?.taints ?? []).length === 0,
+      {
+        timeoutMs: 30_000,
+        what: "node without taints",
+      },
+    );
   });
 
   it("runs a 3-replica StatefulSet whose readiness follows the ready file on its PVC", async () => {
+    await core.createNamespacedService({
+      namespace: NS,
+      body: {
+        metadata: { name: STS },
+        spec: { clusterIP: "None", selector: { app: STS }, ports: [{ name: "http", port: ECHO_PORT }] },
+      },
+    });
     await apps.createNamespacedStatefulSet({ namespace: NS, body: statefulSet(3) });
     for (let i = 0; i < 3; i++) {
       const name = `${STS}-${i}`;
@@ -170,6 +184,14 @@ describe("node agent", () => {
         return (await res.text()) === web2;
       },
       { timeoutMs: 10_000, what: "web-2's DNS name to resolve in web-0" },
+    );
+    // The Service name resolves to a ready endpoint (from kcm's EndpointSlices).
+    await waitFor(
+      async () => {
+        const res = await fetch(`http://${web0}:${ECHO_PORT}/resolve?name=${STS}.${NS}.svc.cluster.local`);
+        return ips.has(await res.text());
+      },
+      { timeoutMs: 20_000, what: "the Service name to resolve to a pod IP" },
     );
     await waitFor(
       async () =>

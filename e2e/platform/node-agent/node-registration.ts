@@ -104,6 +104,9 @@ export class NodeRegistration {
       kind: "Node",
       metadata: { name: this.#id.name, labels: nodeLabels(this.#id.name) },
       spec: {},
+      // Ready from the first write (as the kubelet does), so kcm's node
+      // lifecycle controller never sees a status-less node and taints it not-ready.
+      status: nodeStatus(this.#id, new Date(), this.#readySince),
     };
     try {
       const created = await this.#core.createNode({ body });

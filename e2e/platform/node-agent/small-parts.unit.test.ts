@@ -1,10 +1,10 @@
 // Pure helpers: probe thresholds, the mount prologue, bind decisions,
 // provisioner bookkeeping and flag parsing.
-import type { V1PersistentVolumeClaim, V1Pod, V1StorageClass } from "@kubernetes/client-node";
+import type { V1PersistentVolumeClaim, V1Pod, V1Service, V1StorageClass } from "@kubernetes/client-node";
 import { describe, expect, it } from "vitest";
 import { bindRefusal } from "./binder.ts";
 import { apiEndpoint, parseConfig } from "./config.ts";
-import { hostsFileContent, podHostsLines } from "./hosts-file.ts";
+import { hostsFileContent, podHostsLines, serviceHostsLines } from "./hosts-file.ts";
 import { mountScript, shellQuote } from "./mount-script.ts";
 import { initialProbeState, observeProbe, probeTiming } from "./probe-state.ts";
 import {
@@ -143,5 +143,24 @@ describe("hosts file", () => {
       "127.5.0.3\tweb-1.web.ns.svc.cluster.local web-1.web.ns.svc web-1.web.ns web-1.web",
     ]);
     expect(hostsFileContent("127.0.0.1 localhost", pods).startsWith("127.0.0.1 localhost\n")).toBe(true);
+  });
+});
+
+describe("service hosts lines", () => {
+  it("maps a Service to its selected ready pods", () => {
+    const pod = (name: string, ip: string, ready: boolean, app = "web"): V1Pod => ({
+      metadata: { name, namespace: "ns", labels: { app } },
+      spec: { containers: [] },
+      status: { podIP: ip, conditions: [{ type: "Ready", status: ready ? "True" : "False" }] },
+    });
+    const pods = [
+      pod("a", "127.5.0.2", true),
+      pod("b", "127.5.0.3", false),
+      pod("c", "127.5.0.4", true, "db"),
+    ];
+    const svc: V1Service = { metadata: { name: "web", namespace: "ns" }, spec: { selector: { app: "web" } } };
+    expect(serviceHostsLines([svc], pods)).toEqual(["127.5.0.2\tweb.ns.svc.cluster.local web.ns.svc web.ns"]);
+    const all = serviceHostsLines([{ ...svc, spec: { ...svc.spec, publishNotReadyAddresses: true } }], pods);
+    expect(all).toHaveLength(2);
   });
 });
