@@ -14,8 +14,9 @@ const healthy: ClusterFacts = {
   readyPods: 3,
   members: [m(0, "Active"), m(1, "Active"), m(2, "Active")],
   statefulSetExists: true,
+  statefulSetReplicas: 3,
   outdatedPods: 0,
-  scaleDownRefused: undefined,
+  refused: [],
   stepError: undefined,
   everReady: true,
   rolling: false,
@@ -78,7 +79,7 @@ describe("clusterVerdict", () => {
     const r = verdict({ stepError: "apply StatefulSet: 422 forbidden" });
     expect(r.reason("Degraded")).toBe("ReconcileError");
     expect(r.v.conditions.find((c) => c.type === "Degraded")?.message).toContain("422");
-    const s = verdict({ scaleDownRefused: "scale-down refused" });
-    expect(s.reason("Degraded")).toBe("ScaleDownRefused");
+    const s = verdict({ refused: ["scale-down refused"] });
+    expect(s.reason("Degraded")).toBe("ChangeRefused");
   });
 });

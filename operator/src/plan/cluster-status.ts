@@ -12,10 +12,12 @@ export interface ClusterFacts {
   readyPods: number;
   members: readonly MemberStatus[];
   statefulSetExists: boolean;
+  /** spec.replicas of the live StatefulSet (undefined when it does not exist). */
+  statefulSetReplicas: number | undefined;
   /** Pods whose revision differs from the StatefulSet's update revision. */
   outdatedPods: number;
-  /** A scale-down the operator refuses (decommission not available), if any. */
-  scaleDownRefused: string | undefined;
+  /** Spec changes the operator refuses to carry out (scale-down, volume changes), each with its reason. */
+  refused: readonly string[];
   /** A reconcile step that failed this pass (message), if any. */
   stepError: string | undefined;
   /** True once the cluster has been Ready at least once (from the previous status). */
@@ -102,17 +104,17 @@ export function clusterVerdict(
   const problems: string[] = [];
   if (facts.stepError !== undefined) problems.push(facts.stepError);
   if (down.length > 0) problems.push(`members Down: ${down.join(", ")}`);
-  if (facts.everReady && facts.readyPods < Math.min(facts.pods, facts.specReplicas)) {
+  if (facts.everReady && facts.readyPods < facts.specReplicas) {
     problems.push(`${facts.specReplicas - facts.readyPods} broker(s) not ready`);
   }
-  if (facts.scaleDownRefused !== undefined) problems.push(facts.scaleDownRefused);
+  problems.push(...facts.refused);
   const degradedReason =
     facts.stepError !== undefined
       ? "ReconcileError"
       : down.length > 0
         ? "MemberDown"
-        : facts.scaleDownRefused !== undefined
-          ? "ScaleDownRefused"
+        : facts.refused.length > 0
+          ? "ChangeRefused"
           : "BrokersNotReady";
   const degraded: ConditionInput =
     problems.length > 0
@@ -156,7 +158,7 @@ export function clusterVerdict(
   else if (!facts.everReady && !allReady) phase = "Creating";
   else if (degraded.status === "True") phase = "Degraded";
   else if (facts.rolling) phase = "Rolling";
-  else if (facts.pods !== facts.specReplicas) phase = "Scaling";
+  else if (facts.statefulSetReplicas !== facts.specReplicas) phase = "Scaling";
   else phase = allReady ? "Running" : "Degraded";
 
   return { phase, conditions: setConditions(previous, [ready, progressing, degraded, stableCond], nowIso) };

@@ -1,0 +1,93 @@
+import type { KubernetesObject } from "@kubernetes/client-node";
+import { BROKER_CONFIG_FILE } from "../../constants.ts";
+import { apiMessage } from "../../kube/api.ts";
+import { canonicalJson } from "../../specs/canonical-json.ts";
+import { configHash, configMapSpec } from "../../specs/configmap.ts";
+import { resourceNames } from "../../specs/labels.ts";
+import { podDisruptionBudgetSpec } from "../../specs/pdb.ts";
+import { roleBindingSpec, roleSpec, serviceAccountSpec } from "../../specs/rbac.ts";
+import {
+  SERVICE_MONITOR_API_VERSION,
+  SERVICE_MONITOR_KIND,
+  serviceMonitorSpec,
+} from "../../specs/service-monitor.ts";
+import { clientServiceSpec, headlessServiceSpec } from "../../specs/services.ts";
+import type { OwnedKind } from "../deps.ts";
+import { applyOwned } from "./apply-owned.ts";
+import { type ClusterContext, NEXT, type StepResult } from "./context.ts";
+
+// Step 1: everything the pods need before they start — RBAC for the
+// brokers' metastore access, the config file, the Services, the PDB — and
+// the optional ServiceMonitor.
+
+export async function ensureBaseObjects(ctx: ClusterContext): Promise<StepResult> {
+  const { cluster, spec } = ctx;
+  const configMap = configMapSpec(cluster, spec);
+  ctx.configHash = configHash(configMap.data ?? {});
+  const objects: Array<[OwnedKind, KubernetesObject]> = [
+    ["ServiceAccount", serviceAccountSpec(cluster)],
+    ["Role", roleSpec(cluster)],
+    ["RoleBinding", roleBindingSpec(cluster)],
+    ["ConfigMap", configMap],
+    ["Service", headlessServiceSpec(cluster)],
+    ["Service", clientServiceSpec(cluster)],
+    ["PodDisruptionBudget", podDisruptionBudgetSpec(cluster)],
+  ];
+  for (const [kind, desired] of objects) {
+    const current = ctx.deps.caches.owned.get(kind)?.get(ctx.namespace, desired.metadata?.name ?? "");
+    const outcome = await applyOwned(ctx, desired, current);
+    if (kind === "ConfigMap" && outcome === "updated") {
+      ctx.log.info(
+        { configHash: ctx.configHash, config: configMap.data?.[BROKER_CONFIG_FILE] },
+        "broker config changed; pods see it on their next restart",
+      );
+    }
+  }
+  await ensureServiceMonitor(ctx);
+  return NEXT;
+}
+
+/**
+ * The ServiceMonitor kind exists only where prometheus-operator is
+ * installed, so it is not cached: the last applied hash is remembered in
+ * memory, and a failure to apply it is a Warning, not a failed reconcile.
+ */
+async function ensureServiceMonitor(ctx: ClusterContext): Promise<void> {
+  const { cluster, spec, deps } = ctx;
+  const uid = cluster.metadata.uid ?? "";
+  const desired = serviceMonitorSpec(cluster, spec);
+  const remembered = deps.memory.serviceMonitor.get(uid);
+  if (desired === undefined) {
+    if (remembered === "absent") return;
+    const name = resourceNames(cluster.metadata.name ?? "").serviceMonitor;
+    const deleted = await deps.api.delete({
+      apiVersion: SERVICE_MONITOR_API_VERSION,
+      kind: SERVICE_MONITOR_KIND,
+      namespace: ctx.namespace,
+      name,
+    });
+    if (deleted) {
+      ctx.log.info("deleted ServiceMonitor (spec.metrics.serviceMonitor.enabled is false)");
+      deps.recorder.record(
+        cluster,
+        "Normal",
+        "Deleted",
+        `deleted ServiceMonitor ${name}: monitoring disabled`,
+      );
+    }
+    deps.memory.serviceMonitor.set(uid, "absent");
+    return;
+  }
+  const hash = canonicalJson(desired);
+  if (remembered === hash) return;
+  try {
+    await deps.api.apply(desired);
+    deps.memory.serviceMonitor.set(uid, hash);
+    ctx.log.info("applied ServiceMonitor");
+    deps.recorder.record(cluster, "Normal", "Updated", `applied ServiceMonitor ${desired.metadata?.name}`);
+  } catch (err) {
+    const msg = `ServiceMonitor not applied (is prometheus-operator installed?): ${apiMessage(err)}`;
+    ctx.log.warn({ err }, msg);
+    deps.recorder.record(cluster, "Warning", "ServiceMonitorFailed", msg);
+  }
+}

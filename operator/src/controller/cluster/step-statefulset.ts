@@ -1,0 +1,85 @@
+import type { V1PersistentVolumeClaim, V1StatefulSet } from "@kubernetes/client-node";
+import { resourceNames } from "../../specs/labels.ts";
+import { statefulSetSpec } from "../../specs/statefulset.ts";
+import { describeDiff, templateDiff } from "../../specs/template-diff.ts";
+import { applyOwned } from "./apply-owned.ts";
+import { type ClusterContext, NEXT, type StepResult } from "./context.ts";
+
+// Step 2: the brokers' StatefulSet. Applying a new template (image, config
+// hash, pod knobs) restarts NO pod: the StatefulSet is OnDelete, and planned
+// restarts (drain first, one pod at a time) are a separate, later step.
+//
+// Two spec changes are refused here rather than sent to the API server,
+// which would reject the whole update (these StatefulSet fields are
+// immutable) and so block every other change:
+// - a scale-down: it needs the member decommissioned first (partitions and
+//   WAL moved off), which this operator version cannot do yet;
+// - a change to the volume claim template (size, class): PVC expansion is
+//   a later piece of work.
+
+export async function ensureStatefulSet(ctx: ClusterContext): Promise<StepResult> {
+  const { cluster, spec, deps } = ctx;
+  if (ctx.configHash === undefined)
+    throw new Error("ensureStatefulSet: the base step did not set configHash");
+  const name = resourceNames(ctx.name).statefulSet;
+  const current = deps.caches.statefulSets.get(ctx.namespace, name);
+  const desired = statefulSetSpec({ cluster, spec, configHash: ctx.configHash });
+  if (current !== undefined) {
+    keepReplicasOnScaleDown(ctx, current, desired);
+    keepClaimTemplates(ctx, current, desired);
+  }
+  const templateChange =
+    current?.spec !== undefined && desired.spec !== undefined
+      ? templateDiff(current.spec.template, desired.spec.template)
+      : undefined;
+  const outcome = await applyOwned(ctx, desired, current);
+  if (outcome === "updated" && templateChange !== undefined) {
+    const field = { ...templateChange, path: `spec.template.${templateChange.path}` };
+    const msg = `pod template changed (${describeDiff(field)}); no pod is restarted: pods run the new template after their next restart`;
+    ctx.log.info({ field: field.path }, msg);
+    deps.recorder.record(cluster, "Normal", "TemplateUpdated", msg);
+  }
+  return NEXT;
+}
+
+function keepReplicasOnScaleDown(ctx: ClusterContext, current: V1StatefulSet, desired: V1StatefulSet): void {
+  const have = current.spec?.replicas ?? 0;
+  const want = desired.spec?.replicas ?? 0;
+  if (want >= have || desired.spec === undefined) return;
+  const msg = `scale-down from ${have} to ${want} refused: removing a broker needs its partitions and WAL moved off first (decommission), which this operator version does not do; keeping ${have} replicas`;
+  desired.spec.replicas = have;
+  ctx.refused.push(msg);
+  ctx.log.warn({ have, want }, msg);
+  ctx.deps.recorder.record(ctx.cluster, "Warning", "ScaleDownRefused", msg);
+}
+
+function keepClaimTemplates(ctx: ClusterContext, current: V1StatefulSet, desired: V1StatefulSet): void {
+  const live = current.spec?.volumeClaimTemplates;
+  const want = desired.spec?.volumeClaimTemplates;
+  if (live === undefined || want === undefined || desired.spec === undefined) return;
+  const diff = templateDiff(live.map(claimShape), want.map(claimShape));
+  if (diff === undefined) return;
+  const msg = `volume claim change refused (${describeDiff(diff)}): StatefulSet volume templates are immutable and PVC expansion is not supported yet; existing volumes are kept`;
+  desired.spec.volumeClaimTemplates = want.map((w) => {
+    const l = live.find((c) => c.metadata?.name === w.metadata?.name);
+    if (l?.spec === undefined || w.spec === undefined) return w;
+    const kept: V1PersistentVolumeClaim = { ...w, spec: { ...w.spec, resources: l.spec.resources } };
+    if (kept.spec !== undefined) {
+      if (l.spec.storageClassName !== undefined) kept.spec.storageClassName = l.spec.storageClassName;
+      else delete kept.spec.storageClassName;
+    }
+    return kept;
+  });
+  ctx.refused.push(msg);
+  ctx.log.warn(msg);
+  ctx.deps.recorder.record(ctx.cluster, "Warning", "VolumeChangeRefused", msg);
+}
+
+/** The parts of a claim template we set and compare (the server adds volumeMode, status...). */
+function claimShape(c: V1PersistentVolumeClaim) {
+  return {
+    name: c.metadata?.name,
+    storage: c.spec?.resources?.requests?.["storage"],
+    storageClassName: c.spec?.storageClassName,
+  };
+}

@@ -1,0 +1,159 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import type { MemberStatus, NaradClusterStatus } from "../../api/v1alpha1/types.ts";
+import type { BrokerClient } from "../../broker-client/types.ts";
+import { BROKER_HTTP_PORT, CLUSTER_PLURAL, LABEL_CLUSTER, REQUEUE_PROGRESSING_MS } from "../../constants.ts";
+import { apiMessage } from "../../kube/api.ts";
+import { clusterVerdict } from "../../plan/cluster-status.ts";
+import { getCondition } from "../../plan/conditions.ts";
+import { planMembers } from "../../plan/members.ts";
+import { type PodView, podView } from "../../plan/pods.ts";
+import { canonicalJson } from "../../specs/canonical-json.ts";
+import { resourceNames, selectorString } from "../../specs/labels.ts";
+import type { ClusterContext } from "./context.ts";
+
+// Last step, run even when an earlier step failed (so the failure shows in
+// status): membership from pods, WAL pending counts from the brokers,
+// phase and conditions, one status write when anything changed.
+
+export interface StatusOutcome {
+  requeueAfterMs: number | undefined;
+}
+
+export async function updateClusterStatus(ctx: ClusterContext, stepError: unknown): Promise<StatusOutcome> {
+  const { cluster, deps } = ctx;
+  const now = deps.clock.now();
+  const nowIso = new Date(now).toISOString();
+  const prev = cluster.status ?? {};
+  const uid = cluster.metadata.uid ?? "";
+  const stsName = resourceNames(ctx.name).statefulSet;
+  const sts = deps.caches.statefulSets.get(ctx.namespace, stsName);
+  const pods = deps.caches.pods
+    .list(ctx.namespace)
+    .filter((p: V1Pod) => p.metadata?.labels?.[LABEL_CLUSTER] === ctx.name)
+    .map((p) => podView(p, stsName))
+    .filter((v): v is PodView => v !== undefined);
+
+  const membership = planMembers({
+    statefulSetName: stsName,
+    replicas: ctx.spec.replicas,
+    pods,
+    previous: prev.members ?? [],
+    previousEpoch: prev.membershipEpoch ?? 0,
+    downGraceMs: ctx.spec.rollout.downGraceSeconds * 1000,
+    nowMs: now,
+    notReadySinceMs: deps.memory.notReadySince.get(uid) ?? new Map(),
+    port: BROKER_HTTP_PORT,
+  });
+  deps.memory.notReadySince.set(uid, membership.notReadySinceMs);
+  await fillWalPending(membership.members, pods, deps.brokers, ctx);
+
+  const live = pods.filter((p) => !p.terminating);
+  const updateRevision = sts?.status?.updateRevision;
+  // Once a cluster has been Ready it never goes back to "Creating": later
+  // unready brokers are a degradation, not a slow start.
+  const everReady =
+    getCondition(prev.conditions, "Ready")?.status === "True" ||
+    (prev.phase !== undefined && ["Running", "Degraded", "Rolling", "Scaling"].includes(prev.phase));
+  const verdict = clusterVerdict(
+    {
+      generation: cluster.metadata.generation ?? 0,
+      specReplicas: ctx.spec.replicas,
+      pods: live.length,
+      readyPods: live.filter((p) => p.ready).length,
+      members: membership.members,
+      statefulSetExists: sts !== undefined,
+      statefulSetReplicas: sts?.spec?.replicas,
+      outdatedPods:
+        updateRevision === undefined
+          ? 0
+          : live.filter((p) => p.revision !== undefined && p.revision !== updateRevision).length,
+      refused: ctx.refused,
+      stepError: stepError === undefined ? undefined : apiMessage(stepError),
+      everReady,
+      rolling: prev.roll !== undefined,
+    },
+    prev.conditions,
+    nowIso,
+  );
+
+  const status: NaradClusterStatus = {
+    observedGeneration: cluster.metadata.generation ?? 0,
+    phase: verdict.phase,
+    replicas: live.length,
+    readyReplicas: live.filter((p) => p.ready).length,
+    conditions: verdict.conditions,
+    members: membership.members,
+    membershipEpoch: membership.epoch,
+    selector: selectorString(ctx.name),
+  };
+  if (sts?.status?.currentRevision !== undefined) status.currentRevision = sts.status.currentRevision;
+  if (updateRevision !== undefined) status.updateRevision = updateRevision;
+
+  for (const t of membership.transitions) {
+    const down = t.includes("→ Down");
+    ctx.log.info({ epoch: membership.epoch }, `member ${t}`);
+    deps.recorder.record(cluster, down ? "Warning" : "Normal", down ? "MemberDown" : "MemberChanged", t);
+  }
+  if (prev.phase !== status.phase) {
+    ctx.log.info({ from: prev.phase, to: status.phase }, "phase changed");
+    deps.recorder.record(
+      cluster,
+      status.phase === "Degraded" || status.phase === "Failed" ? "Warning" : "Normal",
+      "Phase",
+      `phase ${prev.phase ?? "(none)"} → ${status.phase}`,
+    );
+  }
+
+  if (statusChanged(prev, status)) {
+    await deps.api.patchStatus(
+      { plural: CLUSTER_PLURAL, namespace: ctx.namespace, name: ctx.name },
+      status,
+      cluster.metadata.resourceVersion ?? "",
+    );
+    ctx.log.debug({ phase: status.phase, epoch: status.membershipEpoch }, "status written");
+  } else {
+    ctx.log.debug("status unchanged; not writing");
+  }
+
+  const stable = getCondition(verdict.conditions, "Stable")?.status === "True";
+  const candidates = [stable ? undefined : REQUEUE_PROGRESSING_MS, membership.recheckAfterMs].filter(
+    (v): v is number => v !== undefined,
+  );
+  return { requeueAfterMs: candidates.length ? Math.min(...candidates) : undefined };
+}
+
+/** Compares only the keys this step writes; others (e.g. roll) belong to other steps. */
+function statusChanged(prev: NaradClusterStatus, next: NaradClusterStatus): boolean {
+  const pick = (s: NaradClusterStatus) =>
+    Object.fromEntries(Object.keys(next).map((k) => [k, (s as Record<string, unknown>)[k]]));
+  return canonicalJson(pick(prev)) !== canonicalJson(pick(next));
+}
+
+/**
+ * Asks each ready broker for its WAL backlog (bounded by the client's
+ * timeout). A broker that does not answer keeps its last known count: this
+ * is information, not a gate, and must not fail the reconcile.
+ */
+async function fillWalPending(
+  members: MemberStatus[],
+  pods: readonly PodView[],
+  brokers: BrokerClient,
+  ctx: ClusterContext,
+): Promise<void> {
+  const byName = new Map(pods.map((p) => [p.name, p]));
+  await Promise.all(
+    members.map(async (m) => {
+      const pod = byName.get(m.pod);
+      if (pod?.podIP === undefined || !pod.ready) return;
+      try {
+        const s = await brokers.status({ podIP: pod.podIP, id: m.id });
+        m.walPendingRecords = s.wal.pendingRecords;
+      } catch (err) {
+        ctx.log.debug(
+          { member: m.id, err: apiMessage(err) },
+          "broker status unavailable; keeping last WAL count",
+        );
+      }
+    }),
+  );
+}

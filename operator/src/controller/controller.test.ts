@@ -1,0 +1,340 @@
+import { pino } from "pino";
+import { describe, expect, it } from "vitest";
+import type { NaradCluster, NaradTopic } from "../api/v1alpha1/types.ts";
+import { FakeBrokerClient } from "../broker-client/fake.ts";
+import { AbortedError, guardedApi } from "../kube/api.ts";
+import { MemoryRecorder } from "../kube/events.ts";
+import { ManualClock } from "../kube/manual-clock.ts";
+import { getCondition } from "../plan/conditions.ts";
+import { reconcileCluster } from "./cluster/reconcile.ts";
+import { ControllerMemory, type ReconcileDeps } from "./deps.ts";
+import { ApiError, FakeKube } from "./fake-kube.ts";
+import { reconcileTopic } from "./topic/reconcile.ts";
+
+const NS = "ns1";
+
+function setup(spec: NaradCluster["spec"] = { replicas: 3, image: "ghcr.io/narad/narad:1.0" }) {
+  const clock = new ManualClock(Date.parse("2026-11-29T12:00:00Z"));
+  const kube = new FakeKube(() => clock.now());
+  const recorder = new MemoryRecorder();
+  const brokers = new FakeBrokerClient();
+  const ac = new AbortController();
+  const deps: ReconcileDeps = {
+    caches: kube.caches,
+    api: guardedApi(kube, ac.signal),
+    recorder,
+    brokers,
+    clock,
+    log: pino({ level: "silent" }),
+    memory: new ControllerMemory(),
+    defaultBrokerImage: undefined,
+  };
+  kube.create(kube.clusters, {
+    apiVersion: "narad.dev/v1alpha1",
+    kind: "NaradCluster",
+    metadata: { name: "demo", namespace: NS },
+    spec,
+  });
+  const cluster = () => kube.clusters.get(NS, "demo")!;
+  const reconcile = () => reconcileCluster(`${NS}/demo`, deps);
+  return { clock, kube, recorder, brokers, deps, ac, cluster, reconcile };
+}
+
+function cond(c: NaradCluster, type: string) {
+  return getCondition(c.status?.conditions, type);
+}
+
+describe("NaradCluster reconcile", () => {
+  it("creates every owned object with a controller ownerReference, then reports Creating", async () => {
+    const t = setup();
+    const r = await t.reconcile();
+    expect(t.kube.writes.filter((w) => w.startsWith("apply"))).toEqual([
+      "apply ServiceAccount demo-broker",
+      "apply Role demo-broker",
+      "apply RoleBinding demo-broker",
+      "apply ConfigMap demo-config",
+      "apply Service demo-headless",
+      "apply Service demo",
+      "apply PodDisruptionBudget demo",
+      "apply StatefulSet demo",
+    ]);
+    const uid = t.cluster().metadata.uid;
+    const all = [...t.kube.owned.values()].flatMap((k) => k.list()).concat(t.kube.statefulSets.list());
+    for (const o of all) {
+      expect(o.metadata?.ownerReferences).toEqual([
+        {
+          apiVersion: "narad.dev/v1alpha1",
+          kind: "NaradCluster",
+          name: "demo",
+          uid,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ]);
+    }
+    const sts = t.kube.statefulSets.get(NS, "demo")!;
+    expect(sts.spec?.replicas).toBe(3);
+    expect(sts.spec?.template.metadata?.annotations?.["narad.dev/config-hash"]).toMatch(/^[0-9a-f]{16}$/);
+    const c = t.cluster();
+    expect(c.status?.observedGeneration).toBe(1);
+    expect(c.status?.phase).toBe("Creating");
+    expect(c.status?.members?.map((m) => m.state)).toEqual(["Joining", "Joining", "Joining"]);
+    expect(cond(c, "Ready")?.status).toBe("False");
+    expect(cond(c, "Progressing")?.reason).toBe("CreatingPods");
+    expect(r.requeueAfterMs).toBe(5000);
+    expect(t.recorder.reasons().filter((x) => x === "Created")).toHaveLength(8);
+  });
+
+  it("becomes Ready once pods are ready, then a quiet reconcile writes nothing", async () => {
+    const t = setup();
+    await t.reconcile();
+    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
+    t.brokers.statuses.set("demo-1", {
+      nodeId: "demo-1",
+      ready: true,
+      draining: false,
+      wal: { pendingRecords: 7, checkpoint: 1, nextSeq: 8 },
+    });
+    const r = await t.reconcile();
+    const c = t.cluster();
+    expect(c.status?.phase).toBe("Running");
+    expect(c.status?.readyReplicas).toBe(3);
+    expect(c.status?.members?.map((m) => [m.id, m.state, m.address])).toEqual([
+      ["demo-0", "Active", "127.1.0.1:7942"],
+      ["demo-1", "Active", "127.1.0.2:7942"],
+      ["demo-2", "Active", "127.1.0.3:7942"],
+    ]);
+    expect(c.status?.members?.[1]?.walPendingRecords).toBe(7);
+    expect(c.status?.membershipEpoch).toBe(2);
+    expect(["Ready", "Progressing", "Degraded", "Stable"].map((x) => cond(c, x)?.status)).toEqual([
+      "True",
+      "False",
+      "False",
+      "True",
+    ]);
+    expect(c.status?.selector).toContain("narad.dev/cluster=demo");
+    expect(r.requeueAfterMs).toBeUndefined();
+
+    t.kube.writes.length = 0;
+    await t.reconcile();
+    expect(t.kube.writes).toEqual([]);
+  });
+
+  it("an image change updates the template and restarts no pod", async () => {
+    const t = setup();
+    await t.reconcile();
+    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
+    await t.reconcile();
+    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
+      s.image = "ghcr.io/narad/narad:2.0";
+    });
+    t.kube.writes.length = 0;
+    await t.reconcile();
+    expect(t.kube.writes.filter((w) => w.startsWith("apply") || w.startsWith("delete"))).toEqual([
+      "apply StatefulSet demo",
+    ]);
+    expect(t.kube.statefulSets.get(NS, "demo")?.spec?.template.spec?.containers[0]?.image).toBe(
+      "ghcr.io/narad/narad:2.0",
+    );
+    expect(t.kube.pods.list()).toHaveLength(3);
+    const ev = t.recorder.events.find((e) => e.reason === "TemplateUpdated");
+    expect(ev?.message).toContain(
+      "spec.template.spec.containers[narad].image: ghcr.io/narad/narad:1.0 → ghcr.io/narad/narad:2.0",
+    );
+    // the StatefulSet controller would now report a new update revision
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
+    await t.reconcile();
+    const c = t.cluster();
+    expect(c.status?.observedGeneration).toBe(2);
+    expect(cond(c, "Progressing")?.reason).toBe("RevisionPending");
+    expect(cond(c, "Ready")?.status).toBe("True");
+  });
+
+  it("a config change changes the config hash on the template", async () => {
+    const t = setup();
+    await t.reconcile();
+    const before = t.kube.statefulSets.get(NS, "demo")?.spec?.template.metadata?.annotations?.[
+      "narad.dev/config-hash"
+    ];
+    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
+      s.broker = { logLevel: "debug" };
+    });
+    await t.reconcile();
+    const after = t.kube.statefulSets.get(NS, "demo")?.spec?.template.metadata?.annotations?.[
+      "narad.dev/config-hash"
+    ];
+    expect(after).not.toBe(before);
+    expect(
+      JSON.parse(
+        t.kube.owned.get("ConfigMap")?.get(NS, "demo-config")?.["data" as never]?.["narad.json"] ?? "{}",
+      ).logLevel,
+    ).toBe("debug");
+  });
+
+  it("refuses a scale-down and a volume change with conditions and Warnings", async () => {
+    const t = setup();
+    await t.reconcile();
+    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
+      s.replicas = 2;
+      s.storage = { size: "20Gi" };
+    });
+    await t.reconcile();
+    const sts = t.kube.statefulSets.get(NS, "demo");
+    expect(sts?.spec?.replicas).toBe(3);
+    expect(sts?.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.["storage"]).toBe("10Gi");
+    expect(t.recorder.reasons()).toEqual(expect.arrayContaining(["ScaleDownRefused", "VolumeChangeRefused"]));
+    const degraded = cond(t.cluster(), "Degraded");
+    expect(degraded?.status).toBe("True");
+    expect(degraded?.reason).toBe("ChangeRefused");
+    expect(degraded?.message).toContain("scale-down from 3 to 2 refused");
+  });
+
+  it("a failed apply shows in Degraded, emits a Warning and throws for backoff", async () => {
+    const t = setup();
+    t.kube.failApply = (o) =>
+      o.kind === "StatefulSet" ? new ApiError(422, "StatefulSet is invalid") : undefined;
+    await expect(t.reconcile()).rejects.toThrow(/apply StatefulSet demo/);
+    const c = t.cluster();
+    expect(cond(c, "Degraded")?.reason).toBe("ReconcileError");
+    expect(cond(c, "Degraded")?.message).toContain("StatefulSet is invalid");
+    expect(t.recorder.events.find((e) => e.reason === "ApplyFailed")?.type).toBe("Warning");
+  });
+
+  it("recreates an owned object deleted behind its back", async () => {
+    const t = setup();
+    await t.reconcile();
+    t.kube.owned.get("Service")?.remove(NS, "demo");
+    t.kube.writes.length = 0;
+    await t.reconcile();
+    expect(t.kube.writes).toContain("apply Service demo");
+  });
+
+  it("a member whose pod stays unready past the grace goes Down", async () => {
+    const t = setup({ replicas: 2, rollout: { downGraceSeconds: 30 } });
+    await t.reconcile();
+    t.kube.addPod(NS, "demo", 0, true);
+    t.kube.addPod(NS, "demo", 1, true);
+    await t.reconcile();
+    t.kube.pods.remove(NS, "demo-1");
+    const r = await t.reconcile();
+    expect(t.cluster().status?.members?.[1]?.state).toBe("Active");
+    expect(r.requeueAfterMs).toBeLessThanOrEqual(5000);
+    await t.clock.advance(31_000);
+    await t.reconcile();
+    const c = t.cluster();
+    expect(c.status?.members?.[1]?.state).toBe("Down");
+    expect(c.status?.phase).toBe("Degraded");
+    expect(t.recorder.events.find((e) => e.reason === "MemberDown")?.message).toContain(
+      "demo-1: Active → Down",
+    );
+  });
+
+  it("writes nothing once leadership is lost", async () => {
+    const t = setup();
+    t.ac.abort();
+    await expect(t.reconcile()).rejects.toBeInstanceOf(AbortedError);
+    expect(t.kube.writes).toEqual([]);
+  });
+
+  it("uses the operator's default broker image when the spec names none", async () => {
+    const t = setup({ replicas: 1 });
+    t.deps.defaultBrokerImage = "ghcr.io/narad/narad:from-env";
+    await t.reconcile();
+    expect(t.kube.statefulSets.get(NS, "demo")?.spec?.template.spec?.containers[0]?.image).toBe(
+      "ghcr.io/narad/narad:from-env",
+    );
+  });
+});
+
+describe("NaradTopic reconcile", () => {
+  async function withTopic(partitions = 5) {
+    const t = setup();
+    await t.reconcile();
+    t.kube.create(t.kube.topics, {
+      apiVersion: "narad.dev/v1alpha1",
+      kind: "NaradTopic",
+      metadata: { name: "orders", namespace: NS },
+      spec: { cluster: "demo", partitions },
+    } satisfies NaradTopic);
+    const topic = () => t.kube.topics.get(NS, "orders")!;
+    const reconcileT = () => reconcileTopic(`${NS}/orders`, t.deps);
+    return { ...t, topic, reconcileT };
+  }
+
+  it("adds the finalizer and waits while no member is Active", async () => {
+    const t = await withTopic();
+    const r = await t.reconcileT();
+    expect(t.topic().metadata.finalizers).toEqual(["narad.dev/topic-data"]);
+    expect(t.topic().status?.phase).toBe("Assigning");
+    expect(getCondition(t.topic().status?.conditions, "Ready")?.reason).toBe("NoActiveMembers");
+    expect(r.requeueAfterMs).toBe(15_000);
+  });
+
+  it("assigns partitions over Active members, sticky on later passes", async () => {
+    const t = await withTopic(5);
+    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
+    await t.reconcile();
+    await t.reconcileT();
+    const s = t.topic().status;
+    expect(s?.phase).toBe("Ready");
+    expect(s?.assignments).toHaveLength(5);
+    expect(new Set(s?.assignments?.map((a) => a.owner)).size).toBe(3);
+    expect(s?.assignmentEpoch).toBe(1);
+    expect(getCondition(s?.conditions, "Ready")?.status).toBe("True");
+    t.kube.writes.length = 0;
+    await t.reconcileT();
+    expect(t.kube.writes).toEqual([]);
+  });
+
+  it("reports a missing cluster", async () => {
+    const t = await withTopic();
+    t.kube.clusters.remove(NS, "demo");
+    await t.reconcileT();
+    expect(getCondition(t.topic().status?.conditions, "Ready")?.reason).toBe("ClusterNotFound");
+  });
+
+  it("deletion waits for every member, Down ones included, then removes the finalizer", async () => {
+    const t = await withTopic(3);
+    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
+    await t.reconcile();
+    await t.reconcileT();
+    // demo-2 goes Down
+    t.kube.pods.remove(NS, "demo-2");
+    await t.reconcile();
+    await t.clock.advance(31_000);
+    await t.reconcile();
+    expect(t.cluster().status?.members?.[2]?.state).toBe("Down");
+    // the user deletes the topic
+    const obj = t.topic();
+    t.kube.topics.put({
+      ...obj,
+      metadata: { ...obj.metadata, deletionTimestamp: new Date(), resourceVersion: t.kube.nextRv() },
+    });
+    t.brokers.refuseDeletion.set("demo-1", "HTTP 409: topic still exists here");
+    const r = await t.reconcileT();
+    expect(r.requeueAfterMs).toBe(5000);
+    expect(t.topic().metadata.finalizers).toEqual(["narad.dev/topic-data"]);
+    const ready = getCondition(t.topic().status?.conditions, "Ready");
+    expect(ready?.reason).toBe("DeletionPending");
+    expect(ready?.message).toContain("demo-2 (Down)");
+    expect(ready?.message).toContain("demo-1 (HTTP 409");
+    expect(t.recorder.events.find((e) => e.reason === "DeletionWaiting")?.type).toBe("Warning");
+    expect(t.brokers.deletions).toEqual(["demo-0/orders"]);
+
+    // demo-1 now agrees; demo-2 comes back
+    t.brokers.refuseDeletion.clear();
+    t.kube.addPod(NS, "demo", 2, true);
+    await t.reconcile();
+    await t.reconcileT();
+    expect(t.kube.topics.get(NS, "orders")).toBeUndefined();
+    expect(t.brokers.deletions.sort()).toEqual([
+      "demo-0/orders",
+      "demo-0/orders",
+      "demo-1/orders",
+      "demo-2/orders",
+    ]);
+    expect(t.recorder.reasons()).toContain("DataDeleted");
+  });
+});

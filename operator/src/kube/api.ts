@@ -1,0 +1,115 @@
+import type { CoreV1Event, KubernetesObject } from "@kubernetes/client-node";
+
+// The operator's few API operations behind one interface: the controller
+// is tested against an in-memory fake; the real one (client-node.ts) is the
+// only place that knows client-node's request shapes.
+
+export interface ObjectRef {
+  apiVersion: string;
+  kind: string;
+  namespace: string;
+  name: string;
+}
+
+/** A namespaced custom resource of the narad.dev group. */
+export interface CustomRef {
+  plural: string;
+  namespace: string;
+  name: string;
+}
+
+export interface KubeApi {
+  /** Server-side apply, fieldManager narad-operator, force (we own these objects). */
+  apply<T extends KubernetesObject>(obj: T): Promise<T>;
+  /** false when the object (or its kind) does not exist. */
+  delete(ref: ObjectRef): Promise<boolean>;
+  /**
+   * Merge patch on the /status subresource, guarded by resourceVersion (409
+   * when the object changed since it was read: reconcile again from cache).
+   */
+  patchStatus<T extends KubernetesObject>(
+    ref: CustomRef,
+    status: object,
+    resourceVersion: string,
+  ): Promise<T>;
+  /** Merge patch of metadata.finalizers, guarded by resourceVersion. */
+  setFinalizers<T extends KubernetesObject>(
+    ref: CustomRef,
+    finalizers: string[],
+    resourceVersion: string,
+  ): Promise<T>;
+  createEvent(namespace: string, event: CoreV1Event): Promise<CoreV1Event>;
+  patchEventCount(namespace: string, name: string, count: number, lastTimestamp: Date): Promise<void>;
+}
+
+/** HTTP status of a client-node error (ApiException.code, or a watch error's statusCode). */
+export function httpStatus(err: unknown): number | undefined {
+  if (err === null || typeof err !== "object") return undefined;
+  const e = err as { code?: unknown; statusCode?: unknown };
+  if (typeof e.code === "number") return e.code;
+  if (typeof e.statusCode === "number") return e.statusCode;
+  return undefined;
+}
+
+/** The API server's message from an error body, else the error's own. */
+export function apiMessage(err: unknown): string {
+  if (err !== null && typeof err === "object") {
+    const body = (err as { body?: unknown }).body;
+    const parsed = typeof body === "string" ? tryParse(body) : body;
+    if (parsed !== null && typeof parsed === "object") {
+      const msg = (parsed as { message?: unknown }).message;
+      if (typeof msg === "string") return msg;
+    }
+    if (err instanceof Error) return err.message;
+  }
+  return String(err);
+}
+
+function tryParse(s: string): unknown {
+  try {
+    return JSON.parse(s);
+  } catch {
+    return s;
+  }
+}
+
+/** Thrown when a write is attempted after leadership was lost or shutdown began. */
+export class AbortedError extends Error {
+  constructor(what: string) {
+    super(`not writing (${what}): reconcile aborted (leadership lost or shutting down)`);
+    this.name = "AbortedError";
+  }
+}
+
+/** Wraps a KubeApi so every write first checks the signal: a deposed leader writes nothing. */
+export function guardedApi(api: KubeApi, signal: AbortSignal): KubeApi {
+  const check = (what: string) => {
+    if (signal.aborted) throw new AbortedError(what);
+  };
+  return {
+    apply: (obj) => {
+      check(`apply ${obj.kind}/${obj.metadata?.name}`);
+      return api.apply(obj);
+    },
+    delete: (ref) => {
+      check(`delete ${ref.kind}/${ref.name}`);
+      return api.delete(ref);
+    },
+    patchStatus: (ref, status, rv) => {
+      check(`status ${ref.plural}/${ref.name}`);
+      return api.patchStatus(ref, status, rv);
+    },
+    setFinalizers: (ref, f, rv) => {
+      check(`finalizers ${ref.plural}/${ref.name}`);
+      return api.setFinalizers(ref, f, rv);
+    },
+    createEvent: (ns, ev) => {
+      check("event");
+      return api.createEvent(ns, ev);
+    },
+    patchEventCount: (ns, name, count, ts) => {
+      check("event");
+      return api.patchEventCount(ns, name, count, ts);
+    },
+  };
+}

@@ -1,0 +1,178 @@
+import {
+  CoordinationV1Api,
+  CoreV1Api,
+  type CoreV1Event,
+  CustomObjectsApi,
+  type KubeConfig,
+  type KubernetesObject,
+  KubernetesObjectApi,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Lease,
+  V1MicroTime,
+} from "@kubernetes/client-node";
+import { API_GROUP, API_VERSION, FIELD_MANAGER } from "../constants.ts";
+import { type CustomRef, httpStatus, type KubeApi, type ObjectRef } from "./api.ts";
+import type { LeaseRecord, LeaseStore } from "./leader-election.ts";
+
+const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
+
+/** KubeApi over @kubernetes/client-node. */
+export class ClientNodeApi implements KubeApi {
+  readonly #objects: KubernetesObjectApi;
+  readonly #custom: CustomObjectsApi;
+  readonly #core: CoreV1Api;
+
+  constructor(kc: KubeConfig) {
+    this.#objects = KubernetesObjectApi.makeApiClient(kc);
+    this.#custom = kc.makeApiClient(CustomObjectsApi);
+    this.#core = kc.makeApiClient(CoreV1Api);
+  }
+
+  async apply<T extends KubernetesObject>(obj: T): Promise<T> {
+    // SSA: we send the whole desired object; fields we stop sending are
+    // removed, fields other managers own (and server defaults) are left.
+    return this.#objects.patch(obj, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
+  }
+
+  async delete(ref: ObjectRef): Promise<boolean> {
+    try {
+      await this.#objects.delete({
+        apiVersion: ref.apiVersion,
+        kind: ref.kind,
+        metadata: { name: ref.name, namespace: ref.namespace },
+      });
+      return true;
+    } catch (err) {
+      if (httpStatus(err) === 404 || isUnknownKind(err)) return false;
+      throw err;
+    }
+  }
+
+  async patchStatus<T extends KubernetesObject>(
+    ref: CustomRef,
+    status: object,
+    resourceVersion: string,
+  ): Promise<T> {
+    return (await this.#custom.patchNamespacedCustomObjectStatus(
+      {
+        group: API_GROUP,
+        version: API_VERSION,
+        namespace: ref.namespace,
+        plural: ref.plural,
+        name: ref.name,
+        body: { metadata: { resourceVersion }, status },
+        fieldManager: FIELD_MANAGER,
+      },
+      mergePatch,
+    )) as T;
+  }
+
+  async setFinalizers<T extends KubernetesObject>(
+    ref: CustomRef,
+    finalizers: string[],
+    resourceVersion: string,
+  ): Promise<T> {
+    return (await this.#custom.patchNamespacedCustomObject(
+      {
+        group: API_GROUP,
+        version: API_VERSION,
+        namespace: ref.namespace,
+        plural: ref.plural,
+        name: ref.name,
+        body: { metadata: { resourceVersion, finalizers } },
+        fieldManager: FIELD_MANAGER,
+      },
+      mergePatch,
+    )) as T;
+  }
+
+  async createEvent(namespace: string, event: CoreV1Event): Promise<CoreV1Event> {
+    return this.#core.createNamespacedEvent({ namespace, body: event });
+  }
+
+  async patchEventCount(namespace: string, name: string, count: number, lastTimestamp: Date): Promise<void> {
+    await this.#core.patchNamespacedEvent(
+      { namespace, name, body: { count, lastTimestamp: lastTimestamp.toISOString() } },
+      mergePatch,
+    );
+  }
+}
+
+/** A kind the server does not serve (e.g. ServiceMonitor without prometheus-operator). */
+function isUnknownKind(err: unknown): boolean {
+  return (
+    err instanceof Error &&
+    /Unrecognized API version and kind|Failed to fetch resource metadata/.test(err.message)
+  );
+}
+
+/** The Lease for leader election, over coordination.k8s.io/v1. */
+export class ClientNodeLeaseStore implements LeaseStore {
+  readonly #api: CoordinationV1Api;
+  readonly #namespace: string;
+  readonly #name: string;
+
+  constructor(kc: KubeConfig, namespace: string, name: string) {
+    this.#api = kc.makeApiClient(CoordinationV1Api);
+    this.#namespace = namespace;
+    this.#name = name;
+  }
+
+  async get(): Promise<LeaseRecord | undefined> {
+    try {
+      return fromLease(await this.#api.readNamespacedLease({ name: this.#name, namespace: this.#namespace }));
+    } catch (err) {
+      if (httpStatus(err) === 404) return undefined;
+      throw err;
+    }
+  }
+
+  async create(record: LeaseRecord): Promise<LeaseRecord> {
+    return fromLease(
+      await this.#api.createNamespacedLease({ namespace: this.#namespace, body: this.#toLease(record) }),
+    );
+  }
+
+  async update(record: LeaseRecord): Promise<LeaseRecord> {
+    return fromLease(
+      await this.#api.replaceNamespacedLease({
+        name: this.#name,
+        namespace: this.#namespace,
+        body: this.#toLease(record),
+      }),
+    );
+  }
+
+  #toLease(r: LeaseRecord): V1Lease {
+    const lease: V1Lease = {
+      apiVersion: "coordination.k8s.io/v1",
+      kind: "Lease",
+      metadata: { name: this.#name, namespace: this.#namespace },
+      spec: {
+        holderIdentity: r.holderIdentity,
+        leaseDurationSeconds: r.leaseDurationSeconds,
+        leaseTransitions: r.leaseTransitions,
+      },
+    };
+    if (r.resourceVersion !== undefined && lease.metadata) lease.metadata.resourceVersion = r.resourceVersion;
+    if (lease.spec) {
+      // MicroTime: RFC 3339 with microseconds; V1MicroTime serialises so.
+      if (r.acquireTime) lease.spec.acquireTime = new V1MicroTime(r.acquireTime.getTime());
+      if (r.renewTime) lease.spec.renewTime = new V1MicroTime(r.renewTime.getTime());
+    }
+    return lease;
+  }
+}
+
+function fromLease(l: V1Lease): LeaseRecord {
+  const time = (v: Date | string | undefined) => (v === undefined ? undefined : new Date(v));
+  return {
+    holderIdentity: l.spec?.holderIdentity ?? "",
+    leaseDurationSeconds: l.spec?.leaseDurationSeconds ?? 0,
+    acquireTime: time(l.spec?.acquireTime),
+    renewTime: time(l.spec?.renewTime),
+    leaseTransitions: l.spec?.leaseTransitions ?? 0,
+    resourceVersion: l.metadata?.resourceVersion,
+  };
+}
