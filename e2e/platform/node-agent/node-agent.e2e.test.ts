@@ -331,18 +331,30 @@ describe("node agent", () => {
       'test "$FOO" = v1 && test "$PW" = s3 && test "$ME" = job',
       'test "$(cat /var/run/secrets/kubernetes.io/serviceaccount/namespace)" = $NS_NAME',
       "test -s /var/run/secrets/kubernetes.io/serviceaccount/token",
+      'test "$(cat /etc/podinfo/name)" = job',
+      "grep -q 'kind=\"batch\"' /etc/podinfo/labels",
+      'test "$S_pw" = s3',
       "echo all-good $(GREETING)",
     ].join("\n");
     await core.createNamespacedPod({
       namespace: NS,
       body: {
-        metadata: { name: "job" },
+        metadata: { name: "job", labels: { kind: "batch" } },
         spec: {
           restartPolicy: "Never",
           volumes: [
             { name: "work", emptyDir: {} },
             { name: "cfg", configMap: { name: "cfg" } },
             { name: "sec", secret: { secretName: "sec" } },
+            {
+              name: "podinfo",
+              downwardAPI: {
+                items: [
+                  { path: "name", fieldRef: { fieldPath: "metadata.name" } },
+                  { path: "labels", fieldRef: { fieldPath: "metadata.labels" } },
+                ],
+              },
+            },
           ],
           initContainers: [
             {
@@ -368,7 +380,9 @@ describe("node agent", () => {
                 { name: "work", mountPath: "/work" },
                 { name: "cfg", mountPath: "/etc/cfg" },
                 { name: "sec", mountPath: "/etc/sec", readOnly: true },
+                { name: "podinfo", mountPath: "/etc/podinfo" },
               ],
+              envFrom: [{ secretRef: { name: "sec" }, prefix: "S_" }],
             },
           ],
         },
