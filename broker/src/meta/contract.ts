@@ -1,0 +1,195 @@
+// The Metastore contract as a reusable vitest suite: every backend runs the
+// same tests through describeMetastoreContract(name, factory). The factory
+// gives a backing store that can be opened more than once (to check that
+// state survives a reopen) and cleaned up at the end.
+
+import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { NaradError } from "../errors.ts";
+import type { Metastore, TopicConfig } from "./types.ts";
+
+export interface MetastoreBacking {
+  /** Opens a Metastore on the shared backing state (may be called several times). */
+  open(): Promise<Metastore>;
+  /** Removes the backing state; every opened store is already closed. */
+  cleanup(): Promise<void>;
+}
+
+export interface ContractOptions {
+  /** How long to wait for asynchronous effects (watch events) before failing. */
+  settleMs?: number;
+}
+
+const POLL_MS = 20;
+
+async function eventually(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(POLL_MS);
+  }
+}
+
+async function expectNaradError(p: Promise<unknown>, code: NaradError["code"]): Promise<void> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err, `expected NaradError ${code}`).toBeInstanceOf(NaradError);
+  expect((err as NaradError).code).toBe(code);
+}
+
+export function topicFixture(name: string, overrides: Partial<TopicConfig> = {}): TopicConfig {
+  return {
+    name,
+    partitions: 3,
+    retention_ms: 3_600_000,
+    retention_bytes: 1_048_576,
+    visibility_timeout_ms: 30_000,
+    max_in_flight_per_partition: 512,
+    max_acked_ahead_per_partition: 256,
+    created_at: new Date().toISOString(),
+    ...overrides,
+  };
+}
+
+function configFields(t: TopicConfig): Omit<TopicConfig, "created_at"> {
+  const { created_at: _ignored, ...rest } = t;
+  return rest;
+}
+
+export function describeMetastoreContract(
+  name: string,
+  factory: () => Promise<MetastoreBacking>,
+  options: ContractOptions = {},
+): void {
+  const settleMs = options.settleMs ?? 5_000;
+  // Unique per run so suites can share a backing store (a namespace) safely.
+  const run = randomBytes(3).toString("hex");
+  let n = 0;
+  const unique = (stem: string): string => `${stem}-${run}-${++n}`;
+
+  describe(`Metastore contract: ${name}`, () => {
+    let backing: MetastoreBacking;
+    let store: Metastore;
+
+    beforeAll(async () => {
+      backing = await factory();
+      store = await backing.open();
+    });
+
+    afterAll(async () => {
+      await store?.close();
+      await backing?.cleanup();
+    });
+
+    it("creates a topic and reads it back with every field", async () => {
+      const t = topicFixture(unique("create"));
+      const created = await store.createTopic(t);
+      expect(configFields(created)).toEqual(configFields(t));
+      expect(Number.isNaN(Date.parse(created.created_at))).toBe(false);
+      expect(store.getTopic(t.name)).toEqual(created);
+      expect(store.listTopics().some((x) => x.name === t.name)).toBe(true);
+    });
+
+    it("keeps names that are not valid Kubernetes object names", async () => {
+      const names = [unique("Upper_Case"), unique("dots.and_under"), unique("-lead")];
+      for (const nm of names) await store.createTopic(topicFixture(nm, { partitions: 1 }));
+      for (const nm of names) expect(store.getTopic(nm)?.name).toBe(nm);
+    });
+
+    it("lists topics sorted by name", async () => {
+      const names = [unique("zeta"), unique("Alpha"), unique("alpha"), unique("m_id")];
+      for (const nm of names) await store.createTopic(topicFixture(nm, { partitions: 1 }));
+      const listed = store.listTopics().map((t) => t.name);
+      expect([...listed].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))).toEqual(listed);
+      for (const nm of names) expect(listed).toContain(nm);
+    });
+
+    it("refuses a second topic of the same name with CONFLICT", async () => {
+      const t = topicFixture(unique("dup"));
+      await store.createTopic(t);
+      await expectNaradError(store.createTopic({ ...t, partitions: 5 }), "CONFLICT");
+      expect(store.getTopic(t.name)?.partitions).toBe(3);
+    });
+
+    it("assigns an owner to every partition of a new topic", async () => {
+      const t = await store.createTopic(topicFixture(unique("owners"), { partitions: 4 }));
+      for (let p = 0; p < t.partitions; p++) expect(store.ownerOf(t.name, p)).not.toBe("");
+    });
+
+    it("updates a topic and keeps what the patch does not mention", async () => {
+      const t = await store.createTopic(topicFixture(unique("update"), { partitions: 2 }));
+      const updated = await store.updateTopic(t.name, { partitions: 6, retention_ms: 7_200_000 });
+      expect(updated).toMatchObject({ name: t.name, partitions: 6, retention_ms: 7_200_000 });
+      expect(updated.retention_bytes).toBe(t.retention_bytes);
+      expect(updated.max_in_flight_per_partition).toBe(t.max_in_flight_per_partition);
+      expect(store.getTopic(t.name)).toMatchObject({ partitions: 6, retention_ms: 7_200_000 });
+      await store.updateTopic(t.name, { max_acked_ahead_per_partition: 64 });
+      expect(store.getTopic(t.name)).toMatchObject({ partitions: 6, max_acked_ahead_per_partition: 64 });
+    });
+
+    it("answers NOT_FOUND for updates and deletes of unknown topics", async () => {
+      await expectNaradError(store.updateTopic(unique("missing"), { partitions: 4 }), "NOT_FOUND");
+      await expectNaradError(store.deleteTopic(unique("missing")), "NOT_FOUND");
+      expect(store.getTopic(unique("missing"))).toBeUndefined();
+    });
+
+    it("deletes a topic", async () => {
+      const t = await store.createTopic(topicFixture(unique("delete")));
+      await store.deleteTopic(t.name);
+      expect(store.getTopic(t.name)).toBeUndefined();
+      expect(store.listTopics().some((x) => x.name === t.name)).toBe(false);
+      await expectNaradError(store.deleteTopic(t.name), "NOT_FOUND");
+    });
+
+    it("calls onChange listeners after the change is applied", async () => {
+      const seen: string[] = [];
+      const name = unique("listen");
+      store.onChange(() => {
+        if (store.getTopic(name) !== undefined && !seen.includes("created")) seen.push("created");
+        if (seen.includes("created") && store.getTopic(name) === undefined && !seen.includes("deleted"))
+          seen.push("deleted");
+      });
+      await store.createTopic(topicFixture(name));
+      await eventually("onChange after create", () => seen.includes("created"), settleMs);
+      await store.deleteTopic(name);
+      await eventually("onChange after delete", () => seen.includes("deleted"), settleMs);
+    });
+
+    it("confirms deletion only for topics that are gone", async () => {
+      const t = await store.createTopic(topicFixture(unique("confirm")));
+      expect(await store.confirmTopicDeleted(t.name)).toBe(false);
+      await store.deleteTopic(t.name);
+      await eventually(
+        "confirmTopicDeleted true after delete",
+        () => store.confirmTopicDeleted(t.name),
+        settleMs,
+      );
+      expect(await store.confirmTopicDeleted(unique("never-existed"))).toBe(true);
+    });
+
+    it("reports at least one member", () => {
+      const members = store.members();
+      expect(members.length).toBeGreaterThan(0);
+      for (const m of members) expect(m.id).not.toBe("");
+    });
+
+    it("shows the same topics after a reopen", async () => {
+      const t = await store.createTopic(topicFixture(unique("reopen"), { partitions: 2 }));
+      const other = await backing.open();
+      try {
+        expect(other.getTopic(t.name)).toEqual(store.getTopic(t.name));
+        const mine = store.listTopics().map((x) => x.name);
+        expect(other.listTopics().map((x) => x.name)).toEqual(mine);
+      } finally {
+        await other.close();
+      }
+    });
+  });
+}

@@ -1,0 +1,340 @@
+// The `kubernetes` metastore (cluster mode): the Kubernetes API is the
+// authority, so Narad runs no consensus of its own (ARCHITECTURE.md §4).
+//
+//   - Topics are NaradTopic resources in the broker's namespace whose
+//     spec.cluster is this cluster; the topic name is topicName() (spec.name,
+//     else metadata.name). Resources being deleted (deletionTimestamp set)
+//     count as gone: the operator's finalizer asks brokers to remove their data,
+//     which they refuse while the topic still exists here.
+//   - Partition owners come from status.assignments (written by the operator);
+//     membership and its epoch from NaradCluster.status.
+//   - Reads answer from a watch-fed local replica and never block; writes go
+//     to the API server and fail fast with 503 when it cannot be reached.
+//   - confirmTopicDeleted is the stale-replica defense: absent locally, watch
+//     caught up, and a quorum read confirms.
+
+import { KubeConfig } from "@kubernetes/client-node";
+import { topicName } from "../../../operator/src/api/v1alpha1/defaults.ts";
+import type { NaradCluster, NaradTopic } from "../../../operator/src/api/v1alpha1/types.ts";
+import { conflict, NaradError, notFound } from "../errors.ts";
+import { apiStatus, type NaradApi, naradApi, writeError } from "./kube/api.ts";
+import { assignmentsOf, memberOf, naradTopicFor, specMergePatch, topicConfigOf } from "./kube/convert.ts";
+import { Reflector, type ReflectorLogger, type ReflectorTiming } from "./kube/reflector.ts";
+import type { Member, Metastore, TopicConfig, TopicPatch } from "./types.ts";
+
+export interface KubeMetastoreTiming extends ReflectorTiming {
+  /** How long createTopic waits for the operator to write status.assignments. */
+  assignmentWaitMs: number;
+  /** How long updateTopic waits for its change to reach the local replica. */
+  replicaWaitMs: number;
+  /** Deadline of every API request (writes and quorum reads). */
+  requestTimeoutMs: number;
+  /** How long open() waits for both replicas to be listed and watching. */
+  initialSyncTimeoutMs: number;
+  /** Retry-After on a 503 when the API server is unreachable. */
+  retryAfterSeconds: number;
+}
+
+export const kubeMetastoreTiming: KubeMetastoreTiming = {
+  assignmentWaitMs: 10_000,
+  replicaWaitMs: 3_000,
+  requestTimeoutMs: 5_000,
+  initialSyncTimeoutMs: 30_000,
+  retryAfterSeconds: 2,
+  watchTimeoutSeconds: 20,
+  restartBaseMs: 200,
+  restartMaxMs: 10_000,
+  resyncIntervalMs: 5 * 60_000,
+  maxSilenceMs: 45_000,
+};
+
+export interface KubeMetastoreLogger extends ReflectorLogger {
+  error(obj: object, msg: string): void;
+}
+
+export interface KubeMetastoreOptions {
+  kubeConfig: KubeConfig;
+  namespace: string;
+  clusterName: string;
+  logger: KubeMetastoreLogger;
+  timing?: Partial<KubeMetastoreTiming>;
+}
+
+/** The kubernetes Metastore plus what only it has. */
+export interface KubeMetastore extends Metastore {
+  readonly kind: "kubernetes";
+  /** NaradCluster.status.membershipEpoch (0 before the operator wrote one). */
+  membershipEpoch(): number;
+  /** Both watches synced, open, and heard from recently. */
+  caughtUp(): boolean;
+  /** Forces a relist of both collections (tests, diagnostics). */
+  resync(): void;
+}
+
+/** In-cluster credentials when running in a pod, else KUBECONFIG / ~/.kube/config. */
+export function loadKubeConfig(env: NodeJS.ProcessEnv = process.env): KubeConfig {
+  const kc = new KubeConfig();
+  if (env.KUBERNETES_SERVICE_HOST) kc.loadFromCluster();
+  else kc.loadFromDefault();
+  return kc;
+}
+
+interface TopicEntry {
+  config: TopicConfig;
+  kubeName: string;
+  generation: number;
+  owners: ReadonlyMap<number, string>;
+}
+
+function compareNames(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<KubeMetastore> {
+  const timing: KubeMetastoreTiming = { ...kubeMetastoreTiming, ...opts.timing };
+  const { namespace, clusterName, logger } = opts;
+  const api: NaradApi = naradApi(opts.kubeConfig, namespace, timing.requestTimeoutMs);
+  const listeners: Array<() => void> = [];
+
+  let topics = new Map<string, TopicEntry>();
+  let sorted: TopicConfig[] = [];
+  let members: Member[] = [];
+  let epoch = 0;
+
+  const notify = (): void => {
+    for (const l of listeners) {
+      try {
+        l();
+      } catch (err) {
+        logger.error({ err: err instanceof Error ? err.message : String(err) }, "metastore listener threw");
+      }
+    }
+  };
+
+  const ours = (t: NaradTopic): boolean =>
+    t.spec?.cluster === clusterName && t.metadata?.deletionTimestamp === undefined;
+
+  const rebuildTopics = (): void => {
+    const next = new Map<string, TopicEntry>();
+    const dupes: string[] = [];
+    for (const t of topicReflector.list()) {
+      if (!ours(t)) continue;
+      let entry: TopicEntry;
+      try {
+        entry = {
+          config: topicConfigOf(t),
+          kubeName: t.metadata.name ?? "",
+          generation: t.metadata.generation ?? 0,
+          owners: assignmentsOf(t),
+        };
+      } catch (err) {
+        logger.warn({ object: t.metadata?.name, err: String(err) }, "skipping malformed NaradTopic");
+        continue;
+      }
+      const existing = next.get(entry.config.name);
+      // Two resources naming one topic: the older one wins, deterministically.
+      if (existing !== undefined) {
+        dupes.push(entry.config.name);
+        const older =
+          existing.config.created_at < entry.config.created_at ||
+          (existing.config.created_at === entry.config.created_at && existing.kubeName < entry.kubeName);
+        if (older) continue;
+      }
+      next.set(entry.config.name, entry);
+    }
+    if (dupes.length > 0)
+      logger.warn({ topics: dupes }, "several NaradTopics name the same topic; the oldest wins");
+    topics = next;
+    sorted = [...next.values()].map((e) => e.config).sort((a, b) => compareNames(a.name, b.name));
+  };
+
+  const rebuildCluster = (): void => {
+    const c = clusterReflector.get(clusterName);
+    members = (c?.status?.members ?? []).map(memberOf);
+    epoch = c?.status?.membershipEpoch ?? 0;
+  };
+
+  const topicReflector: Reflector<NaradTopic> = new Reflector<NaradTopic>({
+    name: `naradtopics/${namespace}`,
+    kubeConfig: opts.kubeConfig,
+    path: api.topicsPath,
+    list: () => api.listTopics(),
+    onChange: () => {
+      rebuildTopics();
+      notify();
+    },
+    timing,
+    logger,
+  });
+  const clusterReflector: Reflector<NaradCluster> = new Reflector<NaradCluster>({
+    name: `naradclusters/${namespace}/${clusterName}`,
+    kubeConfig: opts.kubeConfig,
+    path: api.clustersPath,
+    fieldSelector: `metadata.name=${clusterName}`,
+    list: () => api.listClusters(`metadata.name=${clusterName}`),
+    onChange: () => {
+      rebuildCluster();
+      notify();
+    },
+    timing,
+    logger,
+  });
+
+  const caughtUp = (): boolean => topicReflector.caughtUp() && clusterReflector.caughtUp();
+
+  /** Writes need a live API server; without a watch there is no point waiting for a timeout. */
+  const requireReachable = (what: string): void => {
+    if (topicReflector.caughtUp()) return;
+    const why = topicReflector.lastError instanceof Error ? `: ${topicReflector.lastError.message}` : "";
+    throw new NaradError("UNAVAILABLE", `${what}: Kubernetes API unreachable${why}`, {
+      retryAfterSeconds: timing.retryAfterSeconds,
+    });
+  };
+
+  /** Resolves true once pred() holds (checked after every replica change), false after timeoutMs. */
+  const waitForReplica = (pred: () => boolean, timeoutMs: number): Promise<boolean> => {
+    if (pred()) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      let done = false;
+      const finish = (ok: boolean): void => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        const i = listeners.indexOf(check);
+        if (i >= 0) listeners.splice(i, 1);
+        resolve(ok);
+      };
+      const check = (): void => {
+        if (pred()) finish(true);
+      };
+      const timer = setTimeout(() => finish(false), timeoutMs);
+      listeners.push(check);
+    });
+  };
+
+  const fullyAssigned = (name: string): boolean => {
+    const e = topics.get(name);
+    if (e === undefined) return false;
+    for (let p = 0; p < e.config.partitions; p++) if (!e.owners.has(p)) return false;
+    return true;
+  };
+
+  topicReflector.start();
+  clusterReflector.start();
+  try {
+    await Promise.all([
+      topicReflector.waitCaughtUp(timing.initialSyncTimeoutMs),
+      clusterReflector.waitCaughtUp(timing.initialSyncTimeoutMs),
+    ]);
+  } catch (err) {
+    await Promise.all([topicReflector.stop(), clusterReflector.stop()]);
+    throw new NaradError("UNAVAILABLE", `kubernetes metastore: ${(err as Error).message}`, { cause: err });
+  }
+  if (clusterReflector.get(clusterName) === undefined) {
+    logger.warn(
+      { namespace, cluster: clusterName },
+      "NaradCluster not found; membership is empty until it exists",
+    );
+  }
+  logger.info(
+    { namespace, cluster: clusterName, topics: sorted.length, members: members.length },
+    "kubernetes metastore synced",
+  );
+
+  return {
+    kind: "kubernetes",
+    listTopics: () => sorted,
+    getTopic: (name) => topics.get(name)?.config,
+
+    async createTopic(topic) {
+      const what = `create topic "${topic.name}"`;
+      requireReachable(what);
+      if (topics.has(topic.name)) throw conflict(`topic "${topic.name}" already exists`);
+      let created: NaradTopic;
+      try {
+        created = await api.createTopic(naradTopicFor(topic, namespace, clusterName));
+      } catch (err) {
+        if (apiStatus(err) === 409) throw conflict(`topic "${topic.name}" already exists`);
+        throw writeError(err, what, timing.retryAfterSeconds);
+      }
+      const assigned = await waitForReplica(() => fullyAssigned(topic.name), timing.assignmentWaitMs);
+      if (!assigned) {
+        logger.warn(
+          { topic: topic.name, object: created.metadata.name, waitedMs: timing.assignmentWaitMs },
+          "topic created but the operator has not assigned its partitions yet; produce works once it does",
+        );
+      }
+      return topics.get(topic.name)?.config ?? topicConfigOf(created);
+    },
+
+    async updateTopic(name, patch: TopicPatch) {
+      const what = `update topic "${name}"`;
+      const current = topics.get(name);
+      if (current === undefined) throw notFound(`topic "${name}" not found`);
+      requireReachable(what);
+      let updated: NaradTopic;
+      try {
+        updated = await api.patchTopicSpec(current.kubeName, specMergePatch(patch));
+      } catch (err) {
+        if (apiStatus(err) === 404) throw notFound(`topic "${name}" not found`);
+        throw writeError(err, what, timing.retryAfterSeconds);
+      }
+      const generation = updated.metadata.generation ?? 0;
+      // Read-your-writes for the next GET /v1/topics/{t} on this broker.
+      await waitForReplica(() => (topics.get(name)?.generation ?? -1) >= generation, timing.replicaWaitMs);
+      return topicConfigOf(updated);
+    },
+
+    async deleteTopic(name) {
+      const what = `delete topic "${name}"`;
+      const current = topics.get(name);
+      if (current === undefined) throw notFound(`topic "${name}" not found`);
+      requireReachable(what);
+      try {
+        await api.deleteTopic(current.kubeName);
+      } catch (err) {
+        if (apiStatus(err) === 404) throw notFound(`topic "${name}" not found`);
+        throw writeError(err, what, timing.retryAfterSeconds);
+      }
+      await waitForReplica(() => !topics.has(name), timing.replicaWaitMs);
+    },
+
+    async confirmTopicDeleted(name) {
+      if (topics.has(name)) return false;
+      if (!topicReflector.caughtUp()) return false;
+      // A quorum LIST rather than a GET by object name: a NaradTopic applied
+      // with kubectl may carry this topic in spec.name under any object name.
+      let fresh: NaradTopic[];
+      try {
+        fresh = (await api.listTopics()).items;
+      } catch (err) {
+        logger.debug({ topic: name, err: String(err) }, "confirmTopicDeleted: quorum read failed");
+        return false;
+      }
+      const present = fresh.some((t) => {
+        if (t.spec?.cluster !== clusterName || t.metadata?.deletionTimestamp !== undefined) return false;
+        try {
+          return topicName(t) === name;
+        } catch {
+          return false;
+        }
+      });
+      return !present && !topics.has(name);
+    },
+
+    ownerOf: (topic, partition) => topics.get(topic)?.owners.get(partition) ?? "",
+    members: () => members,
+    membershipEpoch: () => epoch,
+    caughtUp,
+    resync: () => {
+      topicReflector.resync();
+      clusterReflector.resync();
+    },
+    onChange: (l) => {
+      listeners.push(l);
+    },
+    close: async () => {
+      await Promise.all([topicReflector.stop(), clusterReflector.stop()]);
+    },
+  };
+}

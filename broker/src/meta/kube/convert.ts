@@ -1,0 +1,92 @@
+// Mapping between the broker's TopicConfig and the NaradTopic resource.
+// Pure functions; the operator's defaults fill what a kubectl-applied
+// NaradTopic leaves out, so both sides read the same values.
+
+import { topicName, withTopicDefaults } from "../../../../operator/src/api/v1alpha1/defaults.ts";
+import {
+  API_VERSION,
+  type MemberStatus,
+  NARAD_TOPIC_KIND,
+  type NaradTopic,
+  type NaradTopicSpec,
+} from "../../../../operator/src/api/v1alpha1/types.ts";
+import type { Member, TopicConfig, TopicPatch } from "../types.ts";
+import { kubeNameForTopic } from "./names.ts";
+
+/** Label on NaradTopics the broker creates, so `kubectl get -l` finds a cluster's topics. */
+export const CLUSTER_LABEL = "narad.dev/cluster";
+
+/** JSON timestamps arrive as strings; client-node's types say Date. Accept both. */
+export function isoTime(value: Date | string | undefined): string {
+  if (value === undefined) return new Date(0).toISOString();
+  const d = value instanceof Date ? value : new Date(value);
+  return Number.isNaN(d.getTime()) ? new Date(0).toISOString() : d.toISOString();
+}
+
+export function topicConfigOf(resource: NaradTopic): TopicConfig {
+  const s = withTopicDefaults(resource.spec);
+  return {
+    name: topicName(resource),
+    partitions: s.partitions,
+    retention_ms: s.retentionMs,
+    retention_bytes: s.retentionBytes,
+    visibility_timeout_ms: s.visibilityTimeoutMs,
+    max_in_flight_per_partition: s.maxInFlightPerPartition,
+    max_acked_ahead_per_partition: s.maxAckedAheadPerPartition,
+    created_at: isoTime(resource.metadata.creationTimestamp),
+  };
+}
+
+/** Partition → owner member id, from status.assignments. */
+export function assignmentsOf(resource: NaradTopic): ReadonlyMap<number, string> {
+  const out = new Map<number, string>();
+  for (const a of resource.status?.assignments ?? []) {
+    if (a.owner !== "") out.set(a.partition, a.owner);
+  }
+  return out;
+}
+
+/** The CRD's minimum for retentionMs is 1: 0 ("keep forever" in TopicConfig) is left to the default. */
+function positiveOrUndefined(n: number): number | undefined {
+  return n > 0 ? n : undefined;
+}
+
+function dropUndefined<T extends object>(o: T): T {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
+}
+
+export function naradTopicFor(topic: TopicConfig, namespace: string, cluster: string): NaradTopic {
+  const spec: NaradTopicSpec = dropUndefined({
+    cluster,
+    name: topic.name,
+    partitions: topic.partitions,
+    retentionMs: positiveOrUndefined(topic.retention_ms),
+    retentionBytes: topic.retention_bytes,
+    visibilityTimeoutMs: positiveOrUndefined(topic.visibility_timeout_ms),
+    maxInFlightPerPartition: positiveOrUndefined(topic.max_in_flight_per_partition),
+    maxAckedAheadPerPartition: positiveOrUndefined(topic.max_acked_ahead_per_partition),
+  });
+  return {
+    apiVersion: API_VERSION,
+    kind: NARAD_TOPIC_KIND,
+    metadata: { name: kubeNameForTopic(topic.name), namespace, labels: { [CLUSTER_LABEL]: cluster } },
+    spec,
+  };
+}
+
+/** A JSON merge patch body for spec. */
+export function specMergePatch(patch: TopicPatch): { spec: Partial<NaradTopicSpec> } {
+  return {
+    spec: dropUndefined({
+      partitions: patch.partitions,
+      retentionMs: patch.retention_ms === undefined ? undefined : positiveOrUndefined(patch.retention_ms),
+      retentionBytes: patch.retention_bytes,
+      maxInFlightPerPartition: patch.max_in_flight_per_partition,
+      maxAckedAheadPerPartition: patch.max_acked_ahead_per_partition,
+    }),
+  };
+}
+
+export function memberOf(m: MemberStatus): Member {
+  return { id: m.id, address: m.address ?? "", state: m.state };
+}

@@ -1,0 +1,630 @@
+// The kubernetes Metastore against a real control plane (etcd +
+// kube-apiserver): the shared contract, then what only this backend has —
+// membership from NaradCluster.status, owners from NaradTopic.status, the
+// stale-replica defense, and behaviour while the API server is unreachable.
+//
+// A tiny fake operator (a poll loop in this file) writes status.assignments
+// for new NaradTopics of cluster "demo". The broker's metastore reaches the
+// API server through a TCP proxy the tests can freeze (connections stay open,
+// nothing flows: a stale watch) or cut (every connection reset: API down).
+import { mkdtemp, readFile } from "node:fs/promises";
+import { createServer, type Server, Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import {
+  ApiextensionsV1Api,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1CustomResourceDefinition,
+} from "@kubernetes/client-node";
+import { load as loadYaml } from "js-yaml";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { NaradError } from "../../broker/src/errors.ts";
+import { describeMetastoreContract, topicFixture } from "../../broker/src/meta/contract.ts";
+import {
+  type KubeMetastore,
+  type KubeMetastoreTiming,
+  openKubeMetastore,
+} from "../../broker/src/meta/kube-metastore.ts";
+import type { MemberStatus, NaradCluster, NaradTopic } from "../../operator/src/api/v1alpha1/types.ts";
+import { type ControlPlane, startControlPlane } from "../platform/control-plane.ts";
+import { waitFor } from "../platform/helpers.ts";
+import { stderrLog } from "../platform/log.ts";
+
+const log = stderrLog("kube-metastore-test");
+const GROUP = "narad.dev";
+const VERSION = "v1alpha1";
+const CLUSTER = "demo";
+const MEMBER_IDS = ["demo-0", "demo-1", "demo-2"];
+const FAKE_OPERATOR_POLL_MS = 100;
+const TEST_TIMING: Partial<KubeMetastoreTiming> = {
+  requestTimeoutMs: 2_000,
+  restartBaseMs: 100,
+  restartMaxMs: 1_000,
+  initialSyncTimeoutMs: 20_000,
+};
+/** Writes must fail well under a client's patience when the API server is gone. */
+const FAST_FAIL_MS = 1_000;
+
+const quietLogger = {
+  debug: () => {},
+  info: () => {},
+  warn: (obj: object, msg: string) => log(`warn ${msg} ${JSON.stringify(obj)}`),
+  error: (obj: object, msg: string) => log(`error ${msg} ${JSON.stringify(obj)}`),
+};
+
+// ------------------------------------------------------------------ platform
+
+let cp: ControlPlane | undefined;
+let starting: Promise<ControlPlane> | undefined;
+
+/** One control plane for the file, shared by the contract and the kube-specific suite. */
+function controlPlane(): Promise<ControlPlane> {
+  starting ??= (async () => {
+    const started = Date.now();
+    cp = await startControlPlane({ dir: await mkdtemp(join(tmpdir(), "narad-kube-meta-")), log });
+    await installCrds(adminConfig(cp));
+    log(`control plane + CRDs ready in ${Date.now() - started} ms`);
+    return cp;
+  })();
+  return starting;
+}
+
+afterAll(async () => {
+  await cp?.stop();
+});
+
+function adminConfig(c: ControlPlane): KubeConfig {
+  const kc = new KubeConfig();
+  kc.loadFromFile(c.kubeconfigPath);
+  return kc;
+}
+
+/** The same identity, reaching the API server at another address (the proxy). */
+function configVia(c: ControlPlane, port: number): KubeConfig {
+  const kc = adminConfig(c);
+  const cluster = kc.getCurrentCluster();
+  if (cluster === null) throw new Error("kubeconfig has no current cluster");
+  const out = new KubeConfig();
+  out.loadFromOptions({
+    clusters: [{ ...cluster, server: `https://127.0.0.1:${port}` }],
+    users: kc.users,
+    contexts: kc.contexts,
+    currentContext: kc.currentContext,
+  });
+  return out;
+}
+
+async function installCrds(kc: KubeConfig): Promise<void> {
+  const ext = kc.makeApiClient(ApiextensionsV1Api);
+  const dir = join(import.meta.dirname, "..", "..", "crds");
+  for (const file of ["narad.dev_naradclusters.yaml", "narad.dev_naradtopics.yaml"]) {
+    const body = loadYaml(await readFile(join(dir, file), "utf8")) as V1CustomResourceDefinition;
+    await ext.createCustomResourceDefinition({ body });
+    const name = body.metadata?.name ?? "";
+    await waitFor(
+      async () => {
+        const crd = await ext.readCustomResourceDefinition({ name });
+        return crd.status?.conditions?.some((c) => c.type === "Established" && c.status === "True");
+      },
+      { timeoutMs: 30_000, what: `CRD ${name} established` },
+    );
+  }
+}
+
+async function createNamespace(kc: KubeConfig, prefix: string): Promise<string> {
+  const name = `${prefix}-${Math.random().toString(36).slice(2, 8)}`;
+  await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name } } });
+  return name;
+}
+
+async function createCluster(
+  kc: KubeConfig,
+  namespace: string,
+  members: MemberStatus[],
+  epoch: number,
+): Promise<void> {
+  const api = kc.makeApiClient(CustomObjectsApi);
+  const body: NaradCluster = {
+    apiVersion: "narad.dev/v1alpha1",
+    kind: "NaradCluster",
+    metadata: { name: CLUSTER, namespace },
+    spec: { replicas: members.length },
+  };
+  await api.createNamespacedCustomObject({
+    group: GROUP,
+    version: VERSION,
+    namespace,
+    plural: "naradclusters",
+    body,
+  });
+  await writeMembers(kc, namespace, members, epoch);
+}
+
+async function writeMembers(
+  kc: KubeConfig,
+  namespace: string,
+  members: MemberStatus[],
+  epoch: number,
+): Promise<void> {
+  await kc.makeApiClient(CustomObjectsApi).patchNamespacedCustomObjectStatus(
+    {
+      group: GROUP,
+      version: VERSION,
+      namespace,
+      plural: "naradclusters",
+      name: CLUSTER,
+      body: { status: { members, membershipEpoch: epoch } },
+    },
+    setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+  );
+}
+
+function member(id: string, state: MemberStatus["state"] = "Active", ordinal = 0): MemberStatus {
+  return {
+    id,
+    pod: id,
+    ordinal,
+    address: `10.0.0.${ordinal + 1}:7942`,
+    state,
+    since: new Date().toISOString(),
+  };
+}
+
+// ------------------------------------------------------------------ fake operator
+
+/** Assigns partitions of cluster "demo" topics round-robin over MEMBER_IDS. Returns stop(). */
+function startFakeOperator(kc: KubeConfig, namespace: string): () => Promise<void> {
+  const api = kc.makeApiClient(CustomObjectsApi);
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      try {
+        const list = (await api.listNamespacedCustomObject({
+          group: GROUP,
+          version: VERSION,
+          namespace,
+          plural: "naradtopics",
+        })) as { items: NaradTopic[] };
+        for (const t of list.items) {
+          if (t.spec.cluster !== CLUSTER || t.metadata.deletionTimestamp !== undefined) continue;
+          const partitions = t.spec.partitions ?? 3;
+          if ((t.status?.assignments?.length ?? 0) >= partitions) continue;
+          const assignments = Array.from({ length: partitions }, (_, p) => ({
+            partition: p,
+            owner: MEMBER_IDS[p % MEMBER_IDS.length] ?? "",
+          }));
+          await api.patchNamespacedCustomObjectStatus(
+            {
+              group: GROUP,
+              version: VERSION,
+              namespace,
+              plural: "naradtopics",
+              name: t.metadata.name ?? "",
+              body: {
+                status: {
+                  assignments,
+                  phase: "Ready",
+                  assignmentEpoch: (t.status?.assignmentEpoch ?? 0) + 1,
+                },
+              },
+            },
+            setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+          );
+        }
+      } catch (err) {
+        if (!stopped) log(`fake operator: ${err instanceof Error ? err.message : String(err)}`);
+      }
+      await sleep(FAKE_OPERATOR_POLL_MS);
+    }
+  })();
+  return async () => {
+    stopped = true;
+    await loop;
+  };
+}
+
+// ------------------------------------------------------------------ TCP proxy
+
+type ProxyMode = "open" | "frozen" | "cut";
+
+interface Proxy {
+  port: number;
+  /** open: forward; frozen: keep connections, forward nothing; cut: reset every connection. */
+  set(mode: ProxyMode): void;
+  close(): Promise<void>;
+}
+
+async function startProxy(targetPort: number): Promise<Proxy> {
+  let mode: ProxyMode = "open";
+  const pairs = new Set<{ client: Socket; upstream: Socket | undefined }>();
+  const connectUpstream = (pair: { client: Socket; upstream: Socket | undefined }) => {
+    const upstream = new Socket();
+    pair.upstream = upstream;
+    upstream.connect(targetPort, "127.0.0.1");
+    pair.client.pipe(upstream);
+    upstream.pipe(pair.client);
+    upstream.on("error", () => pair.client.destroy());
+    upstream.on("close", () => pair.client.destroy());
+  };
+  const server: Server = createServer((client) => {
+    const pair = { client, upstream: undefined as Socket | undefined };
+    pairs.add(pair);
+    client.on("error", () => pair.upstream?.destroy());
+    client.on("close", () => {
+      pair.upstream?.destroy();
+      pairs.delete(pair);
+    });
+    if (mode === "cut") {
+      client.resetAndDestroy();
+      return;
+    }
+    if (mode === "frozen") {
+      client.pause();
+      return;
+    }
+    connectUpstream(pair);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  if (address === null || typeof address === "string") throw new Error("proxy has no port");
+  return {
+    port: address.port,
+    set(next) {
+      mode = next;
+      for (const pair of [...pairs]) {
+        if (next === "cut") {
+          pair.upstream?.destroy();
+          pair.client.resetAndDestroy();
+        } else if (next === "frozen") {
+          pair.upstream?.pause();
+          pair.client.pause();
+        } else {
+          if (pair.upstream === undefined) {
+            pair.client.resume();
+            connectUpstream(pair);
+          } else {
+            pair.upstream.resume();
+            pair.client.resume();
+          }
+        }
+      }
+    },
+    close: async () => {
+      for (const pair of pairs) {
+        pair.upstream?.destroy();
+        pair.client.destroy();
+      }
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+// ------------------------------------------------------------------ helpers
+
+async function timed<T>(p: Promise<T>): Promise<{ ms: number; error: unknown }> {
+  const started = Date.now();
+  try {
+    await p;
+    return { ms: Date.now() - started, error: undefined };
+  } catch (error) {
+    return { ms: Date.now() - started, error };
+  }
+}
+
+function expectUnavailable(error: unknown): void {
+  expect(error).toBeInstanceOf(NaradError);
+  const e = error as NaradError;
+  expect(e.code).toBe("UNAVAILABLE");
+  expect(e.status).toBe(503);
+  expect(e.retryAfterSeconds).toBeGreaterThan(0);
+}
+
+// ------------------------------------------------------------------ the contract
+
+describeMetastoreContract(
+  "kubernetes",
+  async () => {
+    const c = await controlPlane();
+    const kc = adminConfig(c);
+    const namespace = await createNamespace(kc, "contract");
+    await createCluster(
+      kc,
+      namespace,
+      MEMBER_IDS.map((id, i) => member(id, "Active", i)),
+      1,
+    );
+    const stopOperator = startFakeOperator(kc, namespace);
+    return {
+      open: () =>
+        openKubeMetastore({
+          kubeConfig: adminConfig(c),
+          namespace,
+          clusterName: CLUSTER,
+          logger: quietLogger,
+          timing: TEST_TIMING,
+        }),
+      cleanup: async () => {
+        await stopOperator();
+        await kc.makeApiClient(CoreV1Api).deleteNamespace({ name: namespace });
+      },
+    };
+  },
+  { settleMs: 10_000 },
+);
+
+// ------------------------------------------------------------------ kubernetes-only behaviour
+
+describe("kubernetes metastore", () => {
+  let c: ControlPlane;
+  let kc: KubeConfig;
+  let objects: CustomObjectsApi;
+  let namespace: string;
+  let proxy: Proxy;
+  let store: KubeMetastore;
+  let stopOperator: () => Promise<void>;
+
+  const topicObject = (name: string) =>
+    objects.getNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace,
+      plural: "naradtopics",
+      name,
+    }) as Promise<NaradTopic>;
+
+  beforeAll(async () => {
+    c = await controlPlane();
+    kc = adminConfig(c);
+    objects = kc.makeApiClient(CustomObjectsApi);
+    namespace = await createNamespace(kc, "kube-meta");
+    await createCluster(kc, namespace, [member("demo-0", "Active", 0), member("demo-1", "Joining", 1)], 4);
+    stopOperator = startFakeOperator(kc, namespace);
+    proxy = await startProxy(c.ports.apiserver);
+    store = await openKubeMetastore({
+      kubeConfig: configVia(c, proxy.port),
+      namespace,
+      clusterName: CLUSTER,
+      logger: quietLogger,
+      timing: TEST_TIMING,
+    });
+  });
+
+  afterAll(async () => {
+    await store?.close();
+    await stopOperator?.();
+    await proxy?.close();
+  });
+
+  it("reads members and the membership epoch from NaradCluster.status, and follows changes", async () => {
+    expect(store.kind).toBe("kubernetes");
+    expect(store.caughtUp()).toBe(true);
+    expect(store.members()).toEqual([
+      { id: "demo-0", address: "10.0.0.1:7942", state: "Active" },
+      { id: "demo-1", address: "10.0.0.2:7942", state: "Joining" },
+    ]);
+    expect(store.membershipEpoch()).toBe(4);
+    let changes = 0;
+    store.onChange(() => changes++);
+    await writeMembers(kc, namespace, [member("demo-0", "Maintenance", 0), member("demo-1", "Active", 1)], 5);
+    await waitFor(() => store.membershipEpoch() === 5, { timeoutMs: 5_000, what: "epoch 5" });
+    expect(store.members().map((m) => m.state)).toEqual(["Maintenance", "Active"]);
+    expect(changes).toBeGreaterThan(0);
+  });
+
+  it("stores topics as DNS-safe NaradTopics with the real name in spec.name", async () => {
+    const created = await store.createTopic(topicFixture("Orders_EU", { partitions: 2 }));
+    expect(created.name).toBe("Orders_EU");
+    const list = (await objects.listNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace,
+      plural: "naradtopics",
+    })) as {
+      items: NaradTopic[];
+    };
+    const obj = list.items.find((t) => t.spec.name === "Orders_EU");
+    expect(obj?.metadata.name).toMatch(/^orders-eu-[0-9a-f]{8}$/);
+    expect(obj?.spec).toMatchObject({
+      cluster: CLUSTER,
+      partitions: 2,
+      retentionMs: 3_600_000,
+      maxInFlightPerPartition: 512,
+    });
+    expect(store.ownerOf("Orders_EU", 0)).toBe("demo-0");
+    expect(store.ownerOf("Orders_EU", 1)).toBe("demo-1");
+    expect(store.ownerOf("Orders_EU", 2)).toBe("");
+    const plain = await store.createTopic(topicFixture("plain.topic", { partitions: 1 }));
+    expect((await topicObject("plain.topic")).spec.name).toBe(plain.name);
+  });
+
+  it("sees kubectl-applied topics, applies defaults, and ignores other clusters' topics", async () => {
+    const create = (body: NaradTopic) =>
+      objects.createNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace,
+        plural: "naradtopics",
+        body,
+      });
+    await create({
+      apiVersion: "narad.dev/v1alpha1",
+      kind: "NaradTopic",
+      metadata: { name: "applied" },
+      spec: { cluster: CLUSTER, name: "Applied", partitions: 2 },
+    });
+    await create({
+      apiVersion: "narad.dev/v1alpha1",
+      kind: "NaradTopic",
+      metadata: { name: "elsewhere" },
+      spec: { cluster: "other", partitions: 1 },
+    });
+    await waitFor(() => store.getTopic("Applied") !== undefined && store.ownerOf("Applied", 1) !== "", {
+      timeoutMs: 5_000,
+      what: "applied topic with owners",
+    });
+    expect(store.getTopic("Applied")).toMatchObject({
+      partitions: 2,
+      retention_ms: 604_800_000,
+      max_in_flight_per_partition: 1024,
+    });
+    expect(store.getTopic("applied")).toBeUndefined();
+    expect(store.getTopic("elsewhere")).toBeUndefined();
+    // An existing topic name is a conflict even under another object name.
+    await expect(store.createTopic(topicFixture("Applied"))).rejects.toMatchObject({ code: "CONFLICT" });
+  });
+
+  it("returns a created topic with unknown owners when no operator assigns it in time", async () => {
+    const lonely = await openKubeMetastore({
+      kubeConfig: adminConfig(c),
+      namespace,
+      clusterName: "no-operator",
+      logger: quietLogger,
+      timing: { ...TEST_TIMING, assignmentWaitMs: 500 },
+    });
+    try {
+      const { ms, error } = await timed(lonely.createTopic(topicFixture("unassigned", { partitions: 2 })));
+      expect(error).toBeUndefined();
+      expect(ms).toBeGreaterThanOrEqual(450);
+      expect(lonely.getTopic("unassigned")?.partitions).toBe(2);
+      expect(lonely.ownerOf("unassigned", 0)).toBe("");
+      expect(lonely.members()).toEqual([]);
+      expect(store.getTopic("unassigned")).toBeUndefined();
+    } finally {
+      await lonely.close();
+    }
+  });
+
+  it("confirmTopicDeleted stays false while the replica is stale, true once it caught up", async () => {
+    await store.createTopic(topicFixture("stale-check", { partitions: 1 }));
+    proxy.set("frozen");
+    try {
+      // Deleted behind the frozen watch: the replica still has it.
+      await objects.deleteNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace,
+        plural: "naradtopics",
+        name: "stale-check",
+      });
+      await expect(
+        objects.getNamespacedCustomObject({
+          group: GROUP,
+          version: VERSION,
+          namespace,
+          plural: "naradtopics",
+          name: "stale-check",
+        }),
+      ).rejects.toMatchObject({ code: 404 });
+      expect(store.getTopic("stale-check")).toBeDefined();
+      expect(await store.confirmTopicDeleted("stale-check")).toBe(false);
+      // Cut: the watch is down, so even a topic absent locally is not confirmed.
+      proxy.set("cut");
+      await waitFor(() => !store.caughtUp(), { timeoutMs: 5_000, what: "caughtUp false after cut" });
+      expect(await store.confirmTopicDeleted("never-existed")).toBe(false);
+      expect(await store.confirmTopicDeleted("stale-check")).toBe(false);
+    } finally {
+      proxy.set("open");
+    }
+    await waitFor(() => store.caughtUp() && store.getTopic("stale-check") === undefined, {
+      timeoutMs: 10_000,
+      what: "replica caught up after reconnect",
+    });
+    expect(await store.confirmTopicDeleted("stale-check")).toBe(true);
+    expect(await store.confirmTopicDeleted("never-existed")).toBe(true);
+  });
+
+  it("a recreated topic of the same name is not confirmed deleted", async () => {
+    await store.createTopic(topicFixture("again", { partitions: 1 }));
+    await store.deleteTopic("again");
+    await store.createTopic(topicFixture("again", { partitions: 1 }));
+    expect(await store.confirmTopicDeleted("again")).toBe(false);
+    // Recreated behind a frozen watch: absent locally, but the quorum read sees it.
+    await store.deleteTopic("again");
+    expect(store.getTopic("again")).toBeUndefined();
+    await objects.createNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace,
+      plural: "naradtopics",
+      body: {
+        apiVersion: "narad.dev/v1alpha1",
+        kind: "NaradTopic",
+        metadata: { name: "again-by-hand" },
+        spec: { cluster: CLUSTER, name: "again" },
+      },
+    });
+    proxy.set("frozen");
+    try {
+      // (the quorum LIST goes through the frozen proxy and times out -> false; either way not confirmed)
+      expect(await store.confirmTopicDeleted("again")).toBe(false);
+    } finally {
+      proxy.set("open");
+    }
+    await waitFor(() => store.getTopic("again") !== undefined, {
+      timeoutMs: 10_000,
+      what: "recreated topic visible",
+    });
+    expect(await store.confirmTopicDeleted("again")).toBe(false);
+  });
+
+  it("keeps serving reads and refuses writes quickly with 503 while the API server is unreachable", async () => {
+    await store.createTopic(topicFixture("outage", { partitions: 2 }));
+    const before = {
+      topics: store.listTopics(),
+      members: store.members(),
+      owner: store.ownerOf("outage", 1),
+    };
+    proxy.set("cut");
+    try {
+      await waitFor(() => !store.caughtUp(), { timeoutMs: 5_000, what: "caughtUp false" });
+      expect(store.listTopics()).toEqual(before.topics);
+      expect(store.getTopic("outage")?.partitions).toBe(2);
+      expect(store.ownerOf("outage", 1)).toBe(before.owner);
+      expect(store.members()).toEqual(before.members);
+      const writes: Array<() => Promise<unknown>> = [
+        () => store.createTopic(topicFixture("during-outage")),
+        () => store.updateTopic("outage", { partitions: 4 }),
+        () => store.deleteTopic("outage"),
+      ];
+      for (const write of writes) {
+        const { ms, error } = await timed(write());
+        expectUnavailable(error);
+        expect(ms).toBeLessThan(FAST_FAIL_MS);
+      }
+      // Still nothing concluded about peers; still the same replica after a while.
+      await sleep(1_500);
+      expect(store.members()).toEqual(before.members);
+      expect(store.getTopic("outage")).toBeDefined();
+    } finally {
+      proxy.set("open");
+    }
+    await waitFor(() => store.caughtUp(), { timeoutMs: 10_000, what: "caught up after the outage" });
+    const updated = await store.updateTopic("outage", { partitions: 4 });
+    expect(updated.partitions).toBe(4);
+    expect(store.getTopic("during-outage")).toBeUndefined();
+  });
+
+  it("fails a write with 503 when the API server accepts connections but never answers", async () => {
+    // The watch looks open right after freezing; the request deadline bounds the write.
+    proxy.set("frozen");
+    try {
+      const { ms, error } = await timed(store.updateTopic("outage", { retention_ms: 1_000_000 }));
+      expectUnavailable(error);
+      expect(ms).toBeLessThan((TEST_TIMING.requestTimeoutMs ?? 0) + 1_000);
+    } finally {
+      proxy.set("open");
+    }
+  });
+
+  it("relists on resync and keeps the same view", async () => {
+    const names = store.listTopics().map((t) => t.name);
+    store.resync();
+    await waitFor(() => store.caughtUp(), { timeoutMs: 10_000, what: "caught up after resync" });
+    expect(store.listTopics().map((t) => t.name)).toEqual(names);
+  });
+});
