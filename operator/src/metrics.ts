@@ -1,0 +1,50 @@
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+
+export type ReconcileKind = "NaradCluster" | "NaradTopic";
+export type ReconcileOutcome = "success" | "requeue" | "error";
+
+/** The operator's Prometheus metrics, on their own registry (no globals). */
+export class OperatorMetrics {
+  readonly registry = new Registry();
+  readonly reconcileTotal = new Counter({
+    name: "narad_operator_reconcile_total",
+    help: "Reconciles by kind and result (success, requeue, error).",
+    labelNames: ["kind", "result"] as const,
+    registers: [this.registry],
+  });
+  readonly reconcileDuration = new Histogram({
+    name: "narad_operator_reconcile_duration_seconds",
+    help: "Time spent in one reconcile.",
+    labelNames: ["kind"] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [this.registry],
+  });
+  readonly reconcileErrors = new Counter({
+    name: "narad_operator_reconcile_errors_total",
+    help: "Reconciles that failed (retried with backoff).",
+    labelNames: ["kind"] as const,
+    registers: [this.registry],
+  });
+  readonly queueDepth = new Gauge({
+    name: "narad_operator_queue_depth",
+    help: "Keys waiting in the work queues (ready, not delayed).",
+    registers: [this.registry],
+  });
+  readonly leader = new Gauge({
+    name: "narad_operator_leader",
+    help: "1 while this replica holds the leader lease.",
+    registers: [this.registry],
+  });
+
+  constructor(opts: { processMetrics?: boolean } = {}) {
+    if (opts.processMetrics) collectDefaultMetrics({ register: this.registry, prefix: "narad_operator_" });
+    this.leader.set(0);
+    this.queueDepth.set(0);
+  }
+
+  observeReconcile(kind: ReconcileKind, seconds: number, outcome: ReconcileOutcome): void {
+    this.reconcileTotal.inc({ kind, result: outcome });
+    this.reconcileDuration.observe({ kind }, seconds);
+    if (outcome === "error") this.reconcileErrors.inc({ kind });
+  }
+}
