@@ -1,7 +1,7 @@
 // The node agent against a real control plane (etcd, kube-apiserver,
 // kube-controller-manager): the StatefulSet controller, PV binder and garbage
 // collector are the real ones; pods are local processes on 127.<N>.x.y.
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -447,7 +447,9 @@ describe("node agent", () => {
   });
 
   it("restarts a container whose liveness probe fails and runs preStop before SIGTERM on delete", async () => {
-    const hookDir = await mkdtemp(join(tmpdir(), "narad-agent-hook-"));
+    // Under the platform dir, so platform.stop() removes it.
+    const hookDir = join(platform.dir, "hook");
+    mkdirSync(hookDir, { recursive: true });
     await core.createNamespacedPod({
       namespace: NS,
       body: {

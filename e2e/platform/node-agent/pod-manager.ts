@@ -15,6 +15,8 @@ export class PodManager {
   readonly #workers = new Map<string, PodWorker>();
   /** Latest object for a name whose previous UID is still shutting down. */
   readonly #waiting = new Map<string, V1Pod>();
+  /** UIDs whose worker has finished: late watch events for them must not start a new worker. */
+  readonly #finishedUids = new Set<string>();
   #shuttingDown = false;
 
   constructor(deps: WorkerDeps, nodeName: string, binder: Binder) {
@@ -35,6 +37,7 @@ export class PodManager {
     const key = `${pod.metadata?.namespace}/${pod.metadata?.name}`;
     const uid = pod.metadata?.uid ?? "";
     const current = this.#workers.get(key);
+    if (this.#finishedUids.has(uid)) return;
     if (current?.uid === uid) {
       current.update(pod);
       return;
@@ -50,6 +53,7 @@ export class PodManager {
     this.#workers.set(key, worker);
     this.#log.info({ pod: key, uid }, "pod assigned to this node");
     void worker.finished.then(() => {
+      this.#finishedUids.add(uid);
       if (this.#workers.get(key) === worker) this.#workers.delete(key);
       const next = this.#waiting.get(key);
       this.#waiting.delete(key);
@@ -60,6 +64,8 @@ export class PodManager {
 
   remove = (pod: V1Pod): void => {
     const key = `${pod.metadata?.namespace}/${pod.metadata?.name}`;
+    // The object is gone, so no more events will name this UID.
+    this.#finishedUids.delete(pod.metadata?.uid ?? "");
     const waiting = this.#waiting.get(key);
     if (waiting?.metadata?.uid === pod.metadata?.uid) this.#waiting.delete(key);
     const w = this.#workers.get(key);
