@@ -56,6 +56,19 @@ export const topicMaxAckedAheadDefault = 1_024;
 export const topicNamePattern = /^[A-Za-z0-9._-]{1,255}$/;
 export const retentionCheckIntervalMs = 60_000;
 
+// Queue consumption (receipt handles, consumer groups).
+/** `wait` on consume is capped here (Narad v1 max_consume_wait). */
+export const consumeMaxWaitMs = 10_000;
+/** Moved group frontiers are written durably at most this often (and at shutdown). */
+export const consumerFrontierPersistIntervalMs = 100;
+/** Expired leases are released for redelivery at least this often (also on every consume). */
+export const consumerPurgeIntervalMs = 1_000;
+/** Long-polling consumes parked on one node; beyond it consume gets 503. */
+export const consumerMaxWaiters = 10_000;
+export const consumerMaxGroupsPerTopic = 1_000;
+/** Corrupt/expired offsets skipped within one consume before it answers 204. */
+export const consumerMaxSkipsPerTake = 64;
+
 // Admission (ARCHITECTURE.md §3).
 export const admissionBudgetBytes = 128 * MiB;
 export const admissionWaitMs = 15_000;

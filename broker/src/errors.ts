@@ -7,6 +7,8 @@ export const errorStatus = {
   NOT_FOUND: 404,
   CONFLICT: 409,
   OFFSET_EXPIRED: 410,
+  /** A receipt handle with no live lease (expired, settled, or from before a restart). */
+  GONE: 410,
   PAYLOAD_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   TOO_MANY_REQUESTS: 429,

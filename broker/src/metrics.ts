@@ -26,6 +26,12 @@ export interface BrokerMetrics {
   dispatchDiscarded: Counter;
   dispatchHeld: Gauge;
   logCommitSeconds: Histogram;
+  consumerLag: Gauge<"topic" | "partition" | "group">;
+  consumerInflight: Gauge<"topic" | "partition" | "group">;
+  consumerAckedAhead: Gauge<"topic" | "partition" | "group">;
+  consumerRedelivered: Counter<"topic" | "group">;
+  /** Sets the function that refreshes the consumer gauges on each scrape. */
+  onConsumerScrape(refresh: () => void): void;
 }
 
 export function createBrokerMetrics(opts: { defaultMetrics: boolean }): BrokerMetrics {
@@ -34,6 +40,8 @@ export function createBrokerMetrics(opts: { defaultMetrics: boolean }): BrokerMe
   const r = [registry];
   const fsyncBuckets = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1];
   const countBuckets = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096];
+  const consumerScrape: { refresh?: () => void } = {};
+  const consumerLabels = ["topic", "partition", "group"] as const;
   return {
     registry,
     producedMessages: new Counter({
@@ -155,5 +163,35 @@ export function createBrokerMetrics(opts: { defaultMetrics: boolean }): BrokerMe
       buckets: fsyncBuckets,
       registers: r,
     }),
+    consumerLag: new Gauge({
+      name: "narad_consumer_lag_messages",
+      help: "High-watermark minus the group's committed frontier, per open queue",
+      labelNames: consumerLabels,
+      registers: r,
+      collect: () => consumerScrape.refresh?.(),
+    }),
+    consumerInflight: new Gauge({
+      name: "narad_inflight_size",
+      help: "Leased (delivered, not yet settled) messages per queue",
+      labelNames: consumerLabels,
+      registers: r,
+      collect: () => consumerScrape.refresh?.(),
+    }),
+    consumerAckedAhead: new Gauge({
+      name: "narad_acked_ahead_size",
+      help: "Acked-ahead plus corrupt offsets above the frontier per queue (they share the cap)",
+      labelNames: consumerLabels,
+      registers: r,
+      collect: () => consumerScrape.refresh?.(),
+    }),
+    consumerRedelivered: new Counter({
+      name: "narad_consumer_redelivered_total",
+      help: "Messages delivered again after a lease expired or was nacked",
+      labelNames: ["topic", "group"],
+      registers: r,
+    }),
+    onConsumerScrape: (refresh) => {
+      consumerScrape.refresh = refresh;
+    },
   };
 }

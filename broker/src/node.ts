@@ -9,6 +9,7 @@ import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import type { Config } from "./config.ts";
 import * as k from "./constants.ts";
+import { ConsumerManager } from "./consumer/manager.ts";
 import { createDispatcher } from "./dispatch/dispatcher.ts";
 import { dispatchMetricsSink } from "./dispatch/metrics-sink.ts";
 import type { Destinations } from "./dispatch/types.ts";
@@ -38,6 +39,7 @@ function localDestinations(
   metastore: Metastore,
   logs: LogStore,
   metrics: BrokerMetrics,
+  onCommitted: (topic: string, partition: number) => void,
 ): Destinations {
   return {
     localNodeId: nodeId,
@@ -47,8 +49,11 @@ function localDestinations(
       return { kind: "owner", nodeId: metastore.ownerOf(topic, partition), state: "Active" };
     },
     partitionCount: (topic) => metastore.getTopic(topic)?.partitions ?? 0,
-    commit: async (_nodeId, topic, partition, records) =>
-      (await logs.get(topic, partition)).commitDurable(records),
+    commit: async (_nodeId, topic, partition, records) => {
+      const result = await (await logs.get(topic, partition)).commitDurable(records);
+      if (result.appended > 0) onCommitted(topic, partition);
+      return result;
+    },
     confirmTopicDeleted: (topic) => metastore.confirmTopicDeleted(topic),
   };
 }
@@ -95,9 +100,26 @@ export async function startBroker(
     nowMs,
     logger: logger.child({ component: "log" }),
   });
+  const consumers = new ConsumerManager({
+    dataDir: config.dataDir,
+    logs,
+    metastore,
+    nowMs,
+    logger: logger.child({ component: "consumer" }),
+    metrics,
+    groupPattern: k.topicNamePattern,
+    persistIntervalMs: k.consumerFrontierPersistIntervalMs,
+    purgeIntervalMs: k.consumerPurgeIntervalMs,
+    maxWaiters: k.consumerMaxWaiters,
+    maxGroupsPerTopic: k.consumerMaxGroupsPerTopic,
+    maxSkipsPerTake: k.consumerMaxSkipsPerTake,
+    readMaxBytes: k.readMaxBytes,
+  });
   const dispatcher = createDispatcher({
     wal,
-    destinations: localDestinations(config.nodeId, metastore, logs, metrics),
+    destinations: localDestinations(config.nodeId, metastore, logs, metrics, (topic, partition) =>
+      consumers.notifyCommitted(topic, partition),
+    ),
     incarnation: wal.incarnation,
     options: config.dispatch,
     logger: logger.child({ component: "dispatch" }),
@@ -113,6 +135,7 @@ export async function startBroker(
     metastore,
     ingress: wal,
     logs,
+    consumers,
     lifecycle: {
       ready: () => ready && !draining,
       draining: () => draining,
@@ -132,6 +155,7 @@ export async function startBroker(
   };
   const app = buildApp(services, logger);
   dispatcher.start();
+  consumers.start();
 
   const retentionPass = async () => {
     const policies = new Map(
@@ -163,7 +187,11 @@ export async function startBroker(
     if (!drained)
       logger.warn({ pending: wal.stats().pendingRecords }, "drain timed out; the WAL keeps the rest");
     await dispatcher.stop();
+    // Long-polls answer 204 now so app.close() does not wait for them; the
+    // final frontier flush runs once no request can settle a lease any more.
+    consumers.beginClose();
     await app.close();
+    await consumers.close();
     await logs.closeAll();
     await wal.close();
     await metastore.close();

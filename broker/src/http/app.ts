@@ -5,6 +5,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import { registerErrorHandling } from "./plugins/errors.ts";
 import { registerHttpMetrics } from "./plugins/http-metrics.ts";
 import { adminRoutes } from "./routes/admin.ts";
+import { consumeRoutes } from "./routes/consume.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { produceRoutes } from "./routes/produce.ts";
 import { readRoutes } from "./routes/read.ts";
@@ -27,6 +28,7 @@ export function buildApp(s: BrokerServices, logger: FastifyBaseLogger): FastifyI
   app.register(topicRoutes(s));
   app.register(produceRoutes(s));
   app.register(readRoutes(s));
+  app.register(consumeRoutes(s));
   app.register(adminRoutes(s));
   return app;
 }

@@ -2,6 +2,7 @@
 // interfaces: routes depend on these, not on concrete modules.
 
 import type { Config } from "../config.ts";
+import type { ConsumerManager } from "../consumer/manager.ts";
 import type { WalRecordInput } from "../core/records.ts";
 import type { PartitionLog } from "../log/types.ts";
 import type { Metastore } from "../meta/types.ts";
@@ -30,6 +31,12 @@ export interface Lifecycle {
   waitDrained(timeoutMs: number): Promise<boolean>;
 }
 
+/** Queue consumption with receipt handles and consumer groups (consumer/manager.ts). */
+export type Consumers = Pick<
+  ConsumerManager,
+  "consume" | "settle" | "listGroups" | "deleteGroup" | "validGroup"
+>;
+
 export interface BrokerServices {
   config: Config;
   nodeId: string;
@@ -37,6 +44,7 @@ export interface BrokerServices {
   ingress: Ingress;
   logs: Logs;
   lifecycle: Lifecycle;
+  consumers: Consumers;
   metrics: BrokerMetrics;
   nowMs: () => number;
 }

@@ -1,5 +1,5 @@
-// Reads by offset: GET /v1/topics/:topic/consume?partition=&offset= (one
-// message, Narad v1 replay) and GET /v1/topics/:topic/records (bulk).
+// Reads by offset: GET /v1/topics/:topic/records (bulk), and locateRead,
+// which consume.ts uses for Narad v1 replay (consume with partition+offset).
 // Only records below the high-watermark are ever returned.
 
 import type { FastifyInstance } from "fastify";
@@ -10,7 +10,7 @@ import { parseOptionalInt } from "../params.ts";
 import type { BrokerServices } from "../services.ts";
 import { requireTopic } from "./topics.ts";
 
-interface ReadQuery {
+export interface ReadQuery {
   partition?: string;
   offset?: string;
   limit?: string;
@@ -18,47 +18,30 @@ interface ReadQuery {
   wait?: string;
 }
 
-export function readRoutes(s: BrokerServices) {
-  const locate = async (topicName: string, q: ReadQuery) => {
-    const topic = requireTopic(s, topicName);
-    const partition = parseOptionalInt(q.partition, "partition", 0, topic.partitions - 1);
-    if (partition === undefined) throw badRequest("partition is required when reading by offset");
-    const offset = parseOptionalInt(q.offset, "offset", 0, Number.MAX_SAFE_INTEGER) ?? 0;
-    const log = await s.logs.get(topic.name, partition);
-    const st = log.stats();
-    if (offset < st.oldestOffset) {
-      throw new NaradError(
-        "OFFSET_EXPIRED",
-        `offset ${offset} was removed by retention; oldest is ${st.oldestOffset}`,
-      );
-    }
-    return { topic, partition, offset, log, hwm: st.highWatermark };
-  };
-
-  return async (app: FastifyInstance): Promise<void> => {
-    app.get<{ Params: { topic: string }; Querystring: ReadQuery }>(
-      "/v1/topics/:topic/consume",
-      async (request, reply) => {
-        if (request.query.offset === undefined) {
-          throw new NaradError(
-            "NOT_IMPLEMENTED",
-            "queue consumption (receipt handles) is not available on this broker yet; replay with partition and offset",
-          );
-        }
-        const { topic, partition, offset, log, hwm } = await locate(request.params.topic, request.query);
-        if (offset >= hwm) return reply.code(204).send();
-        const [record] = await log.read(offset, 1, readMaxBytes);
-        if (record === undefined) return reply.code(204).send();
-        s.metrics.consumedMessages.inc({ topic: topic.name });
-        return reply.type("application/json").send(messageJson(record, { topic: topic.name, partition }));
-      },
+/** Resolves topic, partition (required) and offset (default 0) of a read; 410 below the oldest. */
+export async function locateRead(s: BrokerServices, topicName: string, q: ReadQuery) {
+  const topic = requireTopic(s, topicName);
+  const partition = parseOptionalInt(q.partition, "partition", 0, topic.partitions - 1);
+  if (partition === undefined) throw badRequest("partition is required when reading by offset");
+  const offset = parseOptionalInt(q.offset, "offset", 0, Number.MAX_SAFE_INTEGER) ?? 0;
+  const log = await s.logs.get(topic.name, partition);
+  const st = log.stats();
+  if (offset < st.oldestOffset) {
+    throw new NaradError(
+      "OFFSET_EXPIRED",
+      `offset ${offset} was removed by retention; oldest is ${st.oldestOffset}`,
     );
+  }
+  return { topic, partition, offset, log, hwm: st.highWatermark };
+}
 
+export function readRoutes(s: BrokerServices) {
+  return async (app: FastifyInstance): Promise<void> => {
     app.get<{ Params: { topic: string }; Querystring: ReadQuery }>(
       "/v1/topics/:topic/records",
       async (request, reply) => {
         const q = request.query;
-        const { topic, partition, offset, log, hwm } = await locate(request.params.topic, q);
+        const { topic, partition, offset, log, hwm } = await locateRead(s, request.params.topic, q);
         const limit = parseOptionalInt(q.limit, "limit", 1, readMaxRecords) ?? readMaxRecords;
         const maxBytes = parseOptionalInt(q.max_bytes, "max_bytes", 1, readMaxBytes) ?? readMaxBytes;
         const records = offset >= hwm ? [] : await log.read(offset, limit, maxBytes);

@@ -1,0 +1,408 @@
+// Queue consumption for every (topic, partition, group) this node owns:
+// opens queue state lazily (reading the durable frontier), leases records,
+// settles receipt handles, parks long-polls, purges expired leases (one
+// coarse timer) and persists moved frontiers in batches (another timer).
+//
+// Cluster note: every method takes a partition this node owns; a router in
+// front (later) sends consume/ack for a remote partition to its owner.
+
+import { randomBytes } from "node:crypto";
+import { join } from "node:path";
+import type { Logger } from "pino";
+import { defaultGroup, encodeHandle, parseHandle } from "../core/consumer-handle.ts";
+import { ConsumerQueueState, type QueueLimits } from "../core/consumer-state.ts";
+import type { StoredRecord } from "../core/records.ts";
+import { badRequest, NaradError, unavailable } from "../errors.ts";
+import { partitionDirName } from "../log/log-store.ts";
+import type { PartitionLog } from "../log/types.ts";
+import type { Metastore, TopicConfig } from "../meta/types.ts";
+import type { BrokerMetrics } from "../metrics.ts";
+import { listFrontierGroups, readFrontier, removeFrontier } from "./frontier-file.ts";
+import { PartitionQueue, type QueueEvents } from "./partition-queue.ts";
+import { WaiterSet } from "./waiters.ts";
+
+export interface ConsumerManagerOptions {
+  dataDir: string;
+  logs: { get(topic: string, partition: number): Promise<PartitionLog> };
+  metastore: Pick<Metastore, "getTopic" | "onChange">;
+  nowMs: () => number;
+  logger: Logger;
+  metrics?: Pick<
+    BrokerMetrics,
+    "consumerLag" | "consumerInflight" | "consumerAckedAhead" | "consumerRedelivered" | "onConsumerScrape"
+  >;
+  groupPattern: RegExp;
+  persistIntervalMs: number;
+  purgeIntervalMs: number;
+  maxWaiters: number;
+  maxGroupsPerTopic: number;
+  maxSkipsPerTake: number;
+  readMaxBytes: number;
+  /** 12 hex digits; random by default (tests may fix it). */
+  newEpoch?: () => string;
+}
+
+export interface Delivery {
+  partition: number;
+  record: StoredRecord;
+  receiptHandle: string;
+}
+
+export type SettleAction = "ack" | "extend" | "nack";
+
+export interface GroupPartitionInfo {
+  partition: number;
+  committed: number;
+  in_flight: number;
+  acked_ahead: number;
+  lag: number;
+}
+
+export interface GroupInfo {
+  name: string;
+  lag: number;
+  partitions: GroupPartitionInfo[];
+}
+
+interface GroupEntry {
+  /** Opened queues (settle looks here only: a live lease is always in memory). */
+  open: Map<number, PartitionQueue>;
+  opening: Map<number, Promise<PartitionQueue>>;
+  /** Next partition to try first when consume names none. */
+  rr: number;
+}
+
+interface TopicEntry {
+  createdAt: string;
+  groups: Map<string, GroupEntry>;
+}
+
+export const staleHandleMessage =
+  "receipt handle is stale: no live lease with that nonce (expired, already settled, or from before a restart)";
+
+const limitsOf = (t: TopicConfig): QueueLimits => ({
+  maxInFlight: t.max_in_flight_per_partition,
+  maxAckedAhead: t.max_acked_ahead_per_partition,
+  visibilityTimeoutMs: t.visibility_timeout_ms,
+});
+
+export class ConsumerManager {
+  readonly #o: ConsumerManagerOptions;
+  readonly #topics = new Map<string, TopicEntry>();
+  readonly #waiters: WaiterSet;
+  readonly #newEpoch: () => string;
+  #purgeTimer: ReturnType<typeof setInterval> | undefined;
+  #persistTimer: ReturnType<typeof setInterval> | undefined;
+  #closing = false;
+
+  constructor(o: ConsumerManagerOptions) {
+    this.#o = o;
+    this.#waiters = new WaiterSet(o.maxWaiters);
+    this.#newEpoch = o.newEpoch ?? (() => randomBytes(6).toString("hex"));
+    o.metastore.onChange(() => this.#dropChangedTopics());
+    o.metrics?.onConsumerScrape(() => this.#refreshGauges());
+  }
+
+  start(): void {
+    this.#purgeTimer = setInterval(() => this.#purgeAll(), this.#o.purgeIntervalMs);
+    this.#purgeTimer.unref();
+    this.#persistTimer = setInterval(() => this.#persistAll(), this.#o.persistIntervalMs);
+    this.#persistTimer.unref();
+  }
+
+  validGroup(name: string): boolean {
+    return this.#o.groupPattern.test(name) && name !== "." && name !== "..";
+  }
+
+  /**
+   * One message for `group`, from `partition` or (when undefined) from the
+   * topic's partitions round-robin; waits up to waitMs for one to appear.
+   * Resolves undefined when none came.
+   */
+  async consume(
+    topicIn: TopicConfig,
+    group: string,
+    partition: number | undefined,
+    waitMs: number,
+    signal?: AbortSignal,
+  ): Promise<Delivery | undefined> {
+    if (this.#closing) throw unavailable("broker is shutting down");
+    let topic = topicIn;
+    const deadline = this.#o.nowMs() + waitMs;
+    for (let round = 0; ; round++) {
+      const version = this.#waiters.version(topic.name);
+      const d = await this.#tryOnce(topic, group, partition);
+      if (d !== undefined) return d;
+      const remaining = deadline - this.#o.nowMs();
+      if (remaining <= 0 || this.#closing) return undefined;
+      if (round === 0 && !this.#waiters.hasRoom())
+        throw unavailable("too many consumers are long-polling on this node");
+      const outcome = await this.#waiters.wait(topic.name, group, partition, remaining, version, signal);
+      if (outcome !== "woken") return undefined;
+      const current = this.#o.metastore.getTopic(topic.name);
+      if (current === undefined || current.created_at !== topic.created_at) return undefined;
+      topic = current;
+    }
+  }
+
+  /** Acks, extends or nacks the lease a receipt handle names. */
+  settle(topic: TopicConfig, rawHandle: string, action: SettleAction): void {
+    const parsed = parseHandle(rawHandle, this.#o.groupPattern);
+    if (!parsed.ok) throw badRequest(parsed.reason);
+    const h = parsed.handle;
+    if (h.partition >= topic.partitions)
+      throw badRequest(`receipt_handle names partition ${h.partition}; the topic has ${topic.partitions}`);
+    const entry = this.#topics.get(topic.name);
+    const q =
+      entry?.createdAt === topic.created_at ? entry.groups.get(h.group)?.open.get(h.partition) : undefined;
+    if (q === undefined || q.epoch !== h.epoch) throw new NaradError("GONE", staleHandleMessage);
+    const limits = limitsOf(topic);
+    if (action === "extend") {
+      if (!q.state.extend(h.offset, h.nonce, this.#o.nowMs(), limits))
+        throw new NaradError("GONE", staleHandleMessage);
+      return;
+    }
+    if (action === "nack") {
+      if (!q.state.nack(h.offset, h.nonce)) throw new NaradError("GONE", staleHandleMessage);
+      q.blocked = false;
+      this.#waiters.wake(topic.name, h.partition, h.group);
+      return;
+    }
+    const r = q.state.ack(h.offset, h.nonce, limits);
+    if (r === "stale") throw new NaradError("GONE", staleHandleMessage);
+    if (r === "acked-ahead-full")
+      throw unavailable(
+        `acked-ahead set of partition ${h.partition} is full (${limits.maxAckedAhead}); ack offset ${q.state.committed} first`,
+      );
+    if (q.blocked) {
+      q.blocked = false;
+      this.#waiters.wake(topic.name, h.partition, h.group);
+    }
+  }
+
+  /** New records are visible on topic/partition (a local commit advanced its HWM). */
+  notifyCommitted(topic: string, partition: number): void {
+    this.#waiters.wake(topic, partition);
+  }
+
+  async listGroups(topic: TopicConfig): Promise<GroupInfo[]> {
+    const names = new Set<string>(this.#topics.get(topic.name)?.groups.keys() ?? []);
+    for (let p = 0; p < topic.partitions; p++) {
+      for (const g of await listFrontierGroups(this.#partitionDir(topic.name, p)))
+        if (this.validGroup(g)) names.add(g);
+    }
+    const out: GroupInfo[] = [];
+    for (const name of [...names].sort()) {
+      const partitions: GroupPartitionInfo[] = [];
+      for (let p = 0; p < topic.partitions; p++) {
+        const q = await this.#queue(topic, name, p);
+        const st = q.state.stats();
+        partitions.push({
+          partition: p,
+          committed: st.committed,
+          in_flight: st.inFlight,
+          acked_ahead: st.ackedAhead,
+          lag: Math.max(0, q.log.stats().highWatermark - st.committed),
+        });
+      }
+      out.push({ name, lag: partitions.reduce((a, p) => a + p.lag, 0), partitions });
+    }
+    return out;
+  }
+
+  /** Forgets a group: in-memory state and frontier files. Resolves whether it existed. */
+  async deleteGroup(topic: TopicConfig, group: string): Promise<boolean> {
+    const entry = this.#topics.get(topic.name);
+    const ge = entry?.groups.get(group);
+    let existed = ge !== undefined;
+    if (ge !== undefined) {
+      entry?.groups.delete(group);
+      await Promise.allSettled(ge.opening.values());
+      for (const q of ge.open.values()) q.dropped = true;
+      for (const q of ge.open.values()) await q.idle();
+    }
+    for (let p = 0; p < topic.partitions; p++) {
+      if (await removeFrontier(this.#partitionDir(topic.name, p), group)) existed = true;
+    }
+    if (existed) this.#o.logger.info({ topic: topic.name, group }, "consumer group deleted");
+    return existed;
+  }
+
+  /** Stops long-polls (they answer 204) and the timers; new consumes get 503. */
+  beginClose(): void {
+    this.#closing = true;
+    this.#waiters.close();
+    clearInterval(this.#purgeTimer);
+    clearInterval(this.#persistTimer);
+  }
+
+  /** Persists every moved frontier. Call after the HTTP server stopped. */
+  async close(): Promise<void> {
+    this.beginClose();
+    const queues = this.#allQueues();
+    for (const q of queues) await q.idle();
+    await Promise.all(queues.map((q) => q.flush()));
+  }
+
+  async #tryOnce(topic: TopicConfig, group: string, only: number | undefined): Promise<Delivery | undefined> {
+    const ge = this.#group(topic, group);
+    const n = topic.partitions;
+    const start = only ?? ge.rr % n;
+    const tries = only === undefined ? n : 1;
+    const limits = limitsOf(topic);
+    for (let i = 0; i < tries; i++) {
+      const p = (start + i) % n;
+      const q = await this.#queue(topic, group, p);
+      const now = this.#o.nowMs();
+      q.state.purge(now);
+      const r = await q.take(now, limits);
+      if (r.kind !== "leased") continue;
+      if (only === undefined) ge.rr = p + 1;
+      if (r.redelivery) this.#o.metrics?.consumerRedelivered.inc({ topic: topic.name, group });
+      return {
+        partition: p,
+        record: r.record,
+        receiptHandle: encodeHandle({
+          group,
+          partition: p,
+          offset: r.record.offset,
+          epoch: q.epoch,
+          nonce: r.nonce,
+        }),
+      };
+    }
+    return undefined;
+  }
+
+  #partitionDir(topic: string, partition: number): string {
+    return join(this.#o.dataDir, "topics", topic, partitionDirName(partition));
+  }
+
+  #group(topic: TopicConfig, group: string): GroupEntry {
+    let entry = this.#topics.get(topic.name);
+    if (entry !== undefined && entry.createdAt !== topic.created_at) {
+      this.#dropEntry(entry);
+      entry = undefined;
+    }
+    if (entry === undefined) {
+      entry = { createdAt: topic.created_at, groups: new Map() };
+      this.#topics.set(topic.name, entry);
+    }
+    let ge = entry.groups.get(group);
+    if (ge === undefined) {
+      if (entry.groups.size >= this.#o.maxGroupsPerTopic)
+        throw badRequest(`topic has ${entry.groups.size} consumer groups (the maximum); delete one first`);
+      ge = { open: new Map(), opening: new Map(), rr: 0 };
+      entry.groups.set(group, ge);
+    }
+    return ge;
+  }
+
+  #queue(topic: TopicConfig, group: string, partition: number): Promise<PartitionQueue> {
+    const ge = this.#group(topic, group);
+    const q = ge.open.get(partition);
+    if (q !== undefined) return Promise.resolve(q);
+    let opening = ge.opening.get(partition);
+    if (opening === undefined) {
+      opening = this.#openQueue(topic.name, group, partition).then(
+        (queue) => {
+          ge.opening.delete(partition);
+          ge.open.set(partition, queue);
+          // Deleted (group or topic) while opening: usable by this caller, never persisted.
+          if (this.#topics.get(topic.name)?.groups.get(group) !== ge) queue.dropped = true;
+          return queue;
+        },
+        (err: unknown) => {
+          ge.opening.delete(partition);
+          throw err;
+        },
+      );
+      ge.opening.set(partition, opening);
+    }
+    return opening;
+  }
+
+  async #openQueue(topic: string, group: string, partition: number): Promise<PartitionQueue> {
+    const log = await this.#o.logs.get(topic, partition);
+    const dir = this.#partitionDir(topic, partition);
+    const persisted = (await readFrontier(dir, group)) ?? 0;
+    const hwm = log.stats().highWatermark;
+    if (persisted > hwm)
+      this.#o.logger.warn({ topic, partition, group, persisted, hwm }, "consumer frontier is above the HWM");
+    const logger = this.#o.logger;
+    const events: QueueEvents = {
+      corrupt: (count) => logger.warn({ topic, partition, group, count }, "skipped unreadable offsets"),
+      expired: (count) =>
+        logger.warn({ topic, partition, group, count }, "retention removed offsets before they were acked"),
+      persistFailed: (err) =>
+        logger.error({ topic, partition, group, err }, "persisting consumer frontier failed"),
+    };
+    return new PartitionQueue({
+      topic,
+      partition,
+      group,
+      dir,
+      epoch: this.#newEpoch(),
+      state: new ConsumerQueueState(persisted),
+      log,
+      persisted,
+      events,
+      maxSkips: this.#o.maxSkipsPerTake,
+      readMaxBytes: this.#o.readMaxBytes,
+    });
+  }
+
+  #allQueues(): PartitionQueue[] {
+    const out: PartitionQueue[] = [];
+    for (const entry of this.#topics.values())
+      for (const ge of entry.groups.values()) for (const q of ge.open.values()) out.push(q);
+    return out;
+  }
+
+  #purgeAll(): void {
+    const now = this.#o.nowMs();
+    for (const q of this.#allQueues()) {
+      if (q.state.purge(now) > 0) {
+        q.blocked = false;
+        this.#waiters.wake(q.topic, q.partition, q.group);
+      }
+    }
+  }
+
+  #persistAll(): void {
+    for (const q of this.#allQueues()) void q.flush();
+  }
+
+  #dropEntry(entry: TopicEntry): void {
+    for (const ge of entry.groups.values()) for (const q of ge.open.values()) q.dropped = true;
+    entry.groups.clear();
+  }
+
+  /** A topic deleted (or deleted and recreated): its queue state is gone with its directory. */
+  #dropChangedTopics(): void {
+    for (const [name, entry] of [...this.#topics]) {
+      const t = this.#o.metastore.getTopic(name);
+      if (t !== undefined && t.created_at === entry.createdAt) continue;
+      this.#dropEntry(entry);
+      this.#topics.delete(name);
+      this.#waiters.wakeTopic(name);
+    }
+  }
+
+  #refreshGauges(): void {
+    const m = this.#o.metrics;
+    if (m === undefined) return;
+    m.consumerLag.reset();
+    m.consumerInflight.reset();
+    m.consumerAckedAhead.reset();
+    for (const q of this.#allQueues()) {
+      const labels = { topic: q.topic, partition: String(q.partition), group: q.group };
+      const st = q.state.stats();
+      m.consumerLag.set(labels, Math.max(0, q.log.stats().highWatermark - st.committed));
+      m.consumerInflight.set(labels, st.inFlight);
+      m.consumerAckedAhead.set(labels, st.ackedAhead + st.corrupt);
+    }
+  }
+}
+
+export { defaultGroup };

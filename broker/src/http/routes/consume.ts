@@ -1,0 +1,103 @@
+// Queue consumption (Narad v1):
+//   GET  /v1/topics/:topic/consume?wait=&partition=&group=   one leased message (200) or 204
+//   GET  /v1/topics/:topic/consume?partition=&offset=        replay by offset (read-only, no handle)
+//   POST /v1/topics/:topic/ack?receipt_handle=&extend=       ack / extend (true|1) / nack (false|0): 204
+//   GET  /v1/topics/:topic/groups                            groups with per-partition committed, in_flight, lag
+//   DELETE /v1/topics/:topic/groups/:group                   forget a group: 204, 404 when unknown
+
+import type { FastifyInstance } from "fastify";
+import { consumeMaxWaitMs, readMaxBytes } from "../../constants.ts";
+import { defaultGroup } from "../../core/consumer-handle.ts";
+import { messageJson } from "../../core/message-json.ts";
+import { badRequest, notFound } from "../../errors.ts";
+import { parseDurationMs, parseOptionalInt } from "../params.ts";
+import type { BrokerServices } from "../services.ts";
+import { locateRead, type ReadQuery } from "./read.ts";
+import { requireTopic } from "./topics.ts";
+
+interface ConsumeQuery extends ReadQuery {
+  group?: string;
+}
+
+interface AckQuery {
+  receipt_handle?: string;
+  extend?: string;
+}
+
+function parseGroup(s: BrokerServices, raw: string | undefined): string {
+  if (raw === undefined || raw === "") return defaultGroup;
+  if (!s.consumers.validGroup(raw)) throw badRequest("group must match ^[A-Za-z0-9._-]{1,255}$");
+  return raw;
+}
+
+function parseSettle(extend: string | undefined): "ack" | "extend" | "nack" {
+  if (extend === undefined) return "ack";
+  if (extend === "true" || extend === "1") return "extend";
+  if (extend === "false" || extend === "0") return "nack";
+  throw badRequest("extend must be true, 1, false or 0 (absent acks)");
+}
+
+export function consumeRoutes(s: BrokerServices) {
+  return async (app: FastifyInstance): Promise<void> => {
+    app.get<{ Params: { topic: string }; Querystring: ConsumeQuery }>(
+      "/v1/topics/:topic/consume",
+      async (request, reply) => {
+        const q = request.query;
+        if (q.offset !== undefined) {
+          // Replay: read-only, no lease, no receipt handle.
+          const { topic, partition, offset, log, hwm } = await locateRead(s, request.params.topic, q);
+          if (offset >= hwm) return reply.code(204).send();
+          const [record] = await log.read(offset, 1, readMaxBytes);
+          if (record === undefined) return reply.code(204).send();
+          s.metrics.consumedMessages.inc({ topic: topic.name });
+          return reply.type("application/json").send(messageJson(record, { topic: topic.name, partition }));
+        }
+        const topic = requireTopic(s, request.params.topic);
+        const partition = parseOptionalInt(q.partition, "partition", 0, topic.partitions - 1);
+        const group = parseGroup(s, q.group);
+        const waitMs = Math.min(parseDurationMs(q.wait, "wait") ?? 0, consumeMaxWaitMs);
+        // A client that hangs up stops its long-poll (no message is leased for it).
+        const abort = new AbortController();
+        reply.raw.once("close", () => abort.abort());
+        const d = await s.consumers.consume(topic, group, partition, waitMs, abort.signal);
+        if (d === undefined) return reply.code(204).send();
+        s.metrics.consumedMessages.inc({ topic: topic.name });
+        return reply.type("application/json").send(
+          messageJson(d.record, {
+            topic: topic.name,
+            partition: d.partition,
+            receiptHandle: d.receiptHandle,
+          }),
+        );
+      },
+    );
+
+    app.post<{ Params: { topic: string }; Querystring: AckQuery }>(
+      "/v1/topics/:topic/ack",
+      async (request, reply) => {
+        const topic = requireTopic(s, request.params.topic);
+        const handle = request.query.receipt_handle;
+        if (handle === undefined || handle === "") throw badRequest("receipt_handle is required");
+        s.consumers.settle(topic, handle, parseSettle(request.query.extend));
+        return reply.code(204).send();
+      },
+    );
+
+    app.get<{ Params: { topic: string } }>("/v1/topics/:topic/groups", async (request) => {
+      const topic = requireTopic(s, request.params.topic);
+      return { topic: topic.name, groups: await s.consumers.listGroups(topic) };
+    });
+
+    app.delete<{ Params: { topic: string; group: string } }>(
+      "/v1/topics/:topic/groups/:group",
+      async (request, reply) => {
+        const topic = requireTopic(s, request.params.topic);
+        const group = parseGroup(s, request.params.group);
+        if (!(await s.consumers.deleteGroup(topic, group)))
+          throw notFound(`group "${group}" of topic "${topic.name}" not found`);
+        request.log.info({ topic: topic.name, group }, "consumer group deleted");
+        return reply.code(204).send();
+      },
+    );
+  };
+}
