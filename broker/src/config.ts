@@ -2,7 +2,7 @@
 // file. Precedence: flag > environment > config file > default. Returns a
 // frozen, validated Config; everything else receives values from it.
 
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import * as k from "./constants.ts";
 
@@ -13,7 +13,11 @@ export interface Config {
   dataDir: string;
   nodeId: string;
   logLevel: string;
-  metastore: "file";
+  metastore: "file" | "kubernetes";
+  /** NaradCluster this broker belongs to (kubernetes metastore); "" with the file metastore. */
+  clusterName: string;
+  /** Namespace of the NaradCluster and its NaradTopics (kubernetes metastore). */
+  namespace: string;
   drainTimeoutMs: number;
   produceMaxBodyBytes: number;
   batchMaxBodyBytes: number;
@@ -56,6 +60,24 @@ export interface Config {
 
 export class ConfigError extends Error {}
 
+/** Where Kubernetes mounts the pod's namespace (in-cluster service account). */
+export const SERVICE_ACCOUNT_NAMESPACE_FILE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+const NAMESPACE_FALLBACK = "default";
+
+/** --namespace default: POD_NAMESPACE (downward API), else the service-account file, else "default". */
+function defaultNamespace(env: NodeJS.ProcessEnv, namespaceFile: string): string {
+  if (env.POD_NAMESPACE) return env.POD_NAMESPACE;
+  try {
+    if (existsSync(namespaceFile)) {
+      const ns = readFileSync(namespaceFile, "utf8").trim();
+      if (ns !== "") return ns;
+    }
+  } catch {
+    // unreadable: fall through
+  }
+  return NAMESPACE_FALLBACK;
+}
+
 /** Settings that can come from a flag, an env var or the config file (camelCase key). */
 const settings = {
   addr: { env: "NARAD_HTTP_ADDR", file: "addr" },
@@ -63,6 +85,9 @@ const settings = {
   "data-dir": { env: "NARAD_DATA_DIR", file: "dataDir" },
   "node-id": { env: "NARAD_NODE_ID", file: "nodeId" },
   "log-level": { env: "NARAD_LOG_LEVEL", file: "logLevel" },
+  metastore: { env: "NARAD_METASTORE", file: "metastore" },
+  "cluster-name": { env: "NARAD_CLUSTER_NAME", file: "clusterName" },
+  namespace: { env: "NARAD_NAMESPACE", file: "namespace" },
   "drain-timeout-ms": { env: "NARAD_DRAIN_TIMEOUT_MS", file: "drainTimeoutMs" },
   "max-body-bytes": { env: "NARAD_MAX_BODY_BYTES", file: "maxBodyBytes" },
   "wal-segment-bytes": { env: "NARAD_WAL_SEGMENT_BYTES", file: "walSegmentBytes" },
@@ -86,6 +111,9 @@ Options (each also settable as the NARAD_* variable shown, or in --config JSON):
   --data-dir DIR              data directory             NARAD_DATA_DIR      (default /var/lib/narad; --dev ./data)
   --node-id ID                this node's id             NARAD_NODE_ID       (default: hostname)
   --log-level LEVEL           trace|debug|info|warn|error NARAD_LOG_LEVEL    (default info)
+  --metastore file|kubernetes where topics live          NARAD_METASTORE     (default file)
+  --cluster-name NAME         NaradCluster (kubernetes)  NARAD_CLUSTER_NAME  (required with kubernetes)
+  --namespace NS              its namespace (kubernetes) NARAD_NAMESPACE     (default $POD_NAMESPACE, the pod's namespace, or default)
   --config FILE               JSON file with any of the settings in camelCase   NARAD_CONFIG
   --drain-timeout-ms N        SIGTERM drain bound        NARAD_DRAIN_TIMEOUT_MS (default ${k.drainTimeoutMs})
   --max-body-bytes N          single produce limit       NARAD_MAX_BODY_BYTES (default ${k.produceMaxBodyBytes})
@@ -113,7 +141,12 @@ function parseCount(value: string | undefined, fallback: number, what: string): 
   return n;
 }
 
-export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv, hostname: string): Config {
+export function loadConfig(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  hostname: string,
+  namespaceFile: string = SERVICE_ACCOUNT_NAMESPACE_FILE,
+): Config {
   const options: Record<string, { type: "string" | "boolean" }> = {
     dev: { type: "boolean" },
     config: { type: "string" },
@@ -155,6 +188,10 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv, host
     throw new ConfigError(`--log-level must be one of trace, debug, info, warn, error, got "${logLevel}"`);
   }
   const maxBody = count("max-body-bytes", k.produceMaxBodyBytes);
+  const metastore = get("metastore") ?? "file";
+  if (metastore !== "file" && metastore !== "kubernetes") {
+    throw new ConfigError(`--metastore must be file or kubernetes, got "${metastore}"`);
+  }
   const config: Config = {
     dev,
     http: parseHostPort(
@@ -168,7 +205,9 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv, host
     dataDir: get("data-dir") ?? (dev ? "./data" : "/var/lib/narad"),
     nodeId: get("node-id") ?? hostname,
     logLevel,
-    metastore: "file",
+    metastore,
+    clusterName: get("cluster-name") ?? "",
+    namespace: get("namespace") ?? defaultNamespace(env, namespaceFile),
     drainTimeoutMs: count("drain-timeout-ms", k.drainTimeoutMs),
     produceMaxBodyBytes: maxBody,
     batchMaxBodyBytes: Math.max(k.batchProduceMaxBodyBytes, maxBody),
@@ -209,6 +248,9 @@ export function loadConfig(argv: readonly string[], env: NodeJS.ProcessEnv, host
     },
   };
   if (config.nodeId === "") throw new ConfigError("--node-id must not be empty");
+  if (config.metastore === "kubernetes" && config.clusterName === "") {
+    throw new ConfigError("--metastore kubernetes needs --cluster-name (NARAD_CLUSTER_NAME)");
+  }
   if (maxBody < 1 || maxBody > k.walMaxRecordBytes) {
     throw new ConfigError(`--max-body-bytes must be between 1 and ${k.walMaxRecordBytes}`);
   }

@@ -1,0 +1,114 @@
+// Pure parts of the kubernetes metastore: object names for topic names, the
+// NaradTopic <-> TopicConfig mapping, and the --metastore/--cluster-name/
+// --namespace settings.
+import { mkdtemp, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { topicName } from "../../../../operator/src/api/v1alpha1/defaults.ts";
+import type { NaradTopic } from "../../../../operator/src/api/v1alpha1/types.ts";
+import { ConfigError, loadConfig } from "../../config.ts";
+import { topicFixture } from "../contract.ts";
+import { assignmentsOf, naradTopicFor, specMergePatch, topicConfigOf } from "./convert.ts";
+import { isDns1123Subdomain, KUBE_NAME_MAX_CHARS, kubeNameForTopic } from "./names.ts";
+
+describe("kubeNameForTopic", () => {
+  it("keeps names that are already valid object names", () => {
+    for (const n of ["orders", "a.b", "x-1", "0"]) expect(kubeNameForTopic(n)).toBe(n);
+  });
+  it("derives a valid, distinct name with a hash suffix otherwise", () => {
+    const names = ["Orders", "orders_eu", "ORDERS_EU", "-lead", "trail.", "a..b", "__", "_", "x".repeat(255)];
+    const derived = names.map(kubeNameForTopic);
+    for (const d of derived) expect(isDns1123Subdomain(d), d).toBe(true);
+    for (const d of derived) expect(d.length).toBeLessThanOrEqual(KUBE_NAME_MAX_CHARS);
+    expect(new Set(derived).size).toBe(names.length);
+    expect(kubeNameForTopic("Orders")).toMatch(/^orders-[0-9a-f]{8}$/);
+    expect(kubeNameForTopic("orders_eu")).toMatch(/^orders-eu-[0-9a-f]{8}$/);
+    expect(kubeNameForTopic("Orders")).not.toBe("orders");
+    expect(kubeNameForTopic("Orders")).toBe(kubeNameForTopic("Orders"));
+  });
+});
+
+describe("NaradTopic mapping", () => {
+  it("round-trips a TopicConfig through a NaradTopic", () => {
+    const t = topicFixture("Orders_EU", { created_at: "2026-01-02T03:04:05.000Z" });
+    const obj = naradTopicFor(t, "ns", "demo");
+    expect(obj.metadata).toMatchObject({ namespace: "ns", labels: { "narad.dev/cluster": "demo" } });
+    expect(obj.spec).toMatchObject({ cluster: "demo", name: "Orders_EU" });
+    expect(topicName(obj)).toBe("Orders_EU");
+    const back = topicConfigOf({
+      ...obj,
+      metadata: { ...obj.metadata, creationTimestamp: t.created_at as unknown as Date },
+    });
+    expect(back).toEqual(t);
+  });
+  it("defaults what a hand-written NaradTopic leaves out and leaves 0 retention to the default", () => {
+    const obj: NaradTopic = {
+      apiVersion: "narad.dev/v1alpha1",
+      kind: "NaradTopic",
+      metadata: { name: "plain" },
+      spec: { cluster: "demo" },
+    };
+    expect(topicConfigOf(obj)).toMatchObject({
+      name: "plain",
+      partitions: 3,
+      retention_ms: 604_800_000,
+      retention_bytes: 0,
+    });
+    expect(
+      naradTopicFor(topicFixture("t", { retention_ms: 0 }), "ns", "demo").spec.retentionMs,
+    ).toBeUndefined();
+  });
+  it("reads owners from status.assignments, skipping empty owners", () => {
+    const obj: NaradTopic = {
+      apiVersion: "narad.dev/v1alpha1",
+      kind: "NaradTopic",
+      metadata: { name: "t" },
+      spec: { cluster: "demo", partitions: 3 },
+      status: {
+        assignments: [
+          { partition: 0, owner: "demo-0" },
+          { partition: 2, owner: "" },
+        ],
+      },
+    };
+    expect([...assignmentsOf(obj)]).toEqual([[0, "demo-0"]]);
+  });
+  it("builds a merge patch with only the fields given", () => {
+    expect(specMergePatch({ partitions: 6 })).toEqual({ spec: { partitions: 6 } });
+    expect(specMergePatch({ retention_ms: 5, max_acked_ahead_per_partition: 2 })).toEqual({
+      spec: { retentionMs: 5, maxAckedAheadPerPartition: 2 },
+    });
+  });
+});
+
+describe("metastore settings", () => {
+  it("defaults to the file metastore", () => {
+    const c = loadConfig([], {}, "h", "/nonexistent");
+    expect(c).toMatchObject({ metastore: "file", clusterName: "", namespace: "default" });
+  });
+  it("takes kubernetes with a cluster name from flags or environment", () => {
+    expect(
+      loadConfig(["--metastore", "kubernetes", "--cluster-name", "demo", "--namespace", "ns"], {}, "h"),
+    ).toMatchObject({
+      metastore: "kubernetes",
+      clusterName: "demo",
+      namespace: "ns",
+    });
+    const env = { NARAD_METASTORE: "kubernetes", NARAD_CLUSTER_NAME: "demo", POD_NAMESPACE: "from-pod" };
+    expect(loadConfig([], env, "h", "/nonexistent")).toMatchObject({
+      clusterName: "demo",
+      namespace: "from-pod",
+    });
+  });
+  it("reads the namespace from the service-account file when POD_NAMESPACE is unset", async () => {
+    const file = join(await mkdtemp(join(tmpdir(), "narad-ns-")), "namespace");
+    await writeFile(file, "sa-ns\n");
+    expect(loadConfig([], {}, "h", file).namespace).toBe("sa-ns");
+    expect(loadConfig([], { NARAD_NAMESPACE: "explicit" }, "h", file).namespace).toBe("explicit");
+  });
+  it("refuses kubernetes without a cluster name and unknown metastores", () => {
+    expect(() => loadConfig(["--metastore", "kubernetes"], {}, "h")).toThrow(/cluster-name/);
+    expect(() => loadConfig(["--metastore", "etcd"], {}, "h")).toThrow(ConfigError);
+  });
+});
