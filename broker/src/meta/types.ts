@@ -51,6 +51,16 @@ export interface Metastore {
   /** Node id owning a partition. */
   ownerOf(topic: string, partition: number): string;
   members(): readonly Member[];
+  /**
+   * The membership epoch (NaradCluster.status.membershipEpoch; bumped on
+   * every member change). Optional: the file metastore has one fixed member.
+   */
+  membershipEpoch?(): number;
+  /**
+   * Whether the local replica is known fresh (watch synced, open and heard
+   * from recently). Optional: a backend without a remote authority is always fresh.
+   */
+  caughtUp?(): boolean;
   /** Called after any topic or membership change is applied locally. */
   onChange(listener: () => void): void;
   close(): Promise<void>;
