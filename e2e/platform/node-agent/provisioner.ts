@@ -99,6 +99,18 @@ export function quantityBytes(q: string): number {
   return mult === undefined ? Number.NaN : n * mult;
 }
 
+/**
+ * Cheap pre-check before any API call: an unbound pending claim, or a bound
+ * one whose request exceeds its capacity (resize). Everything else is settled.
+ */
+export function claimMayNeedWork(pvc: V1PersistentVolumeClaim): boolean {
+  if (pvc.metadata?.deletionTimestamp) return false;
+  if (!pvc.spec?.volumeName) return (pvc.status?.phase ?? "Pending") === "Pending";
+  const want = pvc.spec.resources?.requests?.["storage"];
+  const have = pvc.status?.capacity?.["storage"];
+  return want !== undefined && have !== undefined && quantityBytes(want) > quantityBytes(have);
+}
+
 export class LocalDirProvisioner {
   readonly #core: CoreV1Api;
   readonly #storage: StorageV1Api;
@@ -123,10 +135,12 @@ export class LocalDirProvisioner {
   }
 
   onClaim(pvc: V1PersistentVolumeClaim): void {
+    if (!claimMayNeedWork(pvc)) return;
     this.#once(`pvc/${pvc.metadata?.uid}`, () => this.#reconcileClaim(pvc));
   }
 
   onVolume(pv: V1PersistentVolume): void {
+    if (pv.status?.phase !== "Released") return;
     this.#once(`pv/${pv.metadata?.name}`, () => this.#reconcileVolume(pv));
   }
 

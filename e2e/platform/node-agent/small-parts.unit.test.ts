@@ -10,6 +10,7 @@ import { initialProbeState, observeProbe, probeTiming } from "./probe-state.ts";
 import {
   buildPv,
   claimClassName,
+  claimMayNeedWork,
   needsProvisioning,
   PROVISIONER_NAME,
   quantityBytes,
@@ -96,6 +97,17 @@ describe("provisioner", () => {
     expect(pv.spec?.claimRef).toMatchObject({ name: "data-web-0", namespace: "ns", uid: "abc" });
     expect(pv.spec?.capacity).toEqual({ storage: "1Gi" });
     expect(pv.spec?.persistentVolumeReclaimPolicy).toBe("Delete");
+  });
+  it("skips settled claims before any API call", () => {
+    expect(claimMayNeedWork(pvc)).toBe(true);
+    const bound: V1PersistentVolumeClaim = {
+      ...pvc,
+      spec: { ...pvc.spec, volumeName: "v" },
+      status: { phase: "Bound", capacity: { storage: "1Gi" } },
+    };
+    expect(claimMayNeedWork(bound)).toBe(false);
+    const grown = { ...bound, spec: { ...bound.spec, resources: { requests: { storage: "2Gi" } } } };
+    expect(claimMayNeedWork(grown)).toBe(true);
   });
   it("compares quantities", () => {
     expect(quantityBytes("2Gi")).toBeGreaterThan(quantityBytes("1Gi"));
