@@ -50,7 +50,6 @@ export const BROKER_DATA_MOUNT = "/var/lib/narad";
 export const BROKER_DATA_DIR = "/var/lib/narad/data";
 export const BROKER_DATA_VOLUME = "data";
 export const BROKER_CONFIG_VOLUME = "config";
-export const BROKER_TMP_VOLUME = "tmp";
 export const BROKER_USER_ID = 10001;
 export const BROKER_DEFAULT_IMAGE = "ghcr.io/narad/narad:latest";
 export const BROKER_STARTUP_PROBE_FAILURE_THRESHOLD = 30;
@@ -78,6 +77,8 @@ export const RESYNC_INTERVAL_MS = 60_000;
 export const REQUEUE_PROGRESSING_MS = 5_000;
 /** While a topic's data deletion waits on members. */
 export const REQUEUE_TOPIC_DELETE_MS = 5_000;
+/** After a status write lost a resourceVersion race with our own previous write. */
+export const STATUS_CONFLICT_REQUEUE_MS = 250;
 /** While waiting for something external (cluster missing, no Active member). */
 export const REQUEUE_WAITING_MS = 15_000;
 

@@ -34,8 +34,13 @@ export function needsApply(current: KubernetesObject | undefined, desired: Kuber
   return { apply: false };
 }
 
+/**
+ * desired as compared with the live object: without our hash annotation, and
+ * without apiVersion/kind, which list results (and so informer caches) omit.
+ */
 function withoutHash(obj: KubernetesObject): KubernetesObject {
   const annotations = { ...obj.metadata?.annotations };
   delete annotations[ANNOTATION_APPLIED_HASH];
-  return { ...obj, metadata: { ...obj.metadata, annotations } };
+  const { apiVersion: _v, kind: _k, ...rest } = obj;
+  return { ...rest, metadata: { ...obj.metadata, annotations } };
 }

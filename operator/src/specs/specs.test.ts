@@ -285,8 +285,10 @@ describe("applied hash", () => {
   it("skips an unchanged object and applies a changed or drifted one", () => {
     const desired = withAppliedHash(sts());
     expect(needsApply(undefined, desired)).toEqual({ apply: true, reason: "missing" });
-    // live = desired plus server defaults
+    // live = desired plus server defaults, read from a list (no apiVersion/kind)
     const live = structuredClone(desired);
+    delete live.apiVersion;
+    delete live.kind;
     live.spec!.revisionHistoryLimit = 10;
     live.spec!.template.spec!.dnsPolicy = "ClusterFirst";
     expect(needsApply(live, desired)).toEqual({ apply: false });

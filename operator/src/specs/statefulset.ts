@@ -16,7 +16,6 @@ import {
   BROKER_READINESS_PROBE_PERIOD_SECONDS,
   BROKER_STARTUP_PROBE_FAILURE_THRESHOLD,
   BROKER_STARTUP_PROBE_PERIOD_SECONDS,
-  BROKER_TMP_VOLUME,
   BROKER_USER_ID,
   TERMINATION_GRACE_EXTRA_SECONDS,
 } from "../constants.ts";
@@ -105,11 +104,10 @@ function podTemplate({ cluster, spec, configHash }: StatefulSetInputs): V1PodTem
       seccompProfile: { type: "RuntimeDefault" },
     },
     containers: [brokerContainer(name, spec)],
-    volumes: [
-      { name: BROKER_CONFIG_VOLUME, configMap: { name: resourceNames(name).configMap } },
-      // readOnlyRootFilesystem: give Node a writable /tmp.
-      { name: BROKER_TMP_VOLUME, emptyDir: {} },
-    ],
+    // No /tmp volume: the broker writes only under its data dir. (A /tmp
+    // mount would also hide the local platform's volume sources, which live
+    // under /tmp, from the pod's mount namespace.)
+    volumes: [{ name: BROKER_CONFIG_VOLUME, configMap: { name: resourceNames(name).configMap } }],
   };
   if (spec.imagePullSecrets.length > 0) podSpec.imagePullSecrets = spec.imagePullSecrets;
   if (pod.affinity !== undefined) podSpec.affinity = pod.affinity;
@@ -172,7 +170,6 @@ function brokerContainer(clusterName: string, spec: ResolvedNaradClusterSpec): V
     volumeMounts: [
       { name: BROKER_DATA_VOLUME, mountPath: BROKER_DATA_MOUNT },
       { name: BROKER_CONFIG_VOLUME, mountPath: BROKER_CONFIG_DIR, readOnly: true },
-      { name: BROKER_TMP_VOLUME, mountPath: "/tmp" },
     ],
   };
   if (Object.keys(spec.resources).length > 0) container.resources = spec.resources;

@@ -1,8 +1,14 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { MemberStatus, NaradClusterStatus } from "../../api/v1alpha1/types.ts";
 import type { BrokerClient } from "../../broker-client/types.ts";
-import { BROKER_HTTP_PORT, CLUSTER_PLURAL, LABEL_CLUSTER, REQUEUE_PROGRESSING_MS } from "../../constants.ts";
-import { apiMessage } from "../../kube/api.ts";
+import {
+  BROKER_HTTP_PORT,
+  CLUSTER_PLURAL,
+  LABEL_CLUSTER,
+  REQUEUE_PROGRESSING_MS,
+  STATUS_CONFLICT_REQUEUE_MS,
+} from "../../constants.ts";
+import { apiMessage, httpStatus } from "../../kube/api.ts";
 import { clusterVerdict } from "../../plan/cluster-status.ts";
 import { getCondition } from "../../plan/conditions.ts";
 import { planMembers } from "../../plan/members.ts";
@@ -105,11 +111,19 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
   }
 
   if (statusChanged(prev, status)) {
-    await deps.api.patchStatus(
-      { plural: CLUSTER_PLURAL, namespace: ctx.namespace, name: ctx.name },
-      status,
-      cluster.metadata.resourceVersion ?? "",
-    );
+    try {
+      await deps.api.patchStatus(
+        { plural: CLUSTER_PLURAL, namespace: ctx.namespace, name: ctx.name },
+        status,
+        cluster.metadata.resourceVersion ?? "",
+      );
+    } catch (err) {
+      if (httpStatus(err) !== 409) throw err;
+      // Our cache has not seen the last write yet (often our own): try again
+      // shortly from the newer object rather than counting a failure.
+      ctx.log.debug("status write conflicted (stale cache); reconciling again shortly");
+      return { requeueAfterMs: STATUS_CONFLICT_REQUEUE_MS };
+    }
     ctx.log.debug({ phase: status.phase, epoch: status.membershipEpoch }, "status written");
   } else {
     ctx.log.debug("status unchanged; not writing");
