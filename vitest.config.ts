@@ -14,6 +14,7 @@ export default defineConfig({
             "operator/src/**/*.test.ts",
             "client/**/*.test.ts",
             "scripts/**/*.test.ts",
+            "e2e/**/*.unit.test.ts",
           ],
           testTimeout: 20_000,
         },
