@@ -73,8 +73,28 @@ export const consumerMaxSkipsPerTake = 64;
 export const admissionBudgetBytes = 128 * MiB;
 export const admissionWaitMs = 15_000;
 
+// Cluster RPC (gRPC, ARCHITECTURE.md §2). A peer's RPC address is its
+// Member.clusterAddress, else its HTTP host with port + 1 (7942 → 7943).
+/** Largest gRPC message either side accepts: the largest WAL record plus key and framing margin. */
+export const rpcMaxMessageBytes = walMaxRecordBytes + 1 * MiB;
+/** A commit batch is split into several CommitBatch calls (in seq order) above this many record bytes. */
+export const rpcCommitRequestBytes = walMaxRecordBytes;
+/** Deadline of forwarded reads, stats and status calls. */
+export const rpcReadTimeoutMs = 5_000;
+/** Deadline of any call that does not set one (commits carry the dispatcher's). */
+export const rpcDefaultDeadlineMs = 30_000;
+export const rpcKeepaliveTimeMs = 10_000;
+export const rpcKeepaliveTimeoutMs = 5_000;
+export const rpcReconnectBackoffInitialMs = 250;
+export const rpcReconnectBackoffMaxMs = 5_000;
+/** HTTP/2 flow-control window per stream/connection on peer channels (the default 64 KiB throttles 8 MiB batches). */
+export const rpcFlowControlWindowBytes = 8 * MiB;
+/** Graceful server stop waits this long for in-flight calls before forcing. */
+export const rpcShutdownGraceMs = 5_000;
+
 // Relations the design relies on.
 if (walRotateDispatchedBytes >= walSegmentBytes)
   throw new Error("rotate threshold must be below segment size");
 if (dispatchWindowRecords > dispatchWindowCapRecords) throw new Error("window base above cap");
 if (walMaxRecordBytes > walSegmentBytes) throw new Error("a WAL record must fit a segment");
+if (rpcCommitRequestBytes >= rpcMaxMessageBytes) throw new Error("a commit request must fit an RPC message");

@@ -10,15 +10,20 @@ import type { Logger } from "pino";
 import type { Config } from "./config.ts";
 import * as k from "./constants.ts";
 import { ConsumerManager } from "./consumer/manager.ts";
+import { type ClusterDestinationHooks, clusterDestinations } from "./dispatch/cluster-destinations.ts";
 import { createDispatcher } from "./dispatch/dispatcher.ts";
 import { dispatchMetricsSink } from "./dispatch/metrics-sink.ts";
-import type { Destinations } from "./dispatch/types.ts";
 import { buildApp } from "./http/app.ts";
 import type { BrokerServices } from "./http/services.ts";
-import { type LogStore, openLogStore } from "./log/log-store.ts";
+import { openLogStore } from "./log/log-store.ts";
 import { openFileMetastore } from "./meta/file-metastore.ts";
+import { loadKubeConfig, openKubeMetastore } from "./meta/kube-metastore.ts";
 import type { Metastore } from "./meta/types.ts";
-import { type BrokerMetrics, createBrokerMetrics } from "./metrics.ts";
+import { createBrokerMetrics } from "./metrics.ts";
+import { createPeerPool, peerMembershipSync } from "./rpc/client.ts";
+import { createRpcMetrics } from "./rpc/metrics.ts";
+import { createPartitionAccess } from "./rpc/partition-access.ts";
+import { type ClusterServer, type ClusterServerHooks, startClusterServer } from "./rpc/server.ts";
 import { acquireDataDirLock } from "./storage/data-dir-lock.ts";
 import { nodeFileIo } from "./storage/file-io.ts";
 import { meteredIo } from "./storage/metered-io.ts";
@@ -31,47 +36,49 @@ export interface RunningBroker {
   app: FastifyInstance;
   /** Stops produce, drains the WAL (bounded), closes storage. Resolves whether the WAL fully drained. */
   shutdown(): Promise<boolean>;
+  /** The cluster RPC server (cluster mode: a metastore other than the file one), else undefined. */
+  cluster: ClusterServer | undefined;
+  /**
+   * Test only: stops at once without draining (in-flight commits abandoned,
+   * the WAL checkpoint left where it is), as a crash would, minus the kill.
+   */
+  crash(): Promise<void>;
 }
 
-/** Single node: every partition is local, membership is this node. */
-function localDestinations(
-  nodeId: string,
-  metastore: Metastore,
-  logs: LogStore,
-  metrics: BrokerMetrics,
-  onCommitted: (topic: string, partition: number) => void,
-): Destinations {
-  return {
-    localNodeId: nodeId,
-    resolve(topic, partition) {
-      const t = metastore.getTopic(topic);
-      if (t === undefined || partition >= t.partitions) return { kind: "topic-missing" };
-      return { kind: "owner", nodeId: metastore.ownerOf(topic, partition), state: "Active" };
-    },
-    partitionCount: (topic) => metastore.getTopic(topic)?.partitions ?? 0,
-    commit: async (_nodeId, topic, partition, records) => {
-      const result = await (await logs.get(topic, partition)).commitDurable(records);
-      if (result.appended > 0) onCommitted(topic, partition);
-      return result;
-    },
-    confirmTopicDeleted: (topic) => metastore.confirmTopicDeleted(topic),
-  };
+export interface StartBrokerOptions {
+  listen?: boolean;
+  /** Use this metastore instead of the file one (in-process cluster tests). */
+  metastore?: Metastore;
+  /** Test-only fault injection in the cluster data path. */
+  testHooks?: { server?: ClusterServerHooks; destinations?: ClusterDestinationHooks };
 }
 
 export async function startBroker(
   config: Config,
   logger: Logger,
-  opts: { listen?: boolean } = {},
+  opts: StartBrokerOptions = {},
 ): Promise<RunningBroker> {
   const nowMs = () => Date.now();
   await mkdir(config.dataDir, { recursive: true });
   const lock = await acquireDataDirLock(config.dataDir);
   const metrics = createBrokerMetrics({ defaultMetrics: true });
-  const metastore = await openFileMetastore({
-    dataDir: config.dataDir,
-    nodeId: config.nodeId,
-    address: `${config.http.host}:${config.http.port}`,
-  });
+  const metastore =
+    opts.metastore ??
+    (config.metastore === "kubernetes"
+      ? await openKubeMetastore({
+          kubeConfig: loadKubeConfig(),
+          namespace: config.namespace,
+          clusterName: config.clusterName,
+          logger: logger.child({ component: "metastore" }),
+        })
+      : await openFileMetastore({
+          dataDir: config.dataDir,
+          nodeId: config.nodeId,
+          address: `${config.http.host}:${config.http.port}`,
+        }));
+  // Cluster mode: peers own partitions. The file metastore is one node, so it
+  // needs no RPC server (and several single nodes can share a machine).
+  const clustered = metastore.kind !== "file";
   const wal = await openIngressWal({
     dir: join(config.dataDir, "ingress", "produce"),
     ...config.wal,
@@ -115,11 +122,33 @@ export async function startBroker(
     maxSkipsPerTake: k.consumerMaxSkipsPerTake,
     readMaxBytes: k.readMaxBytes,
   });
+  const rpcMetrics = createRpcMetrics(metrics.registry);
+  // Channels open lazily, on the first call to a peer.
+  const peers = createPeerPool({
+    maxMessageBytes: k.rpcMaxMessageBytes,
+    commitRequestBytes: k.rpcCommitRequestBytes,
+    readTimeoutMs: k.rpcReadTimeoutMs,
+    defaultDeadlineMs: k.rpcDefaultDeadlineMs,
+    keepaliveTimeMs: k.rpcKeepaliveTimeMs,
+    keepaliveTimeoutMs: k.rpcKeepaliveTimeoutMs,
+    reconnectBackoffInitialMs: k.rpcReconnectBackoffInitialMs,
+    reconnectBackoffMaxMs: k.rpcReconnectBackoffMaxMs,
+    flowControlWindowBytes: k.rpcFlowControlWindowBytes,
+    retryAfterSeconds: k.retryAfterSeconds,
+    metrics: rpcMetrics,
+  });
+  metastore.onChange(peerMembershipSync(peers, () => metastore.members()));
   const dispatcher = createDispatcher({
     wal,
-    destinations: localDestinations(config.nodeId, metastore, logs, metrics, (topic, partition) =>
-      consumers.notifyCommitted(topic, partition),
-    ),
+    destinations: clusterDestinations({
+      nodeId: config.nodeId,
+      metastore,
+      logs,
+      peers,
+      onLocalCommitted: (topic, partition) => consumers.notifyCommitted(topic, partition),
+      retryAfterSeconds: k.retryAfterSeconds,
+      ...(opts.testHooks?.destinations ? { hooks: opts.testHooks.destinations } : {}),
+    }),
     incarnation: wal.incarnation,
     options: config.dispatch,
     logger: logger.child({ component: "dispatch" }),
@@ -135,6 +164,13 @@ export async function startBroker(
     metastore,
     ingress: wal,
     logs,
+    partitions: createPartitionAccess({
+      nodeId: config.nodeId,
+      metastore,
+      logs,
+      peers,
+      retryAfterSeconds: k.retryAfterSeconds,
+    }),
     consumers,
     lifecycle: {
       ready: () => ready && !draining,
@@ -171,6 +207,50 @@ export async function startBroker(
   }, config.log.retentionCheckIntervalMs);
   retentionTimer.unref();
 
+  const cluster = clustered
+    ? await startClusterServer(
+        {
+          nodeId: config.nodeId,
+          metastore,
+          logs,
+          onCommitted: (topic, partition) => consumers.notifyCommitted(topic, partition),
+          adminStatus: () => {
+            const w = wal.stats();
+            const owned: Array<{ topic: string; partition: number }> = [];
+            for (const t of metastore.listTopics()) {
+              for (let p = 0; p < t.partitions; p++) {
+                if (metastore.ownerOf(t.name, p) === config.nodeId)
+                  owned.push({ topic: t.name, partition: p });
+              }
+            }
+            return {
+              node_id: config.nodeId,
+              ready: services.lifecycle.ready(),
+              draining,
+              wal_pending_records: w.pendingRecords,
+              checkpoint_seq: w.checkpoint,
+              last_accepted_seq: w.nextSeq - 1,
+              owned_partitions: owned,
+            };
+          },
+          readMaxRecords: k.readMaxRecords,
+          readMaxBytes: k.readMaxBytes,
+          metrics: rpcMetrics,
+          logger: logger.child({ component: "rpc" }),
+          ...(opts.testHooks?.server ? { hooks: opts.testHooks.server } : {}),
+        },
+        {
+          host: config.cluster.host,
+          port: config.cluster.port,
+          maxMessageBytes: k.rpcMaxMessageBytes,
+          keepaliveTimeMs: k.rpcKeepaliveTimeMs,
+          keepaliveTimeoutMs: k.rpcKeepaliveTimeoutMs,
+          shutdownGraceMs: k.rpcShutdownGraceMs,
+        },
+      )
+    : undefined;
+  if (cluster !== undefined) logger.info({ address: cluster.address }, "cluster RPC listening");
+
   await app.listen({ host: config.http.host, port: config.http.port });
   const addr = app.server.address();
   const httpAddress =
@@ -187,6 +267,14 @@ export async function startBroker(
     if (!drained)
       logger.warn({ pending: wal.stats().pendingRecords }, "drain timed out; the WAL keeps the rest");
     await dispatcher.stop();
+    await closeRest();
+    return drained;
+  };
+  const closeRest = async (): Promise<void> => {
+    // Peers' commits to our partitions are served until here (our logs are
+    // still open); in-flight ones finish within the RPC grace.
+    await cluster?.close();
+    peers.close();
     // Long-polls answer 204 now so app.close() does not wait for them; the
     // final frontier flush runs once no request can settle a lease any more.
     consumers.beginClose();
@@ -196,7 +284,12 @@ export async function startBroker(
     await wal.close();
     await metastore.close();
     await lock.release();
-    return drained;
+  };
+  const crash = async (): Promise<void> => {
+    clearInterval(retentionTimer);
+    cluster?.kill();
+    await dispatcher.stop();
+    await closeRest();
   };
   return {
     httpAddress,
@@ -204,6 +297,11 @@ export async function startBroker(
     shutdown: () => {
       shuttingDown ??= shutdown();
       return shuttingDown;
+    },
+    cluster,
+    crash: async () => {
+      shuttingDown ??= crash().then(() => false);
+      await shuttingDown;
     },
   };
 }

@@ -3,8 +3,8 @@
 
 import type { Config } from "../config.ts";
 import type { ConsumerManager } from "../consumer/manager.ts";
-import type { WalRecordInput } from "../core/records.ts";
-import type { PartitionLog } from "../log/types.ts";
+import type { StoredRecord, WalRecordInput } from "../core/records.ts";
+import type { PartitionLog, PartitionStats } from "../log/types.ts";
 import type { Metastore } from "../meta/types.ts";
 import type { BrokerMetrics } from "../metrics.ts";
 import type { WalStats } from "../wal/types.ts";
@@ -17,6 +17,31 @@ export interface Ingress {
 export interface Logs {
   get(topic: string, partition: number): Promise<PartitionLog>;
   deleteTopic(topic: string): Promise<void>;
+}
+
+/** What one read at a partition's owner returned. */
+export interface PartitionRead {
+  /** Records from the requested offset, below the HWM; empty at or above it. */
+  records: StoredRecord[];
+  highWatermark: number;
+  oldestOffset: number;
+}
+
+/**
+ * Reads and stats of a partition at its owner, wherever it is: this node's
+ * log or a peer over the cluster RPC (rpc/partition-access.ts). Throws
+ * NaradError: OFFSET_EXPIRED below the oldest offset, UNAVAILABLE (503 +
+ * Retry-After) when the owner is down or unreachable.
+ */
+export interface Partitions {
+  read(
+    topic: string,
+    partition: number,
+    offset: number,
+    maxRecords: number,
+    maxBytes: number,
+  ): Promise<PartitionRead>;
+  stats(topic: string, partition: number): Promise<PartitionStats>;
 }
 
 export interface Lifecycle {
@@ -43,6 +68,8 @@ export interface BrokerServices {
   metastore: Metastore;
   ingress: Ingress;
   logs: Logs;
+  /** Owner-routed reads (local log or peer RPC); produce stays local (WAL-first on any node). */
+  partitions: Partitions;
   lifecycle: Lifecycle;
   consumers: Consumers;
   metrics: BrokerMetrics;

@@ -31,12 +31,20 @@ export type MemberState = "Joining" | "Active" | "Maintenance" | "Down" | "Decom
 
 export interface Member {
   id: string;
+  /** host:httpPort (the operator writes podIP:7942). */
   address: string;
+  /**
+   * host:port of the member's cluster RPC. When absent, peers use the host
+   * of `address` and its port + 1 (7942 → 7943, the operator's convention;
+   * core/routing.ts clusterAddressOf).
+   */
+  clusterAddress?: string;
   state: MemberState;
 }
 
 export interface Metastore {
-  readonly kind: "file" | "kubernetes";
+  /** "memory": testing/memory-metastore.ts, several in-process brokers sharing one state. */
+  readonly kind: "file" | "kubernetes" | "memory";
   /** All topics, sorted by name (the local replica; never blocks on the network). */
   listTopics(): readonly TopicConfig[];
   getTopic(name: string): TopicConfig | undefined;

@@ -18,21 +18,48 @@ export interface ReadQuery {
   wait?: string;
 }
 
-/** Resolves topic, partition (required) and offset (default 0) of a read; 410 below the oldest. */
-export async function locateRead(s: BrokerServices, topicName: string, q: ReadQuery) {
+function parseRead(s: BrokerServices, topicName: string, q: ReadQuery) {
   const topic = requireTopic(s, topicName);
   const partition = parseOptionalInt(q.partition, "partition", 0, topic.partitions - 1);
   if (partition === undefined) throw badRequest("partition is required when reading by offset");
   const offset = parseOptionalInt(q.offset, "offset", 0, Number.MAX_SAFE_INTEGER) ?? 0;
-  const log = await s.logs.get(topic.name, partition);
-  const st = log.stats();
+  return { topic, partition, offset };
+}
+
+/**
+ * Resolves topic, partition (required) and offset (default 0) of a read; 410
+ * below the oldest. Routed to the partition's owner (this node or a peer over
+ * the cluster RPC; 503 + Retry-After when the owner is down): `log.read`
+ * reads there. For a peer this costs two calls (stats, then read); readAt
+ * does both in one.
+ */
+export async function locateRead(s: BrokerServices, topicName: string, q: ReadQuery) {
+  const { topic, partition, offset } = parseRead(s, topicName, q);
+  const st = await s.partitions.stats(topic.name, partition);
   if (offset < st.oldestOffset) {
     throw new NaradError(
       "OFFSET_EXPIRED",
       `offset ${offset} was removed by retention; oldest is ${st.oldestOffset}`,
     );
   }
+  const log = {
+    read: async (from: number, maxRecords: number, maxBytes: number) =>
+      (await s.partitions.read(topic.name, partition, from, maxRecords, maxBytes)).records,
+  };
   return { topic, partition, offset, log, hwm: st.highWatermark };
+}
+
+/** One routed read at the partition's owner: records from the offset (none at the HWM), 410 below the oldest. */
+export async function readAt(
+  s: BrokerServices,
+  topicName: string,
+  q: ReadQuery,
+  maxRecords: number,
+  maxBytes: number,
+) {
+  const { topic, partition, offset } = parseRead(s, topicName, q);
+  const res = await s.partitions.read(topic.name, partition, offset, maxRecords, maxBytes);
+  return { topic, partition, offset, records: res.records, hwm: res.highWatermark };
 }
 
 export function readRoutes(s: BrokerServices) {
@@ -41,10 +68,15 @@ export function readRoutes(s: BrokerServices) {
       "/v1/topics/:topic/records",
       async (request, reply) => {
         const q = request.query;
-        const { topic, partition, offset, log, hwm } = await locateRead(s, request.params.topic, q);
         const limit = parseOptionalInt(q.limit, "limit", 1, readMaxRecords) ?? readMaxRecords;
         const maxBytes = parseOptionalInt(q.max_bytes, "max_bytes", 1, readMaxBytes) ?? readMaxBytes;
-        const records = offset >= hwm ? [] : await log.read(offset, limit, maxBytes);
+        const { topic, partition, offset, records, hwm } = await readAt(
+          s,
+          request.params.topic,
+          q,
+          limit,
+          maxBytes,
+        );
         const last = records[records.length - 1];
         const next = last === undefined ? Math.max(offset, Math.min(offset, hwm)) : last.offset + 1;
         s.metrics.consumedMessages.inc({ topic: topic.name }, records.length);

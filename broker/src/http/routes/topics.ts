@@ -30,7 +30,8 @@ async function partitionStats(s: BrokerServices, topic: TopicConfig, only: numbe
   const indexes = only === undefined ? [...Array(topic.partitions).keys()] : [only];
   return Promise.all(
     indexes.map(async (index) => {
-      const st = (await s.logs.get(topic.name, index)).stats();
+      // At the owner: this node's log or a Stats call to the peer (503 when it is down).
+      const st = await s.partitions.stats(topic.name, index);
       return {
         index,
         segments: st.segments,

@@ -1,0 +1,131 @@
+// Conversions between the broker's record shapes (core/records.ts,
+// log/types.ts) and the Cluster proto messages, and the split of a commit
+// batch into requests that fit the RPC message cap. Pure; no I/O.
+
+import type { CommitRecord, StoredRecord } from "../core/records.ts";
+import type { CommitResult, PartitionStats } from "../log/types.ts";
+import type {
+  PbCommitBatchRequest,
+  PbCommitBatchResponse,
+  PbCommitRecord,
+  PbPartitionStats,
+  PbStoredRecord,
+} from "./proto.ts";
+
+/** Protobuf bytes of one CommitRecord beyond key and payload (tags, lengths, varints), rounded up. */
+export const pbCommitRecordOverheadBytes = 40;
+
+export function pbCommitRecordBytes(r: { key: Buffer; payload: Buffer }): number {
+  return r.key.length + r.payload.length + pbCommitRecordOverheadBytes;
+}
+
+/**
+ * Turns one dispatcher batch into CommitBatch requests, in seq order: a new
+ * request starts when the incarnation changes (a request carries one) or
+ * when adding the next record would pass `maxRequestBytes`. A single record
+ * larger than the cap still gets a request of its own (the message cap has a
+ * margin above the largest record the WAL accepts).
+ */
+export function toCommitRequests(
+  topic: string,
+  partition: number,
+  records: readonly CommitRecord[],
+  maxRequestBytes: number,
+): PbCommitBatchRequest[] {
+  const out: PbCommitBatchRequest[] = [];
+  const base = topic.length + 32;
+  let cur: PbCommitBatchRequest | undefined;
+  let bytes = 0;
+  for (const r of records) {
+    const size = pbCommitRecordBytes(r);
+    if (
+      cur === undefined ||
+      cur.incarnation !== r.incarnation ||
+      (cur.records.length > 0 && bytes + size > maxRequestBytes)
+    ) {
+      cur = { topic, partition, incarnation: r.incarnation, records: [] };
+      out.push(cur);
+      bytes = base;
+    }
+    cur.records.push({ key: r.key, created_ms: r.createdMs, payload: r.payload, seq: r.seq });
+    bytes += size;
+  }
+  return out;
+}
+
+export function fromCommitRequest(req: PbCommitBatchRequest): CommitRecord[] {
+  return req.records.map((r: PbCommitRecord) => ({
+    key: r.key,
+    createdMs: r.created_ms,
+    payload: r.payload,
+    incarnation: req.incarnation,
+    seq: r.seq,
+  }));
+}
+
+export function toCommitResponse(r: CommitResult): PbCommitBatchResponse {
+  return { base_offset: r.baseOffset, appended: r.appended, duplicates: r.duplicates };
+}
+
+export function fromCommitResponse(r: PbCommitBatchResponse): CommitResult {
+  return { baseOffset: r.base_offset, appended: r.appended, duplicates: r.duplicates };
+}
+
+/** Sums the results of the requests one batch was split into (the first appended offset wins). */
+export function mergeCommitResults(results: readonly CommitResult[]): CommitResult {
+  let baseOffset = -1;
+  let appended = 0;
+  let duplicates = 0;
+  for (const r of results) {
+    if (baseOffset < 0 && r.appended > 0) baseOffset = r.baseOffset;
+    appended += r.appended;
+    duplicates += r.duplicates;
+  }
+  return { baseOffset, appended, duplicates };
+}
+
+export function toPbStoredRecord(r: StoredRecord): PbStoredRecord {
+  return {
+    offset: r.offset,
+    key: r.key,
+    commit_ms: r.commitMs,
+    created_ms: r.createdMs,
+    payload: r.payload,
+    incarnation: r.incarnation,
+    seq: r.seq,
+  };
+}
+
+export function fromPbStoredRecord(r: PbStoredRecord): StoredRecord {
+  return {
+    offset: r.offset,
+    key: r.key,
+    commitMs: r.commit_ms,
+    createdMs: r.created_ms,
+    payload: r.payload,
+    incarnation: r.incarnation,
+    seq: r.seq,
+  };
+}
+
+export function toPbStats(s: PartitionStats): PbPartitionStats {
+  return {
+    index: s.index,
+    segments: s.segments,
+    oldest_offset: s.oldestOffset,
+    next_offset: s.nextOffset,
+    high_watermark: s.highWatermark,
+    size_bytes: s.sizeBytes,
+  };
+}
+
+export function fromPbStats(s: PbPartitionStats): PartitionStats {
+  return {
+    index: s.index,
+    segments: s.segments,
+    oldestOffset: s.oldest_offset,
+    nextOffset: s.next_offset,
+    highWatermark: s.high_watermark,
+    sizeBytes: s.size_bytes,
+  };
+}

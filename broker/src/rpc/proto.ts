@@ -1,0 +1,123 @@
+// Loads proto/narad/v1/cluster.proto at runtime (no codegen) and states the
+// TypeScript shapes of its messages as @grpc/proto-loader decodes them with
+// the options below: snake_case field names, 64-bit integers as numbers
+// (offsets and seqs stay below 2^53), bytes as Buffer, defaults filled in.
+
+import { fileURLToPath } from "node:url";
+import type { MethodDefinition, ServiceDefinition } from "@grpc/grpc-js";
+import { loadSync } from "@grpc/proto-loader";
+
+export const clusterProtoPath = fileURLToPath(
+  new URL("../../../proto/narad/v1/cluster.proto", import.meta.url),
+);
+
+export type PbEmpty = Record<string, never>;
+
+export interface PbCommitRecord {
+  key: Buffer;
+  created_ms: number;
+  payload: Buffer;
+  seq: number;
+}
+
+export interface PbCommitBatchRequest {
+  topic: string;
+  partition: number;
+  incarnation: string;
+  records: PbCommitRecord[];
+}
+
+export interface PbCommitBatchResponse {
+  base_offset: number;
+  appended: number;
+  duplicates: number;
+}
+
+export interface PbReadRequest {
+  topic: string;
+  partition: number;
+  offset: number;
+  max_records: number;
+  max_bytes: number;
+}
+
+export interface PbStoredRecord {
+  offset: number;
+  key: Buffer;
+  commit_ms: number;
+  created_ms: number;
+  payload: Buffer;
+  incarnation: string;
+  seq: number;
+}
+
+export interface PbReadResponse {
+  records: PbStoredRecord[];
+  high_watermark: number;
+  oldest_offset: number;
+}
+
+export interface PbPartitionStatsRequest {
+  topic: string;
+  partition: number;
+}
+
+export interface PbPartitionStats {
+  index: number;
+  segments: number;
+  oldest_offset: number;
+  next_offset: number;
+  high_watermark: number;
+  size_bytes: number;
+}
+
+export interface PbPartitionRef {
+  topic: string;
+  partition: number;
+}
+
+export interface PbAdminStatusResponse {
+  node_id: string;
+  ready: boolean;
+  draining: boolean;
+  wal_pending_records: number;
+  checkpoint_seq: number;
+  last_accepted_seq: number;
+  owned_partitions: PbPartitionRef[];
+}
+
+/** Request and response type of each method of the Cluster service. */
+export interface ClusterMethods {
+  CommitBatch: { req: PbCommitBatchRequest; res: PbCommitBatchResponse };
+  Read: { req: PbReadRequest; res: PbReadResponse };
+  Stats: { req: PbPartitionStatsRequest; res: PbPartitionStats };
+  AdminStatus: { req: PbEmpty; res: PbAdminStatusResponse };
+}
+export type ClusterMethod = keyof ClusterMethods;
+
+export type ClusterMethodDefinition<M extends ClusterMethod> = MethodDefinition<
+  ClusterMethods[M]["req"],
+  ClusterMethods[M]["res"]
+>;
+
+export type ClusterServiceDefinition = { [M in ClusterMethod]: ClusterMethodDefinition<M> };
+
+let loaded: ClusterServiceDefinition | undefined;
+
+/** The Cluster service definition (serializers and paths per method), loaded once. */
+export function clusterService(): ClusterServiceDefinition {
+  if (loaded === undefined) {
+    const pkg = loadSync(clusterProtoPath, {
+      keepCase: true,
+      longs: Number,
+      bytes: Buffer,
+      enums: String,
+      defaults: true,
+      arrays: true,
+    });
+    const def = pkg["narad.v1.Cluster"] as ServiceDefinition | undefined;
+    if (def === undefined) throw new Error(`narad.v1.Cluster not found in ${clusterProtoPath}`);
+    loaded = def as unknown as ClusterServiceDefinition;
+  }
+  return loaded;
+}

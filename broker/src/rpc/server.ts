@@ -1,0 +1,217 @@
+// The cluster RPC server (narad.v1.Cluster on config.cluster, TCP 7943): the
+// owner side of commits from peers' dispatchers, forwarded reads and stats,
+// and node status. A handler refuses partitions this node's replica says it
+// does not own (FAILED_PRECONDITION: the caller retries), so a commit never
+// lands in a log nobody reads.
+
+import {
+  type handleUnaryCall,
+  Server,
+  ServerCredentials,
+  type ServerUnaryCall,
+  type sendUnaryData,
+  status,
+  type UntypedServiceImplementation,
+} from "@grpc/grpc-js";
+import { badRequest, NaradError, notFound } from "../errors.ts";
+import type { PartitionLog } from "../log/types.ts";
+import type { Metastore } from "../meta/types.ts";
+import { fromCommitRequest, toCommitResponse, toPbStats, toPbStoredRecord } from "./codec.ts";
+import type { RpcMetrics } from "./metrics.ts";
+import { readFromLog } from "./partition-access.ts";
+import {
+  type ClusterMethod,
+  type ClusterMethods,
+  clusterService,
+  type PbAdminStatusResponse,
+  type PbCommitBatchRequest,
+} from "./proto.ts";
+import { NotOwnerError, toRpcFailure, toServiceError } from "./status.ts";
+
+/** Test-only fault injection (never set in production wiring). */
+export interface ClusterServerHooks {
+  /** Runs as an owner's commit starts (e.g. a slow fsync: a delay past the caller's deadline). */
+  beforeCommit?(req: PbCommitBatchRequest): Promise<void>;
+}
+
+export interface ClusterServerDeps {
+  nodeId: string;
+  metastore: Pick<Metastore, "getTopic" | "ownerOf">;
+  logs: { get(topic: string, partition: number): Promise<PartitionLog> };
+  adminStatus(): PbAdminStatusResponse;
+  /** Called after a peer's records were appended to one of our partitions (e.g. wake queue consumers). */
+  onCommitted?: (topic: string, partition: number) => void;
+  readMaxRecords: number;
+  readMaxBytes: number;
+  metrics?: RpcMetrics;
+  logger?: { warn(obj: object, msg: string): void };
+  hooks?: ClusterServerHooks;
+}
+
+export interface ClusterServerOptions {
+  host: string;
+  /** 0 picks a free port (tests). */
+  port: number;
+  maxMessageBytes: number;
+  keepaliveTimeMs: number;
+  keepaliveTimeoutMs: number;
+  shutdownGraceMs: number;
+}
+
+export interface ClusterServer {
+  /** host:port actually bound. */
+  readonly address: string;
+  readonly port: number;
+  /** Stops accepting calls, lets in-flight ones finish (bounded), then closes. */
+  close(): Promise<void>;
+  /** Test hook: drops every connection and call at once (a crashed peer, as callers see it). */
+  kill(): void;
+  /** Test hook: serves again on the same port after kill(). */
+  restart(): Promise<void>;
+}
+
+function formatHostPort(host: string, port: number): string {
+  return host.includes(":") ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
+export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementation {
+  const ownedLog = async (topic: string, partition: number): Promise<PartitionLog> => {
+    const t = d.metastore.getTopic(topic);
+    if (t === undefined) throw notFound(`topic "${topic}" not found`);
+    if (!Number.isInteger(partition) || partition < 0 || partition >= t.partitions) {
+      throw badRequest(
+        `partition ${partition} out of range for topic "${topic}" (${t.partitions} partitions)`,
+      );
+    }
+    const owner = d.metastore.ownerOf(topic, partition);
+    if (owner !== d.nodeId) {
+      throw new NotOwnerError(
+        `node ${d.nodeId} does not own ${topic}/${partition} (owner: ${owner || "none"})`,
+      );
+    }
+    return d.logs.get(topic, partition);
+  };
+
+  const unary = <M extends ClusterMethod>(
+    method: M,
+    fn: (req: ClusterMethods[M]["req"], cancelled: () => boolean) => Promise<ClusterMethods[M]["res"]>,
+  ): handleUnaryCall<ClusterMethods[M]["req"], ClusterMethods[M]["res"]> => {
+    return (
+      call: ServerUnaryCall<ClusterMethods[M]["req"], ClusterMethods[M]["res"]>,
+      callback: sendUnaryData<ClusterMethods[M]["res"]>,
+    ) => {
+      const started = performance.now();
+      const done = (code: status): void => {
+        d.metrics?.serverRequests.inc({ method, code: status[code] ?? String(code) });
+        d.metrics?.serverSeconds.observe({ method }, (performance.now() - started) / 1000);
+      };
+      fn(call.request, () => call.cancelled).then(
+        (res) => {
+          done(status.OK);
+          callback(null, res);
+        },
+        (err: unknown) => {
+          const f = toRpcFailure(err);
+          if (f.code === status.INTERNAL || f.code === status.UNAVAILABLE) {
+            d.logger?.warn({ err, method }, "cluster RPC failed");
+          }
+          done(f.code);
+          callback(toServiceError(f));
+        },
+      );
+    };
+  };
+
+  return {
+    CommitBatch: unary("CommitBatch", async (req, cancelled) => {
+      const log = await ownedLog(req.topic, req.partition);
+      // A caller that already gave up (deadline, dropped connection) will
+      // re-send; not starting the commit keeps the outcome unambiguous.
+      if (cancelled()) throw new NaradError("UNAVAILABLE", "call cancelled before the commit started");
+      await d.hooks?.beforeCommit?.(req);
+      // Once started, a commit completes even if the caller's deadline passes
+      // meanwhile: the caller re-sends and the (incarnation, seq) dedup
+      // answers "duplicate".
+      const res = await log.commitDurable(fromCommitRequest(req));
+      if (res.appended > 0) d.onCommitted?.(req.topic, req.partition);
+      d.metrics?.serverCommitRecords.inc({ result: "appended" }, res.appended);
+      if (res.duplicates > 0) d.metrics?.serverCommitRecords.inc({ result: "duplicate" }, res.duplicates);
+      return toCommitResponse(res);
+    }),
+
+    Read: unary("Read", async (req) => {
+      const log = await ownedLog(req.topic, req.partition);
+      const maxRecords = Math.min(Math.max(req.max_records, 1), d.readMaxRecords);
+      const maxBytes = Math.min(Math.max(req.max_bytes, 1), d.readMaxBytes);
+      const res = await readFromLog(log, req.offset, maxRecords, maxBytes);
+      return {
+        records: res.records.map(toPbStoredRecord),
+        high_watermark: res.highWatermark,
+        oldest_offset: res.oldestOffset,
+      };
+    }),
+
+    Stats: unary("Stats", async (req) => toPbStats((await ownedLog(req.topic, req.partition)).stats())),
+
+    AdminStatus: unary("AdminStatus", async () => d.adminStatus()),
+  };
+}
+
+export async function startClusterServer(
+  deps: ClusterServerDeps,
+  o: ClusterServerOptions,
+): Promise<ClusterServer> {
+  const handlers = clusterHandlers(deps);
+  const serverOptions = {
+    "grpc.max_receive_message_length": o.maxMessageBytes,
+    "grpc.max_send_message_length": o.maxMessageBytes,
+    "grpc.keepalive_time_ms": o.keepaliveTimeMs,
+    "grpc.keepalive_timeout_ms": o.keepaliveTimeoutMs,
+    "grpc.keepalive_permit_without_calls": 1,
+  };
+  const bind = (server: Server, port: number): Promise<number> =>
+    new Promise((resolve, reject) => {
+      server.bindAsync(formatHostPort(o.host, port), ServerCredentials.createInsecure(), (err, bound) =>
+        err ? reject(err) : resolve(bound),
+      );
+    });
+  const create = (): Server => {
+    const server = new Server(serverOptions);
+    server.addService(clusterService(), handlers);
+    return server;
+  };
+
+  let server = create();
+  const port = await bind(server, o.port);
+  let alive = true;
+
+  return {
+    address: formatHostPort(o.host, port),
+    port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        if (!alive) return resolve();
+        alive = false;
+        const s = server;
+        const timer = setTimeout(() => {
+          s.forceShutdown();
+          resolve();
+        }, o.shutdownGraceMs);
+        s.tryShutdown(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      }),
+    kill() {
+      if (!alive) return;
+      alive = false;
+      server.forceShutdown();
+    },
+    async restart() {
+      if (alive) return;
+      server = create();
+      await bind(server, port);
+      alive = true;
+    },
+  };
+}

@@ -1,0 +1,96 @@
+// gRPC status codes ↔ broker errors, in one table each way. The server turns
+// whatever a handler throws into a status; the client turns a status back
+// into a NaradError the HTTP layer already knows how to answer (404, 400,
+// 410, 503 + Retry-After). Never 421: a client retries any node.
+
+import { Metadata, type ServiceError, status } from "@grpc/grpc-js";
+import { type ErrorCode, NaradError } from "../errors.ts";
+
+/** Thrown by the server when this node does not own the partition (its replica disagrees with the caller's). */
+export class NotOwnerError extends Error {
+  readonly code = "NOT_OWNER";
+}
+
+export interface RpcFailure {
+  code: status;
+  details: string;
+}
+
+const fromNarad: Partial<Record<ErrorCode, status>> = {
+  BAD_REQUEST: status.INVALID_ARGUMENT,
+  NOT_FOUND: status.NOT_FOUND,
+  CONFLICT: status.ALREADY_EXISTS,
+  OFFSET_EXPIRED: status.OUT_OF_RANGE,
+  PAYLOAD_TOO_LARGE: status.INVALID_ARGUMENT,
+  TOO_MANY_REQUESTS: status.RESOURCE_EXHAUSTED,
+  UNAVAILABLE: status.UNAVAILABLE,
+};
+
+/** Codes of storage errors (log/log-errors.ts, wal/errors.ts) that mean something to the caller. */
+const fromStorageCode: Record<string, status> = {
+  OFFSET_EXPIRED: status.OUT_OF_RANGE,
+  INVALID_NAME: status.INVALID_ARGUMENT,
+  INVALID_RECORD: status.INVALID_ARGUMENT,
+  RECORD_TOO_LARGE: status.INVALID_ARGUMENT,
+  LOG_CLOSED: status.UNAVAILABLE,
+  LOG_FAILED: status.UNAVAILABLE,
+  COMMIT_VERIFY_FAILED: status.UNAVAILABLE,
+  NOT_OWNER: status.FAILED_PRECONDITION,
+};
+
+/** What the server answers for an error thrown by a handler. */
+export function toRpcFailure(err: unknown): RpcFailure {
+  if (err instanceof NaradError)
+    return { code: fromNarad[err.code] ?? status.INTERNAL, details: err.message };
+  const message = err instanceof Error ? err.message : String(err);
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code === "string" && code in fromStorageCode)
+    return { code: fromStorageCode[code]!, details: message };
+  return { code: status.INTERNAL, details: message };
+}
+
+/** The ServiceError object grpc-js sends for a failure. */
+export function toServiceError(f: RpcFailure): Partial<ServiceError> {
+  return { code: f.code, details: f.details, metadata: new Metadata() };
+}
+
+function isServiceError(err: unknown): err is ServiceError {
+  return err instanceof Error && typeof (err as { code?: unknown }).code === "number";
+}
+
+/**
+ * The NaradError a caller raises for a failed call to `peer`. Anything that
+ * means "the owner cannot answer now" is 503 + Retry-After.
+ */
+export function fromRpcError(err: unknown, peer: string, retryAfterSeconds: number): NaradError {
+  if (!isServiceError(err)) {
+    return new NaradError("UNAVAILABLE", `partition owner ${peer} failed: ${String(err)}`, {
+      retryAfterSeconds,
+      cause: err,
+    });
+  }
+  const details = err.details || err.message;
+  switch (err.code) {
+    case status.NOT_FOUND:
+      return new NaradError("NOT_FOUND", details, { cause: err });
+    case status.INVALID_ARGUMENT:
+      return new NaradError("BAD_REQUEST", details, { cause: err });
+    case status.OUT_OF_RANGE:
+      return new NaradError("OFFSET_EXPIRED", details, { cause: err });
+    case status.ALREADY_EXISTS:
+      return new NaradError("CONFLICT", details, { cause: err });
+    case status.RESOURCE_EXHAUSTED:
+      return new NaradError("TOO_MANY_REQUESTS", details, { retryAfterSeconds, cause: err });
+    case status.FAILED_PRECONDITION:
+      return new NaradError("UNAVAILABLE", `partition ownership is changing (${peer}: ${details})`, {
+        retryAfterSeconds,
+        cause: err,
+      });
+    default:
+      return new NaradError(
+        "UNAVAILABLE",
+        `partition owner ${peer} is unavailable (${status[err.code] ?? err.code}: ${details})`,
+        { retryAfterSeconds, cause: err },
+      );
+  }
+}
