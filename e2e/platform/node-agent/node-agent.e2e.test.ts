@@ -449,7 +449,8 @@ describe("node agent", () => {
   it("restarts a container whose liveness probe fails and runs preStop before SIGTERM on delete", async () => {
     // Under the platform dir, so platform.stop() removes it.
     const hookDir = join(platform.dir, "hook");
-    mkdirSync(hookDir, { recursive: true });
+    // Created up front: the first process may be killed before it gets to create it.
+    mkdirSync(join(hookDir, "data"), { recursive: true });
     await core.createNamespacedPod({
       namespace: NS,
       body: {
