@@ -47,6 +47,8 @@ const TEST_TIMING: Partial<KubeMetastoreTiming> = {
   restartMaxMs: 1_000,
   initialSyncTimeoutMs: 20_000,
 };
+/** The contract keeps the default request deadline: a fresh API server can be slow to answer the first writes. */
+const { requestTimeoutMs: _short, ...CONTRACT_TIMING } = TEST_TIMING;
 /** Writes must fail well under a client's patience when the API server is gone. */
 const FAST_FAIL_MS = 1_000;
 
@@ -112,6 +114,17 @@ async function installCrds(kc: KubeConfig): Promise<void> {
         return crd.status?.conditions?.some((c) => c.type === "Established" && c.status === "True");
       },
       { timeoutMs: 30_000, what: `CRD ${name} established` },
+    );
+  }
+  // Established is not yet served: the first requests get 429 "storage is (re)initializing".
+  const objects = kc.makeApiClient(CustomObjectsApi);
+  for (const plural of ["naradclusters", "naradtopics"]) {
+    await waitFor(
+      () => objects.listClusterCustomObject({ group: GROUP, version: VERSION, plural }).then(() => true),
+      {
+        timeoutMs: 30_000,
+        what: `${plural} served`,
+      },
     );
   }
 }
@@ -346,7 +359,7 @@ describeMetastoreContract(
           namespace,
           clusterName: CLUSTER,
           logger: quietLogger,
-          timing: TEST_TIMING,
+          timing: CONTRACT_TIMING,
         }),
       cleanup: async () => {
         await stopOperator();

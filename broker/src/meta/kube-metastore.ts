@@ -91,7 +91,8 @@ function compareNames(a: string, b: string): number {
 }
 
 export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<KubeMetastore> {
-  const timing: KubeMetastoreTiming = { ...kubeMetastoreTiming, ...opts.timing };
+  const overrides = Object.entries(opts.timing ?? {}).filter(([, v]) => v !== undefined);
+  const timing: KubeMetastoreTiming = { ...kubeMetastoreTiming, ...Object.fromEntries(overrides) };
   const { namespace, clusterName, logger } = opts;
   const api: NaradApi = naradApi(opts.kubeConfig, namespace, timing.requestTimeoutMs);
   const listeners: Array<() => void> = [];
