@@ -1,0 +1,133 @@
+// Helpers for the operator e2e suite: run narad-operator as a child process
+// against a kubeconfig, keep its log lines, and read objects as JSON.
+import { type ChildProcess, spawn } from "node:child_process";
+import { createWriteStream } from "node:fs";
+import { join, resolve } from "node:path";
+import type { CommandRunner } from "../platform/platform.ts";
+import { waitFor } from "../platform/platform.ts";
+import { freePort } from "../platform/ports.ts";
+
+const REPO = resolve(import.meta.dirname, "../..");
+const NODE = join(REPO, "node_modules/.bin/node");
+const OPERATOR_MAIN = join(REPO, "operator/src/main.ts");
+
+export interface LogLine {
+  level: number;
+  msg: string;
+  [key: string]: unknown;
+}
+
+export interface OperatorProcess {
+  identity: string;
+  proc: ChildProcess;
+  logPath: string;
+  metricsUrl: string;
+  lines(): LogLine[];
+  /** Resolves with the first log line (already seen or future) matching pred. */
+  waitForLine(pred: (l: LogLine) => boolean, what: string, timeoutMs?: number): Promise<LogLine>;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  kill(signal: NodeJS.Signals): Promise<void>;
+}
+
+export async function startOperator(opts: {
+  kubeconfig: string;
+  identity: string;
+  logDir: string;
+  env?: Record<string, string>;
+}): Promise<OperatorProcess> {
+  const port = await freePort();
+  const logPath = join(opts.logDir, `operator-${opts.identity}.log`);
+  const out = createWriteStream(logPath, { flags: "a" });
+  const proc = spawn(NODE, [OPERATOR_MAIN], {
+    env: {
+      PATH: process.env["PATH"] ?? "",
+      HOME: process.env["HOME"] ?? "",
+      KUBECONFIG: opts.kubeconfig,
+      POD_NAME: opts.identity,
+      POD_NAMESPACE: "narad-system",
+      NARAD_OPERATOR_ADDR: `127.0.0.1:${port}`,
+      NARAD_OPERATOR_LOG_LEVEL: "debug",
+      ...opts.env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const lines: LogLine[] = [];
+  const waiters: Array<{ pred: (l: LogLine) => boolean; resolve: (l: LogLine) => void }> = [];
+  let buf = "";
+  proc.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
+    out.write(chunk);
+    buf += chunk;
+    let i = buf.indexOf("\n");
+    while (i >= 0) {
+      const raw = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      i = buf.indexOf("\n");
+      try {
+        const line = JSON.parse(raw) as LogLine;
+        lines.push(line);
+        for (const w of [...waiters]) {
+          if (w.pred(line)) {
+            waiters.splice(waiters.indexOf(w), 1);
+            w.resolve(line);
+          }
+        }
+      } catch {
+        // not JSON (should not happen with pino); kept in the file
+      }
+    }
+  });
+  proc.stderr?.setEncoding("utf8").on("data", (chunk: string) => out.write(chunk));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) =>
+    proc.once("exit", (code, signal) => {
+      out.end();
+      r({ code, signal });
+    }),
+  );
+  return {
+    identity: opts.identity,
+    proc,
+    logPath,
+    metricsUrl: `http://127.0.0.1:${port}`,
+    lines: () => lines,
+    waitForLine(pred, what, timeoutMs = 60_000) {
+      const seen = lines.find(pred);
+      if (seen) return Promise.resolve(seen);
+      return new Promise((resolveLine, reject) => {
+        const timer = setTimeout(
+          () =>
+            reject(
+              new Error(`operator ${opts.identity}: timed out after ${timeoutMs} ms waiting for ${what}`),
+            ),
+          timeoutMs,
+        );
+        waiters.push({
+          pred,
+          resolve: (l) => {
+            clearTimeout(timer);
+            resolveLine(l);
+          },
+        });
+      });
+    },
+    exited,
+    async kill(signal) {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+      await exited;
+    },
+  };
+}
+
+/** `kubectl get -o json`, or undefined when NotFound. */
+export async function getJson<T = Record<string, unknown>>(
+  kubectl: CommandRunner,
+  args: string[],
+): Promise<T | undefined> {
+  const r = await kubectl(["get", ...args, "-o", "json"], { allowFailure: true });
+  if (r.code !== 0) {
+    if (/NotFound|not found/.test(r.stderr)) return undefined;
+    throw new Error(`kubectl get ${args.join(" ")}: ${r.stderr}`);
+  }
+  return JSON.parse(r.stdout) as T;
+}
+
+export { waitFor };
