@@ -1,0 +1,277 @@
+// `npm run bench:cluster`: three brokers on this machine, each its own
+// process with its own data dir, HTTP port and gRPC cluster port, loaded
+// with batch produce on all three at once. Reports end-to-end msg/s (accepted
+// → visible at the owners), produce→visible latency (local and remote
+// owner), and the WAL backlog sampled every 500 ms (it must stay bounded).
+// Merges its rows (name prefix "cluster_") into bench/results.json.
+//
+// The three processes have no shared metastore service, so each builds the
+// same in-memory one (testing/memory-metastore.ts) from its arguments: the
+// same members and the same topics, hence the same owners (round-robin over
+// the sorted member ids). Membership does not change during the run.
+//
+// BENCH_SECONDS (default 10) sets the load phase.
+
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpus, tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+import { loadConfig } from "../broker/src/config.ts";
+import { encodeBinaryBatch } from "../broker/src/core/batch-codec.ts";
+import { startBroker } from "../broker/src/node.ts";
+import { createMemoryCluster } from "../broker/src/testing/memory-metastore.ts";
+import { freePort, repoRoot, waitReady } from "../broker/test/harness/process.ts";
+import { load } from "./lib/load.ts";
+
+interface Result {
+  name: string;
+  value: number;
+  unit: string;
+  baseline: number | null;
+  ratio: number | null;
+}
+
+interface Peer {
+  id: string;
+  http: number;
+  cluster: number;
+}
+
+const topics = [
+  { name: "bench", partitions: 6 },
+  { name: "latency", partitions: 3 },
+];
+
+// ---------------------------------------------------------------------------
+// Child: one broker.
+
+async function serve(args: string[]): Promise<void> {
+  const [id, dataDir, peersJson] = args as [string, string, string];
+  const peers = JSON.parse(peersJson) as Peer[];
+  const mc = createMemoryCluster(
+    peers.map((p) => ({
+      id: p.id,
+      address: `127.0.0.1:${p.http}`,
+      clusterAddress: `127.0.0.1:${p.cluster}`,
+      state: "Active" as const,
+    })),
+  );
+  const metastore = mc.metastore();
+  for (const t of topics) {
+    await metastore.createTopic({
+      name: t.name,
+      partitions: t.partitions,
+      retention_ms: 0,
+      retention_bytes: 0,
+      visibility_timeout_ms: 30_000,
+      max_in_flight_per_partition: 1024,
+      max_acked_ahead_per_partition: 1024,
+      created_at: new Date().toISOString(),
+    });
+  }
+  const me = peers.find((p) => p.id === id)!;
+  const config = loadConfig(
+    [
+      "--addr",
+      `127.0.0.1:${me.http}`,
+      "--cluster-addr",
+      `127.0.0.1:${me.cluster}`,
+      "--data-dir",
+      dataDir,
+      "--node-id",
+      id,
+    ],
+    {},
+    id,
+  );
+  const broker = await startBroker(config, pino({ level: "warn" }), { metastore });
+  process.stdout.write(`${JSON.stringify({ id, owners: mc.owners("latency") })}\n`);
+  process.once("SIGTERM", () => {
+    broker.shutdown().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    );
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Parent: start, load, measure.
+
+const seconds = Number(process.env.BENCH_SECONDS ?? 10);
+const results: Result[] = [];
+const record = (name: string, value: number, unit: string) => {
+  results.push({ name, value, unit, baseline: null, ratio: null });
+  process.stderr.write(`  ${name}: ${value.toFixed(2)} ${unit}\n`);
+};
+
+async function hwmSum(url: string, topic: string): Promise<number> {
+  const res = await fetch(`${url}/v1/topics/${topic}`);
+  if (res.status !== 200) return -1;
+  const info = (await res.json()) as { partition_stats: Array<{ high_watermark: number }> };
+  return info.partition_stats.reduce((a, p) => a + p.high_watermark, 0);
+}
+
+async function pendingRecords(url: string): Promise<number> {
+  const s = (await (await fetch(`${url}/admin/v1/status`)).json()) as { wal: { pendingRecords: number } };
+  return s.wal.pendingRecords;
+}
+
+async function produced(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  let n = 0;
+  for (const line of text.split("\n"))
+    if (line.startsWith("narad_messages_produced_total{")) n += Number(line.split(" ")[1]);
+  return n;
+}
+
+async function main(): Promise<void> {
+  process.stderr.write(
+    `narad cluster bench: 3 broker processes, ${cpus().length} cpus (${cpus()[0]?.model}), node ${process.version}, ${seconds}s load\n`,
+  );
+  const peers: Peer[] = [];
+  for (const id of ["a", "b", "c"]) peers.push({ id, http: await freePort(), cluster: await freePort() });
+  const dirs: string[] = [];
+  const children: ChildProcess[] = [];
+  let owners: string[] = [];
+  try {
+    for (const p of peers) {
+      const dir = mkdtempSync(join(tmpdir(), `narad-bench-${p.id}-`));
+      dirs.push(dir);
+      const child = spawn(
+        process.execPath,
+        [join(repoRoot, "bench/cluster.ts"), "--serve", p.id, dir, JSON.stringify(peers)],
+        { stdio: ["ignore", "pipe", "inherit"] },
+      );
+      children.push(child);
+      child.stdout?.once("data", (buf: Buffer) => {
+        owners = (JSON.parse(buf.toString().split("\n")[0]!) as { owners: string[] }).owners;
+      });
+    }
+    const urls = peers.map((p) => `http://127.0.0.1:${p.http}`);
+    await Promise.all(urls.map((u) => waitReady(u)));
+
+    // Load: binary batches of 100 × 1 KiB keyless records (spread over all
+    // partitions, so two thirds of every node's records go to a peer).
+    const perBatch = 100;
+    const body = encodeBinaryBatch(
+      Array.from({ length: perBatch }, () => ({
+        partition: -1,
+        key: Buffer.alloc(0),
+        payload: Buffer.alloc(1024, "x"),
+      })),
+    );
+    process.stderr.write(
+      `batch produce on all 3 nodes: ${perBatch} x 1 KiB per request, 4 connections each\n`,
+    );
+    const backlog: number[] = [];
+    let sampling = true;
+    const sampler = (async () => {
+      while (sampling) {
+        const p = await Promise.all(urls.map(pendingRecords));
+        backlog.push(p.reduce((a, b) => a + b, 0));
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    })();
+    const t0 = performance.now();
+    const loads = await Promise.all(
+      urls.map((u) =>
+        load({
+          url: `${u}/v1/topics/bench/produce-batch`,
+          connections: 4,
+          seconds,
+          body,
+          headers: { "content-type": "application/vnd.narad.batch" },
+        }),
+      ),
+    );
+    const loadMs = performance.now() - t0;
+    for (const l of loads) {
+      if (l.non2xx > 0 || l.errors > 0) throw new Error(`produce: ${l.non2xx} non-2xx, ${l.errors} errors`);
+    }
+    const accepted = (await Promise.all(urls.map(produced))).reduce((a, b) => a + b, 0);
+    for (;;) {
+      if ((await hwmSum(urls[0]!, "bench")) >= accepted) break;
+      if (performance.now() - t0 > loadMs + 300_000) throw new Error("backlog not visible after 300 s");
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    const visibleMs = performance.now() - t0;
+    sampling = false;
+    await sampler;
+    const visible = await hwmSum(urls[0]!, "bench");
+    if (visible !== accepted) throw new Error(`visible ${visible} != accepted ${accepted} (duplicates?)`);
+    record("cluster_accepted_msg_per_sec", accepted / (loadMs / 1000), "msg/s");
+    record("cluster_end_to_end_msg_per_sec", accepted / (visibleMs / 1000), "msg/s");
+    record("cluster_backlog_visible_after_load_ms", visibleMs - loadMs, "ms");
+    record("cluster_wal_backlog_max_records", Math.max(...backlog), "records");
+    // Samples taken while the load ran (every 500 ms): the backlog's growth rate under full load.
+    const during = backlog.slice(0, Math.max(1, Math.floor(loadMs / 500)));
+    record(
+      "cluster_wal_backlog_growth_records_per_sec",
+      (during[during.length - 1]! - during[0]!) / (loadMs / 1000),
+      "records/s",
+    );
+    process.stderr.write(`  WAL backlog samples (sum of 3 nodes, every 500 ms): ${backlog.join(" ")}\n`);
+
+    // Latency: produce on node a, poll the message through node a, for a
+    // partition a owns (local commit) and one a peer owns (CommitBatch + Read RPC).
+    for (const kind of ["local", "remote"] as const) {
+      const partition = owners.findIndex((o) => (kind === "local" ? o === "a" : o !== "a"));
+      const lat: number[] = [];
+      let offset = 0;
+      for (let i = 0; i < 200; i++) {
+        const t = performance.now();
+        const res = await fetch(`${urls[0]}/v1/topics/latency/produce?partition=${partition}`, {
+          method: "POST",
+          body: `m${i}`,
+        });
+        if (res.status !== 202) throw new Error(`latency produce: ${res.status}`);
+        for (;;) {
+          const r = await fetch(
+            `${urls[0]}/v1/topics/latency/consume?partition=${partition}&offset=${offset}`,
+          );
+          await r.arrayBuffer();
+          if (r.status === 200) break;
+        }
+        offset++;
+        lat.push(performance.now() - t);
+      }
+      lat.sort((x, y) => x - y);
+      record(`cluster_produce_to_visible_${kind}_p50_ms`, lat[Math.floor(lat.length * 0.5)]!, "ms");
+      record(`cluster_produce_to_visible_${kind}_p99_ms`, lat[Math.floor(lat.length * 0.99)]!, "ms");
+    }
+  } finally {
+    await Promise.all(
+      children.map(
+        (c) =>
+          new Promise<void>((r) => {
+            if (c.exitCode !== null) return r();
+            c.once("exit", () => r());
+            c.kill("SIGTERM");
+            setTimeout(() => c.kill("SIGKILL"), 30_000).unref();
+          }),
+      ),
+    );
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  }
+
+  const out = join(repoRoot, "bench/results.json");
+  const previous = existsSync(out) ? (JSON.parse(readFileSync(out, "utf8")) as Result[]) : [];
+  const merged = [...previous.filter((r) => !r.name.startsWith("cluster_")), ...results];
+  writeFileSync(out, `${JSON.stringify(merged, null, 2)}\n`);
+  console.log("\n| benchmark | value | unit |\n|---|---:|---|");
+  for (const r of results) console.log(`| ${r.name} | ${r.value.toFixed(2)} | ${r.unit} |`);
+  console.log(`\nmerged into ${out}`);
+}
+
+if (process.argv[2] === "--serve") {
+  serve(process.argv.slice(3)).catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
+} else {
+  main().catch((err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  });
+}
