@@ -8,11 +8,7 @@ import type { Logger } from "pino";
 export const DEFAULT_SCHEDULER = "default-scheduler";
 
 /** Why this node will not bind the pod, or null if it will. */
-export function bindRefusal(
-  pod: V1Pod,
-  nodeName: string,
-  labels: Readonly<Record<string, string>>,
-): string | null {
+export function bindRefusal(pod: V1Pod, labels: Readonly<Record<string, string>>): string | null {
   const spec = pod.spec;
   if (!spec) return "no spec";
   if (spec.nodeName) return "already bound";
@@ -47,7 +43,6 @@ export function bindRefusal(
     );
     if (!termMatches) return "node affinity does not match";
   }
-  void nodeName;
   return null;
 }
 
@@ -66,7 +61,7 @@ export class Binder {
   }
 
   consider(pod: V1Pod): void {
-    if (bindRefusal(pod, this.#nodeName, this.#labels) !== null) return;
+    if (bindRefusal(pod, this.#labels) !== null) return;
     const uid = pod.metadata?.uid ?? "";
     if (this.#inFlight.has(uid)) return;
     this.#inFlight.add(uid);

@@ -559,9 +559,8 @@ export class PodWorker {
           return;
         }
         if (runHooks) await this.#runPreStop(rt, proc, deadline - Date.now());
+        // #onExit was attached to `exited` first, so the terminated state is recorded when this resolves.
         await proc.stop(deadline - Date.now());
-        // #onExit has recorded the terminated state by now (it runs first on the same promise).
-        await Promise.resolve();
       }),
     );
   }

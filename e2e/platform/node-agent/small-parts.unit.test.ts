@@ -54,17 +54,14 @@ describe("bindRefusal", () => {
   const labels = { "kubernetes.io/hostname": "n1" };
   const base: V1Pod = { metadata: { name: "p", uid: "u" }, spec: { containers: [] } };
   it("binds plain unscheduled pods", () => {
-    expect(bindRefusal(base, "n1", labels)).toBeNull();
+    expect(bindRefusal(base, labels)).toBeNull();
   });
   it("refuses bound, foreign-scheduler and mismatched pods", () => {
-    expect(bindRefusal({ ...base, spec: { containers: [], nodeName: "x" } }, "n1", labels)).not.toBeNull();
-    expect(
-      bindRefusal({ ...base, spec: { containers: [], schedulerName: "other" } }, "n1", labels),
-    ).not.toBeNull();
+    expect(bindRefusal({ ...base, spec: { containers: [], nodeName: "x" } }, labels)).not.toBeNull();
+    expect(bindRefusal({ ...base, spec: { containers: [], schedulerName: "other" } }, labels)).not.toBeNull();
     expect(
       bindRefusal(
         { ...base, spec: { containers: [], nodeSelector: { "kubernetes.io/hostname": "n2" } } },
-        "n1",
         labels,
       ),
     ).not.toBeNull();
