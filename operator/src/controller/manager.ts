@@ -28,6 +28,7 @@ import { runWorkers } from "../kube/workers.ts";
 import type { OperatorMetrics, ReconcileKind } from "../metrics.ts";
 import { reconcileCluster } from "./cluster/reconcile.ts";
 import { type Caches, ControllerMemory, type OwnedKind, objectKey, type ReconcileDeps } from "./deps.ts";
+import { type ClusterSeen, route } from "./routing.ts";
 import { reconcileTopic } from "./topic/reconcile.ts";
 
 // Wires informers to two keyed work queues (clusters, topics) and runs the
@@ -102,13 +103,6 @@ interface Term {
   topics: WorkQueue;
   done: Promise<void>;
   resync: TimerHandle | undefined;
-}
-
-/** What we last saw of a cluster, to tell spec/membership changes from status-only writes. */
-interface ClusterSeen {
-  generation: number | undefined;
-  deleting: boolean;
-  epoch: number | undefined;
 }
 
 export class Manager {
@@ -263,51 +257,18 @@ export class Manager {
       return;
     }
     const obj = ev.object;
-    const ns = obj.metadata?.namespace ?? "";
+    const key = keyOf(obj);
+    const r = route(spec.kind, ev.type, obj, this.#seen.get(key), (ns, cluster) =>
+      this.caches.topics.list(ns).filter((t) => t.spec?.cluster === cluster),
+    );
     if (spec.kind === CLUSTER_KIND) {
-      this.#onClusterEvent(ev.type, obj as NaradCluster);
-      return;
+      if (r.seen === undefined) this.#seen.delete(key);
+      else this.#seen.set(key, r.seen);
     }
     const term = this.#term;
     if (term === undefined) return;
-    if (spec.kind === TOPIC_KIND) {
-      term.topics.add(keyOf(obj));
-      return;
-    }
-    // Owned objects and pods map to their cluster by label.
-    const cluster = obj.metadata?.labels?.[LABEL_CLUSTER];
-    if (cluster) term.clusters.add(objectKey(ns, cluster));
-  }
-
-  /**
-   * Our own status writes come back as update events; reconciling on them
-   * would loop. A cluster is requeued on spec (generation), deletion and
-   * add/delete; its topics are requeued when its membership epoch changes
-   * (placement depends on Active members).
-   */
-  #onClusterEvent(type: "add" | "update" | "delete", c: NaradCluster): void {
-    const key = keyOf(c);
-    const now: ClusterSeen = {
-      generation: c.metadata.generation,
-      deleting: Boolean(c.metadata.deletionTimestamp),
-      epoch: c.status?.membershipEpoch,
-    };
-    const before = this.#seen.get(key);
-    if (type === "delete") this.#seen.delete(key);
-    else this.#seen.set(key, now);
-    const term = this.#term;
-    if (term === undefined) return;
-    const specChanged =
-      type !== "update" ||
-      before === undefined ||
-      before.generation !== now.generation ||
-      before.deleting !== now.deleting;
-    if (specChanged) term.clusters.add(key);
-    if (type !== "update" || before?.epoch !== now.epoch || specChanged) {
-      for (const t of this.caches.topics.list(c.metadata.namespace)) {
-        if (t.spec?.cluster === c.metadata.name) term.topics.add(keyOf(t));
-      }
-    }
+    for (const k of r.clusters) term.clusters.add(k);
+    for (const k of r.topics) term.topics.add(k);
   }
 }
 

@@ -1,0 +1,66 @@
+import type { KubernetesObject } from "@kubernetes/client-node";
+import type { NaradCluster, NaradTopic } from "../api/v1alpha1/types.ts";
+import { CLUSTER_KIND, LABEL_CLUSTER, TOPIC_KIND } from "../constants.ts";
+import { objectKey } from "./deps.ts";
+
+// Which work-queue keys an informer event touches. Pure, so the rules that
+// keep the operator from reconciling on its own status writes are tested.
+
+/** What we last saw of a cluster, to tell spec/membership changes from status-only writes. */
+export interface ClusterSeen {
+  generation: number | undefined;
+  deleting: boolean;
+  epoch: number | undefined;
+}
+
+export interface Route {
+  clusters: string[];
+  topics: string[];
+  /** For cluster events: what to remember (undefined after a delete). */
+  seen?: ClusterSeen | undefined;
+}
+
+export function clusterSeen(c: NaradCluster): ClusterSeen {
+  return {
+    generation: c.metadata.generation,
+    deleting: Boolean(c.metadata.deletionTimestamp),
+    epoch: c.status?.membershipEpoch,
+  };
+}
+
+/**
+ * - NaradCluster: requeued on add/delete, spec changes (generation) and
+ *   deletion; NOT on status-only updates (our own writes would loop). Its
+ *   topics are requeued when its membership epoch changes too (placement
+ *   depends on Active members).
+ * - NaradTopic: requeued on every event (its finalizer and deletion matter).
+ * - Owned objects and pods: their cluster, by the narad.dev/cluster label.
+ */
+export function route(
+  kind: string,
+  type: "add" | "update" | "delete",
+  obj: KubernetesObject,
+  before: ClusterSeen | undefined,
+  topicsOf: (namespace: string, cluster: string) => readonly NaradTopic[],
+): Route {
+  const ns = obj.metadata?.namespace ?? "";
+  const name = obj.metadata?.name ?? "";
+  if (kind === CLUSTER_KIND) {
+    const c = obj as NaradCluster;
+    const now = clusterSeen(c);
+    const specChanged =
+      type !== "update" ||
+      before === undefined ||
+      before.generation !== now.generation ||
+      before.deleting !== now.deleting;
+    const membershipChanged = specChanged || before?.epoch !== now.epoch;
+    return {
+      clusters: specChanged ? [objectKey(ns, name)] : [],
+      topics: membershipChanged ? topicsOf(ns, name).map((t) => objectKey(ns, t.metadata.name ?? "")) : [],
+      seen: type === "delete" ? undefined : now,
+    };
+  }
+  if (kind === TOPIC_KIND) return { clusters: [], topics: [objectKey(ns, name)] };
+  const cluster = obj.metadata?.labels?.[LABEL_CLUSTER];
+  return { clusters: cluster ? [objectKey(ns, cluster)] : [], topics: [] };
+}
