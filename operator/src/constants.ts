@@ -79,6 +79,8 @@ export const REQUEUE_PROGRESSING_MS = 5_000;
 export const REQUEUE_TOPIC_DELETE_MS = 5_000;
 /** After a status write lost a resourceVersion race with our own previous write. */
 export const STATUS_CONFLICT_REQUEUE_MS = 250;
+/** While the informer caches have not listed yet (just after start or a leadership change). */
+export const UNSYNCED_REQUEUE_MS = 1_000;
 /** While waiting for something external (cluster missing, no Active member). */
 export const REQUEUE_WAITING_MS = 15_000;
 

@@ -338,3 +338,30 @@ describe("NaradTopic reconcile", () => {
     expect(t.recorder.reasons()).toContain("DataDeleted");
   });
 });
+
+describe("ServiceMonitor", () => {
+  it("is applied once when enabled, a failure is a Warning (not a failed reconcile), and it is deleted when disabled", async () => {
+    const t = setup({ replicas: 1, metrics: { serviceMonitor: { enabled: true, interval: "15s" } } });
+    t.kube.failApply = (o) =>
+      o.kind === "ServiceMonitor"
+        ? new ApiError(404, "the server could not find the requested resource")
+        : undefined;
+    await t.reconcile();
+    expect(t.recorder.events.find((e) => e.reason === "ServiceMonitorFailed")?.type).toBe("Warning");
+    expect(t.kube.other.size).toBe(0);
+    t.kube.failApply = () => undefined;
+    await t.reconcile();
+    expect([...t.kube.other.keys()]).toEqual(["ServiceMonitor/ns1/demo"]);
+    t.kube.writes.length = 0;
+    await t.reconcile();
+    expect(t.kube.writes.filter((w) => w.includes("ServiceMonitor"))).toEqual([]);
+    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
+      s.metrics = { serviceMonitor: { enabled: false } };
+    });
+    await t.reconcile();
+    expect(t.kube.other.size).toBe(0);
+    t.kube.writes.length = 0;
+    await t.reconcile();
+    expect(t.kube.writes.filter((w) => w.includes("ServiceMonitor"))).toEqual([]);
+  });
+});

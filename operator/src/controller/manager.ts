@@ -17,6 +17,7 @@ import {
   RESYNC_INTERVAL_MS,
   TOPIC_KIND,
   TOPIC_PLURAL,
+  UNSYNCED_REQUEUE_MS,
 } from "../constants.ts";
 import { AbortedError, apiMessage, guardedApi, type KubeApi } from "../kube/api.ts";
 import type { Clock, TimerHandle } from "../kube/clock.ts";
@@ -24,7 +25,7 @@ import { EventRecorder } from "../kube/events.ts";
 import type { InformerEvent } from "../kube/informer.ts";
 import { KindInformers, type KindSpec } from "../kube/informers.ts";
 import { WorkQueue } from "../kube/work-queue.ts";
-import { runWorkers } from "../kube/workers.ts";
+import { type ReconcileResult, runWorkers } from "../kube/workers.ts";
 import type { OperatorMetrics, ReconcileKind } from "../metrics.ts";
 import { reconcileCluster } from "./cluster/reconcile.ts";
 import { type Caches, ControllerMemory, type OwnedKind, objectKey, type ReconcileDeps } from "./deps.ts";
@@ -192,12 +193,24 @@ export class Manager {
       defaultBrokerImage: this.#o.defaultBrokerImage,
     };
     const done = Promise.all([
-      runWorkers(clusters, QUEUE_WORKERS, (key) => reconcileCluster(key, deps), ac.signal, {
-        onResult: (key, ms, err, retry) => this.#observe("NaradCluster", key, ms, err, retry),
-      }),
-      runWorkers(topics, QUEUE_WORKERS, (key) => reconcileTopic(key, deps), ac.signal, {
-        onResult: (key, ms, err, retry) => this.#observe("NaradTopic", key, ms, err, retry),
-      }),
+      runWorkers(
+        clusters,
+        QUEUE_WORKERS,
+        (key) => this.#whenSynced(key, () => reconcileCluster(key, deps)),
+        ac.signal,
+        {
+          onResult: (key, ms, err, retry) => this.#observe("NaradCluster", key, ms, err, retry),
+        },
+      ),
+      runWorkers(
+        topics,
+        QUEUE_WORKERS,
+        (key) => this.#whenSynced(key, () => reconcileTopic(key, deps)),
+        ac.signal,
+        {
+          onResult: (key, ms, err, retry) => this.#observe("NaradTopic", key, ms, err, retry),
+        },
+      ),
     ]).then(() => undefined);
     const term: Term = { ac, clusters, topics, done, resync: undefined };
     this.#term = term;
@@ -225,6 +238,17 @@ export class Manager {
     await this.stopLeading();
     await this.#recorder.flush();
     await Promise.all(this.#informers.map((i) => i.stop()));
+  }
+
+  /**
+   * A reconcile against a cache that has not listed yet would see owned
+   * objects as missing (and "create" them, and say so); wait for the sync.
+   */
+  async #whenSynced(key: string, run: () => Promise<ReconcileResult>): Promise<ReconcileResult> {
+    const pending = this.#informers.filter((i) => !i.synced).map((i) => i.spec.name);
+    if (pending.length === 0) return run();
+    this.#log.debug({ key, pending }, "not reconciling yet: informers not synced");
+    return { requeueAfterMs: UNSYNCED_REQUEUE_MS };
   }
 
   /** Enqueue everything cached, now and every RESYNC_INTERVAL_MS (level-triggered safety net). */
