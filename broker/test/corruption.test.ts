@@ -22,7 +22,9 @@ const written = (i: number) => ({ id: i, body: "x".repeat(100 + (i % 50)) });
 
 async function fill(url: string, n: number): Promise<void> {
   for (let i = 0; i < n; i += 50) {
-    const lines = Array.from({ length: Math.min(50, n - i) }, (_, j) => JSON.stringify({ payload: written(i + j) })).join("\n");
+    const lines = Array.from({ length: Math.min(50, n - i) }, (_, j) =>
+      JSON.stringify({ payload: written(i + j) }),
+    ).join("\n");
     const r = await fetch(`${url}/v1/topics/t/produce-batch`, {
       method: "POST",
       headers: { "content-type": "application/x-ndjson" },
@@ -56,7 +58,9 @@ describe("corrupted files are detected, never served", () => {
     dirs.push(dataDir);
     await createTopic(broker.url, "t", 2);
     await fill(broker.url, n);
-    await waitFor("all visible", 30_000, async () => ((await readAll(broker.url, "t")).length === n ? true : undefined));
+    await waitFor("all visible", 30_000, async () =>
+      (await readAll(broker.url, "t")).length === n ? true : undefined,
+    );
     await broker.kill9();
     for (let round = 0; round < 4; round++) {
       const logs = filesWithExt(join(dataDir, "topics"), ".log");

@@ -40,7 +40,9 @@ describe("SIGTERM drain", () => {
     expect(code).toBe(0);
 
     const again = await startNarad({ dataDir: broker.dataDir, keepData: true });
-    const status = (await (await fetch(`${again.url}/admin/v1/status`)).json()) as { wal: { pendingRecords: number } };
+    const status = (await (await fetch(`${again.url}/admin/v1/status`)).json()) as {
+      wal: { pendingRecords: number };
+    };
     expect(status.wal.pendingRecords).toBe(0);
     expect((await highWatermarks(again.url, "t")).reduce((a, b) => a + b, 0)).toBe(n);
     expect(new Set((await readAll(again.url, "t")).map((m) => m.payload)).size).toBe(n);
