@@ -59,6 +59,8 @@ export const retentionCheckIntervalMs = 60_000;
 // Queue consumption (receipt handles, consumer groups).
 /** `wait` on consume is capped here (Narad v1 max_consume_wait). */
 export const consumeMaxWaitMs = 10_000;
+/** A node owning none of a topic's partitions re-probes the owners this often during a queue long-poll. */
+export const consumeReprobeIntervalMs = 250;
 /** Moved group frontiers are written durably at most this often (and at shutdown). */
 export const consumerFrontierPersistIntervalMs = 100;
 /** Expired leases are released for redelivery at least this often (also on every consume). */

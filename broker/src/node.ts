@@ -23,6 +23,7 @@ import { createBrokerMetrics } from "./metrics.ts";
 import { createPeerPool, peerMembershipSync } from "./rpc/client.ts";
 import { createRpcMetrics } from "./rpc/metrics.ts";
 import { createPartitionAccess } from "./rpc/partition-access.ts";
+import { createClusterConsumers } from "./rpc/queue-access.ts";
 import { type ClusterServer, type ClusterServerHooks, startClusterServer } from "./rpc/server.ts";
 import { acquireDataDirLock } from "./storage/data-dir-lock.ts";
 import { nodeFileIo } from "./storage/file-io.ts";
@@ -171,7 +172,19 @@ export async function startBroker(
       peers,
       retryAfterSeconds: k.retryAfterSeconds,
     }),
-    consumers,
+    // Cluster mode: consume/ack of a peer's partition go to its owner.
+    consumers: clustered
+      ? createClusterConsumers({
+          nodeId: config.nodeId,
+          metastore,
+          local: consumers,
+          peers,
+          retryAfterSeconds: k.retryAfterSeconds,
+          reprobeIntervalMs: k.consumeReprobeIntervalMs,
+          nowMs,
+          logger: logger.child({ component: "consume" }),
+        })
+      : consumers,
     lifecycle: {
       ready: () => ready && !draining,
       draining: () => draining,
@@ -214,6 +227,7 @@ export async function startBroker(
           metastore,
           logs,
           onCommitted: (topic, partition) => consumers.notifyCommitted(topic, partition),
+          consumers,
           adminStatus: () => {
             const w = wal.stats();
             const owned: Array<{ topic: string; partition: number }> = [];

@@ -369,4 +369,109 @@ describe("cluster data plane (3 in-process brokers)", () => {
     expect(await hwmTotal(b, "crash")).toBe(25);
     expectExactlyOnce(await readIds(a2, "crash"), 25);
   });
+
+  it("queue consume and ack from any node: local first, peers probed, forwarded by partition and by handle", async () => {
+    const mc = createMemoryCluster();
+    const nodes = await startCluster(mc);
+    const [a, b, c] = nodes as [Node, Node, Node];
+    await createTopic(a, "q", 6);
+    const n = 300;
+    await Promise.all(
+      nodes.map(async (node, k) => {
+        for (let i = k; i < n; i += nodes.length) await produce(node, "q", i);
+      }),
+    );
+    await eventually("all visible", 30_000, async () => (await hwmTotal(a, "q")) === n);
+
+    // Consumers on every node, acking through a random node: each message exactly once.
+    const seen: number[] = [];
+    const fromPeer = { count: 0 };
+    await Promise.all(
+      nodes.map(async (node) => {
+        let empty = 0;
+        while (empty < 3) {
+          const r = await req(node, "GET", "/v1/topics/q/consume?wait=100ms");
+          if (r.status === 204) {
+            empty++;
+            continue;
+          }
+          expect(r.status, r.text).toBe(200);
+          const m = r.json() as { partition: number; payload: { id: number }; receipt_handle: string };
+          if (mc.owners("q")[m.partition] !== node.id) fromPeer.count++;
+          seen.push(m.payload.id);
+          const acker = nodes[Math.floor(Math.random() * nodes.length)]!;
+          const ack = await req(
+            acker,
+            "POST",
+            `/v1/topics/q/ack?receipt_handle=${encodeURIComponent(m.receipt_handle)}`,
+          );
+          expect(ack.status, ack.text).toBe(204);
+        }
+      }),
+    );
+    expectExactlyOnce(seen, n);
+    expect(fromPeer.count).toBeGreaterThan(0);
+    for (const node of nodes) expect((await req(node, "GET", "/v1/topics/q/consume")).status).toBe(204);
+
+    // Partition-specific, forwarded: nack, extend and ack through other nodes; a stale handle is 410.
+    const p = ownedBy(mc, "q", "c")[0]!;
+    await produce(b, "q", 1000, p);
+    await eventually("visible at c", 10_000, async () => (await hwmTotal(c, "q")) === n + 1);
+    const first = await req(a, "GET", `/v1/topics/q/consume?partition=${p}&group=g2`);
+    expect(first.status, first.text).toBe(200); // group g2 starts at the oldest offset
+    const h1 = encodeURIComponent(first.json().receipt_handle);
+    expect(first.json().receipt_handle).toMatch(new RegExp(`^g2:${p}:`));
+    expect((await req(b, "POST", `/v1/topics/q/ack?receipt_handle=${h1}&extend=true`)).status).toBe(204);
+    expect((await req(b, "POST", `/v1/topics/q/ack?receipt_handle=${h1}&extend=false`)).status).toBe(204);
+    const again = await req(a, "GET", `/v1/topics/q/consume?partition=${p}&group=g2`);
+    expect(again.json().offset).toBe(first.json().offset); // the nack redelivered it
+    const stale = await req(a, "POST", `/v1/topics/q/ack?receipt_handle=${h1}`);
+    expect(stale.status, stale.text).toBe(410);
+    const h2 = encodeURIComponent(again.json().receipt_handle);
+    expect((await req(b, "POST", `/v1/topics/q/ack?receipt_handle=${h2}`)).status).toBe(204);
+    const bad = await req(a, "POST", "/v1/topics/q/ack?receipt_handle=nope");
+    expect(bad.status).toBe(400);
+
+    // A forwarded long-poll is woken by the owner's commit.
+    const m1000 = await req(a, "GET", `/v1/topics/q/consume?partition=${p}`);
+    expect(m1000.json().payload.id).toBe(1000);
+    const h3 = encodeURIComponent(m1000.json().receipt_handle);
+    expect((await req(c, "POST", `/v1/topics/q/ack?receipt_handle=${h3}`)).status).toBe(204);
+    const t0 = Date.now();
+    const poll = req(a, "GET", `/v1/topics/q/consume?partition=${p}&wait=5s`);
+    await new Promise((r) => setTimeout(r, 200));
+    await produce(b, "q", 1001, p);
+    const woke = await poll;
+    expect(woke.status, woke.text).toBe(200);
+    expect(woke.json().payload.id).toBe(1001);
+    expect(Date.now() - t0).toBeLessThan(3_000);
+
+    // A node owning none of a topic's partitions re-probes the owner during a long-poll.
+    await createTopic(a, "one", 1);
+    const owner = nodes.find((x) => x.id === mc.owners("one")[0])!;
+    const other = nodes.find((x) => x !== owner)!;
+    const t1 = Date.now();
+    const poll2 = req(other, "GET", "/v1/topics/one/consume?wait=5s");
+    await new Promise((r) => setTimeout(r, 300));
+    await produce(owner, "one", 7);
+    const got = await poll2;
+    expect(got.status, got.text).toBe(200);
+    expect(got.json().payload.id).toBe(7);
+    expect(Date.now() - t1).toBeLessThan(3_000);
+
+    // A Down owner: partition-specific consume and ack are 503 + Retry-After; the rest is served.
+    const held = await req(a, "GET", `/v1/topics/q/consume?partition=${p}&group=g3`);
+    expect(held.status).toBe(200);
+    mc.setState("c", "Down");
+    const down = await req(a, "GET", `/v1/topics/q/consume?partition=${p}`);
+    expect(down.status).toBe(503);
+    expect(down.headers["retry-after"]).toBe("1");
+    const downAck = await req(
+      b,
+      "POST",
+      `/v1/topics/q/ack?receipt_handle=${encodeURIComponent(held.json().receipt_handle)}`,
+    );
+    expect(downAck.status).toBe(503);
+    expect((await req(a, "GET", "/v1/topics/q/consume")).status).toBe(204);
+  });
 });

@@ -117,7 +117,9 @@ export class ConsumerManager {
   /**
    * One message for `group`, from `partition` or (when undefined) from the
    * topic's partitions round-robin; waits up to waitMs for one to appear.
-   * Resolves undefined when none came.
+   * Resolves undefined when none came. `among` (partition undefined only)
+   * limits the round-robin to those partitions (cluster mode: the ones this
+   * node owns; rpc/queue-access.ts).
    */
   async consume(
     topicIn: TopicConfig,
@@ -125,13 +127,14 @@ export class ConsumerManager {
     partition: number | undefined,
     waitMs: number,
     signal?: AbortSignal,
+    among?: readonly number[],
   ): Promise<Delivery | undefined> {
     if (this.#closing) throw unavailable("broker is shutting down");
     let topic = topicIn;
     const deadline = this.#o.nowMs() + waitMs;
     for (let round = 0; ; round++) {
       const version = this.#waiters.version(topic.name);
-      const d = await this.#tryOnce(topic, group, partition);
+      const d = await this.#tryOnce(topic, group, partition, among);
       if (d !== undefined) return d;
       const remaining = deadline - this.#o.nowMs();
       if (remaining <= 0 || this.#closing) return undefined;
@@ -244,14 +247,21 @@ export class ConsumerManager {
     await Promise.all(queues.map((q) => q.flush()));
   }
 
-  async #tryOnce(topic: TopicConfig, group: string, only: number | undefined): Promise<Delivery | undefined> {
+  async #tryOnce(
+    topic: TopicConfig,
+    group: string,
+    only: number | undefined,
+    among?: readonly number[],
+  ): Promise<Delivery | undefined> {
     const ge = this.#group(topic, group);
     const n = topic.partitions;
     const start = only ?? ge.rr % n;
     const tries = only === undefined ? n : 1;
     const limits = limitsOf(topic);
+    const allowed = only === undefined && among !== undefined ? new Set(among) : undefined;
     for (let i = 0; i < tries; i++) {
       const p = (start + i) % n;
+      if (allowed !== undefined && !allowed.has(p)) continue;
       const q = await this.#queue(topic, group, p);
       const now = this.#o.nowMs();
       q.state.purge(now);

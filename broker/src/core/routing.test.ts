@@ -1,6 +1,13 @@
 import { describe, expect, it } from "vitest";
 import type { MemberState } from "./dispatch-plan.ts";
-import { clusterAddressOf, commitAddress, destinationOf, type MemberView, routeRead } from "./routing.ts";
+import {
+  clusterAddressOf,
+  commitAddress,
+  destinationOf,
+  type MemberView,
+  queueConsumePlan,
+  routeRead,
+} from "./routing.ts";
 
 const member = (id: string, state: MemberState, extra: Partial<MemberView> = {}): MemberView => ({
   id,
@@ -78,5 +85,29 @@ describe("commitAddress", () => {
     expect(commitAddress("a", members)).toEqual({ ok: true, address: "10.0.0.1:7943" });
     expect(commitAddress("b", members).ok).toBe(false);
     expect(commitAddress("z", members).ok).toBe(false);
+  });
+});
+
+describe("queueConsumePlan", () => {
+  const members = [member("a", "Active"), member("b", "Maintenance"), member("c", "Down")];
+  const owners = ["a", "b", "c", "a", "b", "", "x"];
+  it("splits local partitions from probe-worthy peer partitions, skipping Down, unassigned and unknown owners", () => {
+    expect(queueConsumePlan("a", owners, members, 0)).toEqual({
+      local: [0, 3],
+      remote: [
+        { partition: 1, nodeId: "b", address: "10.0.0.2:7943" },
+        { partition: 4, nodeId: "b", address: "10.0.0.2:7943" },
+      ],
+    });
+  });
+  it("rotates the probe order by start (wrapping), local stays sorted", () => {
+    const plan = queueConsumePlan("a", owners, members, 4 + owners.length * 3);
+    expect(plan.remote.map((r) => r.partition)).toEqual([4, 1]);
+    expect(plan.local).toEqual([0, 3]);
+  });
+  it("a node owning nothing has only probes; no owners at all is empty", () => {
+    expect(queueConsumePlan("z", ["a", "b"], members, 1).local).toEqual([]);
+    expect(queueConsumePlan("z", ["a", "b"], members, 1).remote.map((r) => r.partition)).toEqual([1, 0]);
+    expect(queueConsumePlan("a", [], members, 5)).toEqual({ local: [], remote: [] });
   });
 });

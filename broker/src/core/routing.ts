@@ -94,3 +94,36 @@ export function commitAddress(
   if (address === undefined) return { ok: false, reason: `owner ${ownerId} has no cluster address` };
   return { ok: true, address };
 }
+
+/** A peer-owned partition a queue consume may probe, and where its owner listens. */
+export interface RemoteProbe {
+  partition: number;
+  nodeId: string;
+  address: string;
+}
+
+/**
+ * Queue consume without a partition (Narad v1 order): the partitions I own
+ * (tried first, then long-polled locally) and the peers' partitions worth a
+ * non-blocking probe — those routeRead would forward to (Down/Removed,
+ * unknown, unassigned owners are skipped). The probe list starts at
+ * partition `start % owners.length` and wraps, so consumers spread over peers.
+ */
+export function queueConsumePlan(
+  localNodeId: string,
+  owners: readonly string[],
+  members: readonly MemberView[],
+  start: number,
+): { local: number[]; remote: RemoteProbe[] } {
+  const local: number[] = [];
+  const remote: RemoteProbe[] = [];
+  const n = owners.length;
+  for (let i = 0; i < n; i++) {
+    const p = ((((start % n) + n) % n) + i) % n;
+    const r = routeRead(localNodeId, owners[p] ?? "", members, 0);
+    if (r.kind === "local") local.push(p);
+    else if (r.kind === "forward") remote.push({ partition: p, nodeId: r.nodeId, address: r.address });
+  }
+  local.sort((a, b) => a - b);
+  return { local, remote };
+}

@@ -16,7 +16,10 @@ import {
   type ClusterMethod,
   type ClusterMethods,
   clusterService,
+  type PbAckRequest,
   type PbAdminStatusResponse,
+  type PbConsumeRequest,
+  type PbConsumeResponse,
   type PbPartitionStats,
   type PbReadRequest,
   type PbReadResponse,
@@ -56,6 +59,13 @@ export interface PeerClient {
   read(req: PbReadRequest): Promise<PbReadResponse>;
   stats(topic: string, partition: number): Promise<PbPartitionStats>;
   adminStatus(): Promise<PbAdminStatusResponse>;
+  /**
+   * Queue consume at the owner; the deadline is wait_ms + readTimeoutMs. An
+   * aborted signal cancels the call (the owner stops its long-poll).
+   */
+  consume(req: PbConsumeRequest, signal?: AbortSignal): Promise<PbConsumeResponse>;
+  /** Ack / extend / nack at the owner of the handle's partition. */
+  ack(req: PbAckRequest): Promise<void>;
 }
 
 export interface PeerPool {
@@ -95,10 +105,12 @@ export function createPeerPool(o: PeerPoolOptions): PeerPool {
     method: M,
     req: ClusterMethods[M]["req"],
     deadlineMs: number,
+    signal?: AbortSignal,
   ): Promise<ClusterMethods[M]["res"]> => {
     const def = service[method];
     return new Promise((resolve, reject) => {
-      client.makeUnaryRequest(
+      const onAbort = (): void => call.cancel();
+      const call = client.makeUnaryRequest(
         def.path,
         def.requestSerialize,
         def.responseDeserialize,
@@ -106,6 +118,7 @@ export function createPeerPool(o: PeerPoolOptions): PeerPool {
         new Metadata(),
         { deadline: deadlineMs },
         (err, res) => {
+          signal?.removeEventListener("abort", onAbort);
           if (err !== null || res === undefined) {
             const e: NaradError = fromRpcError(
               err ?? new Error("empty response"),
@@ -118,6 +131,10 @@ export function createPeerPool(o: PeerPoolOptions): PeerPool {
           }
         },
       );
+      if (signal !== undefined) {
+        if (signal.aborted) call.cancel();
+        else signal.addEventListener("abort", onAbort, { once: true });
+      }
     });
   };
 
@@ -134,6 +151,11 @@ export function createPeerPool(o: PeerPoolOptions): PeerPool {
     stats: (topic, partition) =>
       unary(client, address, "Stats", { topic, partition }, nowMs() + o.readTimeoutMs),
     adminStatus: () => unary(client, address, "AdminStatus", {}, nowMs() + o.readTimeoutMs),
+    consume: (req, signal) =>
+      unary(client, address, "Consume", req, nowMs() + req.wait_ms + o.readTimeoutMs, signal),
+    ack: async (req) => {
+      await unary(client, address, "Ack", req, nowMs() + o.readTimeoutMs);
+    },
   });
 
   return {

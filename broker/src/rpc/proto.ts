@@ -86,12 +86,37 @@ export interface PbAdminStatusResponse {
   owned_partitions: PbPartitionRef[];
 }
 
+export interface PbConsumeRequest {
+  topic: string;
+  partition: number;
+  group: string;
+  wait_ms: number;
+}
+
+export interface PbConsumeResponse {
+  found: boolean;
+  partition: number;
+  /** null when found is false. */
+  record: PbStoredRecord | null;
+  receipt_handle: string;
+}
+
+export interface PbAckRequest {
+  topic: string;
+  group: string;
+  receipt_handle: string;
+  /** Absent: ack; true: extend; false: nack. */
+  extend?: boolean;
+}
+
 /** Request and response type of each method of the Cluster service. */
 export interface ClusterMethods {
   CommitBatch: { req: PbCommitBatchRequest; res: PbCommitBatchResponse };
   Read: { req: PbReadRequest; res: PbReadResponse };
   Stats: { req: PbPartitionStatsRequest; res: PbPartitionStats };
   AdminStatus: { req: PbEmpty; res: PbAdminStatusResponse };
+  Consume: { req: PbConsumeRequest; res: PbConsumeResponse };
+  Ack: { req: PbAckRequest; res: PbEmpty };
 }
 export type ClusterMethod = keyof ClusterMethods;
 

@@ -13,6 +13,9 @@ import {
   status,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
+import { consumeMaxWaitMs, topicNamePattern } from "../constants.ts";
+import type { ConsumerManager } from "../consumer/manager.ts";
+import { defaultGroup, parseHandle } from "../core/consumer-handle.ts";
 import { badRequest, NaradError, notFound } from "../errors.ts";
 import type { PartitionLog } from "../log/types.ts";
 import type { Metastore } from "../meta/types.ts";
@@ -41,6 +44,8 @@ export interface ClusterServerDeps {
   adminStatus(): PbAdminStatusResponse;
   /** Called after a peer's records were appended to one of our partitions (e.g. wake queue consumers). */
   onCommitted?: (topic: string, partition: number) => void;
+  /** Queue consumption of the partitions this node owns (Consume, Ack); absent, those calls answer UNAVAILABLE. */
+  consumers?: Pick<ConsumerManager, "consume" | "settle" | "validGroup">;
   readMaxRecords: number;
   readMaxBytes: number;
   metrics?: RpcMetrics;
@@ -92,9 +97,19 @@ export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementat
     return d.logs.get(topic, partition);
   };
 
+  const queueConsumers = () => {
+    if (d.consumers === undefined)
+      throw new NaradError("UNAVAILABLE", `node ${d.nodeId} serves no queue consumption`);
+    return d.consumers;
+  };
+
   const unary = <M extends ClusterMethod>(
     method: M,
-    fn: (req: ClusterMethods[M]["req"], cancelled: () => boolean) => Promise<ClusterMethods[M]["res"]>,
+    fn: (
+      req: ClusterMethods[M]["req"],
+      cancelled: () => boolean,
+      signal: AbortSignal,
+    ) => Promise<ClusterMethods[M]["res"]>,
   ): handleUnaryCall<ClusterMethods[M]["req"], ClusterMethods[M]["res"]> => {
     return (
       call: ServerUnaryCall<ClusterMethods[M]["req"], ClusterMethods[M]["res"]>,
@@ -105,7 +120,10 @@ export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementat
         d.metrics?.serverRequests.inc({ method, code: status[code] ?? String(code) });
         d.metrics?.serverSeconds.observe({ method }, (performance.now() - started) / 1000);
       };
-      fn(call.request, () => call.cancelled).then(
+      // Aborted when the caller cancels or its deadline passes (a forwarded long-poll stops waiting).
+      const abort = new AbortController();
+      call.once("cancelled", () => abort.abort());
+      fn(call.request, () => call.cancelled, abort.signal).then(
         (res) => {
           done(status.OK);
           callback(null, res);
@@ -154,6 +172,39 @@ export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementat
     Stats: unary("Stats", async (req) => toPbStats((await ownedLog(req.topic, req.partition)).stats())),
 
     AdminStatus: unary("AdminStatus", async () => d.adminStatus()),
+
+    Consume: unary("Consume", async (req, _cancelled, signal) => {
+      const consumers = queueConsumers();
+      const group = req.group === "" ? defaultGroup : req.group;
+      if (!consumers.validGroup(group)) throw badRequest("group must match ^[A-Za-z0-9._-]{1,255}$");
+      await ownedLog(req.topic, req.partition);
+      const topic = d.metastore.getTopic(req.topic)!;
+      const waitMs = Math.min(req.wait_ms, consumeMaxWaitMs);
+      const got = await consumers.consume(topic, group, req.partition, waitMs, signal);
+      if (got === undefined)
+        return { found: false, partition: req.partition, record: null, receipt_handle: "" };
+      return {
+        found: true,
+        partition: got.partition,
+        record: toPbStoredRecord(got.record),
+        receipt_handle: got.receiptHandle,
+      };
+    }),
+
+    Ack: unary("Ack", async (req) => {
+      const consumers = queueConsumers();
+      const topic = d.metastore.getTopic(req.topic);
+      if (topic === undefined) throw notFound(`topic "${req.topic}" not found`);
+      const parsed = parseHandle(req.receipt_handle, topicNamePattern);
+      if (!parsed.ok) throw badRequest(parsed.reason);
+      const group = req.group === "" ? defaultGroup : req.group;
+      if (parsed.handle.group !== group)
+        throw badRequest(`receipt_handle names group "${parsed.handle.group}", not "${group}"`);
+      await ownedLog(req.topic, parsed.handle.partition);
+      const action = req.extend === undefined ? "ack" : req.extend ? "extend" : "nack";
+      consumers.settle(topic, req.receipt_handle, action);
+      return {};
+    }),
   };
 }
 

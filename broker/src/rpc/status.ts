@@ -24,6 +24,8 @@ const fromNarad: Partial<Record<ErrorCode, status>> = {
   PAYLOAD_TOO_LARGE: status.INVALID_ARGUMENT,
   TOO_MANY_REQUESTS: status.RESOURCE_EXHAUSTED,
   UNAVAILABLE: status.UNAVAILABLE,
+  /** A stale receipt handle (Ack). */
+  GONE: status.ABORTED,
 };
 
 /** Codes of storage errors (log/log-errors.ts, wal/errors.ts) that mean something to the caller. */
@@ -79,6 +81,8 @@ export function fromRpcError(err: unknown, peer: string, retryAfterSeconds: numb
       return new NaradError("OFFSET_EXPIRED", details, { cause: err });
     case status.ALREADY_EXISTS:
       return new NaradError("CONFLICT", details, { cause: err });
+    case status.ABORTED:
+      return new NaradError("GONE", details, { cause: err });
     case status.RESOURCE_EXHAUSTED:
       return new NaradError("TOO_MANY_REQUESTS", details, { retryAfterSeconds, cause: err });
     case status.FAILED_PRECONDITION:

@@ -78,7 +78,7 @@ export function consumeRoutes(s: BrokerServices) {
         const topic = requireTopic(s, request.params.topic);
         const handle = request.query.receipt_handle;
         if (handle === undefined || handle === "") throw badRequest("receipt_handle is required");
-        s.consumers.settle(topic, handle, parseSettle(request.query.extend));
+        await s.consumers.settle(topic, handle, parseSettle(request.query.extend));
         return reply.code(204).send();
       },
     );
