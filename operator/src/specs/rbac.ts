@@ -1,5 +1,5 @@
+import { BROKER_ROLE_RULES } from "../api/v1alpha1/install.ts";
 import type { NaradCluster } from "../api/v1alpha1/types.ts";
-import { API_GROUP, CLUSTER_PLURAL, TOPIC_PLURAL } from "../constants.ts";
 import type { V1Role, V1RoleBinding, V1ServiceAccount } from "../kube/models.ts";
 import { resourceNames } from "./labels.ts";
 import { ownedMeta } from "./owner.ts";
@@ -24,16 +24,14 @@ export function roleSpec(cluster: NaradCluster): V1Role {
     apiVersion: "rbac.authorization.k8s.io/v1",
     kind: "Role",
     metadata: ownedMeta(cluster, names.role),
-    rules: [
-      {
-        apiGroups: [API_GROUP],
-        resources: [TOPIC_PLURAL],
-        verbs: ["get", "list", "watch", "create", "delete"],
-      },
-      { apiGroups: [API_GROUP], resources: [`${TOPIC_PLURAL}/status`], verbs: ["get"] },
-      { apiGroups: [API_GROUP], resources: [CLUSTER_PLURAL], verbs: ["get", "list", "watch"] },
-      { apiGroups: [API_GROUP], resources: [`${CLUSTER_PLURAL}/status`], verbs: ["get"] },
-    ],
+    // One source of truth with the operator's own ClusterRole (install.ts),
+    // which must hold every permission it grants (RBAC escalation check).
+    rules: BROKER_ROLE_RULES.map((r) => ({
+      ...r,
+      apiGroups: [...r.apiGroups],
+      resources: [...r.resources],
+      verbs: [...r.verbs],
+    })),
   };
 }
 

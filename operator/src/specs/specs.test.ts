@@ -74,12 +74,12 @@ describe("every owned object", () => {
 });
 
 describe("rbac", () => {
-  it("grants brokers topic create/delete and read-only status", () => {
+  it("grants brokers topic create/patch/delete and read-only status", () => {
     const rules = roleSpec(cluster).rules ?? [];
     expect(rules).toContainEqual({
       apiGroups: ["narad.dev"],
       resources: ["naradtopics"],
-      verbs: ["get", "list", "watch", "create", "delete"],
+      verbs: ["get", "list", "watch", "create", "patch", "delete"],
     });
     expect(rules).toContainEqual({
       apiGroups: ["narad.dev"],
@@ -92,7 +92,10 @@ describe("rbac", () => {
       verbs: ["get", "list", "watch"],
     });
     expect(rules.flatMap((r) => r.verbs)).not.toContain("update");
-    expect(rules.flatMap((r) => r.verbs)).not.toContain("patch");
+    // patch only on naradtopics (spec updates through PATCH /v1/topics/{t}), never on status.
+    expect(
+      rules.filter((r) => r.resources?.some((x) => x.endsWith("/status"))).flatMap((r) => r.verbs),
+    ).toEqual(["get", "get"]);
   });
   it("binds the role to the broker service account, or the user's override", () => {
     const rb = roleBindingSpec(cluster);
@@ -203,6 +206,7 @@ describe("statefulset", () => {
       "--addr=$(POD_IP):7942",
       "--cluster-addr=$(POD_IP):7943",
       "--node-id=$(POD_NAME)",
+      "--metastore=kubernetes",
       "--data-dir=/var/lib/narad/data",
       "--config=/etc/narad/narad.json",
     ]);

@@ -137,6 +137,9 @@ function brokerContainer(clusterName: string, spec: ResolvedNaradClusterSpec): V
       `--addr=$(POD_IP):${BROKER_HTTP_PORT}`,
       `--cluster-addr=$(POD_IP):${BROKER_CLUSTER_PORT}`,
       "--node-id=$(POD_NAME)",
+      // Topics, assignments and membership come from the Kubernetes API
+      // (NARAD_CLUSTER_NAME and POD_NAMESPACE name the cluster).
+      "--metastore=kubernetes",
       `--data-dir=${BROKER_DATA_DIR}`,
       `--config=${BROKER_CONFIG_DIR}/${BROKER_CONFIG_FILE}`,
     ],

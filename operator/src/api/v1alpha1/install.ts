@@ -22,7 +22,12 @@ const ALL = ["get", "list", "watch", "create", "update", "patch", "delete"];
  * /v1/topics. The operator must itself hold all of these (RBAC escalation check).
  */
 export const BROKER_ROLE_RULES: PolicyRule[] = [
-  { apiGroups: [GROUP], resources: ["naradtopics"], verbs: ["get", "list", "watch", "create", "delete"] },
+  // patch: PATCH /v1/topics/{t} on a broker updates the NaradTopic spec.
+  {
+    apiGroups: [GROUP],
+    resources: ["naradtopics"],
+    verbs: ["get", "list", "watch", "create", "patch", "delete"],
+  },
   { apiGroups: [GROUP], resources: ["naradtopics/status"], verbs: ["get"] },
   { apiGroups: [GROUP], resources: ["naradclusters"], verbs: ["get", "list", "watch"] },
   { apiGroups: [GROUP], resources: ["naradclusters/status"], verbs: ["get"] },
