@@ -228,6 +228,52 @@ describe("narad-operator", () => {
     expect(JSON.parse(cm?.data["narad.json"] ?? "{}")).toMatchObject({ drainTimeoutMs: 60_000 });
   });
 
+  it("the brokers serve /v1 as one cluster: create on one, produce to all, read everything from any", async () => {
+    const ips = (await pods("demo")).map((p) => p.status.podIP as string);
+    const [first, second, third] = ips as [string, string, string];
+    // POST /v1/topics creates a NaradTopic and waits for the operator's assignments.
+    const created = await fetch(`http://${first}:7942/v1/topics`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: "Orders_EU", partitions: 3 }),
+    });
+    expect(created.status).toBe(201);
+    const perNode = 40;
+    for (const [n, ip] of ips.entries()) {
+      for (let i = 0; i < perNode; i++) {
+        const r = await fetch(`http://${ip}:7942/v1/topics/Orders_EU/produce?key=k${n}-${i}`, {
+          method: "POST",
+          body: JSON.stringify({ n, i }),
+        });
+        expect(r.status).toBe(202);
+      }
+    }
+    const total = perNode * ips.length;
+    const readAll = async (ip: string) => {
+      const got: unknown[] = [];
+      for (let p = 0; p < 3; p++) {
+        const r = await fetch(
+          `http://${ip}:7942/v1/topics/Orders_EU/records?partition=${p}&offset=0&limit=1000`,
+        );
+        if (r.status !== 200) return undefined;
+        got.push(...((await r.json()) as { records: unknown[] }).records);
+      }
+      return got.length >= total ? got : undefined;
+    };
+    const seen = await waitFor(() => readAll(third), {
+      timeoutMs: 60_000,
+      what: "all messages visible via one broker",
+    });
+    expect(seen).toHaveLength(total);
+    expect(await readAll(second)).toHaveLength(total);
+    const topics = await getJson<{
+      items: Array<{ spec: { name?: string }; status?: { assignments?: Array<{ owner: string }> } }>;
+    }>(platform.kubectl, ["-n", NS, "naradtopics"]);
+    const orders = topics?.items.find((t) => t.spec.name === "Orders_EU");
+    // Partitions are spread over the brokers, so reads above crossed the cluster RPC.
+    expect(new Set(orders?.status?.assignments?.map((a) => a.owner)).size).toBe(3);
+  });
+
   it("changing spec.image updates the StatefulSet template and deletes no pod", async () => {
     const before = new Map((await pods("demo")).map((p) => [p.metadata.name, p.metadata.uid]));
     await platform.kubectl([
