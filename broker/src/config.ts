@@ -5,6 +5,8 @@
 import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import * as k from "./constants.ts";
+import type { TopicDefaults } from "./core/topic-spec.ts";
+import type { DispatcherOptions } from "./dispatch/types.ts";
 
 export interface Config {
   dev: boolean;
@@ -34,28 +36,8 @@ export interface Config {
     maxFrameBytes: number;
     retentionCheckIntervalMs: number;
   };
-  dispatch: {
-    idlePollMs: number;
-    windowRecords: number;
-    windowCapRecords: number;
-    targetPerPartition: number;
-    lookaheadWindows: number;
-    rerouteAfterPasses: number;
-    commitTimeoutMs: number;
-    errorBackoffMs: number;
-    commitFanout: number;
-    maxBatchBytes: number;
-  };
-  topicDefaults: {
-    partitions: number;
-    partitionsMin: number;
-    partitionsMax: number;
-    retentionMs: number;
-    visibilityTimeoutMs: number;
-    maxInFlight: number;
-    maxAckedAhead: number;
-    namePattern: RegExp;
-  };
+  dispatch: DispatcherOptions;
+  topicDefaults: TopicDefaults;
 }
 
 export class ConfigError extends Error {}
