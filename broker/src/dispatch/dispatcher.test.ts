@@ -393,7 +393,8 @@ describe("dispatcher", () => {
     await d.stop();
     expect(Date.now() - t0).toBeLessThan(500);
     expect(await pendingDrain).toBe(false);
-    expect(timers()).toBe(before);
+    // Other tests' timers may expire meanwhile: the dispatcher must add none.
+    expect(timers()).toBeLessThanOrEqual(before);
     expect(wal.checkpoints).toEqual([]);
     running = running.filter((x) => x !== d);
     await d.stop(); // idempotent
