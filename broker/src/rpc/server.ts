@@ -183,6 +183,15 @@ export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementat
       const got = await consumers.consume(topic, group, req.partition, waitMs, signal);
       if (got === undefined)
         return { found: false, partition: req.partition, record: null, receipt_handle: "" };
+      if (signal.aborted) {
+        // The caller is gone and will never see the handle: release the lease now, not after the visibility timeout.
+        try {
+          consumers.settle(topic, got.receiptHandle, "nack");
+        } catch {
+          // already released (expiry, group deleted): nothing to undo
+        }
+        throw new NaradError("UNAVAILABLE", "call cancelled while the message was being leased");
+      }
       return {
         found: true,
         partition: got.partition,
