@@ -4,7 +4,7 @@
 //
 // BENCH_SECONDS (default 10) sets the length of each load phase.
 
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { join } from "node:path";
 import { encodeBinaryBatch } from "../broker/src/core/batch-codec.ts";
@@ -143,11 +143,29 @@ async function main(): Promise<void> {
 
   const out = join(repoRoot, "bench/results.json");
   writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);
-  console.log("\n| benchmark | value | unit | baseline | ratio |\n|---|---:|---|---:|---:|");
-  for (const r of results) {
-    console.log(
-      `| ${r.name} | ${r.value.toFixed(2)} | ${r.unit} | ${r.baseline?.toFixed(0) ?? ""} | ${r.ratio?.toFixed(2) ?? ""} |`,
-    );
+  const table = [
+    `Measured ${new Date().toISOString().slice(0, 10)} on ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}, ${seconds} s phases.`,
+    "",
+    "| benchmark | value | unit | baseline | ratio |",
+    "|---|---:|---|---:|---:|",
+    ...results.map(
+      (r) =>
+        `| ${r.name} | ${r.value.toFixed(2)} | ${r.unit} | ${r.baseline?.toFixed(0) ?? ""} | ${r.ratio?.toFixed(2) ?? ""} |`,
+    ),
+  ].join("\n");
+  console.log(`\n${table}`);
+  if (process.env.BENCH_README !== "0") {
+    // Keep the README's numbers current: the table between the bench markers is rewritten.
+    const readmePath = join(repoRoot, "README.md");
+    const readme = readFileSync(readmePath, "utf8");
+    const start = "<!-- bench:start -->";
+    const end = "<!-- bench:end -->";
+    const a = readme.indexOf(start);
+    const b = readme.indexOf(end);
+    if (a >= 0 && b > a) {
+      writeFileSync(readmePath, `${readme.slice(0, a + start.length)}\n${table}\n${readme.slice(b)}`);
+      console.log("updated README.md");
+    }
   }
   console.log(`\nwrote ${out}`);
 }
