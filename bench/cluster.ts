@@ -213,6 +213,48 @@ async function main(): Promise<void> {
     );
     process.stderr.write(`  WAL backlog samples (sum of 3 nodes, every 500 ms): ${backlog.join(" ")}\n`);
 
+    // Sustained load: 60% of the end-to-end rate just measured, offered at a
+    // fixed rate for twice the load phase. The WAL backlog must stay bounded
+    // (no growth trend) when the cluster is not overloaded.
+    const sustainedMsgPerSec = 0.6 * (accepted / (visibleMs / 1000));
+    const perNodeRate = Math.max(1, Math.round(sustainedMsgPerSec / perBatch / urls.length));
+    process.stderr.write(
+      `sustained: ${perNodeRate * perBatch * urls.length} msg/s offered for ${2 * seconds}s (60% of end-to-end)\n`,
+    );
+    const steady: number[] = [];
+    let steadySampling = true;
+    const steadySampler = (async () => {
+      while (steadySampling) {
+        const p = await Promise.all(urls.map(pendingRecords));
+        steady.push(p.reduce((a, b) => a + b, 0));
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    })();
+    const sustainedLoads = await Promise.all(
+      urls.map((u) =>
+        load({
+          url: `${u}/v1/topics/bench/produce-batch`,
+          connections: 2,
+          seconds: 2 * seconds,
+          body,
+          overallRate: perNodeRate,
+          headers: { "content-type": "application/vnd.narad.batch" },
+        }),
+      ),
+    );
+    steadySampling = false;
+    await steadySampler;
+    for (const l of sustainedLoads) {
+      if (l.non2xx > 0 || l.errors > 0) throw new Error(`sustained: ${l.non2xx} non-2xx, ${l.errors} errors`);
+    }
+    const half = Math.floor(steady.length / 2);
+    const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
+    record("cluster_sustained_offered_msg_per_sec", perNodeRate * perBatch * urls.length, "msg/s");
+    record("cluster_sustained_backlog_max_records", Math.max(...steady), "records");
+    record("cluster_sustained_backlog_first_half_mean", mean(steady.slice(0, half)), "records");
+    record("cluster_sustained_backlog_second_half_mean", mean(steady.slice(half)), "records");
+    process.stderr.write(`  sustained WAL backlog samples: ${steady.join(" ")}\n`);
+
     // Latency: produce on node a, poll the message through node a, for a
     // partition a owns (local commit) and one a peer owns (CommitBatch + Read RPC).
     for (const kind of ["local", "remote"] as const) {

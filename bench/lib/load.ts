@@ -19,6 +19,8 @@ export async function load(opts: {
   body: Buffer;
   headers?: Record<string, string>;
   pipelining?: number;
+  /** Requests per second across all connections (a fixed offered load); unset = as fast as possible. */
+  overallRate?: number;
 }): Promise<LoadResult> {
   const result = await autocannon({
     url: opts.url,
@@ -26,6 +28,7 @@ export async function load(opts: {
     connections: opts.connections,
     duration: opts.seconds,
     pipelining: opts.pipelining ?? 1,
+    ...(opts.overallRate === undefined ? {} : { overallRate: opts.overallRate }),
     body: opts.body,
     headers: { "content-type": "application/octet-stream", ...opts.headers },
   });
