@@ -35,6 +35,12 @@ export const ANNOTATION_CONFIG_HASH = "narad.dev/config-hash";
  * removed field changes the hash, which a field-by-field check cannot see.
  */
 export const ANNOTATION_APPLIED_HASH = "narad.dev/applied-hash";
+/**
+ * On a NaradCluster: any new value (e.g. `kubectl annotate naradcluster x
+ * narad.dev/restartedAt=$(date -u +%FT%TZ) --overwrite`) is copied onto the
+ * pod template, which changes the revision and so rolls every pod.
+ */
+export const ANNOTATION_RESTARTED_AT = "narad.dev/restartedAt";
 /** Set on a NaradTopic until every member confirmed its local data is gone. */
 export const FINALIZER_TOPIC_DATA = "narad.dev/topic-data";
 
@@ -62,6 +68,18 @@ export const PDB_MAX_UNAVAILABLE = 1;
 
 // --- Broker admin client ---------------------------------------------------
 export const BROKER_ADMIN_TIMEOUT_MS = 5_000;
+
+// --- Drained rolling restart ----------------------------------------------------
+/** Reconcile this often while a roll waits (brokers see member changes within ~2 s). */
+export const ROLL_REQUEUE_MS = 2_000;
+/** Sooner after a roll action, to take the next step promptly. */
+export const ROLL_ACTION_REQUEUE_MS = 500;
+/** How long one drain request waits on the broker for its WAL to empty (a reconcile holds a worker meanwhile). */
+export const ROLL_DRAIN_WAIT_MS = 2_000;
+/** Bound on the admin status call for the pod in flight. */
+export const ROLL_STATUS_TIMEOUT_MS = 2_000;
+/** Bound on the informational WAL counts the status step collects from every broker. */
+export const STATUS_WAL_TIMEOUT_MS = 1_500;
 
 // --- Work queue ------------------------------------------------------------
 export const QUEUE_BACKOFF_BASE_MS = 100;

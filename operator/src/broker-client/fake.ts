@@ -20,6 +20,7 @@ export class FakeBrokerClient implements BrokerClient {
   async status(ep: BrokerEndpoint): Promise<BrokerStatus> {
     this.calls.push(`status ${ep.id}`);
     this.#check(ep);
+    if (this.draining.has(ep.id)) return this.#drainStatus(ep);
     const s = this.statuses.get(ep.id);
     return (
       s ?? {
@@ -29,6 +30,35 @@ export class FakeBrokerClient implements BrokerClient {
         wal: { pendingRecords: 0, checkpoint: 0, nextSeq: 0 },
       }
     );
+  }
+
+  /** Members whose drain leaves this many records pending (default: drains at once). */
+  readonly stuckDrain = new Map<string, number>();
+  /** Members currently draining (drain called, not cancelled). */
+  readonly draining = new Set<string>();
+
+  async drain(ep: BrokerEndpoint, waitMs: number): Promise<BrokerStatus> {
+    this.calls.push(`drain ${ep.id} ${waitMs}`);
+    this.#check(ep);
+    this.draining.add(ep.id);
+    return this.#drainStatus(ep);
+  }
+
+  async cancelDrain(ep: BrokerEndpoint): Promise<BrokerStatus> {
+    this.calls.push(`cancelDrain ${ep.id}`);
+    this.#check(ep);
+    this.draining.delete(ep.id);
+    return this.status(ep);
+  }
+
+  #drainStatus(ep: BrokerEndpoint): BrokerStatus {
+    const pending = this.stuckDrain.get(ep.id) ?? 0;
+    return {
+      nodeId: ep.id,
+      ready: false,
+      draining: true,
+      wal: { pendingRecords: pending, checkpoint: 0, nextSeq: pending },
+    };
   }
 
   async deleteTopicData(ep: BrokerEndpoint, topic: string): Promise<TopicDataDeletion> {

@@ -22,6 +22,20 @@ beforeAll(async () => {
           wal: { pendingRecords: 3, checkpoint: 10, nextSeq: 13, segments: 1 },
         }),
       );
+    } else if (req.url === "/admin/v1/drain?wait_ms=250" || req.url === "/admin/v1/drain") {
+      const wait = req.method === "POST" ? 250 : 0;
+      setTimeout(() => {
+        res.setHeader("content-type", "application/json");
+        res.end(
+          JSON.stringify({
+            nodeId: "demo-0",
+            ready: false,
+            draining: req.method === "POST",
+            drained: true,
+            wal: { pendingRecords: 0, checkpoint: 13, nextSeq: 13, segments: 1 },
+          }),
+        );
+      }, wait);
     } else if (req.url === "/admin/v1/topics/gone/data") {
       res.statusCode = 204;
       res.end();
@@ -62,6 +76,15 @@ describe("HttpBrokerClient", () => {
     expect(later.done === false && later.reason).toContain("409");
     await expect(c.deleteTopicData(ep, "other")).rejects.toBeInstanceOf(BrokerClientError);
     expect(seen).toContain("DELETE /admin/v1/topics/gone/data");
+  });
+
+  it("drains (waiting longer than its own timeout for the broker's bounded wait) and cancels", async () => {
+    const c = new HttpBrokerClient({ port, timeoutMs: 100 });
+    const s = await c.drain(ep, 250);
+    expect(s).toMatchObject({ draining: true, wal: { pendingRecords: 0 } });
+    expect(seen).toContain("POST /admin/v1/drain?wait_ms=250");
+    expect((await c.cancelDrain(ep)).draining).toBe(false);
+    expect(seen).toContain("DELETE /admin/v1/drain");
   });
 
   it("wraps connection failures", async () => {

@@ -23,6 +23,20 @@ export class HttpBrokerClient implements BrokerClient {
     return parseStatus(ep.id, await res.json());
   }
 
+  async drain(ep: BrokerEndpoint, waitMs: number, signal?: AbortSignal): Promise<BrokerStatus> {
+    const wait = Math.max(0, Math.floor(waitMs));
+    // The broker answers after its own bounded wait; allow for it.
+    const res = await this.#request(ep, "POST", `/admin/v1/drain?wait_ms=${wait}`, signal, wait);
+    if (res.status !== 200) throw new BrokerClientError(ep.id, await describe(res), res.status);
+    return parseStatus(ep.id, await res.json());
+  }
+
+  async cancelDrain(ep: BrokerEndpoint, signal?: AbortSignal): Promise<BrokerStatus> {
+    const res = await this.#request(ep, "DELETE", "/admin/v1/drain", signal);
+    if (res.status !== 200) throw new BrokerClientError(ep.id, await describe(res), res.status);
+    return parseStatus(ep.id, await res.json());
+  }
+
   async deleteTopicData(ep: BrokerEndpoint, topic: string, signal?: AbortSignal): Promise<TopicDataDeletion> {
     const path = `/admin/v1/topics/${encodeURIComponent(topic)}/data`;
     const res = await this.#request(ep, "DELETE", path, signal);
@@ -36,8 +50,14 @@ export class HttpBrokerClient implements BrokerClient {
     throw new BrokerClientError(ep.id, await describe(res), res.status);
   }
 
-  async #request(ep: BrokerEndpoint, method: string, path: string, signal?: AbortSignal): Promise<Response> {
-    const timeout = AbortSignal.timeout(this.#timeoutMs);
+  async #request(
+    ep: BrokerEndpoint,
+    method: string,
+    path: string,
+    signal?: AbortSignal,
+    extraMs = 0,
+  ): Promise<Response> {
+    const timeout = AbortSignal.timeout(this.#timeoutMs + extraMs);
     const url = `http://${hostPort(ep.podIP, this.#port)}${path}`;
     try {
       return await fetch(url, {

@@ -28,6 +28,14 @@ export type TopicDataDeletion =
 
 export interface BrokerClient {
   status(ep: BrokerEndpoint, signal?: AbortSignal): Promise<BrokerStatus>;
+  /**
+   * POST /admin/v1/drain?wait_ms=N: the broker refuses produce (503 +
+   * Retry-After) and dispatches its WAL; waits up to waitMs for it to empty.
+   * Returns the status after the wait (wal.pendingRecords 0 = drained).
+   */
+  drain(ep: BrokerEndpoint, waitMs: number, signal?: AbortSignal): Promise<BrokerStatus>;
+  /** DELETE /admin/v1/drain: accept produce again. */
+  cancelDrain(ep: BrokerEndpoint, signal?: AbortSignal): Promise<BrokerStatus>;
   /** DELETE /admin/v1/topics/{topic}/data: done once the node's local files are gone (idempotent). */
   deleteTopicData(ep: BrokerEndpoint, topic: string, signal?: AbortSignal): Promise<TopicDataDeletion>;
 }

@@ -40,6 +40,10 @@ function setup(spec: NaradCluster["spec"] = { replicas: 3, image: "ghcr.io/narad
   return { clock, kube, recorder, brokers, deps, ac, cluster, reconcile };
 }
 
+function memberState(c: NaradCluster, id: string) {
+  return c.status?.members?.find((m) => m.id === id)?.state;
+}
+
 function cond(c: NaradCluster, type: string) {
   return getCondition(c.status?.conditions, type);
 }
@@ -121,7 +125,7 @@ describe("NaradCluster reconcile", () => {
     expect(t.kube.writes).toEqual([]);
   });
 
-  it("an image change updates the template and restarts no pod", async () => {
+  it("an image change with the rollout paused updates the template and restarts no pod", async () => {
     const t = setup();
     await t.reconcile();
     for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
@@ -129,6 +133,7 @@ describe("NaradCluster reconcile", () => {
     await t.reconcile();
     t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
       s.image = "ghcr.io/narad/narad:2.0";
+      s.rollout = { paused: true };
     });
     t.kube.writes.length = 0;
     await t.reconcile();
@@ -138,18 +143,152 @@ describe("NaradCluster reconcile", () => {
     expect(t.kube.statefulSets.get(NS, "demo")?.spec?.template.spec?.containers[0]?.image).toBe(
       "ghcr.io/narad/narad:2.0",
     );
-    expect(t.kube.pods.list()).toHaveLength(3);
     const ev = t.recorder.events.find((e) => e.reason === "TemplateUpdated");
     expect(ev?.message).toContain(
       "spec.template.spec.containers[narad].image: ghcr.io/narad/narad:1.0 → ghcr.io/narad/narad:2.0",
     );
     // the StatefulSet controller would now report a new update revision
     t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
-    await t.reconcile();
+    for (let i = 0; i < 3; i++) await t.reconcile();
+    expect(t.kube.writes.filter((w) => w.startsWith("delete"))).toEqual([]);
+    expect(t.brokers.calls.filter((c) => c.startsWith("drain"))).toEqual([]);
     const c = t.cluster();
     expect(c.status?.observedGeneration).toBe(2);
-    expect(cond(c, "Progressing")?.reason).toBe("RevisionPending");
+    expect(c.status?.roll).toBeUndefined();
+    expect(cond(c, "Progressing")?.reason).toBe("RolloutPaused");
     expect(cond(c, "Ready")?.status).toBe("True");
+  });
+
+  it("an image change rolls the pods one at a time: Maintenance, drain, delete, Ready, Active", async () => {
+    const t = setup();
+    await t.reconcile();
+    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
+    await t.reconcile();
+    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
+      s.image = "ghcr.io/narad/narad:2.0";
+    });
+    await t.reconcile();
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
+    const epochs: number[] = [t.cluster().status?.membershipEpoch ?? 0];
+    const trace: string[] = [];
+    for (let pass = 0; pass < 40; pass++) {
+      await t.clock.advance(1000);
+      const r = await t.reconcile();
+      const c = t.cluster();
+      epochs.push(c.status?.membershipEpoch ?? 0);
+      // at most one pod away at any time, and only the one status.roll names
+      const away = [0, 1, 2].filter((i) => {
+        const p = t.kube.pods.get(NS, `demo-${i}`);
+        return p === undefined || p.status?.conditions?.[0]?.status !== "True";
+      });
+      expect(away.length).toBeLessThanOrEqual(1);
+      // the StatefulSet controller and kubelet: recreate deleted pods at the update revision, Ready a pass later
+      for (const i of [0, 1, 2]) {
+        const name = `demo-${i}`;
+        const p = t.kube.pods.get(NS, name);
+        if (p === undefined) {
+          trace.push(`deleted ${name} (roll ${c.status?.roll?.podInFlight}, member ${memberState(c, name)})`);
+          t.kube.addPod(NS, "demo", i, false, "rev-2");
+          t.brokers.draining.delete(name); // a fresh broker process
+        } else if (p.status?.conditions?.[0]?.status === "False") t.kube.addPod(NS, "demo", i, true, "rev-2");
+      }
+      if (r.requeueAfterMs === undefined && c.status?.roll === undefined && pass > 3) break;
+    }
+    expect(trace).toEqual([
+      "deleted demo-2 (roll demo-2, member Maintenance)",
+      "deleted demo-1 (roll demo-1, member Maintenance)",
+      "deleted demo-0 (roll demo-0, member Maintenance)",
+    ]);
+    expect(t.brokers.calls.filter((x) => x.startsWith("drain")).map((x) => x.split(" ")[1])).toEqual([
+      "demo-2",
+      "demo-1",
+      "demo-0",
+    ]);
+    expect(t.brokers.calls.filter((x) => x.startsWith("cancelDrain"))).toEqual([]);
+    const c = t.cluster();
+    expect(c.status?.roll).toBeUndefined();
+    expect(c.status?.members?.map((m) => m.state)).toEqual(["Active", "Active", "Active"]);
+    expect(cond(c, "Progressing")?.reason).toBe("UpToDate");
+    expect(c.status?.phase).toBe("Running");
+    // every member change bumped the epoch: 3 × (Active → Maintenance → Active)
+    expect(epochs.at(-1)! - epochs[0]!).toBeGreaterThanOrEqual(6);
+    expect(t.recorder.reasons()).toEqual(
+      expect.arrayContaining(["RollingUpdate", "Draining", "MemberChanged", "RollComplete"]),
+    );
+  });
+
+  it("a drain that cannot finish blocks the roll with RollBlocked and deletes nothing until it drains", async () => {
+    const t = setup({ replicas: 3, image: "ghcr.io/narad/narad:1.0", rollout: { drainTimeoutSeconds: 10 } });
+    await t.reconcile();
+    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
+    await t.reconcile();
+    t.brokers.stuckDrain.set("demo-2", 42);
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
+    for (let pass = 0; pass < 15; pass++) {
+      await t.clock.advance(1000);
+      await t.reconcile();
+    }
+    const c = t.cluster();
+    expect(c.status?.roll?.podInFlight).toBe("demo-2");
+    expect(memberState(c, "demo-2")).toBe("Maintenance");
+    expect(cond(c, "Progressing")?.reason).toBe("RollBlocked");
+    expect(cond(c, "Progressing")?.message).toContain("42 WAL record(s) pending");
+    expect(cond(c, "Degraded")?.reason).toBe("RollBlocked");
+    expect(t.kube.writes.filter((w) => w.startsWith("delete Pod"))).toEqual([]);
+    expect(t.recorder.events.filter((e) => e.reason === "RollBlocked")).toHaveLength(1);
+
+    // the drain finishes: the roll continues with that pod, and only it
+    t.brokers.stuckDrain.delete("demo-2");
+    await t.clock.advance(1000);
+    await t.reconcile();
+    expect(t.kube.writes.filter((w) => w.startsWith("delete Pod"))).toEqual(["delete Pod demo-2"]);
+  });
+
+  it("force deletes a pod whose drain timed out, with a Warning", async () => {
+    const t = setup({
+      replicas: 3,
+      image: "ghcr.io/narad/narad:1.0",
+      rollout: { drainTimeoutSeconds: 5, force: true },
+    });
+    await t.reconcile();
+    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
+    await t.reconcile();
+    t.brokers.stuckDrain.set("demo-2", 3);
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
+    for (let pass = 0; pass < 10; pass++) {
+      await t.clock.advance(1000);
+      await t.reconcile();
+    }
+    expect(t.kube.writes.filter((w) => w.startsWith("delete Pod"))).toEqual(["delete Pod demo-2"]);
+    expect(t.recorder.events.find((e) => e.reason === "ForcedRestart")?.type).toBe("Warning");
+  });
+
+  it("a restarted operator (no memory) resumes the roll from status.roll", async () => {
+    const t = setup();
+    await t.reconcile();
+    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
+    await t.reconcile();
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
+    await t.reconcile(); // enter Maintenance for demo-2
+    expect(t.cluster().status?.roll?.podInFlight).toBe("demo-2");
+    // a new operator process: fresh memory, same cluster state
+    t.deps.memory = new ControllerMemory();
+    await t.reconcile(); // drain
+    await t.reconcile(); // delete
+    expect(t.kube.writes.filter((w) => w.startsWith("delete Pod"))).toEqual(["delete Pod demo-2"]);
+    t.deps.memory = new ControllerMemory();
+    t.kube.addPod(NS, "demo", 2, true, "rev-2");
+    t.brokers.draining.delete("demo-2"); // a fresh broker process
+    await t.reconcile(); // finish
+    const c = t.cluster();
+    expect(c.status?.roll).toBeUndefined();
+    expect(memberState(c, "demo-2")).toBe("Active");
+    await t.reconcile(); // next pod
+    expect(t.cluster().status?.roll?.podInFlight).toBe("demo-1");
   });
 
   it("a config change changes the config hash on the template", async () => {

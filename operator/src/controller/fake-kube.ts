@@ -154,10 +154,11 @@ export class FakeKube implements KubeApi {
     return stored as T;
   }
 
-  async delete(ref: ObjectRef): Promise<boolean> {
+  async delete(ref: ObjectRef, pre?: { uid?: string }): Promise<boolean> {
     this.writes.push(`delete ${ref.kind} ${ref.name}`);
     const store = this.#store(ref.kind);
     if (store === undefined) return this.other.delete(`${ref.kind}/${ref.namespace}/${ref.name}`);
+    if (pre?.uid !== undefined && store.get(ref.namespace, ref.name)?.metadata?.uid !== pre.uid) return false;
     return store.remove(ref.namespace, ref.name);
   }
 
@@ -174,7 +175,7 @@ export class FakeKube implements KubeApi {
     const next = {
       ...obj,
       metadata: { ...obj.metadata, resourceVersion: this.nextRv() },
-      status: { ...obj.status, ...structuredClone(status) },
+      status: dropNulls({ ...obj.status, ...structuredClone(status) }),
     };
     store.put(next);
     return next as unknown as T;
@@ -237,4 +238,9 @@ export class FakeKube implements KubeApi {
         status: { replicas: sts.spec?.replicas ?? 0, updateRevision, currentRevision: updateRevision },
       });
   }
+}
+
+/** JSON merge patch: a null value removes the key. */
+function dropNulls(o: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null));
 }

@@ -21,8 +21,11 @@ export interface CustomRef {
 export interface KubeApi {
   /** Server-side apply, fieldManager narad-operator, force (we own these objects). */
   apply<T extends KubernetesObject>(obj: T): Promise<T>;
-  /** false when the object (or its kind) does not exist. */
-  delete(ref: ObjectRef): Promise<boolean>;
+  /**
+   * false when the object (or its kind) does not exist, or (with
+   * preconditions.uid) when it is another object by now (409).
+   */
+  delete(ref: ObjectRef, preconditions?: { uid?: string }): Promise<boolean>;
   /**
    * Merge patch on the /status subresource, guarded by resourceVersion (409
    * when the object changed since it was read: reconcile again from cache).
@@ -91,9 +94,9 @@ export function guardedApi(api: KubeApi, signal: AbortSignal): KubeApi {
       check(`apply ${obj.kind}/${obj.metadata?.name}`);
       return api.apply(obj);
     },
-    delete: (ref) => {
+    delete: (ref, pre) => {
       check(`delete ${ref.kind}/${ref.name}`);
-      return api.delete(ref);
+      return api.delete(ref, pre);
     },
     patchStatus: (ref, status, rv) => {
       check(`status ${ref.plural}/${ref.name}`);

@@ -35,16 +35,26 @@ export class ClientNodeApi implements KubeApi {
     return this.#objects.patch(obj, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply);
   }
 
-  async delete(ref: ObjectRef): Promise<boolean> {
+  async delete(ref: ObjectRef, preconditions?: { uid?: string }): Promise<boolean> {
     try {
-      await this.#objects.delete({
-        apiVersion: ref.apiVersion,
-        kind: ref.kind,
-        metadata: { name: ref.name, namespace: ref.namespace },
-      });
+      await this.#objects.delete(
+        {
+          apiVersion: ref.apiVersion,
+          kind: ref.kind,
+          metadata: { name: ref.name, namespace: ref.namespace },
+        },
+        undefined,
+        undefined,
+        undefined,
+        undefined,
+        undefined,
+        preconditions?.uid === undefined ? undefined : { preconditions: { uid: preconditions.uid } },
+      );
       return true;
     } catch (err) {
       if (httpStatus(err) === 404 || isUnknownKind(err)) return false;
+      // A uid precondition that no longer matches: the object was replaced.
+      if (httpStatus(err) === 409 && preconditions?.uid !== undefined) return false;
       throw err;
     }
   }

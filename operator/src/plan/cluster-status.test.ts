@@ -19,7 +19,6 @@ const healthy: ClusterFacts = {
   refused: [],
   stepError: undefined,
   everReady: true,
-  rolling: false,
 };
 
 function verdict(f: Partial<ClusterFacts>) {
@@ -67,12 +66,69 @@ describe("clusterVerdict", () => {
     expect(r.status("Stable")).toBe("False");
   });
 
-  it("outdated pods: Ready but Progressing (RevisionPending), not Stable", () => {
-    const r = verdict({ outdatedPods: 3 });
-    expect(r.phase).toBe("Running");
+  it("outdated pods waiting for a gate: Ready, Rolling, Progressing (RollingUpdate), not Stable", () => {
+    const r = verdict({
+      outdatedPods: 3,
+      roll: {
+        inFlight: undefined,
+        plannedUnavailable: 0,
+        paused: false,
+        action: { kind: "wait", code: "MemberNotActive", reason: "members not Active: demo-0=Joining" },
+      },
+    });
+    expect(r.phase).toBe("Rolling");
     expect(r.status("Ready")).toBe("True");
-    expect(r.reason("Progressing")).toBe("RevisionPending");
+    expect(r.reason("Progressing")).toBe("RollingUpdate");
+    expect(r.v.conditions.find((c) => c.type === "Progressing")?.message).toContain("demo-0=Joining");
     expect(r.status("Stable")).toBe("False");
+  });
+
+  it("outdated pods with the rollout paused: Running, Progressing Unknown (RolloutPaused), not Stable", () => {
+    const r = verdict({
+      outdatedPods: 3,
+      roll: { inFlight: undefined, plannedUnavailable: 0, paused: true, action: undefined },
+    });
+    expect(r.phase).toBe("Running");
+    expect([r.status("Progressing"), r.reason("Progressing")]).toEqual(["Unknown", "RolloutPaused"]);
+    expect(r.status("Stable")).toBe("False");
+  });
+
+  it("a pod in a planned restart is not a degradation: Ready, Rolling", () => {
+    const r = verdict({
+      pods: 2,
+      readyPods: 2,
+      outdatedPods: 1,
+      members: [m(0, "Active"), m(1, "Active"), m(2, "Maintenance")],
+      roll: {
+        inFlight: "demo-2",
+        plannedUnavailable: 1,
+        paused: false,
+        action: { kind: "wait", code: "PodReplacing", reason: "waiting for demo-2 to be recreated" },
+      },
+    });
+    expect(r.phase).toBe("Rolling");
+    expect([r.status("Ready"), r.reason("Ready")]).toEqual(["True", "RollingUpdate"]);
+    expect(r.status("Degraded")).toBe("False");
+    expect(r.reason("Progressing")).toBe("RollingUpdate");
+  });
+
+  it("a blocked drain: Progressing False (RollBlocked) and Degraded, with the message", () => {
+    const reason = "drain of demo-2 not finished after 61s: 7 WAL record(s) pending; waiting";
+    const r = verdict({
+      outdatedPods: 3,
+      readyPods: 2,
+      members: [m(0, "Active"), m(1, "Active"), m(2, "Maintenance")],
+      roll: {
+        inFlight: "demo-2",
+        plannedUnavailable: 1,
+        paused: false,
+        action: { kind: "stuck", pod: "demo-2", pendingRecords: 7, reason },
+      },
+    });
+    expect([r.status("Progressing"), r.reason("Progressing")]).toEqual(["False", "RollBlocked"]);
+    expect(r.v.conditions.find((c) => c.type === "Progressing")?.message).toContain("7 WAL record(s)");
+    expect(r.reason("Degraded")).toBe("RollBlocked");
+    expect(r.phase).toBe("Degraded");
   });
 
   it("a step error or refused scale-down: Degraded with the message", () => {

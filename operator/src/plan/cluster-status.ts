@@ -1,5 +1,6 @@
 import type { Condition, MemberStatus, NaradClusterPhase } from "../api/v1alpha1/types.ts";
 import { type ConditionInput, setConditions } from "./conditions.ts";
+import type { RollAction } from "./roll.ts";
 
 // Phase and conditions of a NaradCluster from what the reconcile observed.
 // Pure: the controller gathers the facts, this decides what they mean.
@@ -22,7 +23,18 @@ export interface ClusterFacts {
   stepError: string | undefined;
   /** True once the cluster has been Ready at least once (from the previous status). */
   everReady: boolean;
-  rolling: boolean;
+  /** Rolling restart facts (undefined: the roll step did not run and none is in flight). */
+  roll?: RollFacts | undefined;
+}
+
+export interface RollFacts {
+  /** status.roll.podInFlight after this pass. */
+  inFlight: string | undefined;
+  /** 1 while the pod in flight is missing or not Ready (a planned unavailability), else 0. */
+  plannedUnavailable: number;
+  /** What the roll step decided this pass. */
+  action: RollAction | undefined;
+  paused: boolean;
 }
 
 export interface ClusterVerdict {
@@ -36,16 +48,28 @@ export function clusterVerdict(
   nowIso: string,
 ): ClusterVerdict {
   const g = facts.generation;
+  const roll = facts.roll;
+  const inFlight = roll?.inFlight;
+  const planned = roll?.plannedUnavailable ?? 0;
+  const action = roll?.action;
+  const stuck = action?.kind === "stuck" ? action : undefined;
   const down = facts.members.filter((m) => m.state === "Down").map((m) => m.id);
-  const notActive = facts.members.filter((m) => m.state !== "Active").map((m) => `${m.id}=${m.state}`);
-  const allReady = facts.statefulSetExists && facts.readyPods >= facts.specReplicas && notActive.length === 0;
+  // The member in a planned restart is expected to be away: not a problem.
+  const notActive = facts.members
+    .filter((m) => m.state !== "Active" && !(m.id === inFlight && m.state === "Maintenance"))
+    .map((m) => `${m.id}=${m.state}`);
+  const allReady =
+    facts.statefulSetExists && facts.readyPods + planned >= facts.specReplicas && notActive.length === 0;
 
   const ready: ConditionInput = allReady
     ? {
         type: "Ready",
         status: "True",
-        reason: "AllMembersActive",
-        message: `${facts.readyPods}/${facts.specReplicas} brokers ready and Active`,
+        reason: inFlight !== undefined ? "RollingUpdate" : "AllMembersActive",
+        message:
+          inFlight !== undefined
+            ? `${facts.readyPods}/${facts.specReplicas} brokers ready; ${inFlight} in a planned restart`
+            : `${facts.readyPods}/${facts.specReplicas} brokers ready and Active`,
         observedGeneration: g,
       }
     : {
@@ -58,8 +82,25 @@ export function clusterVerdict(
         observedGeneration: g,
       };
 
+  const rollWait = action?.kind === "wait" ? action.reason : undefined;
   let progressing: ConditionInput;
-  if (!facts.statefulSetExists || facts.pods < facts.specReplicas) {
+  if (stuck !== undefined) {
+    progressing = {
+      type: "Progressing",
+      status: "False",
+      reason: "RollBlocked",
+      message: stuck.reason,
+      observedGeneration: g,
+    };
+  } else if (inFlight !== undefined) {
+    progressing = {
+      type: "Progressing",
+      status: "True",
+      reason: "RollingUpdate",
+      message: `restarting ${inFlight} (${facts.outdatedPods} pod(s) outdated)${rollWait ? `: ${rollWait}` : ""}`,
+      observedGeneration: g,
+    };
+  } else if (!facts.statefulSetExists || facts.pods < facts.specReplicas) {
     progressing = {
       type: "Progressing",
       status: "True",
@@ -75,20 +116,20 @@ export function clusterVerdict(
       message: `${facts.readyPods}/${facts.specReplicas} brokers ready`,
       observedGeneration: g,
     };
-  } else if (facts.rolling) {
+  } else if (facts.outdatedPods > 0 && roll?.paused === true) {
     progressing = {
       type: "Progressing",
-      status: "True",
-      reason: "Rolling",
-      message: "a planned restart is in progress",
+      status: "Unknown",
+      reason: "RolloutPaused",
+      message: `${facts.outdatedPods} pod(s) run an older pod template; rollout paused (spec.rollout.paused)`,
       observedGeneration: g,
     };
   } else if (facts.outdatedPods > 0) {
     progressing = {
       type: "Progressing",
       status: "True",
-      reason: "RevisionPending",
-      message: `${facts.outdatedPods} pod(s) run an older pod template; they change only when restarted (planned restarts are not enabled in this operator version)`,
+      reason: "RollingUpdate",
+      message: `${facts.outdatedPods} pod(s) run an older pod template${rollWait ? `; waiting: ${rollWait}` : ""}`,
       observedGeneration: g,
     };
   } else {
@@ -103,19 +144,22 @@ export function clusterVerdict(
 
   const problems: string[] = [];
   if (facts.stepError !== undefined) problems.push(facts.stepError);
+  if (stuck !== undefined) problems.push(`rolling restart blocked: ${stuck.reason}`);
   if (down.length > 0) problems.push(`members Down: ${down.join(", ")}`);
-  if (facts.everReady && facts.readyPods < facts.specReplicas) {
-    problems.push(`${facts.specReplicas - facts.readyPods} broker(s) not ready`);
+  if (facts.everReady && facts.readyPods + planned < facts.specReplicas) {
+    problems.push(`${facts.specReplicas - facts.readyPods - planned} broker(s) not ready`);
   }
   problems.push(...facts.refused);
   const degradedReason =
     facts.stepError !== undefined
       ? "ReconcileError"
-      : down.length > 0
-        ? "MemberDown"
-        : facts.refused.length > 0
-          ? "ChangeRefused"
-          : "BrokersNotReady";
+      : stuck !== undefined
+        ? "RollBlocked"
+        : down.length > 0
+          ? "MemberDown"
+          : facts.refused.length > 0
+            ? "ChangeRefused"
+            : "BrokersNotReady";
   const degraded: ConditionInput =
     problems.length > 0
       ? {
@@ -157,7 +201,8 @@ export function clusterVerdict(
   if (!facts.statefulSetExists) phase = facts.stepError !== undefined ? "Failed" : "Pending";
   else if (!facts.everReady && !allReady) phase = "Creating";
   else if (degraded.status === "True") phase = "Degraded";
-  else if (facts.rolling) phase = "Rolling";
+  else if (inFlight !== undefined || (facts.outdatedPods > 0 && roll !== undefined && !roll.paused))
+    phase = "Rolling";
   else if (facts.statefulSetReplicas !== facts.specReplicas) phase = "Scaling";
   else phase = allReady ? "Running" : "Degraded";
 

@@ -132,12 +132,103 @@ describe("planMembers", () => {
     expect(stillDown.members[0]?.state).toBe("Down");
   });
 
-  it("keeps Maintenance and Decommissioning whatever the pod does", () => {
-    const prev = [member(0, "Maintenance"), member(1, "Decommissioning")];
+  it("keeps Decommissioning whatever the pod does", () => {
+    const prev = [member(0, "Active"), member(1, "Decommissioning")];
     const r = planMembers(
-      input({ replicas: 2, previous: prev, pods: [pod(0, false, { notReadySinceMs: NOW - 999_000 })] }),
+      input({
+        replicas: 2,
+        previous: prev,
+        pods: [pod(0, true), pod(1, false, { notReadySinceMs: NOW - 999_000 })],
+      }),
     );
-    expect(r.members.map((m) => m.state)).toEqual(["Maintenance", "Decommissioning"]);
+    expect(r.members.map((m) => m.state)).toEqual(["Active", "Decommissioning"]);
+  });
+
+  describe("planned restart (Maintenance)", () => {
+    const cases: Array<{
+      name: string;
+      prev: MemberStatus["state"];
+      held: boolean;
+      pod: PodView | undefined;
+      seenNotReadyMsAgo?: number;
+      want: MemberStatus["state"];
+      transition?: string;
+    }> = [
+      {
+        name: "the roll names an Active member: Maintenance at once, pod still Ready",
+        prev: "Active",
+        held: true,
+        pod: pod(0, true),
+        want: "Maintenance",
+        transition: "demo-0: Active → Maintenance (planned restart)",
+      },
+      {
+        name: "held while the pod is gone, however long (never Down)",
+        prev: "Maintenance",
+        held: true,
+        pod: undefined,
+        seenNotReadyMsAgo: 999_000,
+        want: "Maintenance",
+      },
+      {
+        name: "held while the replacement is not Ready",
+        prev: "Maintenance",
+        held: true,
+        pod: pod(0, false, { notReadySinceMs: NOW - 999_000 }),
+        want: "Maintenance",
+      },
+      {
+        name: "a Down member restarted by the roll is held too (records wait for it, not rerouted)",
+        prev: "Down",
+        held: true,
+        pod: pod(0, false),
+        want: "Maintenance",
+      },
+      {
+        name: "released with a Ready pod: Active",
+        prev: "Maintenance",
+        held: false,
+        pod: pod(0, true),
+        want: "Active",
+        transition: "demo-0: Maintenance → Active (planned restart done, pod ready)",
+      },
+      {
+        name: "released (stale) with an unready pod: Maintenance within the grace",
+        prev: "Maintenance",
+        held: false,
+        pod: pod(0, false, { notReadySinceMs: NOW - 5_000 }),
+        want: "Maintenance",
+      },
+      {
+        name: "released (stale) with an unready pod: Down past the grace",
+        prev: "Maintenance",
+        held: false,
+        pod: pod(0, false, { notReadySinceMs: NOW - 31_000 }),
+        want: "Down",
+      },
+    ];
+    for (const c of cases) {
+      it(c.name, () => {
+        const seen = new Map<string, number>();
+        if (c.seenNotReadyMsAgo !== undefined) seen.set("demo-0", NOW - c.seenNotReadyMsAgo);
+        const r = planMembers(
+          input({
+            replicas: 1,
+            previous: [member(0, c.prev)],
+            previousEpoch: 4,
+            pods: c.pod === undefined ? [] : [c.pod],
+            notReadySinceMs: seen,
+            maintenance: new Set(c.held ? ["demo-0"] : []),
+          }),
+        );
+        expect(r.members[0]?.state).toBe(c.want);
+        // every state change bumps the epoch (and is one transition, i.e. one Event)
+        expect(r.epoch).toBe(c.want !== c.prev ? 5 : 4);
+        expect(r.transitions).toHaveLength(c.want !== c.prev ? 1 : 0);
+        if (c.transition !== undefined) expect(r.transitions).toEqual([c.transition]);
+        if (c.held) expect(r.notReadySinceMs.has("demo-0")).toBe(false);
+      });
+    }
   });
 
   it("an address change alone bumps the epoch", () => {

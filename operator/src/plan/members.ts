@@ -8,8 +8,15 @@ import type { PodView } from "./pods.ts";
 //   (new) / Joining    Active              Joining
 //   Active             Active              Active until downGrace, then Down
 //   Down               Active              Down
-//   Maintenance, Decommissioning, Removed: kept as they are (set by day-2
-//   steps: rolls and scale-down), whatever the pod does.
+//   Maintenance        Maintenance while the roll holds it (planned
+//                      restart: from the moment status.roll names the pod
+//                      until its replacement is Ready); then like Active:
+//                      Active when Ready, Down after downGrace otherwise
+//   Decommissioning, Removed: kept as they are (set by scale-down).
+//   Any state → Maintenance when the roll holds the member.
+//
+// Every change of state or address bumps the membership epoch; the caller
+// emits one Event per transition.
 //
 // "Not ready since" is the later of the pod's Ready transition and its
 // creation. A missing pod has no timestamps, and a replacement pod's would
@@ -29,6 +36,8 @@ export interface MembersInput {
   notReadySinceMs: ReadonlyMap<string, number>;
   /** Port in members[].address ("podIP:port"). */
   port: number;
+  /** Members held in Maintenance by a planned restart (maintenanceHolds() in roll.ts). */
+  maintenance?: ReadonlySet<string>;
 }
 
 export interface MembersResult {
@@ -43,7 +52,7 @@ export interface MembersResult {
   transitions: string[];
 }
 
-const HELD_STATES: ReadonlySet<MemberState> = new Set(["Maintenance", "Decommissioning", "Removed"]);
+const HELD_STATES: ReadonlySet<MemberState> = new Set(["Decommissioning", "Removed"]);
 
 export function planMembers(input: MembersInput): MembersResult {
   const { nowMs, downGraceMs } = input;
@@ -64,7 +73,7 @@ export function planMembers(input: MembersInput): MembersResult {
     const prev = prevById.get(id);
     const pod = podsByName.get(id);
     let notReadySince: number | undefined;
-    if (pod?.ready !== true) {
+    if (pod?.ready !== true && input.maintenance?.has(id) !== true) {
       const seen = input.notReadySinceMs.get(id);
       const fromPod = pod?.notReadySinceMs ?? nowMs;
       notReadySince = seen === undefined ? fromPod : Math.min(seen, fromPod);
@@ -75,17 +84,20 @@ export function planMembers(input: MembersInput): MembersResult {
     let why = "";
     if (prevState !== undefined && HELD_STATES.has(prevState)) {
       state = prevState;
+    } else if (input.maintenance?.has(id) === true) {
+      state = "Maintenance";
+      why = "planned restart";
     } else if (pod?.ready === true) {
       state = "Active";
-      why = "pod ready";
-    } else if (prevState === "Active") {
+      why = prevState === "Maintenance" ? "planned restart done, pod ready" : "pod ready";
+    } else if (prevState === "Active" || prevState === "Maintenance") {
       const since = notReadySince ?? nowMs;
       const elapsed = nowMs - since;
       if (elapsed >= downGraceMs) {
         state = "Down";
         why = `${pod === undefined ? "pod missing" : "pod not ready"} for ${Math.round(elapsed / 1000)}s`;
       } else {
-        state = "Active";
+        state = prevState;
         const left = downGraceMs - elapsed;
         recheckAfterMs = recheckAfterMs === undefined ? left : Math.min(recheckAfterMs, left);
       }

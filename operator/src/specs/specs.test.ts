@@ -283,6 +283,21 @@ describe("statefulset", () => {
     const secured = sts({ security: { authSecretRef: { name: "auth" } } });
     expect(JSON.stringify(secured.spec?.template)).not.toContain("auth");
   });
+
+  it("copies the restart annotation onto the template (a new value is a new revision)", () => {
+    const at = (v: string | undefined) => {
+      const c = testCluster({ replicas: 3, image: "ghcr.io/narad/narad:1.0" });
+      if (v !== undefined) c.metadata.annotations = { "narad.dev/restartedAt": v, other: "x" };
+      return statefulSetSpec({ cluster: c, spec: withClusterDefaults(c.spec), configHash: "h" }).spec
+        ?.template;
+    };
+    expect(at("2026-11-29T12:00:00Z")?.metadata?.annotations?.["narad.dev/restartedAt"]).toBe(
+      "2026-11-29T12:00:00Z",
+    );
+    expect(at("2026-11-29T12:00:00Z")?.metadata?.annotations?.["other"]).toBeUndefined();
+    expect(at(undefined)?.metadata?.annotations).not.toHaveProperty("narad.dev/restartedAt");
+    expect(at("a")).not.toEqual(at("b"));
+  });
 });
 
 describe("applied hash", () => {

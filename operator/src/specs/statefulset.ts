@@ -1,6 +1,7 @@
 import type { NaradCluster, ResolvedNaradClusterSpec } from "../api/v1alpha1/types.ts";
 import {
   ANNOTATION_CONFIG_HASH,
+  ANNOTATION_RESTARTED_AT,
   BROKER_CLUSTER_PORT,
   BROKER_CLUSTER_PORT_NAME,
   BROKER_CONFIG_DIR,
@@ -116,11 +117,15 @@ function podTemplate({ cluster, spec, configHash }: StatefulSetInputs): V1PodTem
   if (pod.topologySpreadConstraints !== undefined)
     podSpec.topologySpreadConstraints = pod.topologySpreadConstraints;
   if (pod.priorityClassName !== undefined) podSpec.priorityClassName = pod.priorityClassName;
+  const annotations: Record<string, string> = { ...pod.annotations, [ANNOTATION_CONFIG_HASH]: configHash };
+  // A manual restart: a new value changes the template, hence the revision, hence a roll.
+  const restartedAt = cluster.metadata.annotations?.[ANNOTATION_RESTARTED_AT];
+  if (restartedAt !== undefined && restartedAt !== "") annotations[ANNOTATION_RESTARTED_AT] = restartedAt;
   return {
     metadata: {
       // User labels first: they may add, never override the selector labels.
       labels: { ...pod.labels, ...commonLabels(name) },
-      annotations: { ...pod.annotations, [ANNOTATION_CONFIG_HASH]: configHash },
+      annotations,
     },
     spec: podSpec,
   };

@@ -1,5 +1,6 @@
 import type { Logger } from "pino";
-import type { NaradCluster, ResolvedNaradClusterSpec } from "../../api/v1alpha1/types.ts";
+import type { NaradCluster, ResolvedNaradClusterSpec, RollStatus } from "../../api/v1alpha1/types.ts";
+import type { RollAction } from "../../plan/roll.ts";
 import type { ReconcileDeps } from "../deps.ts";
 
 /** One NaradCluster reconcile: what every step reads, and what steps report to the status step. */
@@ -14,6 +15,18 @@ export interface ClusterContext {
   refused: string[];
   /** configHash() of the ConfigMap data, set by the base step. */
   configHash: string | undefined;
+  /** Set by the roll step: what status.roll becomes and what the roll did this pass. */
+  roll: RollOutcome | undefined;
+  /** Earliest requeue asked for by a step that fell through (the roll while it runs). */
+  requeueAfterMs: number | undefined;
+}
+
+export interface RollOutcome {
+  /** status.roll to write (undefined: cleared). */
+  next: RollStatus | undefined;
+  action: RollAction;
+  /** Live pods not at the update revision. */
+  outdated: number;
 }
 
 /** A step either falls through to the next one or stops the ladder with a requeue. */

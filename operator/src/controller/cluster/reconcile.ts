@@ -5,6 +5,7 @@ import type { ReconcileResult } from "../../kube/workers.ts";
 import { type ReconcileDeps, splitKey } from "../deps.ts";
 import type { ClusterContext, StepResult } from "./context.ts";
 import { ensureBaseObjects } from "./step-base.ts";
+import { rollPods } from "./step-roll.ts";
 import { ensureStatefulSet } from "./step-statefulset.ts";
 import { updateClusterStatus } from "./step-status.ts";
 
@@ -14,12 +15,14 @@ import { updateClusterStatus } from "./step-status.ts";
 // for the work queue's backoff.
 //
 //   1. base objects: ServiceAccount, Role, RoleBinding, ConfigMap, Services, PDB, ServiceMonitor
-//   2. StatefulSet (template updated, no pod restarted)
-//   3. members and status
+//   2. StatefulSet (template updated, no pod restarted by it: OnDelete)
+//   3. drained rolling restart: one action per pass (step-roll.ts)
+//   4. members and status
 
 const STEPS: ReadonlyArray<{ name: string; run: (ctx: ClusterContext) => Promise<StepResult> }> = [
   { name: "base-objects", run: ensureBaseObjects },
   { name: "statefulset", run: ensureStatefulSet },
+  { name: "roll", run: rollPods },
 ];
 
 export async function reconcileCluster(key: string, deps: ReconcileDeps): Promise<ReconcileResult> {
@@ -46,6 +49,8 @@ export async function reconcileCluster(key: string, deps: ReconcileDeps): Promis
     log,
     refused: [],
     configHash: undefined,
+    roll: undefined,
+    requeueAfterMs: undefined,
   };
 
   let stepError: unknown;
@@ -69,9 +74,11 @@ export async function reconcileCluster(key: string, deps: ReconcileDeps): Promis
   }
   const status = await updateClusterStatus(ctx, stepError);
   if (stepError !== undefined) throw stepError;
-  const delays = [stopped?.next === false ? stopped.requeueAfterMs : undefined, status.requeueAfterMs].filter(
-    (v): v is number => v !== undefined,
-  );
+  const delays = [
+    stopped?.next === false ? stopped.requeueAfterMs : undefined,
+    ctx.requeueAfterMs,
+    status.requeueAfterMs,
+  ].filter((v): v is number => v !== undefined);
   return delays.length ? { requeueAfterMs: Math.min(...delays) } : {};
 }
 

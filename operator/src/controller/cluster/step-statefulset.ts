@@ -6,8 +6,9 @@ import { applyOwned } from "./apply-owned.ts";
 import { type ClusterContext, NEXT, type StepResult } from "./context.ts";
 
 // Step 2: the brokers' StatefulSet. Applying a new template (image, config
-// hash, pod knobs) restarts NO pod: the StatefulSet is OnDelete, and planned
-// restarts (drain first, one pod at a time) are a separate, later step.
+// hash, pod knobs, restart annotation) restarts no pod by itself: the
+// StatefulSet is OnDelete, and the roll step (step-roll.ts) restarts pods
+// one at a time, each drained first.
 //
 // Two spec changes are refused here rather than sent to the API server,
 // which would reject the whole update (these StatefulSet fields are
@@ -35,7 +36,7 @@ export async function ensureStatefulSet(ctx: ClusterContext): Promise<StepResult
   const outcome = await applyOwned(ctx, desired, current);
   if (outcome === "updated" && templateChange !== undefined) {
     const field = { ...templateChange, path: `spec.template.${templateChange.path}` };
-    const msg = `pod template changed (${describeDiff(field)}); no pod is restarted: pods run the new template after their next restart`;
+    const msg = `pod template changed (${describeDiff(field)}); ${ctx.spec.rollout.paused ? "rollout paused: no pod is restarted until spec.rollout.paused is false" : "pods are restarted one at a time, each drained first"}`;
     ctx.log.info({ field: field.path }, msg);
     deps.recorder.record(cluster, "Normal", "TemplateUpdated", msg);
   }

@@ -1,5 +1,5 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import type { MemberStatus, NaradClusterStatus } from "../../api/v1alpha1/types.ts";
+import type { MemberStatus, NaradClusterStatus, RollStatus } from "../../api/v1alpha1/types.ts";
 import type { BrokerClient } from "../../broker-client/types.ts";
 import {
   BROKER_HTTP_PORT,
@@ -7,12 +7,14 @@ import {
   LABEL_CLUSTER,
   REQUEUE_PROGRESSING_MS,
   STATUS_CONFLICT_REQUEUE_MS,
+  STATUS_WAL_TIMEOUT_MS,
 } from "../../constants.ts";
 import { apiMessage, httpStatus } from "../../kube/api.ts";
 import { clusterVerdict } from "../../plan/cluster-status.ts";
 import { getCondition } from "../../plan/conditions.ts";
 import { planMembers } from "../../plan/members.ts";
 import { type PodView, podView } from "../../plan/pods.ts";
+import { maintenanceHolds } from "../../plan/roll.ts";
 import { canonicalJson } from "../../specs/canonical-json.ts";
 import { resourceNames, selectorString } from "../../specs/labels.ts";
 import type { ClusterContext } from "./context.ts";
@@ -38,6 +40,10 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
     .filter((p: V1Pod) => p.metadata?.labels?.[LABEL_CLUSTER] === ctx.name)
     .map((p) => podView(p, stsName))
     .filter((v): v is PodView => v !== undefined);
+  const updateRevision = sts?.status?.updateRevision;
+  // The roll step decided status.roll this pass; if it did not run (an
+  // earlier step failed), the persisted roll stands.
+  const roll: RollStatus | undefined = ctx.roll !== undefined ? ctx.roll.next : (prev.roll ?? undefined);
 
   const membership = planMembers({
     statefulSetName: stsName,
@@ -49,12 +55,13 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
     nowMs: now,
     notReadySinceMs: deps.memory.notReadySince.get(uid) ?? new Map(),
     port: BROKER_HTTP_PORT,
+    maintenance: maintenanceHolds(roll, pods, updateRevision),
   });
   deps.memory.notReadySince.set(uid, membership.notReadySinceMs);
   await fillWalPending(membership.members, pods, deps.brokers, ctx);
 
   const live = pods.filter((p) => !p.terminating);
-  const updateRevision = sts?.status?.updateRevision;
+  const inFlight = roll === undefined ? undefined : live.find((p) => p.name === roll.podInFlight);
   // Once a cluster has been Ready it never goes back to "Creating": later
   // unready brokers are a degradation, not a slow start.
   const everReady =
@@ -76,7 +83,15 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
       refused: ctx.refused,
       stepError: stepError === undefined ? undefined : apiMessage(stepError),
       everReady,
-      rolling: prev.roll !== undefined,
+      roll:
+        roll === undefined && ctx.roll === undefined
+          ? undefined
+          : {
+              inFlight: roll?.podInFlight,
+              plannedUnavailable: roll !== undefined && inFlight?.ready !== true ? 1 : 0,
+              action: ctx.roll?.action,
+              paused: ctx.spec.rollout.paused,
+            },
     },
     prev.conditions,
     nowIso,
@@ -91,14 +106,21 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
     members: membership.members,
     membershipEpoch: membership.epoch,
     selector: selectorString(ctx.name),
+    // null clears it (merge patch)
+    roll: roll ?? (null as unknown as undefined),
   };
   if (sts?.status?.currentRevision !== undefined) status.currentRevision = sts.status.currentRevision;
   if (updateRevision !== undefined) status.updateRevision = updateRevision;
 
   for (const t of membership.transitions) {
     const down = t.includes("→ Down");
-    ctx.log.info({ epoch: membership.epoch }, `member ${t}`);
-    deps.recorder.record(cluster, down ? "Warning" : "Normal", down ? "MemberDown" : "MemberChanged", t);
+    ctx.log.info({ epoch: membership.epoch }, `member ${t} (membership epoch ${membership.epoch})`);
+    deps.recorder.record(
+      cluster,
+      down ? "Warning" : "Normal",
+      down ? "MemberDown" : "MemberChanged",
+      `${t}; membership epoch ${membership.epoch}`,
+    );
   }
   if (prev.phase !== status.phase) {
     ctx.log.info({ from: prev.phase, to: status.phase }, "phase changed");
@@ -139,7 +161,7 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
 /** Compares only the keys this step writes; others (e.g. roll) belong to other steps. */
 function statusChanged(prev: NaradClusterStatus, next: NaradClusterStatus): boolean {
   const pick = (s: NaradClusterStatus) =>
-    Object.fromEntries(Object.keys(next).map((k) => [k, (s as Record<string, unknown>)[k]]));
+    Object.fromEntries(Object.keys(next).map((k) => [k, (s as Record<string, unknown>)[k] ?? null]));
   return canonicalJson(pick(prev)) !== canonicalJson(pick(next));
 }
 
@@ -160,7 +182,10 @@ async function fillWalPending(
       const pod = byName.get(m.pod);
       if (pod?.podIP === undefined || !pod.ready) return;
       try {
-        const s = await brokers.status({ podIP: pod.podIP, id: m.id });
+        const s = await brokers.status(
+          { podIP: pod.podIP, id: m.id },
+          AbortSignal.timeout(STATUS_WAL_TIMEOUT_MS),
+        );
         m.walPendingRecords = s.wal.pendingRecords;
       } catch (err) {
         ctx.log.debug(

@@ -1,0 +1,165 @@
+import type { V1Pod } from "@kubernetes/client-node";
+import type { RollStatus } from "../../api/v1alpha1/types.ts";
+import {
+  LABEL_CLUSTER,
+  ROLL_ACTION_REQUEUE_MS,
+  ROLL_DRAIN_WAIT_MS,
+  ROLL_REQUEUE_MS,
+  ROLL_STATUS_TIMEOUT_MS,
+} from "../../constants.ts";
+import { apiMessage } from "../../kube/api.ts";
+import { getCondition } from "../../plan/conditions.ts";
+import { type PodView, podView } from "../../plan/pods.ts";
+import { type BrokerProbe, outdatedPods, planRoll, type RollAction } from "../../plan/roll.ts";
+import { resourceNames } from "../../specs/labels.ts";
+import { StepError } from "./apply-owned.ts";
+import { type ClusterContext, NEXT, type StepResult } from "./context.ts";
+
+// Step 3: the drained rolling restart. The StatefulSet is OnDelete, so its
+// controller never replaces a pod on its own; this step does, one pod at a
+// time, deciding ONE action per pass with plan/roll.ts from the cached pods,
+// the StatefulSet's update revision, the persisted status (roll progress,
+// members) and the in-flight broker's admin status.
+//
+// Persistence: status.roll is written by the status step at the end of the
+// pass that starts a pod's restart (together with its member going to
+// Maintenance), and the drain and the deletion only ever happen in later
+// passes, which see it in the cache. So a restarted operator reads which pod
+// is in flight from status and carries on from what it observes.
+
+export async function rollPods(ctx: ClusterContext): Promise<StepResult> {
+  const { cluster, deps } = ctx;
+  const stsName = resourceNames(ctx.name).statefulSet;
+  const sts = deps.caches.statefulSets.get(ctx.namespace, stsName);
+  const pods = deps.caches.pods
+    .list(ctx.namespace)
+    .filter((p: V1Pod) => p.metadata?.labels?.[LABEL_CLUSTER] === ctx.name)
+    .map((p) => podView(p, stsName))
+    .filter((v): v is PodView => v !== undefined);
+  const prevRoll = cluster.status?.roll ?? undefined;
+  const updateRevision = sts?.status?.updateRevision;
+  const now = deps.clock.now();
+  const inFlightPod = prevRoll === undefined ? undefined : pods.find((p) => p.name === prevRoll.podInFlight);
+  const probe = inFlightPod === undefined ? undefined : await probeBroker(ctx, inFlightPod);
+
+  const action = planRoll({
+    nowMs: now,
+    replicas: ctx.spec.replicas,
+    updateRevision,
+    pods,
+    members: cluster.status?.members ?? [],
+    roll: prevRoll,
+    paused: ctx.spec.rollout.paused,
+    force: ctx.spec.rollout.force,
+    drainTimeoutMs: ctx.spec.rollout.drainTimeoutSeconds * 1000,
+    inFlightBroker: probe,
+  });
+  const outdated = updateRevision === undefined ? 0 : outdatedPods(pods, updateRevision).length;
+  let next: RollStatus | undefined = prevRoll;
+  const podOf = (name: string) => pods.find((p) => p.name === name);
+  const log = ctx.log.child({ roll: action.kind, ...("pod" in action ? { pod: action.pod } : {}) });
+
+  switch (action.kind) {
+    case "none":
+      log.debug(action.reason);
+      break;
+    case "wait":
+      log.debug({ code: action.code }, `roll waits: ${action.reason}`);
+      break;
+    case "enterMaintenance": {
+      next = { podInFlight: action.pod, startedAt: new Date(now).toISOString(), reason: action.reason };
+      const msg = `restarting ${action.pod} (${action.reason}): member → Maintenance, then drain`;
+      log.info(msg);
+      deps.recorder.record(cluster, "Normal", "RollingUpdate", msg);
+      break;
+    }
+    case "drain": {
+      const pod = podOf(action.pod);
+      if (pod?.podIP === undefined) break;
+      try {
+        const s = await deps.brokers.drain({ podIP: pod.podIP, id: pod.name }, ROLL_DRAIN_WAIT_MS);
+        const msg = `asked ${pod.name} to drain: ${s.wal.pendingRecords} WAL record(s) pending after ${ROLL_DRAIN_WAIT_MS} ms`;
+        log.info({ pending: s.wal.pendingRecords }, msg);
+        deps.recorder.record(cluster, "Normal", "Draining", msg);
+      } catch (err) {
+        // The next pass probes again: unreachable and not Ready is a crash, otherwise a wait.
+        log.warn({ err: apiMessage(err) }, `drain request to ${pod.name} failed`);
+      }
+      break;
+    }
+    case "cancelDrain": {
+      const pod = podOf(action.pod);
+      if (pod?.podIP === undefined) break;
+      try {
+        await deps.brokers.cancelDrain({ podIP: pod.podIP, id: pod.name });
+        log.info(action.reason);
+        deps.recorder.record(cluster, "Normal", "DrainCancelled", action.reason);
+      } catch (err) {
+        log.warn({ err: apiMessage(err) }, `cancelling the drain of ${pod.name} failed`);
+      }
+      break;
+    }
+    case "deletePod": {
+      try {
+        const deleted = await deps.api.delete(
+          { apiVersion: "v1", kind: "Pod", namespace: ctx.namespace, name: action.pod },
+          { uid: action.uid },
+        );
+        const msg = `deleted pod ${action.pod} for a planned restart: ${action.reason}`;
+        log.info({ deleted, forced: action.forced }, msg);
+        deps.recorder.record(
+          cluster,
+          action.forced ? "Warning" : "Normal",
+          action.forced ? "ForcedRestart" : "RollingUpdate",
+          deleted ? msg : `pod ${action.pod} was already gone or replaced`,
+        );
+      } catch (err) {
+        const msg = `delete pod ${action.pod}: ${apiMessage(err)}`;
+        deps.recorder.record(cluster, "Warning", "RollFailed", msg);
+        throw new StepError(msg, { cause: err });
+      }
+      break;
+    }
+    case "stuck": {
+      log.warn({ pending: action.pendingRecords }, `roll blocked: ${action.reason}`);
+      // One Event when the roll becomes blocked, not one per pass.
+      if (getCondition(cluster.status?.conditions, "Progressing")?.reason !== "RollBlocked")
+        deps.recorder.record(cluster, "Warning", "RollBlocked", action.reason);
+      break;
+    }
+    case "finish": {
+      next = undefined;
+      const left = outdated;
+      const msg =
+        left === 0
+          ? `${action.pod} restarted and Ready at revision ${action.revision}; every pod runs it now`
+          : `${action.pod} restarted and Ready at revision ${action.revision}; ${left} pod(s) to go`;
+      log.info(msg);
+      deps.recorder.record(cluster, "Normal", left === 0 ? "RollComplete" : "RollingUpdate", msg);
+      break;
+    }
+  }
+
+  ctx.roll = { next, action, outdated };
+  const rolling = next !== undefined || (outdated > 0 && !ctx.spec.rollout.paused);
+  if (rolling) ctx.requeueAfterMs = isWaiting(action) ? ROLL_REQUEUE_MS : ROLL_ACTION_REQUEUE_MS;
+  return NEXT;
+}
+
+function isWaiting(a: RollAction): boolean {
+  return a.kind === "wait" || a.kind === "stuck" || a.kind === "none";
+}
+
+async function probeBroker(ctx: ClusterContext, pod: PodView): Promise<BrokerProbe | undefined> {
+  if (pod.terminating) return undefined;
+  if (pod.podIP === undefined) return { reachable: false, error: "no pod IP" };
+  try {
+    const s = await ctx.deps.brokers.status(
+      { podIP: pod.podIP, id: pod.name },
+      AbortSignal.timeout(ROLL_STATUS_TIMEOUT_MS),
+    );
+    return { reachable: true, draining: s.draining, pendingRecords: s.wal.pendingRecords };
+  } catch (err) {
+    return { reachable: false, error: apiMessage(err) };
+  }
+}

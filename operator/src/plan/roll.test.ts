@@ -1,0 +1,315 @@
+import { describe, expect, it } from "vitest";
+import type { MemberStatus, RollStatus } from "../api/v1alpha1/types.ts";
+import type { PodView } from "./pods.ts";
+import {
+  type BrokerProbe,
+  maintenanceHolds,
+  planRoll,
+  type RollAction,
+  type RollInput,
+  rollOrder,
+} from "./roll.ts";
+
+const NOW = Date.parse("2026-11-29T12:00:00Z");
+const OLD = "demo-old";
+const NEW = "demo-new";
+
+function pod(ordinal: number, over: Partial<PodView> = {}): PodView {
+  return {
+    name: `demo-${ordinal}`,
+    ordinal,
+    uid: `uid-${ordinal}`,
+    podIP: `127.1.0.${ordinal + 1}`,
+    ready: true,
+    notReadySinceMs: undefined,
+    terminating: false,
+    revision: OLD,
+    ...over,
+  };
+}
+
+function member(ordinal: number, state: MemberStatus["state"] = "Active"): MemberStatus {
+  return { id: `demo-${ordinal}`, pod: `demo-${ordinal}`, ordinal, state, since: "2026-11-29T11:00:00Z" };
+}
+
+function roll(pod: string, startedMsAgo = 1_000): RollStatus {
+  return { podInFlight: pod, startedAt: new Date(NOW - startedMsAgo).toISOString(), reason: "test" };
+}
+
+const drained: BrokerProbe = { reachable: true, draining: true, pendingRecords: 0 };
+const pending = (n: number): BrokerProbe => ({ reachable: true, draining: true, pendingRecords: n });
+const serving: BrokerProbe = { reachable: true, draining: false, pendingRecords: 3 };
+const unreachable: BrokerProbe = { reachable: false, error: "connect ECONNREFUSED" };
+
+function input(over: Partial<RollInput>): RollInput {
+  return {
+    nowMs: NOW,
+    replicas: 3,
+    updateRevision: NEW,
+    pods: [pod(0), pod(1), pod(2)],
+    members: [member(0), member(1), member(2)],
+    roll: undefined,
+    paused: false,
+    force: false,
+    drainTimeoutMs: 60_000,
+    inFlightBroker: undefined,
+    ...over,
+  };
+}
+
+type Want = Partial<RollAction> & { kind: RollAction["kind"] };
+
+const cases: Array<{ name: string; in: Partial<RollInput>; want: Want; reason?: RegExp }> = [
+  // --- nothing to do
+  {
+    name: "no update revision yet",
+    in: { updateRevision: undefined },
+    want: { kind: "none" },
+  },
+  {
+    name: "every pod at the update revision",
+    in: { pods: [pod(0, { revision: NEW }), pod(1, { revision: NEW }), pod(2, { revision: NEW })] },
+    want: { kind: "none" },
+    reason: /every pod runs revision demo-new/,
+  },
+  // --- starting a roll: gates and order
+  {
+    name: "starts with the highest ordinal when all are Ready and Active",
+    in: {},
+    want: { kind: "enterMaintenance", pod: "demo-2" },
+  },
+  {
+    name: "paused: waits, deletes nothing",
+    in: { paused: true },
+    want: { kind: "wait", code: "Paused" },
+  },
+  {
+    name: "an unready outdated pod goes first (it serves nothing)",
+    in: {
+      pods: [pod(0), pod(1, { ready: false }), pod(2)],
+      members: [member(0), member(1, "Down"), member(2)],
+    },
+    want: { kind: "enterMaintenance", pod: "demo-1" },
+  },
+  {
+    name: "two pods not Ready: no restart starts (conservative: wait for a human or for them to recover)",
+    in: {
+      pods: [pod(0, { ready: false }), pod(1, { ready: false }), pod(2)],
+      members: [member(0, "Down"), member(1, "Down"), member(2)],
+    },
+    want: { kind: "wait", code: "PodsNotReady" },
+    reason: /demo-0 not Ready/,
+  },
+  {
+    name: "Redpanda #1540: a pod at the new revision not Ready blocks the next pod",
+    in: { pods: [pod(0), pod(1), pod(2, { revision: NEW, ready: false })] },
+    want: { kind: "wait", code: "PodsNotReady" },
+    reason: /demo-2 not Ready \(at the new revision\)/,
+  },
+  {
+    name: "a Ready pod whose member is not Active yet blocks",
+    in: {
+      pods: [pod(0), pod(1), pod(2, { revision: NEW })],
+      members: [member(0), member(1), member(2, "Joining")],
+    },
+    want: { kind: "wait", code: "MemberNotActive" },
+    reason: /demo-2=Joining/,
+  },
+  {
+    name: "a missing pod blocks",
+    in: { pods: [pod(0), pod(1)] },
+    want: { kind: "wait", code: "PodsNotReady" },
+    reason: /demo-2 missing/,
+  },
+  {
+    name: "a terminating pod blocks",
+    in: { pods: [pod(0), pod(1), pod(2, { terminating: true, ready: false })] },
+    want: { kind: "wait", code: "PodsNotReady" },
+    reason: /demo-2 terminating/,
+  },
+  {
+    name: "a decommission running blocks",
+    in: { members: [member(0), member(1), member(2, "Decommissioning")] },
+    want: { kind: "wait", code: "Decommissioning" },
+  },
+  {
+    name: "continues with the next outdated pod once the first is done",
+    in: { pods: [pod(0), pod(1), pod(2, { revision: NEW })] },
+    want: { kind: "enterMaintenance", pod: "demo-1" },
+  },
+  // --- the pod in flight
+  {
+    name: "in Maintenance, broker still serving: ask it to drain",
+    in: {
+      roll: roll("demo-2"),
+      members: [member(0), member(1), member(2, "Maintenance")],
+      inFlightBroker: serving,
+    },
+    want: { kind: "drain", pod: "demo-2" },
+  },
+  {
+    name: "draining with records pending, within the timeout: wait",
+    in: {
+      roll: roll("demo-2"),
+      inFlightBroker: pending(12),
+      pods: [pod(0), pod(1), pod(2, { ready: false })],
+    },
+    want: { kind: "wait", code: "Draining", pod: "demo-2" },
+    reason: /12 WAL record/,
+  },
+  {
+    name: "drained and every other pod Ready/Active: delete it (its own unreadiness is the drain's)",
+    in: {
+      roll: roll("demo-2"),
+      inFlightBroker: drained,
+      pods: [pod(0), pod(1), pod(2, { ready: false })],
+      members: [member(0), member(1), member(2, "Maintenance")],
+    },
+    want: { kind: "deletePod", pod: "demo-2", uid: "uid-2", forced: false },
+  },
+  {
+    name: "drained but another pod went unready meanwhile: wait, never a second disruption",
+    in: { roll: roll("demo-2"), inFlightBroker: drained, pods: [pod(0, { ready: false }), pod(1), pod(2)] },
+    want: { kind: "wait", code: "PodsNotReady", pod: "demo-2" },
+  },
+  {
+    name: "drain not finished past drainTimeoutSeconds: stuck, with the pending count",
+    in: { roll: roll("demo-2", 61_000), inFlightBroker: pending(7) },
+    want: { kind: "stuck", pod: "demo-2", pendingRecords: 7 },
+    reason: /after 61s: 7 WAL record\(s\) pending/,
+  },
+  {
+    name: "stuck, but force: delete anyway",
+    in: { roll: roll("demo-2", 61_000), inFlightBroker: pending(7), force: true },
+    want: { kind: "deletePod", pod: "demo-2", forced: true },
+  },
+  {
+    name: "force does not skip the other gates",
+    in: {
+      roll: roll("demo-2", 61_000),
+      inFlightBroker: pending(7),
+      force: true,
+      pods: [pod(0, { ready: false }), pod(1), pod(2)],
+    },
+    want: { kind: "wait", code: "PodsNotReady" },
+  },
+  {
+    name: "a Ready pod whose broker does not answer: wait",
+    in: { roll: roll("demo-2"), inFlightBroker: unreachable },
+    want: { kind: "wait", code: "BrokerUnreachable" },
+  },
+  {
+    name: "a Ready pod whose broker does not answer past the timeout: stuck",
+    in: { roll: roll("demo-2", 61_000), inFlightBroker: unreachable },
+    want: { kind: "stuck", pod: "demo-2", pendingRecords: undefined },
+  },
+  {
+    name: "a not-Ready pod whose broker does not answer: delete (what a crash would do)",
+    in: {
+      roll: roll("demo-2"),
+      inFlightBroker: unreachable,
+      pods: [pod(0), pod(1), pod(2, { ready: false })],
+    },
+    want: { kind: "deletePod", pod: "demo-2", forced: false },
+    reason: /WAL stays on its volume/,
+  },
+  {
+    name: "deleted, not yet observed gone: wait",
+    in: { roll: roll("demo-2"), pods: [pod(0), pod(1), pod(2, { terminating: true, ready: false })] },
+    want: { kind: "wait", code: "PodReplacing" },
+  },
+  {
+    name: "gone: wait for the StatefulSet controller to recreate it",
+    in: { roll: roll("demo-2"), pods: [pod(0), pod(1)] },
+    want: { kind: "wait", code: "PodReplacing" },
+  },
+  {
+    name: "Redpanda #1540: replacement at the new revision not Ready: wait, never another deletion",
+    in: {
+      roll: roll("demo-2"),
+      pods: [pod(0), pod(1), pod(2, { revision: NEW, ready: false, uid: "uid-2b" })],
+      inFlightBroker: { reachable: true, draining: false, pendingRecords: 40 },
+    },
+    want: { kind: "wait", code: "NewPodNotReady", pod: "demo-2" },
+  },
+  {
+    name: "replacement Ready at the new revision: finish",
+    in: { roll: roll("demo-2"), pods: [pod(0), pod(1), pod(2, { revision: NEW, uid: "uid-2b" })] },
+    want: { kind: "finish", pod: "demo-2", revision: NEW },
+  },
+  {
+    name: "spec reverted while draining (pod at the update revision, broker draining): cancel the drain",
+    in: {
+      roll: roll("demo-2"),
+      updateRevision: OLD,
+      inFlightBroker: drained,
+      pods: [pod(0), pod(1), pod(2, { ready: false })],
+    },
+    want: { kind: "cancelDrain", pod: "demo-2" },
+  },
+  {
+    name: "paused mid-roll: the restart already started still finishes",
+    in: { roll: roll("demo-2"), paused: true, inFlightBroker: drained },
+    want: { kind: "deletePod", pod: "demo-2" },
+  },
+];
+
+describe("planRoll", () => {
+  for (const c of cases) {
+    it(c.name, () => {
+      const got = planRoll(input(c.in));
+      expect(got).toMatchObject(c.want);
+      if (c.reason !== undefined) expect("reason" in got ? got.reason : "").toMatch(c.reason);
+    });
+  }
+
+  it("a whole roll, pass by pass, deletes one pod at a time, highest ordinal first", () => {
+    let pods = [pod(0), pod(1), pod(2)];
+    let members = [member(0), member(1), member(2)];
+    let current: RollStatus | undefined;
+    let draining = false;
+    let now = NOW;
+    const deleted: string[] = [];
+    for (let pass = 0; pass < 40; pass++) {
+      now += 1000;
+      const inFlight = current?.podInFlight;
+      const probe: BrokerProbe | undefined =
+        inFlight === undefined ? undefined : { reachable: true, draining, pendingRecords: 0 };
+      const a = planRoll(input({ nowMs: now, pods, members, roll: current, inFlightBroker: probe }));
+      if (a.kind === "enterMaintenance") {
+        current = { podInFlight: a.pod, startedAt: new Date(now).toISOString(), reason: a.reason };
+        members = members.map((m) => (m.id === a.pod ? { ...m, state: "Maintenance" } : m));
+      } else if (a.kind === "drain") draining = true;
+      else if (a.kind === "deletePod") {
+        expect(
+          pods.filter((p) => !p.ready || p.revision === NEW).every((p) => p.name === a.pod || p.ready),
+        ).toBe(true);
+        deleted.push(a.pod);
+        const o = Number(a.pod.slice(5));
+        pods = pods.map((p) => (p.name === a.pod ? pod(o, { revision: NEW, uid: `new-${o}` }) : p));
+        draining = false;
+      } else if (a.kind === "finish") {
+        current = undefined;
+        members = members.map((m) => (m.id === a.pod ? { ...m, state: "Active" } : m));
+      } else if (a.kind === "none") break;
+      else throw new Error(`unexpected ${JSON.stringify(a)}`);
+    }
+    expect(deleted).toEqual(["demo-2", "demo-1", "demo-0"]);
+    expect(pods.every((p) => p.revision === NEW)).toBe(true);
+  });
+});
+
+describe("rollOrder and maintenanceHolds", () => {
+  it("orders not Ready first, then highest ordinal", () => {
+    const order = rollOrder([pod(0), pod(1, { ready: false }), pod(2), pod(3, { ready: false })]);
+    expect(order.map((p) => p.name)).toEqual(["demo-3", "demo-1", "demo-2", "demo-0"]);
+  });
+  it("holds the pod in flight until its replacement is Ready at the new revision", () => {
+    const r = roll("demo-2");
+    expect(maintenanceHolds(undefined, [pod(2)], NEW)).toEqual(new Set());
+    expect(maintenanceHolds(r, [pod(2)], NEW)).toEqual(new Set(["demo-2"]));
+    expect(maintenanceHolds(r, [], NEW)).toEqual(new Set(["demo-2"]));
+    expect(maintenanceHolds(r, [pod(2, { revision: NEW, ready: false })], NEW)).toEqual(new Set(["demo-2"]));
+    expect(maintenanceHolds(r, [pod(2, { revision: NEW })], NEW)).toEqual(new Set());
+  });
+});

@@ -1,0 +1,267 @@
+import type { MemberStatus, RollStatus } from "../api/v1alpha1/types.ts";
+import type { PodView } from "./pods.ts";
+
+// Drained rolling restart: one decision per reconcile, from what is observed
+// now plus the roll progress persisted in status.roll. Level-triggered: a
+// restarted operator (or a stale pass) reaches the same decision from the
+// same facts, and every disruptive action needs status.roll to name the pod
+// first, so it was persisted before.
+//
+// Per pod:  enterMaintenance (status.roll + member Maintenance, one status write)
+//        →  drain (admin API: stop produce, dispatch the WAL)
+//        →  deletePod once the WAL is empty and every other pod is Ready and Active
+//        →  wait for the replacement to be Ready at the new revision
+//        →  finish (status.roll cleared; the member goes back to Active)
+//
+// Gates before a roll starts on a pod (CloudNativePG / Strimzi / Redpanda,
+// see reference/operators.md §2): every other member's pod exists, is not
+// terminating, is Ready, and the member is Active; no decommission runs;
+// the rollout is not paused. A pod at the NEW revision that is not Ready
+// blocks everything (Redpanda PR #1540: a lagging health signal must never
+// let a second pod go). Stuck means a wait with a reason, never a second
+// disruption: only the pod named in status.roll is ever deleted.
+//
+// Order: outdated pods that are not Ready first (they serve nothing, and the
+// new template may fix them), then the highest ordinal first.
+
+/** What the broker in flight answered on GET /admin/v1/status this pass. */
+export type BrokerProbe =
+  | { reachable: true; draining: boolean; pendingRecords: number }
+  | { reachable: false; error: string };
+
+export interface RollInput {
+  nowMs: number;
+  /** Desired broker count: ordinals 0..replicas-1 must have pods. */
+  replicas: number;
+  /** The StatefulSet's status.updateRevision; undefined until its controller reported one. */
+  updateRevision: string | undefined;
+  pods: readonly PodView[];
+  /** Members as persisted in status (what brokers act on). */
+  members: readonly MemberStatus[];
+  /** Roll progress as persisted in status. */
+  roll: RollStatus | undefined;
+  paused: boolean;
+  force: boolean;
+  drainTimeoutMs: number;
+  /** Admin status of the pod in flight; undefined when none was asked (no roll, no pod IP). */
+  inFlightBroker: BrokerProbe | undefined;
+}
+
+/** Why a roll waits, for conditions (machine-readable) and messages. */
+export type WaitCode =
+  | "Paused"
+  | "PodsNotReady"
+  | "MemberNotActive"
+  | "Decommissioning"
+  | "Draining"
+  | "BrokerUnreachable"
+  | "PodReplacing"
+  | "NewPodNotReady"
+  | "NoRevision";
+
+export type RollAction =
+  | { kind: "none"; reason: string }
+  | { kind: "wait"; code: WaitCode; reason: string; pod?: string }
+  | { kind: "enterMaintenance"; pod: string; reason: string }
+  | { kind: "drain"; pod: string }
+  | { kind: "cancelDrain"; pod: string; reason: string }
+  | { kind: "deletePod"; pod: string; uid: string; reason: string; forced: boolean }
+  | { kind: "stuck"; pod: string; reason: string; pendingRecords: number | undefined }
+  | { kind: "finish"; pod: string; revision: string };
+
+export function planRoll(input: RollInput): RollAction {
+  if (input.roll !== undefined) return continueRoll(input, input.roll);
+  const rev = input.updateRevision;
+  if (rev === undefined)
+    return { kind: "none", reason: "the StatefulSet has not reported an update revision yet" };
+  const outdated = outdatedPods(input.pods, rev);
+  if (outdated.length === 0) return { kind: "none", reason: `every pod runs revision ${rev}` };
+  if (input.paused)
+    return {
+      kind: "wait",
+      code: "Paused",
+      reason: `${outdated.length} pod(s) outdated; rollout paused (spec.rollout.paused)`,
+    };
+  const candidate = rollOrder(outdated)[0]!;
+  const blocked = gate(input, candidate.name, candidate.ready);
+  if (blocked !== undefined) return blocked;
+  return {
+    kind: "enterMaintenance",
+    pod: candidate.name,
+    reason: `runs revision ${candidate.revision ?? "(none)"}, the StatefulSet wants ${rev}${candidate.ready ? "" : " (not Ready: restarted first)"}`,
+  };
+}
+
+function continueRoll(input: RollInput, roll: RollStatus): RollAction {
+  const name = roll.podInFlight;
+  const pod = input.pods.find((p) => p.name === name);
+  if (pod === undefined)
+    return { kind: "wait", code: "PodReplacing", pod: name, reason: `waiting for ${name} to be recreated` };
+  if (pod.terminating)
+    return { kind: "wait", code: "PodReplacing", pod: name, reason: `${name} is terminating` };
+  const probe = input.inFlightBroker;
+  if (pod.revision !== undefined && pod.revision === input.updateRevision) {
+    // The replacement (or the spec was reverted to what the pod runs).
+    if (probe?.reachable === true && probe.draining)
+      return {
+        kind: "cancelDrain",
+        pod: name,
+        reason: `${name} runs the current revision but is draining (spec reverted?): accepting produce again`,
+      };
+    if (!pod.ready)
+      return {
+        kind: "wait",
+        code: "NewPodNotReady",
+        pod: name,
+        reason: `${name} runs revision ${pod.revision}; waiting for it to be Ready`,
+      };
+    return { kind: "finish", pod: name, revision: pod.revision };
+  }
+
+  // Still the outdated pod: drain it, then delete it.
+  const elapsed = input.nowMs - Date.parse(roll.startedAt);
+  const timedOut = Number.isFinite(elapsed) && elapsed >= input.drainTimeoutMs;
+  const secs = Math.round((Number.isFinite(elapsed) ? elapsed : 0) / 1000);
+  if (probe === undefined || !probe.reachable) {
+    const why = probe === undefined ? "has no pod IP" : `does not answer (${probe.error})`;
+    if (!pod.ready) {
+      // It serves nothing; deleting it is what a crash would do. Its WAL stays
+      // on its volume and is dispatched when the replacement starts.
+      return {
+        kind: "deletePod",
+        pod: name,
+        uid: pod.uid,
+        forced: false,
+        reason: `${name} is not Ready and its broker ${why}: restarting it without a drain (its WAL stays on its volume)`,
+      };
+    }
+    if (timedOut) return stuckOrForce(input, pod, `broker ${name} ${why} for ${secs}s`, undefined);
+    return { kind: "wait", code: "BrokerUnreachable", pod: name, reason: `broker ${name} ${why}` };
+  }
+  if (!probe.draining) return { kind: "drain", pod: name };
+  if (probe.pendingRecords > 0) {
+    if (timedOut)
+      return stuckOrForce(
+        input,
+        pod,
+        `drain of ${name} not finished after ${secs}s: ${probe.pendingRecords} WAL record(s) pending`,
+        probe.pendingRecords,
+      );
+    return {
+      kind: "wait",
+      code: "Draining",
+      pod: name,
+      reason: `draining ${name}: ${probe.pendingRecords} WAL record(s) pending`,
+    };
+  }
+  const blocked = gate(input, name, true, true);
+  if (blocked !== undefined)
+    return { ...blocked, pod: name, reason: `${name} drained, but ${blocked.reason}` };
+  return {
+    kind: "deletePod",
+    pod: name,
+    uid: pod.uid,
+    forced: false,
+    reason: `${name} drained (0 WAL records pending)`,
+  };
+}
+
+function stuckOrForce(
+  input: RollInput,
+  pod: PodView,
+  what: string,
+  pendingRecords: number | undefined,
+): RollAction {
+  if (input.force) {
+    const blocked = gate(input, pod.name, true, true);
+    if (blocked !== undefined)
+      return { ...blocked, pod: pod.name, reason: `${what}; forced, but ${blocked.reason}` };
+    return {
+      kind: "deletePod",
+      pod: pod.name,
+      uid: pod.uid,
+      forced: true,
+      reason: `${what}; spec.rollout.force is set: deleting anyway (pending records stay in its WAL on its volume)`,
+    };
+  }
+  return {
+    kind: "stuck",
+    pod: pod.name,
+    pendingRecords,
+    reason: `${what}; waiting (no other pod is touched; set spec.rollout.force to restart it anyway)`,
+  };
+}
+
+/**
+ * Every ordinal other than `pod` has a Ready, non-terminating pod whose member
+ * is Active; no decommission runs; `pod`'s own member is Active when its pod
+ * is Ready (inFlight: it is in Maintenance by our own doing). Returns the wait
+ * when a gate does not hold.
+ */
+function gate(
+  input: RollInput,
+  pod: string,
+  podReady: boolean,
+  inFlight = false,
+): Extract<RollAction, { kind: "wait" }> | undefined {
+  const decommissioning = input.members.filter((m) => m.state === "Decommissioning").map((m) => m.id);
+  if (decommissioning.length > 0)
+    return {
+      kind: "wait",
+      code: "Decommissioning",
+      reason: `decommission running (${decommissioning.join(", ")})`,
+    };
+  const notReady: string[] = [];
+  for (let i = 0; i < input.replicas; i++) {
+    const p = input.pods.find((x) => x.ordinal === i);
+    if (p?.name === pod) continue;
+    const label = p?.name ?? input.members.find((m) => m.ordinal === i)?.id ?? `ordinal ${i}`;
+    if (p === undefined) notReady.push(`${label} missing`);
+    else if (p.terminating) notReady.push(`${label} terminating`);
+    else if (!p.ready)
+      notReady.push(
+        `${label} not Ready${p.revision === input.updateRevision ? " (at the new revision)" : ""}`,
+      );
+  }
+  for (const p of input.pods)
+    if (p.ordinal >= input.replicas && p.name !== pod && p.terminating)
+      notReady.push(`${p.name} terminating`);
+  if (notReady.length > 0) return { kind: "wait", code: "PodsNotReady", reason: notReady.join(", ") };
+  const notActive = input.members
+    .filter((m) => m.ordinal < input.replicas && m.state !== "Active")
+    .filter((m) => m.id !== pod || (!inFlight && podReady))
+    .map((m) => `${m.id}=${m.state}`);
+  if (notActive.length > 0)
+    return { kind: "wait", code: "MemberNotActive", reason: `members not Active: ${notActive.join(", ")}` };
+  return undefined;
+}
+
+/** Live pods whose revision differs from the StatefulSet's update revision. */
+export function outdatedPods(pods: readonly PodView[], updateRevision: string): PodView[] {
+  return pods.filter((p) => !p.terminating && p.revision !== updateRevision);
+}
+
+/** Not Ready first, then highest ordinal first. */
+export function rollOrder(pods: readonly PodView[]): PodView[] {
+  return [...pods].sort((a, b) => (a.ready === b.ready ? b.ordinal - a.ordinal : a.ready ? 1 : -1));
+}
+
+/**
+ * Members the roll holds in Maintenance: the pod in flight, from the moment
+ * the roll names it until its replacement is Ready at the new revision.
+ */
+export function maintenanceHolds(
+  roll: RollStatus | undefined,
+  pods: readonly PodView[],
+  updateRevision: string | undefined,
+): Set<string> {
+  if (roll === undefined) return new Set();
+  const pod = pods.find((p) => p.name === roll.podInFlight);
+  const done =
+    pod !== undefined &&
+    !pod.terminating &&
+    pod.ready &&
+    pod.revision !== undefined &&
+    pod.revision === updateRevision;
+  return done ? new Set() : new Set([roll.podInFlight]);
+}
