@@ -1,0 +1,217 @@
+import type { ServerResponse } from "node:http";
+import { afterEach, describe, expect, it } from "vitest";
+import { decodeBinaryBatch } from "../broker/src/core/batch-codec.ts";
+import { partitionForKey } from "../broker/src/core/partitioner.ts";
+import {
+  BadRequestError,
+  NaradClient,
+  PayloadTooLargeError,
+  StaleReceiptError,
+  TopicNotFoundError,
+  UnavailableError,
+} from "./index.ts";
+import {
+  type FakeBroker,
+  json,
+  type SeenRequest,
+  startFakeBroker,
+  topicJson,
+} from "./testing/fake-broker.ts";
+
+const fakes: FakeBroker[] = [];
+const clients: NaradClient[] = [];
+
+afterEach(async () => {
+  await Promise.all(clients.splice(0).map((c) => c.close()));
+  await Promise.all(fakes.splice(0).map((f) => f.close()));
+});
+
+/** A fake with topic "t" (3 partitions) that answers produce-batch with `onBatch`. */
+async function fakeWithTopic(
+  onBatch: (req: SeenRequest, res: ServerResponse) => void | Promise<void> = (q, res) =>
+    json(res, 202, { accepted: decodeBinaryBatch(q.body, 1 << 20).length }),
+): Promise<FakeBroker> {
+  const f = await startFakeBroker((q, res) => {
+    if (q.method === "GET" && q.path === "/v1/topics/t") return json(res, 200, topicJson("t", 3));
+    if (q.path === "/v1/topics/t/produce-batch") return onBatch(q, res);
+    return json(res, 404, { error: `no route for ${q.method} ${q.path}` });
+  });
+  fakes.push(f);
+  return f;
+}
+
+function client(urls: string[], opts: { retries?: number; backoffMs?: number } = {}): NaradClient {
+  const c = new NaradClient({ urls, timeoutMs: 2000, ...opts });
+  clients.push(c);
+  return c;
+}
+
+const batches = (f: FakeBroker) =>
+  f.requests.filter((r) => r.path.endsWith("/produce-batch")).map((r) => decodeBinaryBatch(r.body, 1 << 20));
+
+describe("Producer", () => {
+  it("batches by size, hashes keys like the broker, keeps keyless records of one batch together", async () => {
+    const f = await fakeWithTopic();
+    const p = client([f.url]).producer("t", { batchSize: 10, lingerMs: 10_000 });
+    const sent = [];
+    for (let i = 0; i < 20; i++) sent.push(await p.send(`m${i}`));
+    // Two full batches went out without waiting for the linger.
+    await Promise.all(sent.map((s) => s.delivered));
+    expect(batches(f).map((b) => b.length)).toEqual([10, 10]);
+    for (const b of batches(f)) expect(new Set(b.map((e) => e.partition)).size).toBe(1);
+    expect(batches(f)[0]?.[0]?.partition).not.toBe(batches(f)[1]?.[0]?.partition);
+
+    for (const key of ["user-1", "user-2", "user-3", "user-4"]) {
+      const s = await p.send("x", { key });
+      expect(s.partition).toBe(partitionForKey(Buffer.from(key), 3));
+    }
+    const pinned = await p.send("y", { partition: 2 });
+    expect(pinned.partition).toBe(2);
+    await p.flush();
+    const later = batches(f).slice(2).flat();
+    expect(later).toHaveLength(5);
+    for (const e of later) {
+      if (e.key.length > 0) expect(e.partition).toBe(partitionForKey(e.key, 3));
+    }
+    await expect(p.send("z", { partition: 3 })).rejects.toBeInstanceOf(BadRequestError);
+    await expect(p.send(Buffer.alloc(2 * 1024 * 1024))).rejects.toBeInstanceOf(PayloadTooLargeError);
+  });
+
+  it("sends a partial batch after lingerMs", async () => {
+    const f = await fakeWithTopic();
+    const p = client([f.url]).producer("t", { batchSize: 1000, lingerMs: 150 });
+    const t0 = Date.now();
+    const s = await p.send("a");
+    await p.send("b");
+    await new Promise((r) => setTimeout(r, 60));
+    expect(batches(f)).toHaveLength(0);
+    await s.delivered;
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(140);
+    expect(batches(f).map((b) => b.length)).toEqual([2]);
+  });
+
+  it("applies backpressure: send waits while maxBufferedRecords are buffered", async () => {
+    const held: Array<() => void> = [];
+    const f = await fakeWithTopic((q, res) => {
+      held.push(() => json(res, 202, { accepted: decodeBinaryBatch(q.body, 1 << 20).length }));
+    });
+    const p = client([f.url]).producer("t", { batchSize: 2, lingerMs: 0, maxBufferedRecords: 4 });
+    for (let i = 0; i < 4; i++) await p.send(`m${i}`, { partition: i % 2 });
+    expect(p.buffered).toBe(4);
+    let fifthBuffered = false;
+    const fifth = p.send("m4").then((s) => {
+      fifthBuffered = true;
+      return s;
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(fifthBuffered).toBe(false);
+    while (held.length < 2) await new Promise((r) => setTimeout(r, 10));
+    held.shift()?.();
+    await fifth;
+    expect(fifthBuffered).toBe(true);
+    expect(p.buffered).toBeLessThanOrEqual(4);
+    // Answer everything still held, then flush.
+    const drain = setInterval(() => {
+      for (const h of held.splice(0)) h();
+    }, 5);
+    await p.flush();
+    clearInterval(drain);
+    expect(batches(f).flat()).toHaveLength(5);
+  });
+
+  it("retries 503 after Retry-After and 429 / dropped connections with backoff", async () => {
+    let n = 0;
+    const f = await fakeWithTopic((q, res) => {
+      n++;
+      if (n === 1) return json(res, 503, { error: "draining" }, { "retry-after": "1" });
+      if (n === 2) return json(res, 429, { error: "slow down" });
+      if (n === 3) return void res.socket?.destroy();
+      json(res, 202, { accepted: decodeBinaryBatch(q.body, 1 << 20).length });
+    });
+    const p = client([f.url], { retries: 5, backoffMs: 20 }).producer("t", { lingerMs: 0 });
+    const s = await p.send("hello");
+    await s.delivered;
+    const times = f.requests.filter((r) => r.path.endsWith("/produce-batch")).map((r) => r.at);
+    expect(times).toHaveLength(4);
+    expect((times[1] as number) - (times[0] as number)).toBeGreaterThanOrEqual(950);
+    expect((times[2] as number) - (times[1] as number)).toBeLessThan(900);
+  });
+
+  it("gives up after `retries` with UnavailableError carrying retryAfterMs; flush reports it", async () => {
+    const f = await fakeWithTopic((_q, res) =>
+      json(res, 503, { error: "WAL failed" }, { "retry-after": "0" }),
+    );
+    const p = client([f.url], { retries: 2, backoffMs: 5 }).producer("t", { lingerMs: 0 });
+    const s = await p.send("x");
+    const err = await s.delivered.catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UnavailableError);
+    expect((err as UnavailableError).retryAfterMs).toBe(0);
+    expect((err as UnavailableError).hint).toMatch(/retry/);
+    expect(batches(f)).toHaveLength(3);
+    await expect(p.flush()).rejects.toBeInstanceOf(UnavailableError);
+    await p.flush(); // reported once
+  });
+
+  it("fails over to the next url when a broker answers 503 or is down", async () => {
+    const draining = await fakeWithTopic((_q, res) =>
+      json(res, 503, { error: "draining" }, { "retry-after": "5" }),
+    );
+    const ok = await fakeWithTopic();
+    const dead = await startFakeBroker();
+    const deadUrl = dead.url;
+    await dead.close();
+    const c = client([deadUrl, draining.url, ok.url], { retries: 3, backoffMs: 10 });
+    const p = c.producer("t", { lingerMs: 0 });
+    const t0 = Date.now();
+    await (await p.send("a")).delivered;
+    await (await p.send("b")).delivered;
+    expect(Date.now() - t0).toBeLessThan(1000);
+    expect(batches(draining)).toHaveLength(1);
+    expect(batches(ok)).toHaveLength(2);
+  });
+});
+
+describe("typed errors", () => {
+  it("maps statuses to errors with a hint", async () => {
+    const f = await startFakeBroker((q, res) => {
+      if (q.path === "/v1/topics/missing") return json(res, 404, { error: 'topic "missing" not found' });
+      if (q.path.endsWith("/produce")) return json(res, 413, { error: "request body too large" });
+      if (q.path.endsWith("/ack")) return json(res, 410, { error: "receipt handle is stale" });
+      return json(res, 400, { error: "partitions must be between 1 and 108" });
+    });
+    fakes.push(f);
+    const c = client([f.url]);
+    const nf = await c.topics.get("missing").catch((e: unknown) => e);
+    expect(nf).toBeInstanceOf(TopicNotFoundError);
+    expect((nf as TopicNotFoundError).status).toBe(404);
+    expect((nf as TopicNotFoundError).code).toBe("TOPIC_NOT_FOUND");
+    expect((nf as TopicNotFoundError).hint).toContain("narad topic add missing");
+    await expect(c.produce("t", "x")).rejects.toBeInstanceOf(PayloadTooLargeError);
+    await expect(c.topics.create("t", { partitions: 500 })).rejects.toMatchObject({
+      status: 400,
+      code: "BAD_REQUEST",
+      message: "partitions must be between 1 and 108",
+    });
+    // A stale receipt: the consumer's ack.
+    f.handle = (q, res) => {
+      if (q.path.endsWith("/consume"))
+        return json(res, 200, {
+          topic: "t",
+          partition: 0,
+          offset: 0,
+          key: "k",
+          timestamp: 1,
+          timestamp_ms: 1000,
+          receipt_handle: "0:0:abc.1",
+          payload: { a: 1 },
+        });
+      return json(res, 410, { error: "receipt handle is stale" });
+    };
+    const consumer = c.consumer("t", { waitMs: 100 });
+    const msg = await consumer.poll();
+    expect(msg?.payload).toEqual({ a: 1 });
+    expect(msg?.receiptHandle).toBe("0:0:abc.1");
+    await expect(msg?.ack()).rejects.toBeInstanceOf(StaleReceiptError);
+    consumer.stop();
+  });
+});

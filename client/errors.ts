@@ -1,0 +1,168 @@
+// Typed errors of the Narad client. Every error carries the HTTP status (0
+// when no response came back), a stable code, and a hint that says what to do.
+
+export type NaradErrorCode =
+  | "TOPIC_NOT_FOUND"
+  | "NOT_FOUND"
+  | "TOPIC_EXISTS"
+  | "PAYLOAD_TOO_LARGE"
+  | "UNAVAILABLE"
+  | "STALE_RECEIPT"
+  | "OFFSET_EXPIRED"
+  | "BAD_REQUEST"
+  | "HTTP_ERROR"
+  | "CLOSED";
+
+export class NaradError extends Error {
+  readonly status: number;
+  readonly code: NaradErrorCode;
+  readonly hint: string;
+
+  constructor(status: number, code: NaradErrorCode, message: string, hint: string, cause?: unknown) {
+    super(message, cause === undefined ? undefined : { cause });
+    this.name = "NaradError";
+    this.status = status;
+    this.code = code;
+    this.hint = hint;
+  }
+}
+
+export class TopicNotFoundError extends NaradError {
+  readonly topic: string;
+  constructor(topic: string, message = `topic "${topic}" not found`) {
+    super(404, "TOPIC_NOT_FOUND", message, `create it first: narad topic add ${topic} (or topics.create)`);
+    this.name = "TopicNotFoundError";
+    this.topic = topic;
+  }
+}
+
+export class TopicExistsError extends NaradError {
+  constructor(message: string) {
+    super(409, "TOPIC_EXISTS", message, "pick another name, or use the existing topic (topics.get)");
+    this.name = "TopicExistsError";
+  }
+}
+
+export class PayloadTooLargeError extends NaradError {
+  constructor(message: string, status = 413) {
+    super(
+      status,
+      "PAYLOAD_TOO_LARGE",
+      message,
+      "split the message (the broker takes at most 1 MiB per record, --max-body-bytes) or store it elsewhere and send a reference",
+    );
+    this.name = "PayloadTooLargeError";
+  }
+}
+
+export class UnavailableError extends NaradError {
+  /** How long the broker asked us to wait (Retry-After), when it said. */
+  readonly retryAfterMs: number | undefined;
+  constructor(message: string, opts: { status?: number; retryAfterMs?: number; cause?: unknown } = {}) {
+    super(
+      opts.status ?? 503,
+      "UNAVAILABLE",
+      message,
+      "the broker is draining, overloaded or unreachable: retry later (after retryAfterMs), or give the client more urls to fail over to",
+      opts.cause,
+    );
+    this.name = "UnavailableError";
+    this.retryAfterMs = opts.retryAfterMs;
+  }
+}
+
+export class StaleReceiptError extends NaradError {
+  constructor(message: string) {
+    super(
+      410,
+      "STALE_RECEIPT",
+      message,
+      "the lease expired, was settled or predates a broker restart; the message will be (or was) redelivered. Process faster, or extend the lease (visibilityExtendMs / extend())",
+    );
+    this.name = "StaleReceiptError";
+  }
+}
+
+export class OffsetExpiredError extends NaradError {
+  constructor(message: string) {
+    super(
+      410,
+      "OFFSET_EXPIRED",
+      message,
+      "retention removed that offset: read from the partition's oldest_offset (topics.get)",
+    );
+    this.name = "OffsetExpiredError";
+  }
+}
+
+export class BadRequestError extends NaradError {
+  constructor(message: string, status = 400) {
+    super(
+      status,
+      "BAD_REQUEST",
+      message,
+      "the broker refused the request as malformed: fix the argument it names",
+    );
+    this.name = "BadRequestError";
+  }
+}
+
+export class ClosedError extends NaradError {
+  constructor(what: string) {
+    super(0, "CLOSED", `${what} is closed`, "create a new one; close() is final");
+    this.name = "ClosedError";
+  }
+}
+
+/** What the request was about, so a status can become the right error. */
+export interface ErrorContext {
+  topic?: string | undefined;
+  /** An ack/extend/nack: 410 means a stale receipt handle, not an expired offset. */
+  receipt?: boolean;
+}
+
+/** Retry-After is delta-seconds or an HTTP date. */
+export function parseRetryAfter(value: string | null, nowMs = Date.now()): number | undefined {
+  if (value === null || value.trim() === "") return undefined;
+  const secs = Number(value);
+  if (Number.isFinite(secs) && secs >= 0) return Math.round(secs * 1000);
+  const at = Date.parse(value);
+  if (Number.isNaN(at)) return undefined;
+  return Math.max(0, at - nowMs);
+}
+
+export function errorFromResponse(
+  status: number,
+  message: string,
+  retryAfterMs: number | undefined,
+  ctx: ErrorContext,
+): NaradError {
+  switch (status) {
+    case 400:
+    case 415:
+      return new BadRequestError(message, status);
+    case 404:
+      if (ctx.topic !== undefined && /^topic .* not found/.test(message))
+        return new TopicNotFoundError(ctx.topic, message);
+      return new NaradError(
+        404,
+        "NOT_FOUND",
+        message,
+        "check the name (topic, group) and the broker version",
+      );
+    case 409:
+      return new TopicExistsError(message);
+    case 410:
+      return ctx.receipt ? new StaleReceiptError(message) : new OffsetExpiredError(message);
+    case 413:
+      return new PayloadTooLargeError(message);
+    case 429:
+    case 503:
+      return new UnavailableError(message, {
+        status,
+        ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
+      });
+    default:
+      return new NaradError(status, "HTTP_ERROR", message, "unexpected answer from the broker; see its log");
+  }
+}

@@ -1,0 +1,36 @@
+// The Narad client library: `new NaradClient({ url })`, then topics.*,
+// produce/replay/read, client.producer(topic) (batching, backpressure,
+// retries) and client.consumer(topic) (queue consume with leases).
+
+export { NaradClient, type NaradClientOptions, type ProduceOptions } from "./client.ts";
+export {
+  Consumer,
+  type ConsumerOptions,
+  type Handler,
+  type ReceivedMessage,
+  type RunOptions,
+} from "./consumer.ts";
+export {
+  BadRequestError,
+  ClosedError,
+  NaradError,
+  type NaradErrorCode,
+  OffsetExpiredError,
+  PayloadTooLargeError,
+  StaleReceiptError,
+  TopicExistsError,
+  TopicNotFoundError,
+  UnavailableError,
+} from "./errors.ts";
+export { type Delivery, Producer, type ProducerOptions, type SendOptions, type Sent } from "./producer.ts";
+export type {
+  GroupInfo,
+  Message,
+  NodeStatus,
+  PartitionStats,
+  ReadResult,
+  Topic,
+  TopicInfo,
+  TopicPatch,
+  TopicSettings,
+} from "./types.ts";
