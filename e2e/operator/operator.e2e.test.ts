@@ -274,7 +274,8 @@ describe("narad-operator", () => {
     expect(new Set(orders?.status?.assignments?.map((a) => a.owner)).size).toBe(3);
   });
 
-  it("changing spec.image updates the StatefulSet template and deletes no pod", async () => {
+  it("changing spec.image with the rollout paused updates the StatefulSet template and deletes no pod", async () => {
+    // With rolls, an image change restarts every pod (roll.e2e.test.ts); paused, none.
     const before = new Map((await pods("demo")).map((p) => [p.metadata.name, p.metadata.uid]));
     await platform.kubectl([
       "-n",
@@ -284,7 +285,7 @@ describe("narad-operator", () => {
       "demo",
       "--type=merge",
       "-p",
-      '{"spec":{"image":"ghcr.io/narad/narad:0.2.0"}}',
+      '{"spec":{"image":"ghcr.io/narad/narad:0.2.0","rollout":{"paused":true}}}',
     ]);
     await waitFor(
       async () => {
@@ -300,11 +301,11 @@ describe("narad-operator", () => {
       async () => {
         const x = await cluster("demo");
         return x?.status?.observedGeneration === 2 &&
-          cond(x.status, "Progressing")?.reason === "RevisionPending"
+          cond(x.status, "Progressing")?.reason === "RolloutPaused"
           ? x
           : undefined;
       },
-      { timeoutMs: 60_000, what: "Progressing=RevisionPending at generation 2" },
+      { timeoutMs: 60_000, what: "Progressing=RolloutPaused at generation 2" },
     );
     expect(cond(c.status, "Ready")?.status).toBe("True");
     // give a would-be roll time to act
