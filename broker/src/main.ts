@@ -4,6 +4,7 @@
 
 import { hostname } from "node:os";
 import { pino } from "pino";
+import { cliCommandNames, cliUsage } from "./cli/usage.ts";
 import { ConfigError, loadConfig, usage } from "./config.ts";
 import { startBroker } from "./node.ts";
 
@@ -42,6 +43,11 @@ async function serve(argv: string[]): Promise<void> {
 
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
+  // Client commands (topic, pub, sub, ...) live in cli/ and load only when used.
+  if ((cliCommandNames as readonly string[]).includes(command ?? "")) {
+    const cli = await import("./cli/index.ts");
+    return cli.main(command as string, rest);
+  }
   switch (command) {
     case "serve":
       return serve(rest);
@@ -49,10 +55,11 @@ async function main(argv: string[]): Promise<void> {
     case "help":
     case "--help":
     case "-h":
-      process.stdout.write(usage);
+      process.stdout.write(`${cliUsage}\n${usage}`);
       return;
     default:
-      throw new ConfigError(`unknown command "${command}"`);
+      process.stderr.write(`narad: unknown command "${command}"\n\n${cliUsage}`);
+      process.exit(2);
   }
 }
 

@@ -1,0 +1,32 @@
+// Usage text of the client commands (no imports: main.ts loads it eagerly).
+
+export const cliCommandNames = ["topic", "pub", "sub", "replay", "bench", "cluster", "context"] as const;
+
+export const cliUsage = `Usage: narad <command> [options]
+
+Commands:
+  serve ...                                 run a broker (see below)
+  topic add <name> [--partitions N] [--retention-ms N] [--retention-bytes N]
+                   [--visibility-timeout-ms N] [--max-in-flight N] [--max-acked-ahead N]
+  topic ls | info <name> | rm <name>
+  topic edit <name> [--partitions N] [--retention-ms N] [--retention-bytes N] [--max-in-flight N] [--max-acked-ahead N]
+  pub <topic> [message] [--key K] [--partition N]
+                                            publish one message, or one per stdin line
+  sub <topic> [--group G] [--peek] [--count N] [--idle-ms N] [--wait-ms N]
+                                            consume and ack after printing; --peek nacks instead (nothing acked)
+  replay <topic> --partition N [--offset N] [--limit N]
+                                            read stored messages from an offset (no consumer state)
+  bench [--messages N] [--size B] [--concurrency C] [--partitions P] [--batch-size N] [--topic T]
+                                            produce load through the client; msg/s, p50/p99
+  cluster status                            /admin/v1/status of every broker of the context
+  context add <name> --url URL [--url URL...] | use <name> | ls | rm <name>
+
+Global options:
+  --url URL        broker url (repeat, or comma-separate, for several)  env NARAD_URL
+  --context NAME   a named context from contexts.json (NARAD_CONFIG_DIR, default ~/.config/narad)
+  --json           machine-readable output (one JSON document; NDJSON for sub and replay)
+  --timeout-ms N   per request (default 10000)
+  -h, --help       this text
+
+Exit codes: 0 ok, 1 error (broker or network), 2 usage.
+`;
