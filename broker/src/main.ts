@@ -6,11 +6,12 @@ import { hostname } from "node:os";
 import { pino } from "pino";
 import { cliCommandNames, cliUsage } from "./cli/usage.ts";
 import { ConfigError, loadConfig, usage } from "./config.ts";
-import { startBroker } from "./node.ts";
 
 async function serve(argv: string[]): Promise<void> {
   const config = loadConfig(argv, process.env, hostname());
   const logger = pino({ level: config.logLevel, base: { node: config.nodeId } });
+  // Loaded here, not at the top: the broker's modules take ~2 s to load, which the client commands skip.
+  const { startBroker } = await import("./node.ts");
   const broker = await startBroker(config, logger);
   logger.info(
     { http: broker.httpAddress, dataDir: config.dataDir, metastore: config.metastore, dev: config.dev },
