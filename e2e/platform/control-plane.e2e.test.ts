@@ -233,6 +233,11 @@ describe("local control plane", () => {
     // The directory and registry entry are swept by the next start (or `platform down`).
     await reapStaleInstances(log);
     expect(existsSync(dir)).toBe(false);
+    // A killed process drops its command line before its sockets: wait for both.
+    await waitFor(async () => Object.values(ports).every((port) => listenerOn(port) === ""), {
+      timeoutMs: 10_000,
+      what: "the killed components' ports to close",
+    });
     for (const port of Object.values(ports)) expect(listenerOn(port), `port ${port} still open`).toBe("");
   });
 

@@ -22,7 +22,8 @@ export async function freePort(host = "127.0.0.1"): Promise<number> {
   });
 }
 
-export async function waitReady(url: string, timeoutMs = 30_000): Promise<void> {
+/** Generous: under a loaded CI machine a broker on the kubernetes metastore needs its watches first. */
+export async function waitReady(url: string, timeoutMs = 90_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
