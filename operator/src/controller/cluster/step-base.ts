@@ -39,7 +39,7 @@ export async function ensureBaseObjects(ctx: ClusterContext): Promise<StepResult
     if (kind === "ConfigMap" && outcome === "updated") {
       ctx.log.info(
         { configHash: ctx.configHash, config: configMap.data?.[BROKER_CONFIG_FILE] },
-        "broker config changed; pods see it on their next restart",
+        "broker config changed; pods pick it up as the roll restarts them (or on their next restart while paused)",
       );
     }
   }
