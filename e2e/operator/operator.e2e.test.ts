@@ -477,7 +477,11 @@ describe("narad-operator", () => {
       timeoutMs: 60_000,
       what: "crash observed at generation 2",
     });
-    expect(reconciled(b).length).toBeGreaterThan(bBefore);
+    // The status write and b's "reconciled" line race through two pipes; give the line a moment.
+    await waitFor(() => reconciled(b).length > bBefore, {
+      timeoutMs: 10_000,
+      what: "op-b to log a reconcile after the change",
+    });
     expect(reconciled(c)).toHaveLength(cBefore);
     expect(cBefore).toBe(0);
     expect((await fetch(`${c.metricsUrl}/readyz`)).status).toBe(200);
