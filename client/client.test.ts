@@ -4,6 +4,7 @@ import { decodeBinaryBatch } from "../broker/src/core/batch-codec.ts";
 import { partitionForKey } from "../broker/src/core/partitioner.ts";
 import {
   BadRequestError,
+  FencedProducerError,
   NaradClient,
   PayloadTooLargeError,
   StaleReceiptError,
@@ -213,5 +214,76 @@ describe("typed errors", () => {
     expect(msg?.receiptHandle).toBe("0:0:abc.1");
     await expect(msg?.ack()).rejects.toBeInstanceOf(StaleReceiptError);
     consumer.stop();
+  });
+});
+
+describe("idempotent Producer", () => {
+  const stampOf = (r: SeenRequest) => ({
+    id: r.headers["narad-producer-id"],
+    epoch: r.headers["narad-producer-epoch"],
+    seq: r.headers["narad-producer-seq"],
+    n: decodeBinaryBatch(r.body, 1 << 20).length,
+    partition: decodeBinaryBatch(r.body, 1 << 20)[0]?.partition,
+  });
+
+  it("stamps batches with per-partition sequences and retries with the same ones", async () => {
+    let n = 0;
+    const f = await fakeWithTopic((q, res) => {
+      n++;
+      // The second request is "lost": the connection drops after the broker got it.
+      if (n === 2) return void res.socket?.destroy();
+      json(res, 202, { accepted: decodeBinaryBatch(q.body, 1 << 20).length });
+    });
+    const p = client([f.url], { retries: 3, backoffMs: 5 }).producer("t", {
+      idempotent: true,
+      producerId: "orders-1",
+      epoch: 9,
+      batchSize: 2,
+      lingerMs: 10_000,
+    });
+    expect(p.identity).toEqual({ producerId: "orders-1", epoch: 9 });
+    const sent = [];
+    for (let i = 0; i < 4; i++) sent.push(await p.send(`a${i}`, { partition: 0 }));
+    for (let i = 0; i < 2; i++) sent.push(await p.send(`b${i}`, { partition: 2 }));
+    await Promise.all(sent.map((s) => s.delivered));
+    const stamps = f.requests.filter((r) => r.path.endsWith("/produce-batch")).map(stampOf);
+    const of = (part: number) => stamps.filter((s) => s.partition === part).map((s) => [s.seq, s.n]);
+    // Request 2 (partition 0's second batch or partition 2's first) was retried with the same seq.
+    const p0 = of(0);
+    const p2 = of(2);
+    expect(p0.length + p2.length).toBe(4);
+    expect(p0.slice(0, 2)).toEqual([
+      ["0", 2],
+      ["2", 2],
+    ]);
+    expect(new Set(p0.map(String))).toEqual(new Set(["0,2", "2,2"]));
+    expect(new Set(p2.map(String))).toEqual(new Set(["0,2"]));
+    expect(new Set(stamps.map((s) => `${s.id}/${s.epoch}`))).toEqual(new Set(["orders-1/9"]));
+  });
+
+  it("generates an id and an epoch; plain producers send no producer headers", async () => {
+    const f = await fakeWithTopic();
+    const c = client([f.url]);
+    const p = c.producer("t", { idempotent: true, lingerMs: 0 });
+    expect(p.identity?.producerId).toMatch(/^[A-Za-z0-9._-]{1,64}$/);
+    expect(p.identity?.epoch).toBeGreaterThan(1_700_000_000);
+    await (await p.send("x", { key: "k" })).delivered;
+    const plain = c.producer("t", { lingerMs: 0 });
+    await (await plain.send("y")).delivered;
+    const reqs = f.requests.filter((r) => r.path.endsWith("/produce-batch"));
+    expect(reqs[0]!.headers["narad-producer-id"]).toBe(p.identity?.producerId);
+    expect(reqs[1]!.headers["narad-producer-id"]).toBeUndefined();
+    expect(() => c.producer("t", { producerId: "x" })).toThrow(BadRequestError);
+    expect(() => c.producer("t", { idempotent: true, producerId: "bad id" })).toThrow(BadRequestError);
+  });
+
+  it("fails a fenced batch with FencedProducerError and a hint", async () => {
+    const f = await fakeWithTopic((_q, res) => json(res, 409, { error: "producer fenced: epoch 1 < 2" }));
+    const p = client([f.url]).producer("t", { idempotent: true, producerId: "p", epoch: 1, lingerMs: 0 });
+    const err = await (await p.send("x", { partition: 0 })).delivered.catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(FencedProducerError);
+    expect((err as FencedProducerError).code).toBe("PRODUCER_FENCED");
+    expect((err as FencedProducerError).hint).toMatch(/higher epoch/);
+    await expect(p.flush()).rejects.toBeInstanceOf(FencedProducerError);
   });
 });

@@ -11,6 +11,7 @@ export type NaradErrorCode =
   | "OFFSET_EXPIRED"
   | "BAD_REQUEST"
   | "HTTP_ERROR"
+  | "PRODUCER_FENCED"
   | "CLOSED";
 
 export class NaradError extends Error {
@@ -107,6 +108,19 @@ export class BadRequestError extends NaradError {
   }
 }
 
+/** 409 "producer fenced": a newer epoch of this producerId has written; this instance is a zombie. */
+export class FencedProducerError extends NaradError {
+  constructor(message: string) {
+    super(
+      409,
+      "PRODUCER_FENCED",
+      message,
+      "another instance of this producer (same producerId, higher epoch) took over: stop this one, or start it again with a higher epoch",
+    );
+    this.name = "FencedProducerError";
+  }
+}
+
 export class ClosedError extends NaradError {
   constructor(what: string) {
     super(0, "CLOSED", `${what} is closed`, "create a new one; close() is final");
@@ -151,6 +165,7 @@ export function errorFromResponse(
         "check the name (topic, group) and the broker version",
       );
     case 409:
+      if (message.startsWith("producer fenced")) return new FencedProducerError(message);
       return new TopicExistsError(message);
     case 410:
       return ctx.receipt ? new StaleReceiptError(message) : new OffsetExpiredError(message);

@@ -13,6 +13,7 @@ export {
 export {
   BadRequestError,
   ClosedError,
+  FencedProducerError,
   NaradError,
   type NaradErrorCode,
   OffsetExpiredError,

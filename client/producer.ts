@@ -10,7 +10,17 @@
 //
 // The buffer is bounded: send() waits for space while maxBufferedRecords are
 // buffered or in flight (backpressure, never unbounded).
+//
+// Idempotent mode ({ idempotent: true }): the producer has an id (random
+// unless given) and an epoch (seconds since the epoch unless given). When a
+// batch is sealed it takes the next per-partition sequences; every attempt of
+// that batch (transport retries after 503/429/network errors, including a
+// response lost after the broker stored the batch) sends the SAME
+// narad-producer-id/-epoch/-seq headers, and the partition owner drops the
+// copies it already committed. A 409 "producer fenced" (a newer epoch of the
+// same id has written) fails the batch with FencedProducerError.
 
+import { randomBytes } from "node:crypto";
 import { encodeBinaryBatch } from "../broker/src/core/batch-codec.ts";
 import { createRotator, partitionForKey } from "../broker/src/core/partitioner.ts";
 import type { NaradClient } from "./client.ts";
@@ -34,6 +44,15 @@ export interface ProducerOptions {
   maxRecordBytes?: number;
   /** Partition count is re-read after this. Default 30 s. */
   metadataMaxAgeMs?: number;
+  /**
+   * Stamp batches with (producerId, epoch, per-partition seq) so retries never
+   * store a record twice. Default false.
+   */
+  idempotent?: boolean;
+  /** 1-64 chars of [A-Za-z0-9._-]. Default: random. Reuse it with a higher epoch to fence an old instance. */
+  producerId?: string;
+  /** u32. Default: seconds since 1970 (a restarted producer gets a higher epoch). */
+  epoch?: number;
 }
 
 export interface SendOptions {
@@ -66,6 +85,8 @@ interface Batch {
   timer: NodeJS.Timeout | undefined;
   /** Its linger passed while the partition had a batch in flight. */
   due: boolean;
+  /** Idempotent mode: producer seq of the batch's first record, fixed when sealed. */
+  firstSeq?: number;
 }
 
 const noop = () => {};
@@ -82,6 +103,10 @@ export class Producer {
   readonly #backoffMs: number | undefined;
   readonly #maxRecordBytes: number;
   readonly #metadataMaxAgeMs: number;
+  /** Idempotent identity, undefined for a plain producer. */
+  readonly #identity: { producerId: string; epoch: number } | undefined;
+  /** Next producer seq per partition. */
+  readonly #nextSeq = new Map<number, number>();
 
   readonly #open = new Map<number, Batch>();
   readonly #ready = new Map<number, Batch[]>();
@@ -109,6 +134,24 @@ export class Producer {
     this.#backoffMs = opts.backoffMs;
     this.#maxRecordBytes = opts.maxRecordBytes ?? 1024 * 1024;
     this.#metadataMaxAgeMs = opts.metadataMaxAgeMs ?? 30_000;
+    if (opts.idempotent === true) {
+      const producerId = opts.producerId ?? `p-${randomBytes(12).toString("hex")}`;
+      if (!/^[A-Za-z0-9._-]{1,64}$/.test(producerId)) {
+        throw new BadRequestError("producerId must be 1-64 chars of [A-Za-z0-9._-]", 0);
+      }
+      const epoch = opts.epoch ?? Math.floor(Date.now() / 1000);
+      if (!Number.isInteger(epoch) || epoch < 0 || epoch > 0xffff_ffff) {
+        throw new BadRequestError("epoch must be an integer in [0, 2^32)", 0);
+      }
+      this.#identity = { producerId, epoch };
+    } else if (opts.producerId !== undefined || opts.epoch !== undefined) {
+      throw new BadRequestError("producerId and epoch need idempotent: true", 0);
+    }
+  }
+
+  /** The idempotent identity (undefined for a plain producer). */
+  get identity(): { producerId: string; epoch: number } | undefined {
+    return this.#identity;
   }
 
   /** Records buffered or in flight. */
@@ -216,6 +259,11 @@ export class Producer {
     this.#open.delete(partition);
     if (batch.timer !== undefined) clearTimeout(batch.timer);
     if (this.#sticky === partition) this.#sticky = undefined;
+    if (this.#identity !== undefined) {
+      const first = this.#nextSeq.get(partition) ?? 0;
+      batch.firstSeq = first;
+      this.#nextSeq.set(partition, first + batch.records.length);
+    }
     let queue = this.#ready.get(partition);
     if (queue === undefined) {
       queue = [];
@@ -253,6 +301,15 @@ export class Producer {
         path: `/v1/topics/${encodeURIComponent(this.topic)}/produce-batch`,
         contentType: "application/vnd.narad.batch",
         body,
+        ...(this.#identity === undefined
+          ? {}
+          : {
+              headers: {
+                "narad-producer-id": this.#identity.producerId,
+                "narad-producer-epoch": String(this.#identity.epoch),
+                "narad-producer-seq": String(batch.firstSeq ?? 0),
+              },
+            }),
         ctx: { topic: this.topic },
         ...(this.#retries === undefined ? {} : { retries: this.#retries }),
         ...(this.#backoffMs === undefined ? {} : { backoffMs: this.#backoffMs }),

@@ -32,6 +32,8 @@ export interface Call {
   query?: Record<string, QueryValue>;
   body?: Uint8Array | string;
   contentType?: string;
+  /** Extra request headers (the same on every retry). */
+  headers?: Record<string, string>;
   ctx?: ErrorContext;
   /** Overrides the transport's; Infinity retries until the signal aborts. */
   retries?: number;
@@ -179,7 +181,7 @@ export class Transport {
   async #once(base: string, call: Call): Promise<Reply & { retryAfterMs: number | undefined }> {
     const timeout = AbortSignal.timeout(call.timeoutMs ?? this.#opts.timeoutMs);
     const signal = call.signal === undefined ? timeout : AbortSignal.any([timeout, call.signal]);
-    const headers: Record<string, string> = {};
+    const headers: Record<string, string> = { ...call.headers };
     if (call.contentType !== undefined) headers["content-type"] = call.contentType;
     const res = await fetch(this.#buildUrl(base, call), {
       method: call.method,

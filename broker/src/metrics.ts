@@ -18,6 +18,7 @@ export interface BrokerMetrics {
   walCorruptFrames: Gauge;
   dispatchLagSeconds: Gauge;
   dispatchCommittedRecords: Counter;
+  producerFencedRecords: Counter;
   dispatchBatchRecords: Histogram;
   dispatchCommitSeconds: Histogram;
   dispatchErrors: Counter;
@@ -116,6 +117,11 @@ export function createBrokerMetrics(opts: { defaultMetrics: boolean }): BrokerMe
     dispatchCommittedRecords: new Counter({
       name: "narad_dispatch_committed_records_total",
       help: "Records committed to partition owners by the dispatcher",
+      registers: r,
+    }),
+    producerFencedRecords: new Counter({
+      name: "narad_producer_fenced_records_total",
+      help: "Idempotent-producer records the partition owner dropped because their epoch was fenced by a newer one",
       registers: r,
     }),
     dispatchBatchRecords: new Histogram({

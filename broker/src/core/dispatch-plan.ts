@@ -302,7 +302,9 @@ interface LaneDraft {
 }
 
 function toCommitRecord(r: WalRecord, incarnation: string): CommitRecord {
-  return { key: r.key, createdMs: r.createdMs, payload: r.payload, incarnation, seq: r.seq };
+  const c: CommitRecord = { key: r.key, createdMs: r.createdMs, payload: r.payload, incarnation, seq: r.seq };
+  if (r.producer !== undefined) c.producer = r.producer;
+  return c;
 }
 
 /** Splits a lane's records (seq order) into batches of at most maxBatchBytes. */

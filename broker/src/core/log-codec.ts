@@ -9,16 +9,23 @@
 // Payload: `count` records, each `[len u32][record]`.
 // Record: 0x03 | uvarint keyLen | key | commitMs u64 | createdMs u64 |
 //         incarnation 8 bytes | seq u64 | payload (the rest of `len`).
+// Record version 0x04 (idempotent producers) inserts the producer fields
+// before the payload: ... | seq u64 | producerId (u8 len + ascii, 1..64) |
+//         epoch u32 | producer seq u64 | payload.
+// A frame may mix 0x03 and 0x04 records.
 //
 // Pure: no I/O. Every decoder validates shape (lengths consume the payload
 // exactly, count matches) so a CRC-valid but malformed frame is still refused.
 
 import { crc32c } from "@node-rs/crc32";
-import type { CommitRecord, StoredRecord } from "./records.ts";
+import type { CommitRecord, ProducerStamp, StoredRecord } from "./records.ts";
 
 export const frameMagic = 0xcafe;
 export const frameHeaderBytes = 27;
 export const recordVersion = 0x03;
+/** 0x03 plus producer id, epoch and producer seq. */
+export const recordVersionProducer = 0x04;
+const producerFixedBytes = 1 + 4 + 8;
 export const frameCodecMask = 0x07;
 export const frameCodecNone = 0;
 /** Byte range of the header covered by the CRC (flags .. compressed length). */
@@ -86,7 +93,16 @@ export function isIncarnation(s: string): boolean {
 /** Bytes one record occupies in a frame payload, including its length prefix. */
 export function recordFrameBytes(r: CommitRecord): number {
   const keyLen = r.key.length;
-  return recordLenPrefixBytes + 1 + uvarintBytes(keyLen) + keyLen + recordFixedTailBytes + r.payload.length;
+  const producer = r.producer === undefined ? 0 : producerFixedBytes + r.producer.id.length;
+  return (
+    recordLenPrefixBytes +
+    1 +
+    uvarintBytes(keyLen) +
+    keyLen +
+    recordFixedTailBytes +
+    producer +
+    r.payload.length
+  );
 }
 
 /** Payload bytes of a frame holding `records` (sum of recordFrameBytes). */
@@ -119,7 +135,8 @@ export function encodeFrame(records: readonly CommitRecord[], baseOffset: number
     const len = recordFrameBytes(r) - recordLenPrefixBytes;
     buf.writeUInt32BE(len, at);
     at += recordLenPrefixBytes;
-    buf[at++] = recordVersion;
+    const producer = r.producer;
+    buf[at++] = producer === undefined ? recordVersion : recordVersionProducer;
     let k = r.key.length;
     while (k >= 0x80) {
       buf[at++] = (k & 0x7f) | 0x80;
@@ -132,6 +149,19 @@ export function encodeFrame(records: readonly CommitRecord[], baseOffset: number
     buf.write(r.incarnation, at + 16, incarnationBytes, "hex");
     writeU64(buf, r.seq, at + 24);
     at += recordFixedTailBytes;
+    if (producer !== undefined) {
+      if (!/^[A-Za-z0-9._-]{1,64}$/.test(producer.id)) throw new Error("encodeFrame: bad producer id");
+      if (!Number.isInteger(producer.epoch) || producer.epoch < 0 || producer.epoch > 0xffff_ffff)
+        throw new Error("encodeFrame: bad producer epoch");
+      if (!Number.isSafeInteger(producer.seq) || producer.seq < 0)
+        throw new Error("encodeFrame: bad producer seq");
+      buf[at] = producer.id.length;
+      buf.write(producer.id, at + 1, "latin1");
+      at += 1 + producer.id.length;
+      buf.writeUInt32BE(producer.epoch, at);
+      writeU64(buf, producer.seq, at + 4);
+      at += 12;
+    }
     at += r.payload.copy(buf, at);
   }
   buf.writeUInt32BE(frameCrc(buf, 0, payloadLen), crcFieldAt);
@@ -192,7 +222,15 @@ function walkRecords(
   buf: Buffer,
   pos: number,
   h: FrameHeader,
-  visit: (index: number, start: number, len: number, keyStart: number, keyLen: number) => void,
+  visit: (
+    index: number,
+    start: number,
+    len: number,
+    keyStart: number,
+    keyLen: number,
+    payloadStart: number,
+    producer: ProducerStamp | undefined,
+  ) => void,
 ): boolean {
   let at = pos + frameHeaderBytes;
   const end = at + h.compressedLength;
@@ -200,7 +238,8 @@ function walkRecords(
     if (end - at < recordLenPrefixBytes) return false;
     const len = buf.readUInt32BE(at);
     at += recordLenPrefixBytes;
-    if (len > end - at || buf[at] !== recordVersion) return false;
+    const version = buf[at];
+    if (len > end - at || (version !== recordVersion && version !== recordVersionProducer)) return false;
     let keyLen = 0;
     let shift = 1;
     let p = at + 1;
@@ -212,7 +251,22 @@ function walkRecords(
       if (byte < 0x80) break;
     }
     if (p + keyLen + recordFixedTailBytes > at + len) return false;
-    visit(i, at, len, p, keyLen);
+    let payloadStart = p + keyLen + recordFixedTailBytes;
+    let producer: ProducerStamp | undefined;
+    if (version === recordVersionProducer) {
+      if (payloadStart + producerFixedBytes > at + len) return false;
+      const idLen = buf[payloadStart]!;
+      if (idLen < 1 || idLen > 64 || payloadStart + producerFixedBytes + idLen > at + len) return false;
+      const seq = readU64(buf, payloadStart + 5 + idLen);
+      if (seq < 0) return false;
+      producer = {
+        id: buf.toString("latin1", payloadStart + 1, payloadStart + 1 + idLen),
+        epoch: buf.readUInt32BE(payloadStart + 1 + idLen),
+        seq,
+      };
+      payloadStart += producerFixedBytes + idLen;
+    }
+    visit(i, at, len, p, keyLen, payloadStart, producer);
     at += len;
   }
   return at === end;
@@ -232,7 +286,7 @@ export function decodeFrameRecords(
 ): boolean {
   const decoded: StoredRecord[] = [];
   let bad = false;
-  const ok = walkRecords(buf, pos, h, (i, start, len, keyStart, keyLen) => {
+  const ok = walkRecords(buf, pos, h, (i, start, len, keyStart, keyLen, payloadStart, producer) => {
     const offset = h.baseOffset + i;
     if (offset < fromOffset) return;
     const tail = keyStart + keyLen;
@@ -240,15 +294,17 @@ export function decodeFrameRecords(
     const createdMs = readU64(buf, tail + 8);
     const seq = readU64(buf, tail + 24);
     if (commitMs < 0 || createdMs < 0 || seq < 0) bad = true;
-    decoded.push({
+    const rec: StoredRecord = {
       offset,
       key: buf.subarray(keyStart, tail),
       commitMs,
       createdMs,
-      payload: buf.subarray(tail + recordFixedTailBytes, start + len),
+      payload: buf.subarray(payloadStart, start + len),
       incarnation: buf.toString("hex", tail + 16, tail + 16 + incarnationBytes),
       seq,
-    });
+    };
+    if (producer !== undefined) rec.producer = producer;
+    decoded.push(rec);
   });
   if (!ok || bad) return false;
   for (const r of decoded) out.push(r);
@@ -260,6 +316,8 @@ export interface FrameIds {
   /** Highest seq per incarnation within the frame. */
   maxSeq: Map<string, number>;
   lastCommitMs: number;
+  /** Producer stamps of the frame's records, in offset order (empty for 0x03-only frames). */
+  producers: ProducerStamp[];
 }
 
 /** Extracts (incarnation, seq) and commit times without copying payloads. */
@@ -267,7 +325,8 @@ export function scanFrameIds(buf: Buffer, pos: number, h: FrameHeader): FrameIds
   const maxSeq = new Map<string, number>();
   let lastCommitMs = 0;
   let bad = false;
-  const ok = walkRecords(buf, pos, h, (_i, _start, _len, keyStart, keyLen) => {
+  const producers: ProducerStamp[] = [];
+  const ok = walkRecords(buf, pos, h, (_i, _start, _len, keyStart, keyLen, _payloadStart, producer) => {
     const tail = keyStart + keyLen;
     const commitMs = readU64(buf, tail);
     const seq = readU64(buf, tail + 24);
@@ -279,7 +338,8 @@ export function scanFrameIds(buf: Buffer, pos: number, h: FrameHeader): FrameIds
     const inc = buf.toString("hex", tail + 16, tail + 16 + incarnationBytes);
     const prev = maxSeq.get(inc);
     if (prev === undefined || seq > prev) maxSeq.set(inc, seq);
+    if (producer !== undefined) producers.push(producer);
   });
   if (!ok || bad) return null;
-  return { maxSeq, lastCommitMs };
+  return { maxSeq, lastCommitMs, producers };
 }

@@ -2,6 +2,29 @@
 // HTTP → ingress WAL (WalRecord) → dispatcher → owner's partition log
 // (CommitRecord in, StoredRecord out).
 
+/**
+ * Idempotent-producer identity of one record: producerId (1..64 chars of
+ * [A-Za-z0-9._-]), epoch (u32) and a per-partition sequence (u53).
+ */
+export interface ProducerStamp {
+  id: string;
+  epoch: number;
+  seq: number;
+}
+
+export const producerIdPattern = /^[A-Za-z0-9._-]{1,64}$/;
+export const maxProducerEpoch = 0xffff_ffff;
+
+/** Why a stamp cannot be stored, or undefined when it can. */
+export function producerStampProblem(p: ProducerStamp): string | undefined {
+  if (typeof p.id !== "string" || !producerIdPattern.test(p.id))
+    return "producer id must be 1-64 chars of [A-Za-z0-9._-]";
+  if (!Number.isInteger(p.epoch) || p.epoch < 0 || p.epoch > maxProducerEpoch)
+    return "producer epoch must be a u32";
+  if (!Number.isSafeInteger(p.seq) || p.seq < 0) return "producer seq must be a non-negative safe integer";
+  return undefined;
+}
+
 /** What a producer hands to the ingress WAL. */
 export interface WalRecordInput {
   topic: string;
@@ -12,6 +35,8 @@ export interface WalRecordInput {
   /** Wall-clock ms at ingress. */
   createdMs: number;
   payload: Buffer;
+  /** Present for idempotent producers (WAL record format 2). */
+  producer?: ProducerStamp | undefined;
 }
 
 /** A record read back from the ingress WAL. seq is dense and starts at 1. */
@@ -30,6 +55,8 @@ export interface CommitRecord {
   /** Ingress WAL incarnation id: 16 lowercase hex chars (8 random bytes). */
   incarnation: string;
   seq: number;
+  /** Present for idempotent producers: the owner also dedups/fences by it. */
+  producer?: ProducerStamp | undefined;
 }
 
 /** A committed record as read from a partition log. */
@@ -42,4 +69,6 @@ export interface StoredRecord {
   payload: Buffer;
   incarnation: string;
   seq: number;
+  /** Present when the record came from an idempotent producer (record version 0x04). */
+  producer?: ProducerStamp | undefined;
 }

@@ -11,17 +11,23 @@
 // Record payload:
 //   format u8 (= 1) | topic (u16 len + utf8) | key (u32 len + bytes)
 //   | partition u32 | createdMs u64 | payload (u32 len + bytes)
+// Format 2 (idempotent producers) is format 1 followed by the producer trailer:
+//   | producerId (u8 len + ascii, 1..64) | epoch u32 | producer seq u64
 //
 // Invariants: a frame is accepted only when its magic, CRC, seq range and
 // record shape (format byte, lengths adding up exactly) all check out; the
 // CRC is computed before write and verified after every read.
 
 import { crc32c } from "@node-rs/crc32";
-import type { WalRecord, WalRecordInput } from "./records.ts";
+import { producerStampProblem, type WalRecord, type WalRecordInput } from "./records.ts";
 
 export const walFrameMagic = 0x4e57414c; // "NWAL"
 export const walFrameHeaderBytes = 20;
 export const walRecordFormat = 1;
+/** Format 1 plus the producer trailer (id, epoch, seq). */
+export const walRecordFormatProducer = 2;
+/** id len + epoch + seq (plus the id's bytes). */
+const producerTrailerFixedBytes = 1 + 4 + 8;
 /** format + topic len + key len + partition + createdMs + payload len. */
 export const walRecordFixedBytes = 1 + 2 + 4 + 4 + 8 + 4;
 /** The smallest well-formed frame: empty topic, key and payload. */
@@ -34,7 +40,8 @@ const maxSafeHighWord = 0x20_0000;
 
 /** Byte size of the encoded record payload (the frame payload) for `r`. */
 export function walRecordPayloadBytes(r: WalRecordInput): number {
-  return walRecordFixedBytes + Buffer.byteLength(r.topic, "utf8") + r.key.length + r.payload.length;
+  const trailer = r.producer === undefined ? 0 : producerTrailerFixedBytes + r.producer.id.length;
+  return walRecordFixedBytes + Buffer.byteLength(r.topic, "utf8") + r.key.length + r.payload.length + trailer;
 }
 
 /** Why an input cannot be encoded, or undefined when it can. */
@@ -48,6 +55,7 @@ export function walRecordInputProblem(r: WalRecordInput): string | undefined {
   }
   if (!Number.isSafeInteger(r.createdMs) || r.createdMs < 0)
     return "createdMs must be a non-negative integer";
+  if (r.producer !== undefined) return producerStampProblem(r.producer);
   return undefined;
 }
 
@@ -141,7 +149,8 @@ export function encodeWalFramesInto(
     const r = records[i]!;
     const frameStart = pos;
     let p = frameStart + walFrameHeaderBytes;
-    buf[p] = walRecordFormat;
+    const producer = r.producer;
+    buf[p] = producer === undefined ? walRecordFormat : walRecordFormatProducer;
     // Write the topic first and its length after: one utf8 pass, no byteLength call.
     const topicBytes = buf.write(r.topic, p + 3, "utf8");
     buf[p + 1] = topicBytes >>> 8;
@@ -155,6 +164,13 @@ export function encodeWalFramesInto(
     putU32(buf, r.payload.length, p + 12);
     buf.set(r.payload, p + 16);
     p += 16 + r.payload.length;
+    if (producer !== undefined) {
+      const idBytes = buf.write(producer.id, p + 1, "latin1");
+      buf[p] = idBytes;
+      putU32(buf, producer.epoch, p + 1 + idBytes);
+      writeU64(buf, producer.seq, p + 5 + idBytes);
+      p += producerTrailerFixedBytes + idBytes;
+    }
     const payloadBytes = p - frameStart - walFrameHeaderBytes;
     putU32(buf, walFrameMagic, frameStart);
     putU32(buf, payloadBytes, frameStart + 4);
@@ -205,7 +221,8 @@ export function checkWalFrame(buf: Buffer, at: number, end: number): FrameCheck 
 }
 
 function recordShapeProblem(buf: Buffer, start: number, payloadBytes: number): string | undefined {
-  if (buf[start] !== walRecordFormat) return "unknown record format";
+  const format = buf[start];
+  if (format !== walRecordFormat && format !== walRecordFormatProducer) return "unknown record format";
   const topicBytes = buf.readUInt16BE(start + 1);
   const keyAt = start + 3 + topicBytes;
   if (keyAt + 4 - start > payloadBytes) return "topic overruns payload";
@@ -214,7 +231,17 @@ function recordShapeProblem(buf: Buffer, start: number, payloadBytes: number): s
   if (partAt + 16 - start > payloadBytes) return "key overruns payload";
   if (buf.readUInt32BE(partAt + 4) >= maxSafeHighWord) return "createdMs out of range";
   const valueBytes = buf.readUInt32BE(partAt + 12);
-  if (partAt + 16 + valueBytes - start !== payloadBytes) return "record lengths do not add up";
+  const valueEnd = partAt + 16 + valueBytes - start;
+  if (format === walRecordFormat) {
+    if (valueEnd !== payloadBytes) return "record lengths do not add up";
+    return undefined;
+  }
+  if (valueEnd + producerTrailerFixedBytes > payloadBytes) return "payload overruns record";
+  const idBytes = buf[start + valueEnd]!;
+  if (idBytes < 1 || idBytes > 64) return "producer id length out of range";
+  if (valueEnd + producerTrailerFixedBytes + idBytes !== payloadBytes) return "record lengths do not add up";
+  const seqHighAt = start + valueEnd + 5 + idBytes;
+  if (buf.readUInt32BE(seqHighAt) >= maxSafeHighWord) return "producer seq out of range";
   return undefined;
 }
 
@@ -224,6 +251,7 @@ function recordShapeProblem(buf: Buffer, start: number, payloadBytes: number): s
  */
 export function decodeCheckedWalFrame(buf: Buffer, at: number): WalRecord {
   const seq = readU64(buf, at + 8)!;
+  const format = buf[at + walFrameHeaderBytes];
   let p = at + walFrameHeaderBytes + 1;
   const topicBytes = buf.readUInt16BE(p);
   const topic = buf.toString("utf8", p + 2, p + 2 + topicBytes);
@@ -235,7 +263,15 @@ export function decodeCheckedWalFrame(buf: Buffer, at: number): WalRecord {
   const createdMs = readU64(buf, p + 4)!;
   const valueBytes = buf.readUInt32BE(p + 12);
   const payload = buf.subarray(p + 16, p + 16 + valueBytes);
-  return { topic, key, partition, createdMs, payload, seq };
+  if (format !== walRecordFormatProducer) return { topic, key, partition, createdMs, payload, seq };
+  p += 16 + valueBytes;
+  const idBytes = buf[p]!;
+  const producer = {
+    id: buf.toString("latin1", p + 1, p + 1 + idBytes),
+    epoch: buf.readUInt32BE(p + 1 + idBytes),
+    seq: readU64(buf, p + 5 + idBytes)!,
+  };
+  return { topic, key, partition, createdMs, payload, seq, producer };
 }
 
 /** Seq field of a frame header, without any validation (for skipping known-good frames). */

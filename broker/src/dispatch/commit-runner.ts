@@ -17,6 +17,8 @@ export interface LaneResult {
   ok: boolean;
   appended: number;
   duplicates: number;
+  /** Records the owner dropped as fenced (producer epoch below the current one). */
+  fenced: number;
   failure?: { outcome: Exclude<BatchOutcome, "ok">; error?: unknown };
 }
 
@@ -61,7 +63,7 @@ export function settleWithin<T>(p: Promise<T>, timeoutMs: number, signal: AbortS
 }
 
 async function commitLane(lane: CommitLane, o: CommitLanesOptions): Promise<LaneResult> {
-  const res: LaneResult = { lane, committedSeqs: [], ok: true, appended: 0, duplicates: 0 };
+  const res: LaneResult = { lane, committedSeqs: [], ok: true, appended: 0, duplicates: 0, fenced: 0 };
   for (const batch of lane.batches) {
     if (o.signal.aborted) {
       res.ok = false;
@@ -81,7 +83,8 @@ async function commitLane(lane: CommitLane, o: CommitLanesOptions): Promise<Lane
     if (s.kind === "ok") {
       // An owner that accounts for fewer records than sent has not said they
       // are durable: treat it as a failure rather than risk losing them.
-      if (s.value.appended + s.value.duplicates !== batch.records.length) {
+      const fenced = s.value.fenced ?? 0;
+      if (s.value.appended + s.value.duplicates + fenced !== batch.records.length) {
         failure = {
           outcome: "error",
           error: new Error(
@@ -91,6 +94,7 @@ async function commitLane(lane: CommitLane, o: CommitLanesOptions): Promise<Lane
       } else {
         res.appended += s.value.appended;
         res.duplicates += s.value.duplicates;
+        res.fenced += fenced;
         for (const r of batch.records) res.committedSeqs.push(r.seq);
       }
     } else if (s.kind === "error") {

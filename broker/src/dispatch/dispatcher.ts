@@ -147,6 +147,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     for (const g of plan.reroutes) {
       for (const m of g.moves) {
         const r = m.record;
+        // No producer stamp: producer seqs are per partition, so a stamp moved
+        // to another partition could collide with that partition's own seqs
+        // and drop a record as a false duplicate. Rerouted records are plain.
         input.push({
           topic: r.topic,
           key: r.key,
@@ -225,6 +228,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       seqs.push(...r.committedSeqs);
       st.committedRecords += r.appended;
       if (r.appended + r.duplicates > 0) metrics.committed(r.appended, r.duplicates);
+      if (r.fenced > 0) metrics.fenced?.(r.fenced);
       if (r.failure === undefined || r.failure.outcome === "aborted") continue;
       failed = true;
       countError(r.failure.outcome === "timeout" ? "timeout" : "commit");

@@ -14,6 +14,9 @@ export function dispatchMetricsSink(m: BrokerMetrics): DispatchMetricsSink {
     committed(appended) {
       m.dispatchCommittedRecords.inc(appended);
     },
+    fenced(records) {
+      m.producerFencedRecords.inc(records);
+    },
     rerouted(records, reason) {
       m.dispatchRerouted.inc({ reason }, records);
     },

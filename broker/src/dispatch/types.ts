@@ -60,6 +60,8 @@ export interface DispatchMetricsSink {
   commitBatch(records: number, seconds: number, outcome: BatchOutcome): void;
   /** Records newly appended at their owner, and re-sends the owner recognised as duplicates. */
   committed(appended: number, duplicates: number): void;
+  /** Records the owner dropped because their producer epoch was fenced. */
+  fenced?(records: number): void;
   rerouted(records: number, reason: RerouteReason): void;
   /** Records of a confirmed-deleted topic that were discarded. */
   discarded(records: number): void;

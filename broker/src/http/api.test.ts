@@ -229,3 +229,82 @@ describe("drain and admin", () => {
     expect(text).toContain("narad_wal_pending_records");
   });
 });
+
+describe("idempotent produce", () => {
+  beforeEach(async () => {
+    await req("POST", "/v1/topics", { name: "t", partitions: 3 });
+  });
+
+  const ph = (id: string, epoch: string | number, seq: string | number) => ({
+    "narad-producer-id": id,
+    "narad-producer-epoch": String(epoch),
+    "narad-producer-seq": String(seq),
+  });
+
+  it.each([
+    [{ "narad-producer-id": "p1" }, /must be sent together/],
+    [ph("bad id!", 1, 0), /narad-producer-id/],
+    [ph("x".repeat(65), 1, 0), /narad-producer-id/],
+    [ph("p1", -1, 0), /narad-producer-epoch/],
+    [ph("p1", 2 ** 32, 0), /narad-producer-epoch/],
+    [ph("p1", 1, "1.5"), /narad-producer-seq/],
+    [ph("p1", 1, 2 ** 53), /narad-producer-seq/],
+  ])("400s malformed producer headers %#", async (headers, message) => {
+    const r = await req("POST", "/v1/topics/t/produce?partition=0", "x", headers as Record<string, string>);
+    expect(r.status).toBe(400);
+    expect(r.json().error).toMatch(message);
+  });
+
+  it("400s an idempotent record without key or partition (a retry could land elsewhere)", async () => {
+    const r = await req("POST", "/v1/topics/t/produce", "x", ph("p1", 1, 0));
+    expect(r.status).toBe(400);
+    expect(r.json().error).toMatch(/key or an explicit partition/);
+  });
+
+  it("stores a retried single produce and a retried batch once", async () => {
+    for (let i = 0; i < 3; i++)
+      expect((await req("POST", "/v1/topics/t/produce?partition=1", "one", ph("p1", 5, 0))).status).toBe(202);
+    const bin = encodeBinaryBatch(
+      Array.from({ length: 4 }, (_, i) => ({
+        partition: 1,
+        key: Buffer.alloc(0),
+        payload: Buffer.from(`b${i}`),
+      })),
+    );
+    for (let i = 0; i < 2; i++) {
+      const r = await req("POST", "/v1/topics/t/produce-batch", bin, {
+        "content-type": "application/vnd.narad.batch",
+        ...ph("p1", 5, 1),
+      });
+      expect(r.status).toBe(202);
+    }
+    // Overlapping retry (seqs 3..6): only 5 and 6 are new.
+    await req("POST", "/v1/topics/t/produce-batch", bin, {
+      "content-type": "application/vnd.narad.batch",
+      ...ph("p1", 5, 3),
+    });
+    const got = await visible("t", 1, 7);
+    await new Promise((ok) => setTimeout(ok, 100));
+    const all = (await req("GET", "/v1/topics/t/records?partition=1")).json().records;
+    expect(all.map((m: { payload: string }) => m.payload)).toEqual([
+      "one",
+      "b0",
+      "b1",
+      "b2",
+      "b3",
+      "b2",
+      "b3",
+    ]);
+    expect(got).toHaveLength(7);
+  });
+
+  it("409s a fenced epoch at ingress with a clear error", async () => {
+    expect((await req("POST", "/v1/topics/t/produce?partition=0", "new", ph("p1", 7, 0))).status).toBe(202);
+    const r = await req("POST", "/v1/topics/t/produce?partition=0", "zombie", ph("p1", 6, 1));
+    expect(r.status).toBe(409);
+    expect(r.json().error).toMatch(/^producer fenced: epoch 6 < 7/);
+    expect((await req("POST", "/v1/topics/t/produce?partition=0", "again", ph("p1", 8, 0))).status).toBe(202);
+    const text = (await req("GET", "/metrics")).text;
+    expect(text).toContain('narad_produce_rejected_total{reason="producer_fenced"} 1');
+  });
+});

@@ -436,3 +436,72 @@ describe("partition log: segments and retention", () => {
     expect(await l2.commitDurable(recs(25, 1))).toMatchObject({ baseOffset: 24 });
   });
 });
+
+describe("idempotent producers", () => {
+  function stamped(from: number, seqs: number[], epoch = 1, id = "prod-1", inc = incA): CommitRecord[] {
+    return recs(from, seqs.length, inc).map((r, i) => ({ ...r, producer: { id, epoch, seq: seqs[i]! } }));
+  }
+
+  it("drops (producer, epoch, seq) duplicates arriving via other incarnations, out of order", async () => {
+    const log = await open();
+    expect(await log.commitDurable(stamped(1, [7, 9]))).toEqual({
+      baseOffset: 0,
+      appended: 2,
+      duplicates: 0,
+    });
+    // The same producer records re-sent through another ingress WAL (new incarnation/seq): 6 and 8 are new.
+    expect(await log.commitDurable(stamped(1, [6, 7, 8, 9], 1, "prod-1", incB))).toEqual({
+      baseOffset: 2,
+      appended: 2,
+      duplicates: 2,
+    });
+    // Duplicates inside one batch are dropped too.
+    expect(await log.commitDurable(stamped(5, [10, 10, 11], 1, "prod-1", incB))).toEqual({
+      baseOffset: 4,
+      appended: 2,
+      duplicates: 1,
+    });
+    const all = await readAll(log);
+    expect(all.map((r) => r.producer?.seq)).toEqual([7, 9, 6, 8, 10, 11]);
+    expect(all[0]!.producer).toEqual({ id: "prod-1", epoch: 1, seq: 7 });
+  });
+
+  it("rebuilds the producer window at open", async () => {
+    let log = await open();
+    await log.commitDurable(stamped(1, [3, 1, 2], 4));
+    await log.commitDurable(recs(4, 2)); // plain records in between
+    log = await reopen(log);
+    expect(log.producerEpoch?.("prod-1")).toBe(4);
+    expect(await log.commitDurable(stamped(1, [1, 2, 3, 4], 4, "prod-1", incB))).toEqual({
+      baseOffset: 5,
+      appended: 1,
+      duplicates: 3,
+    });
+    expect(await log.commitDurable(stamped(10, [5], 3, "prod-1", incB))).toEqual({
+      baseOffset: -1,
+      appended: 0,
+      duplicates: 0,
+      fenced: 1,
+    });
+  });
+
+  it("fences a lower epoch once a higher one committed, also within one batch", async () => {
+    const log = await open();
+    await log.commitDurable(stamped(1, [0, 1], 1));
+    const mixed = [...stamped(3, [0], 2), ...stamped(4, [2], 1)];
+    expect(await log.commitDurable(mixed)).toEqual({ baseOffset: 2, appended: 1, duplicates: 0, fenced: 1 });
+    expect(await log.commitDurable(stamped(5, [3], 1))).toMatchObject({ appended: 0, fenced: 1 });
+    expect((await readAll(log)).map((r) => `${r.producer?.epoch}/${r.producer?.seq}`)).toEqual([
+      "1/0",
+      "1/1",
+      "2/0",
+    ]);
+    // A re-send of the fenced record stays fenced.
+    expect(await log.commitDurable(stamped(5, [3], 1))).toEqual({
+      baseOffset: -1,
+      appended: 0,
+      duplicates: 0,
+      fenced: 1,
+    });
+  });
+});

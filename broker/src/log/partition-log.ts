@@ -9,6 +9,10 @@
 //     between commits (commits are serialised on one promise chain).
 //  I4 dedup: for each ingress incarnation, every seq <= committedSeq(inc)
 //     is in the log (or was, before retention); such records are dropped.
+//  I4b producer dedup: per idempotent producer, a record whose (epoch, seq)
+//     is in the producer's committed window is dropped as a duplicate, and
+//     one whose epoch is below the producer's current epoch is dropped as
+//     fenced (log/producer-dedup.ts). Rebuilt at open from 0x04 records.
 //  I5 an offset that may have been served (below a persisted hwm) is never
 //     reassigned, even if its frame was lost to corruption.
 //
@@ -40,10 +44,11 @@ import {
   recordFrameBytes,
   verifyFrameCrc,
 } from "../core/log-codec.ts";
-import type { CommitRecord, StoredRecord } from "../core/records.ts";
+import type { CommitRecord, ProducerStamp, StoredRecord } from "../core/records.ts";
 import { HwmFile, readHwmFile } from "./hwm.ts";
 import { LogError } from "./log-errors.ts";
 import { type LogIo, nodeLogIo } from "./log-io.ts";
+import { ProducerDedup } from "./producer-dedup.ts";
 import { recoverSegment, type SegmentRecovery } from "./recovery.ts";
 import { parseSegmentFileName, Segment, segmentFileName } from "./segment.ts";
 import type { CommitResult, PartitionLog, PartitionLogOptions, PartitionStats } from "./types.ts";
@@ -120,6 +125,7 @@ export async function openPartitionLog(opts: OpenPartitionLogOptions): Promise<O
     createdSegment = true;
   }
   const dedup = new Map<string, number>();
+  const producers = new ProducerDedup();
   const segments: Segment[] = [];
   const report: PartitionRecoveryReport = {
     segments: bases.length,
@@ -148,6 +154,7 @@ export async function openPartitionLog(opts: OpenPartitionLogOptions): Promise<O
         i === bases.length - 1,
         opts.maxFrameBytes,
         dedup,
+        producers,
       );
       addRecovery(report, r);
     }
@@ -170,7 +177,7 @@ export async function openPartitionLog(opts: OpenPartitionLogOptions): Promise<O
     logger.warn({ dir: opts.dir, ...report }, "partition log recovered with damage");
   }
   const hwm = await HwmFile.open(io, opts.dir, next);
-  return new PartitionLogImpl(opts, io, logger, Number(m[1]), segments, dedup, next, hwm, report);
+  return new PartitionLogImpl(opts, io, logger, Number(m[1]), segments, dedup, producers, next, hwm, report);
 }
 
 function addRecovery(report: PartitionRecoveryReport, r: SegmentRecovery): void {
@@ -194,6 +201,7 @@ class PartitionLogImpl implements OpenedPartitionLog {
   readonly #index: number;
   readonly #segments: Segment[];
   readonly #dedup: Map<string, number>;
+  readonly #producers: ProducerDedup;
   readonly #hwmFile: HwmFile;
   readonly #frameTargetBytes: number;
   #nextOffset: number;
@@ -210,6 +218,7 @@ class PartitionLogImpl implements OpenedPartitionLog {
     index: number,
     segments: Segment[],
     dedup: Map<string, number>,
+    producers: ProducerDedup,
     next: number,
     hwmFile: HwmFile,
     report: PartitionRecoveryReport,
@@ -220,6 +229,7 @@ class PartitionLogImpl implements OpenedPartitionLog {
     this.#index = index;
     this.#segments = segments;
     this.#dedup = dedup;
+    this.#producers = producers;
     this.#nextOffset = next;
     this.#hwm = next;
     this.#hwmFile = hwmFile;
@@ -242,6 +252,10 @@ class PartitionLogImpl implements OpenedPartitionLog {
     return this.#dedup.get(incarnation) ?? 0;
   }
 
+  producerEpoch(producerId: string): number | undefined {
+    return this.#producers.epochOf(producerId);
+  }
+
   commitDurable(records: readonly CommitRecord[]): Promise<CommitResult> {
     if (this.#closed) return Promise.reject(new LogError("LOG_CLOSED", this.#opts.dir));
     return this.#serial(() => this.#commit(records));
@@ -254,9 +268,10 @@ class PartitionLogImpl implements OpenedPartitionLog {
         cause: this.#failed,
       });
     }
-    const { fresh, seen } = this.#dropDuplicates(records);
-    const duplicates = records.length - fresh.length;
-    if (fresh.length === 0) return { baseOffset: -1, appended: 0, duplicates };
+    const { fresh, seen, stamps, fenced } = this.#dropDuplicates(records);
+    const duplicates = records.length - fresh.length - fenced;
+    const dropped = fenced > 0 ? { fenced } : {};
+    if (fresh.length === 0) return { baseOffset: -1, appended: 0, duplicates, ...dropped };
     const baseOffset = this.#nextOffset;
     const commitMs = this.#opts.nowMs();
     const frames = this.#planFrames(fresh, baseOffset, commitMs);
@@ -279,13 +294,26 @@ class PartitionLogImpl implements OpenedPartitionLog {
       throw err;
     }
     this.#publish(seg, start, frames, seen, commitMs);
-    return { baseOffset, appended: fresh.length, duplicates };
+    for (const p of stamps) this.#producers.commit(p);
+    return { baseOffset, appended: fresh.length, duplicates, ...dropped };
   }
 
-  /** Splits out records already committed (I4); `seen` holds the batch's new highest seqs. */
-  #dropDuplicates(records: readonly CommitRecord[]): { fresh: CommitRecord[]; seen: Map<string, number> } {
+  /**
+   * Splits out records already committed (I4, I4b) and fenced ones; `seen`
+   * holds the batch's new highest seqs, `stamps` the fresh producer stamps.
+   */
+  #dropDuplicates(records: readonly CommitRecord[]): {
+    fresh: CommitRecord[];
+    seen: Map<string, number>;
+    stamps: ProducerStamp[];
+    fenced: number;
+  } {
     const fresh: CommitRecord[] = [];
     const seen = new Map<string, number>();
+    const stamps: ProducerStamp[] = [];
+    // Producer state staged by this batch: epoch and seqs taken so far.
+    const staged = new Map<string, { epoch: number; seqs: Set<number> }>();
+    let fenced = 0;
     for (const r of records) {
       if (!isIncarnation(r.incarnation) || !Number.isSafeInteger(r.seq) || r.seq < 0) {
         throw new LogError("INVALID_RECORD", `bad incarnation/seq ${r.incarnation}/${r.seq}`);
@@ -293,9 +321,28 @@ class PartitionLogImpl implements OpenedPartitionLog {
       const highest = seen.get(r.incarnation) ?? this.#dedup.get(r.incarnation) ?? -1;
       if (r.seq <= highest) continue;
       seen.set(r.incarnation, r.seq);
+      const p = r.producer;
+      if (p !== undefined) {
+        const local = staged.get(p.id);
+        let verdict = this.#producers.verdict(p);
+        if (local !== undefined) {
+          if (p.epoch < local.epoch) verdict = "fenced";
+          else if (p.epoch > local.epoch) verdict = verdict === "fenced" ? "fenced" : "fresh";
+          else if (local.seqs.has(p.seq)) verdict = "duplicate";
+        }
+        if (verdict === "fenced") {
+          fenced++;
+          continue;
+        }
+        if (verdict === "duplicate") continue;
+        if (local === undefined || p.epoch > local.epoch)
+          staged.set(p.id, { epoch: p.epoch, seqs: new Set([p.seq]) });
+        else local.seqs.add(p.seq);
+        stamps.push(p);
+      }
       fresh.push(r);
     }
-    return { fresh, seen };
+    return { fresh, seen, stamps, fenced };
   }
 
   /** Groups records into frames of at most frameTargetBytes (one record may exceed it up to maxFrameBytes). */

@@ -38,6 +38,7 @@ import {
   scanFrameIds,
   verifyFrameCrc,
 } from "../core/log-codec.ts";
+import type { ProducerDedup } from "./producer-dedup.ts";
 import { FrameWindow, type Segment } from "./segment.ts";
 
 /** Read size while scanning segments at open (sequential, so larger is cheaper). */
@@ -76,6 +77,7 @@ async function acceptFrame(
   maxFrameBytes: number,
   dedup: Map<string, number>,
   afterGap: boolean,
+  producers: ProducerDedup | undefined,
 ): Promise<number> {
   if (!(await win.ensure(pos, frameHeaderBytes))) return -1;
   const parsed = parseFrameHeader(win.buf, pos - win.start, maxFrameBytes);
@@ -92,6 +94,7 @@ async function acceptFrame(
     const prev = dedup.get(inc);
     if (prev === undefined || seq > prev) dedup.set(inc, seq);
   }
+  if (producers !== undefined) for (const p of ids.producers) producers.commit(p);
   seg.index.offer(h.baseOffset, pos, afterGap || seg.index.size === 0);
   seg.endOffset = h.baseOffset + h.count;
   if (ids.lastCommitMs > seg.newestCommitMs) seg.newestCommitMs = ids.lastCommitMs;
@@ -108,6 +111,7 @@ async function findNextFrame(
   from: number,
   maxFrameBytes: number,
   dedup: Map<string, number>,
+  producers: ProducerDedup | undefined,
 ): Promise<FoundFrame | null> {
   let pos = from;
   while (pos + frameHeaderBytes <= win.limit) {
@@ -121,7 +125,7 @@ async function findNextFrame(
     }
     const candidate = win.start + hit;
     // acceptFrame mutates state only on success, so probing is safe.
-    const end = await acceptFrame(seg, win, candidate, maxFrameBytes, dedup, true);
+    const end = await acceptFrame(seg, win, candidate, maxFrameBytes, dedup, true, producers);
     if (end >= 0) return { pos: candidate, end };
     pos = candidate + 1;
   }
@@ -139,18 +143,19 @@ export async function recoverSegment(
   active: boolean,
   maxFrameBytes: number,
   dedup: Map<string, number>,
+  producers?: ProducerDedup,
 ): Promise<SegmentRecovery> {
   const result: SegmentRecovery = { frames: 0, gaps: 0, truncatedBytes: 0, corruptTailBytes: 0 };
   const win = new FrameWindow(seg.file, fileSize, recoveryChunkBytes);
   let pos = 0;
   while (pos < fileSize) {
-    const next = await acceptFrame(seg, win, pos, maxFrameBytes, dedup, false);
+    const next = await acceptFrame(seg, win, pos, maxFrameBytes, dedup, false, producers);
     if (next >= 0) {
       result.frames++;
       pos = next;
       continue;
     }
-    const found = await findNextFrame(seg, win, pos + 1, maxFrameBytes, dedup);
+    const found = await findNextFrame(seg, win, pos + 1, maxFrameBytes, dedup, producers);
     if (found !== null) {
       // Case gap: findNextFrame already accepted the frame at found.pos.
       seg.gaps.set(pos, found.pos);

@@ -25,6 +25,11 @@ export interface CommitResult {
   appended: number;
   /** Records dropped because (incarnation, seq) was already committed. */
   duplicates: number;
+  /**
+   * Records dropped because their producer epoch is below the producer's
+   * current epoch at this partition (fenced zombies). Absent means 0.
+   */
+  fenced?: number;
 }
 
 /**
@@ -42,6 +47,8 @@ export interface PartitionLog {
   read(fromOffset: number, maxRecords: number, maxBytes: number): Promise<StoredRecord[]>;
   /** Highest committed seq per ingress incarnation (rebuilt from the log on open). */
   committedSeq(incarnation: string): number;
+  /** Current epoch of an idempotent producer at this partition (rebuilt on open), if known. */
+  producerEpoch?(producerId: string): number | undefined;
   stats(): PartitionStats;
   /** Deletes sealed segments whose newest record is older than retentionMs or beyond maxBytes in total. */
   applyRetention(retentionMs: number, maxBytes: number): Promise<number>;

@@ -134,3 +134,48 @@ describe("status mapping", () => {
     expect(fromRpcError("weird", "b", 2).status).toBe(503);
   });
 });
+
+describe("idempotent-producer fields", () => {
+  it("CommitBatch carries producer stamps; records without one stay without", () => {
+    const svc = clusterService().CommitBatch;
+    const records: CommitRecord[] = [
+      { ...rec(1), producer: { id: "prod-1", epoch: 0xffff_ffff, seq: 2 ** 45 } },
+      rec(2),
+      { ...rec(3), producer: { id: "prod-1", epoch: 0, seq: 0 } },
+    ];
+    const [req] = toCommitRequests("orders", 7, records, 1 << 20);
+    const decoded = svc.requestDeserialize(svc.requestSerialize(req!));
+    const back = fromCommitRequest(decoded);
+    expect(back).toEqual(records);
+    expect("producer" in back[1]!).toBe(false);
+  });
+
+  it("CommitBatchResponse carries fenced; stored records carry stamps", () => {
+    const svc = clusterService().CommitBatch;
+    const r = { baseOffset: 3, appended: 1, duplicates: 1, fenced: 2 };
+    expect(fromCommitResponse(svc.responseDeserialize(svc.responseSerialize(toCommitResponse(r))))).toEqual(
+      r,
+    );
+    expect(mergeCommitResults([r, { baseOffset: 9, appended: 1, duplicates: 0 }])).toEqual({
+      baseOffset: 3,
+      appended: 2,
+      duplicates: 1,
+      fenced: 2,
+    });
+    const read = clusterService().Read;
+    const stored: StoredRecord = {
+      offset: 1,
+      key: Buffer.from("k"),
+      commitMs: 2,
+      createdMs: 1,
+      payload: Buffer.from("v"),
+      incarnation: inc,
+      seq: 4,
+      producer: { id: "a.b", epoch: 7, seq: 8 },
+    };
+    const wire = read.responseDeserialize(
+      read.responseSerialize({ records: [toPbStoredRecord(stored)], high_watermark: 2, oldest_offset: 0 }),
+    );
+    expect(wire.records.map(fromPbStoredRecord)).toEqual([stored]);
+  });
+});

@@ -2,13 +2,14 @@
 // log/types.ts) and the Cluster proto messages, and the split of a commit
 // batch into requests that fit the RPC message cap. Pure; no I/O.
 
-import type { CommitRecord, StoredRecord } from "../core/records.ts";
+import type { CommitRecord, ProducerStamp, StoredRecord } from "../core/records.ts";
 import type { CommitResult, PartitionStats } from "../log/types.ts";
 import type {
   PbCommitBatchRequest,
   PbCommitBatchResponse,
   PbCommitRecord,
   PbPartitionStats,
+  PbProducerStamp,
   PbStoredRecord,
 } from "./proto.ts";
 
@@ -47,28 +48,40 @@ export function toCommitRequests(
       out.push(cur);
       bytes = base;
     }
-    cur.records.push({ key: r.key, created_ms: r.createdMs, payload: r.payload, seq: r.seq });
+    const pb: PbCommitRecord = { key: r.key, created_ms: r.createdMs, payload: r.payload, seq: r.seq };
+    if (r.producer !== undefined) pb.producer = r.producer;
+    cur.records.push(pb);
     bytes += size;
   }
   return out;
 }
 
 export function fromCommitRequest(req: PbCommitBatchRequest): CommitRecord[] {
-  return req.records.map((r: PbCommitRecord) => ({
-    key: r.key,
-    createdMs: r.created_ms,
-    payload: r.payload,
-    incarnation: req.incarnation,
-    seq: r.seq,
-  }));
+  return req.records.map((r: PbCommitRecord) => {
+    const c: CommitRecord = {
+      key: r.key,
+      createdMs: r.created_ms,
+      payload: r.payload,
+      incarnation: req.incarnation,
+      seq: r.seq,
+    };
+    if (r.producer != null) c.producer = fromPbStamp(r.producer);
+    return c;
+  });
+}
+
+function fromPbStamp(p: PbProducerStamp): ProducerStamp {
+  return { id: p.id, epoch: p.epoch, seq: p.seq };
 }
 
 export function toCommitResponse(r: CommitResult): PbCommitBatchResponse {
-  return { base_offset: r.baseOffset, appended: r.appended, duplicates: r.duplicates };
+  return { base_offset: r.baseOffset, appended: r.appended, duplicates: r.duplicates, fenced: r.fenced ?? 0 };
 }
 
 export function fromCommitResponse(r: PbCommitBatchResponse): CommitResult {
-  return { baseOffset: r.base_offset, appended: r.appended, duplicates: r.duplicates };
+  const out: CommitResult = { baseOffset: r.base_offset, appended: r.appended, duplicates: r.duplicates };
+  if (r.fenced > 0) out.fenced = r.fenced;
+  return out;
 }
 
 /** Sums the results of the requests one batch was split into (the first appended offset wins). */
@@ -76,16 +89,18 @@ export function mergeCommitResults(results: readonly CommitResult[]): CommitResu
   let baseOffset = -1;
   let appended = 0;
   let duplicates = 0;
+  let fenced = 0;
   for (const r of results) {
     if (baseOffset < 0 && r.appended > 0) baseOffset = r.baseOffset;
     appended += r.appended;
     duplicates += r.duplicates;
+    fenced += r.fenced ?? 0;
   }
-  return { baseOffset, appended, duplicates };
+  return fenced > 0 ? { baseOffset, appended, duplicates, fenced } : { baseOffset, appended, duplicates };
 }
 
 export function toPbStoredRecord(r: StoredRecord): PbStoredRecord {
-  return {
+  const pb: PbStoredRecord = {
     offset: r.offset,
     key: r.key,
     commit_ms: r.commitMs,
@@ -94,10 +109,12 @@ export function toPbStoredRecord(r: StoredRecord): PbStoredRecord {
     incarnation: r.incarnation,
     seq: r.seq,
   };
+  if (r.producer !== undefined) pb.producer = r.producer;
+  return pb;
 }
 
 export function fromPbStoredRecord(r: PbStoredRecord): StoredRecord {
-  return {
+  const out: StoredRecord = {
     offset: r.offset,
     key: r.key,
     commitMs: r.commit_ms,
@@ -106,6 +123,8 @@ export function fromPbStoredRecord(r: PbStoredRecord): StoredRecord {
     incarnation: r.incarnation,
     seq: r.seq,
   };
+  if (r.producer != null) out.producer = fromPbStamp(r.producer);
+  return out;
 }
 
 export function toPbStats(s: PartitionStats): PbPartitionStats {

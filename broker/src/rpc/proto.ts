@@ -18,6 +18,8 @@ export interface PbCommitRecord {
   created_ms: number;
   payload: Buffer;
   seq: number;
+  /** null/undefined when absent (defaults leave message fields unset). */
+  producer?: PbProducerStamp | null;
 }
 
 export interface PbCommitBatchRequest {
@@ -31,6 +33,13 @@ export interface PbCommitBatchResponse {
   base_offset: number;
   appended: number;
   duplicates: number;
+  fenced: number;
+}
+
+export interface PbProducerStamp {
+  id: string;
+  epoch: number;
+  seq: number;
 }
 
 export interface PbReadRequest {
@@ -49,6 +58,7 @@ export interface PbStoredRecord {
   payload: Buffer;
   incarnation: string;
   seq: number;
+  producer?: PbProducerStamp | null;
 }
 
 export interface PbReadResponse {

@@ -154,6 +154,7 @@ export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementat
       if (res.appended > 0) d.onCommitted?.(req.topic, req.partition);
       d.metrics?.serverCommitRecords.inc({ result: "appended" }, res.appended);
       if (res.duplicates > 0) d.metrics?.serverCommitRecords.inc({ result: "duplicate" }, res.duplicates);
+      if ((res.fenced ?? 0) > 0) d.metrics?.serverCommitRecords.inc({ result: "fenced" }, res.fenced);
       return toCommitResponse(res);
     }),
 

@@ -1,6 +1,9 @@
 // Produce: POST /v1/topics/:topic/produce (one raw message) and
 // POST /v1/topics/:topic/produce-batch (many records, one WAL group).
 // A 202 is sent only after the ingress WAL has fsynced the bytes.
+// Idempotent producers send narad-producer-id/-epoch/-seq (producer-headers.ts):
+// the records carry the stamps to the owner, which drops duplicates and
+// fenced epochs; this node refuses an epoch below the highest it saw (409).
 
 import type { FastifyInstance } from "fastify";
 import { batchContentTypes, decodeBinaryBatch, decodeNdjsonBatch } from "../../core/batch-codec.ts";
@@ -9,6 +12,12 @@ import type { WalRecordInput } from "../../core/records.ts";
 import { badRequest, NaradError, unavailable } from "../../errors.ts";
 import type { TopicConfig } from "../../meta/types.ts";
 import { parseOptionalInt } from "../params.ts";
+import {
+  ProducerEpochCache,
+  type ProducerHeader,
+  parseProducerHeaders,
+  stampRecords,
+} from "../producer-headers.ts";
 import type { BrokerServices } from "../services.ts";
 import { requireTopic } from "./topics.ts";
 
@@ -23,6 +32,23 @@ export function produceRoutes(s: BrokerServices) {
   const rotator = createRotator();
   let keyCounter = 0;
   const maxRecord = s.config.wal.maxRecordBytes;
+  const epochs = new ProducerEpochCache();
+
+  /** Parses the producer headers and refuses a fenced epoch (409). */
+  const producerOf = (headers: Record<string, string | string[] | undefined>): ProducerHeader | undefined => {
+    const h = parseProducerHeaders(headers);
+    if (h === undefined) return undefined;
+    const fenced = epochs.check(h.id, h.epoch);
+    if (fenced !== undefined) {
+      s.metrics.produceRejected.inc({ reason: "producer_fenced" });
+      throw fenced;
+    }
+    return h;
+  };
+  const needsStablePartition = (): NaradError =>
+    badRequest(
+      "an idempotent produce needs a key or an explicit partition for every record, so a retry lands on the same partition",
+    );
 
   const partitionFor = (topic: TopicConfig, key: Buffer | undefined, pinned: number): number => {
     const choice = choosePartition(
@@ -69,11 +95,13 @@ export function produceRoutes(s: BrokerServices) {
       { bodyLimit: s.config.produceMaxBodyBytes },
       async (request, reply) => {
         admit();
+        const producer = producerOf(request.headers);
         const topic = requireTopic(s, request.params.topic);
         const pinned =
           parseOptionalInt(request.query.partition, "partition", 0, Number.MAX_SAFE_INTEGER) ?? -1;
         const given = request.query.key;
         const key = given === undefined || given === "" ? undefined : Buffer.from(given, "utf8");
+        if (producer !== undefined && key === undefined && pinned < 0) throw needsStablePartition();
         const partition = partitionFor(topic, key, pinned);
         const payload = (request.body as Buffer | undefined) ?? emptyBody;
         const record: WalRecordInput = {
@@ -83,7 +111,9 @@ export function produceRoutes(s: BrokerServices) {
           createdMs: s.nowMs(),
           payload,
         };
+        if (producer !== undefined) record.producer = stampRecords(producer, [partition])[0];
         await s.ingress.append([record]);
+        if (producer !== undefined) epochs.observe(producer.id, producer.epoch);
         accepted(topic.name, [record]);
         return reply.code(202).send();
       },
@@ -94,6 +124,7 @@ export function produceRoutes(s: BrokerServices) {
       { bodyLimit: s.config.batchMaxBodyBytes },
       async (request, reply) => {
         admit();
+        const producer = producerOf(request.headers);
         const topic = requireTopic(s, request.params.topic);
         const type = (request.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
         const body = (request.body as Buffer | undefined) ?? emptyBody;
@@ -110,6 +141,7 @@ export function produceRoutes(s: BrokerServices) {
         const now = s.nowMs();
         const records: WalRecordInput[] = entries.map((e) => {
           const keyed = e.key.length > 0;
+          if (producer !== undefined && !keyed && e.partition < 0) throw needsStablePartition();
           return {
             topic: topic.name,
             key: keyed ? e.key : Buffer.from(generateKey(++keyCounter), "latin1"),
@@ -118,7 +150,15 @@ export function produceRoutes(s: BrokerServices) {
             payload: e.payload,
           };
         });
+        if (producer !== undefined) {
+          const stamps = stampRecords(
+            producer,
+            records.map((r) => r.partition),
+          );
+          for (let i = 0; i < records.length; i++) records[i]!.producer = stamps[i];
+        }
         await s.ingress.append(records);
+        if (producer !== undefined) epochs.observe(producer.id, producer.epoch);
         accepted(topic.name, records);
         return reply.code(202).send({ accepted: records.length });
       },
