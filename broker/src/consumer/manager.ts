@@ -58,7 +58,7 @@ export interface GroupPartitionInfo {
   lag: number;
 }
 
-export interface GroupInfo {
+export interface GroupInfo extends GroupSettings {
   name: string;
   lag: number;
   partitions: GroupPartitionInfo[];
@@ -80,11 +80,32 @@ interface TopicEntry {
 export const staleHandleMessage =
   "receipt handle is stale: no live lease with that nonce (expired, already settled, or from before a restart)";
 
-const limitsOf = (t: TopicConfig): QueueLimits => ({
-  maxInFlight: t.max_in_flight_per_partition,
-  maxAckedAhead: t.max_acked_ahead_per_partition,
-  visibilityTimeoutMs: t.visibility_timeout_ms,
-});
+/** A group's settings: its declared subscription's, each unset field (or an undeclared group) taking the topic's. */
+export interface GroupSettings {
+  declared: boolean;
+  visibility_timeout_ms: number;
+  max_in_flight_per_partition: number;
+  max_acked_ahead_per_partition: number;
+}
+
+export function groupSettings(t: TopicConfig, group: string): GroupSettings {
+  const sub = t.subscriptions?.find((s) => s.name === group);
+  return {
+    declared: sub !== undefined,
+    visibility_timeout_ms: sub?.visibility_timeout_ms ?? t.visibility_timeout_ms,
+    max_in_flight_per_partition: sub?.max_in_flight_per_partition ?? t.max_in_flight_per_partition,
+    max_acked_ahead_per_partition: sub?.max_acked_ahead_per_partition ?? t.max_acked_ahead_per_partition,
+  };
+}
+
+const limitsOf = (t: TopicConfig, group: string): QueueLimits => {
+  const g = groupSettings(t, group);
+  return {
+    maxInFlight: g.max_in_flight_per_partition,
+    maxAckedAhead: g.max_acked_ahead_per_partition,
+    visibilityTimeoutMs: g.visibility_timeout_ms,
+  };
+};
 
 export class ConsumerManager {
   readonly #o: ConsumerManagerOptions;
@@ -159,7 +180,7 @@ export class ConsumerManager {
     const q =
       entry?.createdAt === topic.created_at ? entry.groups.get(h.group)?.open.get(h.partition) : undefined;
     if (q === undefined || q.epoch !== h.epoch) throw new NaradError("GONE", staleHandleMessage);
-    const limits = limitsOf(topic);
+    const limits = limitsOf(topic, h.group);
     if (action === "extend") {
       if (!q.state.extend(h.offset, h.nonce, this.#o.nowMs(), limits))
         throw new NaradError("GONE", staleHandleMessage);
@@ -188,8 +209,10 @@ export class ConsumerManager {
     this.#waiters.wake(topic, partition);
   }
 
+  /** Groups with state (in memory or frontier files) and declared subscriptions. */
   async listGroups(topic: TopicConfig): Promise<GroupInfo[]> {
     const names = new Set<string>(this.#topics.get(topic.name)?.groups.keys() ?? []);
+    for (const sub of topic.subscriptions ?? []) names.add(sub.name);
     for (let p = 0; p < topic.partitions; p++) {
       for (const g of await listFrontierGroups(this.#partitionDir(topic.name, p)))
         if (this.validGroup(g)) names.add(g);
@@ -208,7 +231,12 @@ export class ConsumerManager {
           lag: Math.max(0, q.log.stats().highWatermark - st.committed),
         });
       }
-      out.push({ name, lag: partitions.reduce((a, p) => a + p.lag, 0), partitions });
+      out.push({
+        name,
+        ...groupSettings(topic, name),
+        lag: partitions.reduce((a, p) => a + p.lag, 0),
+        partitions,
+      });
     }
     return out;
   }
@@ -257,7 +285,7 @@ export class ConsumerManager {
     const n = topic.partitions;
     const start = only ?? ge.rr % n;
     const tries = only === undefined ? n : 1;
-    const limits = limitsOf(topic);
+    const limits = limitsOf(topic, group);
     const allowed = only === undefined && among !== undefined ? new Set(among) : undefined;
     for (let i = 0; i < tries; i++) {
       const p = (start + i) % n;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import * as k from "../constants.ts";
-import { parseTopicCreate, parseTopicPatch } from "./topic-spec.ts";
+import { groupSettings } from "../consumer/manager.ts";
+import { parseSubscription, parseTopicCreate, parseTopicPatch, withSubscription } from "./topic-spec.ts";
 
 const d = {
   partitions: 3,
@@ -56,5 +57,95 @@ describe("parseTopicPatch", () => {
   });
   it("refuses visibility changes", () => {
     expect(() => parseTopicPatch({ visibility_timeout_ms: 5 }, current, d)).toThrow(/cannot be changed/);
+  });
+});
+
+describe("subscriptions", () => {
+  it("accepts declared subscriptions on create, sorted by name, unset fields left out", () => {
+    const t = parseTopicCreate(
+      {
+        name: "t",
+        subscriptions: [
+          { name: "search" },
+          { name: "billing", visibility_timeout_ms: 200, max_in_flight_per_partition: 4 },
+        ],
+      },
+      d,
+      now,
+    );
+    expect(t.subscriptions).toEqual([
+      { name: "billing", visibility_timeout_ms: 200, max_in_flight_per_partition: 4 },
+      { name: "search" },
+    ]);
+    expect(parseTopicCreate({ name: "t" }, d, now)).not.toHaveProperty("subscriptions");
+  });
+
+  it.each([
+    [{ subscriptions: "x" }, /subscriptions must be an array/],
+    [{ subscriptions: [{ name: "a/b" }] }, /subscription name must match/],
+    [{ subscriptions: [{ name: ".." }] }, /subscription name must match/],
+    [{ subscriptions: [{}] }, /subscription name must match/],
+    [{ subscriptions: [{ name: "a" }, { name: "a" }] }, /listed twice/],
+    [{ subscriptions: [{ name: "a", visibility_timeout_ms: 0 }] }, /visibility_timeout_ms must be between/],
+    [{ subscriptions: [{ name: "a", max_in_flight_per_partition: 1.5 }] }, /must be an integer/],
+    [{ subscriptions: [{ name: "a", extra: 1 }] }, /unknown subscription field "extra"/],
+    [{ subscriptions: ["a"] }, /JSON object/],
+    [{ subscriptions: Array.from({ length: 101 }, (_, i) => ({ name: `g${i}` })) }, /at most 100/],
+  ])("rejects %j", (extra, message) => {
+    expect(() => parseTopicCreate({ name: "t", ...extra }, d, now)).toThrow(message);
+  });
+
+  it("PATCH replaces the whole list; null or [] clears it", () => {
+    const current = parseTopicCreate({ name: "t", subscriptions: [{ name: "a" }] }, d, now);
+    expect(parseTopicPatch({ subscriptions: [{ name: "b", visibility_timeout_ms: 5 }] }, current, d)).toEqual(
+      {
+        subscriptions: [{ name: "b", visibility_timeout_ms: 5 }],
+      },
+    );
+    expect(parseTopicPatch({ subscriptions: null }, current, d)).toEqual({ subscriptions: [] });
+    expect(parseTopicPatch({ subscriptions: [] }, current, d)).toEqual({ subscriptions: [] });
+    expect(() => parseTopicPatch({ subscriptions: [{ name: "x" }, { name: "x" }] }, current, d)).toThrow(
+      /listed twice/,
+    );
+  });
+
+  it("parseSubscription validates one group's settings; withSubscription adds or replaces", () => {
+    expect(parseSubscription("g", undefined, d)).toEqual({ name: "g" });
+    expect(parseSubscription("g", { max_acked_ahead_per_partition: 7 }, d)).toEqual({
+      name: "g",
+      max_acked_ahead_per_partition: 7,
+    });
+    expect(() => parseSubscription("g", { name: "g" }, d)).toThrow(/unknown subscription field "name"/);
+    expect(() => parseSubscription("g", [], d)).toThrow(/JSON object/);
+    const t = parseTopicCreate({ name: "t", subscriptions: [{ name: "b" }, { name: "c" }] }, d, now);
+    expect(withSubscription(t, { name: "a", visibility_timeout_ms: 9 })).toEqual([
+      { name: "a", visibility_timeout_ms: 9 },
+      { name: "b" },
+      { name: "c" },
+    ]);
+    expect(withSubscription(t, { name: "b", max_in_flight_per_partition: 2 })).toEqual([
+      { name: "b", max_in_flight_per_partition: 2 },
+      { name: "c" },
+    ]);
+  });
+
+  it("groupSettings: declared fields win, the rest (and undeclared groups) take the topic's", () => {
+    const t = parseTopicCreate(
+      { name: "t", subscriptions: [{ name: "fast", visibility_timeout_ms: 200 }] },
+      d,
+      now,
+    );
+    expect(groupSettings(t, "fast")).toEqual({
+      declared: true,
+      visibility_timeout_ms: 200,
+      max_in_flight_per_partition: 10,
+      max_acked_ahead_per_partition: 20,
+    });
+    expect(groupSettings(t, "default")).toEqual({
+      declared: false,
+      visibility_timeout_ms: 30_000,
+      max_in_flight_per_partition: 10,
+      max_acked_ahead_per_partition: 20,
+    });
   });
 });

@@ -2,7 +2,7 @@
 // Pure: returns a TopicConfig or throws a 400 NaradError naming the field.
 
 import { badRequest } from "../errors.ts";
-import type { TopicConfig, TopicPatch } from "../meta/types.ts";
+import type { SubscriptionConfig, TopicConfig, TopicPatch } from "../meta/types.ts";
 
 export interface TopicDefaults {
   partitions: number;
@@ -23,6 +23,7 @@ const createFields = new Set([
   "visibility_timeout_ms",
   "max_in_flight_per_partition",
   "max_acked_ahead_per_partition",
+  "subscriptions",
 ]);
 /** Accepted by Narad v1 but not implemented here yet: refused loudly rather than ignored. */
 const unsupportedFields = new Set(["schema", "parent", "fanout_delay_ms"]);
@@ -32,7 +33,15 @@ const patchFields = new Set([
   "retention_bytes",
   "max_in_flight_per_partition",
   "max_acked_ahead_per_partition",
+  "subscriptions",
 ]);
+const subscriptionFields = new Set([
+  "visibility_timeout_ms",
+  "max_in_flight_per_partition",
+  "max_acked_ahead_per_partition",
+]);
+/** Most declared subscriptions per topic (the NaradTopic CRD has the same maxItems). */
+export const subscriptionsMax = 100;
 
 export function validTopicName(name: unknown, pattern: RegExp): name is string {
   return typeof name === "string" && pattern.test(name) && name !== "." && name !== "..";
@@ -61,6 +70,59 @@ function intField(obj: Record<string, unknown>, field: string, min: number, max:
   return v;
 }
 
+/**
+ * The settings of one subscription (PUT /v1/topics/{t}/groups/{g} body, or
+ * an element of `subscriptions` without its name). Group names follow the
+ * topic name rule.
+ */
+export function parseSubscription(name: unknown, body: unknown, d: TopicDefaults): SubscriptionConfig {
+  if (!validTopicName(name, d.namePattern))
+    throw badRequest(`subscription name must match ${d.namePattern.source}`);
+  const obj = asObject(body ?? {});
+  for (const field of Object.keys(obj)) {
+    if (!subscriptionFields.has(field)) throw badRequest(`unknown subscription field "${field}"`);
+  }
+  const big = Number.MAX_SAFE_INTEGER;
+  const sub: SubscriptionConfig = { name };
+  const vis = intField(obj, "visibility_timeout_ms", 1, big);
+  if (vis !== undefined) sub.visibility_timeout_ms = vis;
+  const inflight = intField(obj, "max_in_flight_per_partition", 1, big);
+  if (inflight !== undefined) sub.max_in_flight_per_partition = inflight;
+  const ahead = intField(obj, "max_acked_ahead_per_partition", 1, big);
+  if (ahead !== undefined) sub.max_acked_ahead_per_partition = ahead;
+  return sub;
+}
+
+/** A `subscriptions` list: names valid and unique, sorted by name. */
+export function parseSubscriptions(value: unknown, d: TopicDefaults): SubscriptionConfig[] {
+  if (!Array.isArray(value)) throw badRequest("subscriptions must be an array");
+  if (value.length > subscriptionsMax)
+    throw badRequest(`subscriptions may hold at most ${subscriptionsMax} entries`);
+  const seen = new Set<string>();
+  const out: SubscriptionConfig[] = [];
+  for (const item of value) {
+    const obj = asObject(item);
+    const { name, ...settings } = obj;
+    const sub = parseSubscription(name, settings, d);
+    if (seen.has(sub.name)) throw badRequest(`subscription "${sub.name}" is listed twice`);
+    seen.add(sub.name);
+    out.push(sub);
+  }
+  return sortSubscriptions(out);
+}
+
+export function sortSubscriptions(subs: SubscriptionConfig[]): SubscriptionConfig[] {
+  return subs.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/** The topic's subscription list with `sub` added or replaced. */
+export function withSubscription(topic: TopicConfig, sub: SubscriptionConfig): SubscriptionConfig[] {
+  const rest = (topic.subscriptions ?? []).filter((s) => s.name !== sub.name);
+  if (rest.length >= subscriptionsMax)
+    throw badRequest(`subscriptions may hold at most ${subscriptionsMax} entries`);
+  return sortSubscriptions([...rest, sub]);
+}
+
 export function parseTopicCreate(body: unknown, d: TopicDefaults, now: Date): TopicConfig {
   const obj = asObject(body);
   checkFields(obj, createFields);
@@ -79,6 +141,9 @@ export function parseTopicCreate(body: unknown, d: TopicDefaults, now: Date): To
     max_in_flight_per_partition: intField(obj, "max_in_flight_per_partition", 1, big) ?? d.maxInFlight,
     max_acked_ahead_per_partition: intField(obj, "max_acked_ahead_per_partition", 1, big) ?? d.maxAckedAhead,
     created_at: now.toISOString(),
+    ...(obj.subscriptions === undefined || obj.subscriptions === null
+      ? {}
+      : { subscriptions: parseSubscriptions(obj.subscriptions, d) }),
   };
 }
 
@@ -101,5 +166,8 @@ export function parseTopicPatch(body: unknown, current: TopicConfig, d: TopicDef
   if (inflight !== undefined) patch.max_in_flight_per_partition = inflight;
   const ahead = intField(obj, "max_acked_ahead_per_partition", 1, big);
   if (ahead !== undefined) patch.max_acked_ahead_per_partition = ahead;
+  // Replaces the whole list (null or [] clears it).
+  if ("subscriptions" in obj)
+    patch.subscriptions = obj.subscriptions === null ? [] : parseSubscriptions(obj.subscriptions, d);
   return patch;
 }

@@ -134,6 +134,34 @@ export function describeMetastoreContract(
       expect(store.getTopic(t.name)).toMatchObject({ partitions: 6, max_acked_ahead_per_partition: 64 });
     });
 
+    it("keeps declared subscriptions through create, update (whole-list replace) and reopen", async () => {
+      const subs = [
+        { name: "billing", visibility_timeout_ms: 200, max_in_flight_per_partition: 4 },
+        { name: "search" },
+      ];
+      const t = await store.createTopic(topicFixture(unique("subs"), { subscriptions: subs }));
+      expect(t.subscriptions).toEqual(subs);
+      expect(store.getTopic(t.name)?.subscriptions).toEqual(subs);
+      const next = [{ name: "audit", max_acked_ahead_per_partition: 8 }];
+      const updated = await store.updateTopic(t.name, { subscriptions: next });
+      expect(updated.subscriptions).toEqual(next);
+      expect(updated.partitions).toBe(t.partitions);
+      expect(store.getTopic(t.name)?.subscriptions).toEqual(next);
+      const reopened = await backing.open();
+      try {
+        await eventually(
+          "subscriptions after a reopen",
+          () => JSON.stringify(reopened.getTopic(t.name)?.subscriptions) === JSON.stringify(next),
+          settleMs,
+        );
+      } finally {
+        await reopened.close();
+      }
+      // An empty list clears the declaration (a backend may store [] or drop the field).
+      await store.updateTopic(t.name, { subscriptions: [] });
+      expect(store.getTopic(t.name)?.subscriptions ?? []).toEqual([]);
+    });
+
     it("answers NOT_FOUND for updates and deletes of unknown topics", async () => {
       await expectNaradError(store.updateTopic(unique("missing"), { partitions: 4 }), "NOT_FOUND");
       await expectNaradError(store.deleteTopic(unique("missing")), "NOT_FOUND");

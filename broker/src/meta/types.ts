@@ -2,6 +2,18 @@
 // contract: `file` (single node, the embedded default) and `kubernetes`
 // (cluster mode; NaradTopic resources and NaradCluster membership).
 
+/**
+ * A declared consumer group (named subscription): its own settings; an unset
+ * field inherits the topic's. Groups need not be declared: an undeclared group
+ * uses the topic's settings.
+ */
+export interface SubscriptionConfig {
+  name: string;
+  visibility_timeout_ms?: number;
+  max_in_flight_per_partition?: number;
+  max_acked_ahead_per_partition?: number;
+}
+
 export interface TopicConfig {
   name: string;
   partitions: number;
@@ -14,6 +26,8 @@ export interface TopicConfig {
   max_acked_ahead_per_partition: number;
   /** ISO-8601 creation time. */
   created_at: string;
+  /** Declared consumer groups, sorted by name; absent or empty when none. */
+  subscriptions?: SubscriptionConfig[];
 }
 
 export type TopicPatch = Partial<
@@ -24,6 +38,7 @@ export type TopicPatch = Partial<
     | "retention_bytes"
     | "max_in_flight_per_partition"
     | "max_acked_ahead_per_partition"
+    | "subscriptions"
   >
 >;
 

@@ -3,12 +3,16 @@
 //   GET  /v1/topics/:topic/consume?partition=&offset=        replay by offset (read-only, no handle)
 //   POST /v1/topics/:topic/ack?receipt_handle=&extend=       ack / extend (true|1) / nack (false|0): 204
 //   GET  /v1/topics/:topic/groups                            groups with per-partition committed, in_flight, lag
-//   DELETE /v1/topics/:topic/groups/:group                   forget a group: 204, 404 when unknown
+//   GET  /v1/topics/:topic/groups                            (+ declared, effective settings)
+//   PUT  /v1/topics/:topic/groups/:group                     declare a subscription / update its settings: 200
+//   DELETE /v1/topics/:topic/groups/:group                   forget a group and its declaration: 204, 404 when unknown
 
 import type { FastifyInstance } from "fastify";
 import { consumeMaxWaitMs, readMaxBytes } from "../../constants.ts";
+import { groupSettings } from "../../consumer/manager.ts";
 import { defaultGroup } from "../../core/consumer-handle.ts";
 import { messageJson } from "../../core/message-json.ts";
+import { parseSubscription, withSubscription } from "../../core/topic-spec.ts";
 import { badRequest, notFound } from "../../errors.ts";
 import { parseDurationMs, parseOptionalInt } from "../params.ts";
 import type { BrokerServices } from "../services.ts";
@@ -88,12 +92,30 @@ export function consumeRoutes(s: BrokerServices) {
       return { topic: topic.name, groups: await s.consumers.listGroups(topic) };
     });
 
+    app.put<{ Params: { topic: string; group: string } }>(
+      "/v1/topics/:topic/groups/:group",
+      async (request) => {
+        const topic = requireTopic(s, request.params.topic);
+        const group = parseGroup(s, request.params.group);
+        const sub = parseSubscription(group, request.body, s.config.topicDefaults);
+        const updated = await s.metastore.updateTopic(topic.name, {
+          subscriptions: withSubscription(topic, sub),
+        });
+        request.log.info({ topic: topic.name, subscription: sub }, "subscription declared");
+        return { topic: updated.name, name: group, ...groupSettings(updated, group) };
+      },
+    );
+
     app.delete<{ Params: { topic: string; group: string } }>(
       "/v1/topics/:topic/groups/:group",
       async (request, reply) => {
         const topic = requireTopic(s, request.params.topic);
         const group = parseGroup(s, request.params.group);
-        if (!(await s.consumers.deleteGroup(topic, group)))
+        const subs = topic.subscriptions ?? [];
+        const declared = subs.some((x) => x.name === group);
+        if (declared)
+          await s.metastore.updateTopic(topic.name, { subscriptions: subs.filter((x) => x.name !== group) });
+        if (!(await s.consumers.deleteGroup(topic, group)) && !declared)
           throw notFound(`group "${group}" of topic "${topic.name}" not found`);
         request.log.info({ topic: topic.name, group }, "consumer group deleted");
         return reply.code(204).send();

@@ -7,10 +7,11 @@ import {
   API_VERSION,
   type MemberStatus,
   NARAD_TOPIC_KIND,
+  type NaradSubscriptionSpec,
   type NaradTopic,
   type NaradTopicSpec,
 } from "../../../../operator/src/api/v1alpha1/types.ts";
-import type { Member, TopicConfig, TopicPatch } from "../types.ts";
+import type { Member, SubscriptionConfig, TopicConfig, TopicPatch } from "../types.ts";
 import { kubeNameForTopic } from "./names.ts";
 
 /** Label on NaradTopics the broker creates, so `kubectl get -l` finds a cluster's topics. */
@@ -34,7 +35,28 @@ export function topicConfigOf(resource: NaradTopic): TopicConfig {
     max_in_flight_per_partition: s.maxInFlightPerPartition,
     max_acked_ahead_per_partition: s.maxAckedAheadPerPartition,
     created_at: isoTime(resource.metadata.creationTimestamp),
+    ...(s.subscriptions === undefined || s.subscriptions.length === 0
+      ? {}
+      : { subscriptions: s.subscriptions.map(subscriptionConfigOf) }),
   };
+}
+
+function subscriptionConfigOf(s: NaradSubscriptionSpec): SubscriptionConfig {
+  return dropUndefined({
+    name: s.name,
+    visibility_timeout_ms: s.visibilityTimeoutMs,
+    max_in_flight_per_partition: s.maxInFlightPerPartition,
+    max_acked_ahead_per_partition: s.maxAckedAheadPerPartition,
+  });
+}
+
+function subscriptionSpecOf(s: SubscriptionConfig): NaradSubscriptionSpec {
+  return dropUndefined({
+    name: s.name,
+    visibilityTimeoutMs: s.visibility_timeout_ms,
+    maxInFlightPerPartition: s.max_in_flight_per_partition,
+    maxAckedAheadPerPartition: s.max_acked_ahead_per_partition,
+  });
 }
 
 /** Partition → owner member id, from status.assignments. */
@@ -65,6 +87,10 @@ export function naradTopicFor(topic: TopicConfig, namespace: string, cluster: st
     visibilityTimeoutMs: positiveOrUndefined(topic.visibility_timeout_ms),
     maxInFlightPerPartition: positiveOrUndefined(topic.max_in_flight_per_partition),
     maxAckedAheadPerPartition: positiveOrUndefined(topic.max_acked_ahead_per_partition),
+    subscriptions:
+      topic.subscriptions === undefined || topic.subscriptions.length === 0
+        ? undefined
+        : topic.subscriptions.map(subscriptionSpecOf),
   });
   return {
     apiVersion: API_VERSION,
@@ -74,8 +100,13 @@ export function naradTopicFor(topic: TopicConfig, namespace: string, cluster: st
   };
 }
 
-/** A JSON merge patch body for spec. */
-export function specMergePatch(patch: TopicPatch): { spec: Partial<NaradTopicSpec> } {
+/**
+ * A JSON merge patch body for spec. A merge patch replaces lists whole, so
+ * `subscriptions` is the full new list; an empty one removes the field (null).
+ */
+export function specMergePatch(patch: TopicPatch): {
+  spec: Omit<Partial<NaradTopicSpec>, "subscriptions"> & { subscriptions?: NaradSubscriptionSpec[] | null };
+} {
   return {
     spec: dropUndefined({
       partitions: patch.partitions,
@@ -83,6 +114,12 @@ export function specMergePatch(patch: TopicPatch): { spec: Partial<NaradTopicSpe
       retentionBytes: patch.retention_bytes,
       maxInFlightPerPartition: patch.max_in_flight_per_partition,
       maxAckedAheadPerPartition: patch.max_acked_ahead_per_partition,
+      subscriptions:
+        patch.subscriptions === undefined
+          ? undefined
+          : patch.subscriptions.length === 0
+            ? null
+            : patch.subscriptions.map(subscriptionSpecOf),
     }),
   };
 }

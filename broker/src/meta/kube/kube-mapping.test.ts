@@ -74,6 +74,29 @@ describe("NaradTopic mapping", () => {
     };
     expect([...assignmentsOf(obj)]).toEqual([[0, "demo-0"]]);
   });
+  it("maps subscriptions both ways, omitting unset settings", () => {
+    const t = topicFixture("subs", {
+      created_at: "2026-01-02T03:04:05.000Z",
+      subscriptions: [{ name: "billing", visibility_timeout_ms: 200 }, { name: "search" }],
+    });
+    const obj = naradTopicFor(t, "ns", "demo");
+    expect(obj.spec.subscriptions).toEqual([
+      { name: "billing", visibilityTimeoutMs: 200 },
+      { name: "search" },
+    ]);
+    const back = topicConfigOf({
+      ...obj,
+      metadata: { ...obj.metadata, creationTimestamp: t.created_at as unknown as Date },
+    });
+    expect(back).toEqual(t);
+    expect(
+      naradTopicFor(topicFixture("t", { subscriptions: [] }), "ns", "demo").spec.subscriptions,
+    ).toBeUndefined();
+    expect(specMergePatch({ subscriptions: [{ name: "a", max_in_flight_per_partition: 3 }] })).toEqual({
+      spec: { subscriptions: [{ name: "a", maxInFlightPerPartition: 3 }] },
+    });
+    expect(specMergePatch({ subscriptions: [] })).toEqual({ spec: { subscriptions: null } });
+  });
   it("builds a merge patch with only the fields given", () => {
     expect(specMergePatch({ partitions: 6 })).toEqual({ spec: { partitions: 6 } });
     expect(specMergePatch({ retention_ms: 5, max_acked_ahead_per_partition: 2 })).toEqual({

@@ -142,6 +142,14 @@ const fullTopicSpec: Required<NaradTopicSpec> = {
   visibilityTimeoutMs: 30000,
   maxInFlightPerPartition: 1024,
   maxAckedAheadPerPartition: 1024,
+  subscriptions: [
+    {
+      name: "billing",
+      visibilityTimeoutMs: 60000,
+      maxInFlightPerPartition: 16,
+      maxAckedAheadPerPartition: 256,
+    },
+  ],
 };
 const fullTopicStatus: Required<NaradTopicStatus> = {
   observedGeneration: 1,

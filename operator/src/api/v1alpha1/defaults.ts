@@ -34,6 +34,8 @@ export const clusterDefaults = {
 /** Mirrors broker/src/constants.ts (topicPartitionsMin/Max); the CRD enforces the same range. */
 export const TOPIC_PARTITIONS_MIN = 1;
 export const TOPIC_PARTITIONS_MAX = 108;
+/** Mirrors broker/src/core/topic-spec.ts (subscriptionsMax). */
+export const TOPIC_SUBSCRIPTIONS_MAX = 100;
 
 export const topicDefaults = {
   partitions: 3,
@@ -123,6 +125,7 @@ export function withTopicDefaults(spec: NaradTopicSpec): ResolvedNaradTopicSpec 
     visibilityTimeoutMs: spec.visibilityTimeoutMs ?? t.visibilityTimeoutMs,
     maxInFlightPerPartition: spec.maxInFlightPerPartition ?? t.maxInFlightPerPartition,
     maxAckedAheadPerPartition: spec.maxAckedAheadPerPartition ?? t.maxAckedAheadPerPartition,
+    subscriptions: spec.subscriptions,
   });
 }
 

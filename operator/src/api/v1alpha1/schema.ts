@@ -11,6 +11,7 @@ import {
   TOPIC_NAME_PATTERN,
   TOPIC_PARTITIONS_MAX,
   TOPIC_PARTITIONS_MIN,
+  TOPIC_SUBSCRIPTIONS_MAX,
   topicDefaults,
 } from "./defaults.ts";
 
@@ -455,6 +456,37 @@ const topicSpec: JSONSchemaProps = obj(
       default: td.maxAckedAheadPerPartition,
       minimum: 1,
     }),
+    subscriptions: arr(
+      "Declared consumer groups (named subscriptions), each with its own frontier, in-flight set and settings over the same data. Unset settings inherit the topic's. Consumers of an undeclared group use the topic's settings.",
+      obj(
+        "One named subscription.",
+        {
+          name: str("Group name, as consumers pass it in ?group=.", {
+            pattern: TOPIC_NAME_PATTERN,
+            minLength: 1,
+            maxLength: 255,
+          }),
+          visibilityTimeoutMs: int(
+            "How long a message received by this group stays invisible before redelivery, in milliseconds. Default: the topic's visibilityTimeoutMs.",
+            { minimum: 1 },
+          ),
+          maxInFlightPerPartition: int(
+            "Most unacknowledged deliveries per partition for this group. Default: the topic's.",
+            { minimum: 1 },
+          ),
+          maxAckedAheadPerPartition: int(
+            "Most acknowledged records ahead of this group's committed cursor per partition. Default: the topic's.",
+            { minimum: 1 },
+          ),
+        },
+        { required: ["name"] },
+      ),
+      {
+        maxItems: TOPIC_SUBSCRIPTIONS_MAX,
+        "x-kubernetes-list-type": "map",
+        "x-kubernetes-list-map-keys": ["name"],
+      },
+    ),
   },
   {
     required: ["cluster"],

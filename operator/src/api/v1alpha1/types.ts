@@ -254,6 +254,23 @@ export interface NaradTopicSpec {
   maxInFlightPerPartition?: number;
   /** Default 1024. */
   maxAckedAheadPerPartition?: number;
+  /**
+   * Declared consumer groups (named subscriptions), keyed by name. Unset
+   * settings inherit the topic's. At most 100.
+   */
+  subscriptions?: NaradSubscriptionSpec[];
+}
+
+/** One named subscription (consumer group) of a topic. */
+export interface NaradSubscriptionSpec {
+  /** The group name consumers pass as ?group= (the topic name rule). Required. */
+  name: string;
+  /** Lease length for this group; default: the topic's visibilityTimeoutMs. */
+  visibilityTimeoutMs?: number;
+  /** Default: the topic's maxInFlightPerPartition. */
+  maxInFlightPerPartition?: number;
+  /** Default: the topic's maxAckedAheadPerPartition. */
+  maxAckedAheadPerPartition?: number;
 }
 
 export type NaradTopicPhase = "Pending" | "Assigning" | "Ready" | "Failed";
@@ -329,7 +346,11 @@ export interface ResolvedNaradClusterSpec {
   rebalance: boolean;
 }
 
-export type ResolvedNaradTopicSpec = Required<Omit<NaradTopicSpec, "name">> & { name?: string };
+export type ResolvedNaradTopicSpec = Required<Omit<NaradTopicSpec, "name" | "subscriptions">> & {
+  name?: string;
+  /** Left as written (absent when none): unset subscription fields inherit the topic's at use. */
+  subscriptions?: NaradSubscriptionSpec[];
+};
 
 /**
  * The broker's --config file (camelCase JSON). Exactly these keys: the broker
