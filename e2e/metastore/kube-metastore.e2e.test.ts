@@ -7,21 +7,11 @@
 // for new NaradTopics of cluster "demo". The broker's metastore reaches the
 // API server through a TCP proxy the tests can freeze (connections stay open,
 // nothing flows: a stale watch) or cut (every connection reset: API down).
-import { mkdtemp, readFile } from "node:fs/promises";
-import { createServer, type Server, Socket } from "node:net";
+import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import {
-  ApiextensionsV1Api,
-  CoreV1Api,
-  CustomObjectsApi,
-  KubeConfig,
-  PatchStrategy,
-  setHeaderOptions,
-  type V1CustomResourceDefinition,
-} from "@kubernetes/client-node";
-import { load as loadYaml } from "js-yaml";
+import { CoreV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NaradError } from "../../broker/src/errors.ts";
 import { describeMetastoreContract, topicFixture } from "../../broker/src/meta/contract.ts";
@@ -30,14 +20,23 @@ import {
   type KubeMetastoreTiming,
   openKubeMetastore,
 } from "../../broker/src/meta/kube-metastore.ts";
-import type { MemberStatus, NaradCluster, NaradTopic } from "../../operator/src/api/v1alpha1/types.ts";
+import type { MemberStatus, NaradTopic } from "../../operator/src/api/v1alpha1/types.ts";
+import {
+  type ApiProxy,
+  createCluster,
+  createNamespace,
+  GROUP,
+  installCrds,
+  startFakeOperator,
+  startProxy,
+  VERSION,
+  writeMembers,
+} from "../cluster/fake-operator.ts";
 import { type ControlPlane, startControlPlane } from "../platform/control-plane.ts";
 import { waitFor } from "../platform/helpers.ts";
 import { stderrLog } from "../platform/log.ts";
 
 const log = stderrLog("kube-metastore-test");
-const GROUP = "narad.dev";
-const VERSION = "v1alpha1";
 const CLUSTER = "demo";
 const MEMBER_IDS = ["demo-0", "demo-1", "demo-2"];
 const FAKE_OPERATOR_POLL_MS = 100;
@@ -101,82 +100,6 @@ function configVia(c: ControlPlane, port: number): KubeConfig {
   return out;
 }
 
-async function installCrds(kc: KubeConfig): Promise<void> {
-  const ext = kc.makeApiClient(ApiextensionsV1Api);
-  const dir = join(import.meta.dirname, "..", "..", "crds");
-  for (const file of ["narad.dev_naradclusters.yaml", "narad.dev_naradtopics.yaml"]) {
-    const body = loadYaml(await readFile(join(dir, file), "utf8")) as V1CustomResourceDefinition;
-    await ext.createCustomResourceDefinition({ body });
-    const name = body.metadata?.name ?? "";
-    await waitFor(
-      async () => {
-        const crd = await ext.readCustomResourceDefinition({ name });
-        return crd.status?.conditions?.some((c) => c.type === "Established" && c.status === "True");
-      },
-      { timeoutMs: 30_000, what: `CRD ${name} established` },
-    );
-  }
-  // Established is not yet served: the first requests get 429 "storage is (re)initializing".
-  const objects = kc.makeApiClient(CustomObjectsApi);
-  for (const plural of ["naradclusters", "naradtopics"]) {
-    await waitFor(
-      () => objects.listClusterCustomObject({ group: GROUP, version: VERSION, plural }).then(() => true),
-      {
-        timeoutMs: 30_000,
-        what: `${plural} served`,
-      },
-    );
-  }
-}
-
-async function createNamespace(kc: KubeConfig, prefix: string): Promise<string> {
-  const name = `${prefix}-${Math.random().toString(36).slice(2, 8)}`;
-  await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name } } });
-  return name;
-}
-
-async function createCluster(
-  kc: KubeConfig,
-  namespace: string,
-  members: MemberStatus[],
-  epoch: number,
-): Promise<void> {
-  const api = kc.makeApiClient(CustomObjectsApi);
-  const body: NaradCluster = {
-    apiVersion: "narad.dev/v1alpha1",
-    kind: "NaradCluster",
-    metadata: { name: CLUSTER, namespace },
-    spec: { replicas: members.length },
-  };
-  await api.createNamespacedCustomObject({
-    group: GROUP,
-    version: VERSION,
-    namespace,
-    plural: "naradclusters",
-    body,
-  });
-  await writeMembers(kc, namespace, members, epoch);
-}
-
-async function writeMembers(
-  kc: KubeConfig,
-  namespace: string,
-  members: MemberStatus[],
-  epoch: number,
-): Promise<void> {
-  await kc.makeApiClient(CustomObjectsApi).patchNamespacedCustomObjectStatus(
-    {
-      group: GROUP,
-      version: VERSION,
-      namespace,
-      plural: "naradclusters",
-      name: CLUSTER,
-      body: { status: { members, membershipEpoch: epoch } },
-    },
-    setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
-  );
-}
-
 function member(id: string, state: MemberStatus["state"] = "Active", ordinal = 0): MemberStatus {
   return {
     id,
@@ -185,135 +108,6 @@ function member(id: string, state: MemberStatus["state"] = "Active", ordinal = 0
     address: `10.0.0.${ordinal + 1}:7942`,
     state,
     since: new Date().toISOString(),
-  };
-}
-
-// ------------------------------------------------------------------ fake operator
-
-/** Assigns partitions of cluster "demo" topics round-robin over MEMBER_IDS. Returns stop(). */
-function startFakeOperator(kc: KubeConfig, namespace: string): () => Promise<void> {
-  const api = kc.makeApiClient(CustomObjectsApi);
-  let stopped = false;
-  const loop = (async () => {
-    while (!stopped) {
-      try {
-        const list = (await api.listNamespacedCustomObject({
-          group: GROUP,
-          version: VERSION,
-          namespace,
-          plural: "naradtopics",
-        })) as { items: NaradTopic[] };
-        for (const t of list.items) {
-          if (t.spec.cluster !== CLUSTER || t.metadata.deletionTimestamp !== undefined) continue;
-          const partitions = t.spec.partitions ?? 3;
-          if ((t.status?.assignments?.length ?? 0) >= partitions) continue;
-          const assignments = Array.from({ length: partitions }, (_, p) => ({
-            partition: p,
-            owner: MEMBER_IDS[p % MEMBER_IDS.length] ?? "",
-          }));
-          await api.patchNamespacedCustomObjectStatus(
-            {
-              group: GROUP,
-              version: VERSION,
-              namespace,
-              plural: "naradtopics",
-              name: t.metadata.name ?? "",
-              body: {
-                status: {
-                  assignments,
-                  phase: "Ready",
-                  assignmentEpoch: (t.status?.assignmentEpoch ?? 0) + 1,
-                },
-              },
-            },
-            setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
-          );
-        }
-      } catch (err) {
-        if (!stopped) log(`fake operator: ${err instanceof Error ? err.message : String(err)}`);
-      }
-      await sleep(FAKE_OPERATOR_POLL_MS);
-    }
-  })();
-  return async () => {
-    stopped = true;
-    await loop;
-  };
-}
-
-// ------------------------------------------------------------------ TCP proxy
-
-type ProxyMode = "open" | "frozen" | "cut";
-
-interface Proxy {
-  port: number;
-  /** open: forward; frozen: keep connections, forward nothing; cut: reset every connection. */
-  set(mode: ProxyMode): void;
-  close(): Promise<void>;
-}
-
-async function startProxy(targetPort: number): Promise<Proxy> {
-  let mode: ProxyMode = "open";
-  const pairs = new Set<{ client: Socket; upstream: Socket | undefined }>();
-  const connectUpstream = (pair: { client: Socket; upstream: Socket | undefined }) => {
-    const upstream = new Socket();
-    pair.upstream = upstream;
-    upstream.connect(targetPort, "127.0.0.1");
-    pair.client.pipe(upstream);
-    upstream.pipe(pair.client);
-    upstream.on("error", () => pair.client.destroy());
-    upstream.on("close", () => pair.client.destroy());
-  };
-  const server: Server = createServer((client) => {
-    const pair = { client, upstream: undefined as Socket | undefined };
-    pairs.add(pair);
-    client.on("error", () => pair.upstream?.destroy());
-    client.on("close", () => {
-      pair.upstream?.destroy();
-      pairs.delete(pair);
-    });
-    if (mode === "cut") {
-      client.resetAndDestroy();
-      return;
-    }
-    if (mode === "frozen") {
-      client.pause();
-      return;
-    }
-    connectUpstream(pair);
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  if (address === null || typeof address === "string") throw new Error("proxy has no port");
-  return {
-    port: address.port,
-    set(next) {
-      mode = next;
-      for (const pair of [...pairs]) {
-        if (next === "cut") {
-          pair.upstream?.destroy();
-          pair.client.resetAndDestroy();
-        } else if (next === "frozen") {
-          pair.upstream?.pause();
-          pair.client.pause();
-        } else {
-          if (pair.upstream === undefined) {
-            pair.client.resume();
-            connectUpstream(pair);
-          } else {
-            pair.upstream.resume();
-            pair.client.resume();
-          }
-        }
-      }
-    },
-    close: async () => {
-      for (const pair of pairs) {
-        pair.upstream?.destroy();
-        pair.client.destroy();
-      }
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
   };
 }
 
@@ -348,10 +142,13 @@ describeMetastoreContract(
     await createCluster(
       kc,
       namespace,
+      CLUSTER,
       MEMBER_IDS.map((id, i) => member(id, "Active", i)),
       1,
     );
-    const stopOperator = startFakeOperator(kc, namespace);
+    const stopOperator = startFakeOperator(kc, namespace, CLUSTER, MEMBER_IDS, {
+      pollMs: FAKE_OPERATOR_POLL_MS,
+    });
     return {
       open: () =>
         openKubeMetastore({
@@ -377,7 +174,7 @@ describe("kubernetes metastore", () => {
   let kc: KubeConfig;
   let objects: CustomObjectsApi;
   let namespace: string;
-  let proxy: Proxy;
+  let proxy: ApiProxy;
   let store: KubeMetastore;
   let stopOperator: () => Promise<void>;
 
@@ -395,8 +192,14 @@ describe("kubernetes metastore", () => {
     kc = adminConfig(c);
     objects = kc.makeApiClient(CustomObjectsApi);
     namespace = await createNamespace(kc, "kube-meta");
-    await createCluster(kc, namespace, [member("demo-0", "Active", 0), member("demo-1", "Joining", 1)], 4);
-    stopOperator = startFakeOperator(kc, namespace);
+    await createCluster(
+      kc,
+      namespace,
+      CLUSTER,
+      [member("demo-0", "Active", 0), member("demo-1", "Joining", 1)],
+      4,
+    );
+    stopOperator = startFakeOperator(kc, namespace, CLUSTER, MEMBER_IDS, { pollMs: FAKE_OPERATOR_POLL_MS });
     proxy = await startProxy(c.ports.apiserver);
     store = await openKubeMetastore({
       kubeConfig: configVia(c, proxy.port),
@@ -423,7 +226,13 @@ describe("kubernetes metastore", () => {
     expect(store.membershipEpoch()).toBe(4);
     let changes = 0;
     store.onChange(() => changes++);
-    await writeMembers(kc, namespace, [member("demo-0", "Maintenance", 0), member("demo-1", "Active", 1)], 5);
+    await writeMembers(
+      kc,
+      namespace,
+      CLUSTER,
+      [member("demo-0", "Maintenance", 0), member("demo-1", "Active", 1)],
+      5,
+    );
     await waitFor(() => store.membershipEpoch() === 5, { timeoutMs: 5_000, what: "epoch 5" });
     expect(store.members().map((m) => m.state)).toEqual(["Maintenance", "Active"]);
     expect(changes).toBeGreaterThan(0);
