@@ -130,4 +130,20 @@ export async function getJson<T = Record<string, unknown>>(
   return JSON.parse(r.stdout) as T;
 }
 
+/** Installs the CRDs from crds/, waits until they are served, and creates the namespaces. */
+export async function prepareCluster(
+  kubectl: CommandRunner,
+  repo: string,
+  namespaces: string[],
+): Promise<void> {
+  await kubectl(["apply", "--server-side", "-f", join(repo, "crds")]);
+  await kubectl([
+    "wait",
+    "--for=condition=Established",
+    "crd/naradclusters.narad.dev",
+    "crd/naradtopics.narad.dev",
+  ]);
+  for (const ns of namespaces) await kubectl(["create", "namespace", ns]);
+}
+
 export { waitFor };

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stderrLog } from "../platform/log.ts";
 import { type Platform, startPlatform } from "../platform/platform.ts";
 import { ensureBinaries } from "../platform/tools.ts";
-import { getJson, type OperatorProcess, startOperator, waitFor } from "./harness.ts";
+import { getJson, type OperatorProcess, prepareCluster, startOperator, waitFor } from "./harness.ts";
 
 const log = stderrLog("operator-e2e");
 const REPO = resolve(import.meta.dirname, "../..");
@@ -140,15 +140,7 @@ beforeAll(async () => {
   const dir = await mkdtemp(join(tmpdir(), "narad-operator-e2e-"));
   logDir = dir;
   platform = await startPlatform({ dir, log, binaries, keep: process.env["NARAD_KEEP"] === "1" });
-  await platform.kubectl(["apply", "--server-side", "-f", join(REPO, "crds")]);
-  await platform.kubectl([
-    "wait",
-    "--for=condition=Established",
-    "crd/naradclusters.narad.dev",
-    "crd/naradtopics.narad.dev",
-  ]);
-  await platform.kubectl(["create", "namespace", NS]);
-  await platform.kubectl(["create", "namespace", LEASE_NS]);
+  await prepareCluster(platform.kubectl, REPO, [NS, LEASE_NS]);
 });
 
 afterAll(async () => {

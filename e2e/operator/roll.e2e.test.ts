@@ -17,7 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stderrLog } from "../platform/log.ts";
 import { type Platform, startPlatform } from "../platform/platform.ts";
 import { ensureBinaries } from "../platform/tools.ts";
-import { getJson, type OperatorProcess, startOperator, waitFor } from "./harness.ts";
+import { getJson, type OperatorProcess, prepareCluster, startOperator, waitFor } from "./harness.ts";
 
 const log = stderrLog("roll-e2e");
 const REPO = resolve(import.meta.dirname, "../..");
@@ -316,15 +316,7 @@ beforeAll(async () => {
   logDir = await mkdtemp(join(tmpdir(), "narad-roll-e2e-"));
   platform = await startPlatform({ dir: logDir, log, binaries, keep: process.env["NARAD_KEEP"] === "1" });
   core = platform.kubeConfig.makeApiClient(CoreV1Api);
-  await platform.kubectl(["apply", "--server-side", "-f", join(REPO, "crds")]);
-  await platform.kubectl([
-    "wait",
-    "--for=condition=Established",
-    "crd/naradclusters.narad.dev",
-    "crd/naradtopics.narad.dev",
-  ]);
-  await platform.kubectl(["create", "namespace", NS]);
-  await platform.kubectl(["create", "namespace", LEASE_NS]);
+  await prepareCluster(platform.kubectl, REPO, [NS, LEASE_NS]);
   const a = await operator("roll-a");
   await a.waitForLine((l) => l.msg === "leading: reconciling", "leadership");
   await platform.applyYaml(
