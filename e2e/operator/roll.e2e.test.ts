@@ -18,6 +18,7 @@ import { stderrLog } from "../platform/log.ts";
 import { type Platform, startPlatform } from "../platform/platform.ts";
 import { ensureBinaries } from "../platform/tools.ts";
 import { getJson, type OperatorProcess, prepareCluster, startOperator, waitFor } from "./harness.ts";
+import { checkLedger, LoadProducer, listBrokerPods, type PodInfo, PodSampler, readTopic } from "./load.ts";
 
 const log = stderrLog("roll-e2e");
 const REPO = resolve(import.meta.dirname, "../..");
@@ -45,14 +46,6 @@ interface Cluster {
     updateRevision?: string;
   };
 }
-interface PodInfo {
-  name: string;
-  uid: string;
-  ip: string | undefined;
-  ready: boolean;
-  terminating: boolean;
-  revision: string | undefined;
-}
 
 let platform: Platform;
 let core: CoreV1Api;
@@ -65,17 +58,7 @@ async function cluster(): Promise<Cluster | undefined> {
 const cond = (c: Cluster | undefined, type: string) => c?.status?.conditions?.find((x) => x.type === type);
 
 async function pods(): Promise<PodInfo[]> {
-  const list = await core.listNamespacedPod({ namespace: NS, labelSelector: `narad.dev/cluster=${NAME}` });
-  return list.items.map((p) => ({
-    name: p.metadata?.name ?? "",
-    uid: p.metadata?.uid ?? "",
-    ip: p.status?.podIP || undefined,
-    ready:
-      p.status?.conditions?.some((c) => c.type === "Ready" && c.status === "True") === true &&
-      !p.metadata?.deletionTimestamp,
-    terminating: Boolean(p.metadata?.deletionTimestamp),
-    revision: p.metadata?.labels?.["controller-revision-hash"],
-  }));
+  return listBrokerPods(core, NS, NAME);
 }
 
 async function pvcUids(): Promise<Record<string, string>> {
@@ -102,181 +85,17 @@ async function brokerPid(pod: string): Promise<number> {
   );
 }
 
-/** Samples pods every 200 ms: the most that were unavailable (missing, not Ready, terminating) at once. */
-class Sampler {
-  maxUnavailable = 0;
-  samples = 0;
-  worst: string[] = [];
-  readyIps: string[] = [];
-  deleted = new Set<string>();
-  #uids = new Map<string, string>();
-  #running = true;
-  #loop: Promise<void>;
-  constructor(replicas: number) {
-    this.#loop = (async () => {
-      while (this.#running) {
-        try {
-          const list = await pods();
-          const ready = list.filter((p) => p.ready);
-          const unavailable = replicas - ready.length;
-          this.samples++;
-          if (unavailable > this.maxUnavailable) {
-            this.maxUnavailable = unavailable;
-            this.worst = list.map(
-              (p) => `${p.name}:${p.ready ? "Ready" : p.terminating ? "Terminating" : "NotReady"}`,
-            );
-          }
-          this.readyIps = ready.map((p) => p.ip).filter((ip): ip is string => ip !== undefined);
-          for (const p of list) {
-            const was = this.#uids.get(p.name);
-            if (was !== undefined && was !== p.uid) this.deleted.add(`${p.name}/${was}`);
-            this.#uids.set(p.name, p.uid);
-          }
-        } catch (err) {
-          log(`sampler: ${String(err)}`);
-        }
-        await sleep(200);
-      }
-    })();
-  }
-  async stop(): Promise<void> {
-    this.#running = false;
-    await this.#loop;
-  }
-}
-
-/**
- * Continuous producer over the Ready brokers' pod IPs (as a client of the
- * Service would). A 503/429/5xx or a refused connection never reached the WAL:
- * retried on another broker with the same id. A timeout or reset is
- * ambiguous: the id is set aside (may appear at most once) and not retried.
- */
-class Producer {
-  readonly acked = new Set<string>();
-  readonly ambiguous = new Set<string>();
-  attempts = 0;
-  errors = 0;
-  readonly errorKinds = new Map<string, number>();
-  exclude = new Set<string>();
-  #running = true;
-  #rr = 0;
-  #workers: Promise<void>[];
-  readonly tag: string;
-  readonly ips: () => string[];
-  constructor(tag: string, ips: () => string[], workers = 3) {
-    this.tag = tag;
-    this.ips = ips;
-    this.#workers = Array.from({ length: workers }, (_, w) => this.#work(w));
-  }
-  #pick(): string | undefined {
-    const ips = this.ips().filter((ip) => !this.exclude.has(ip));
-    if (ips.length === 0) return undefined;
-    return ips[this.#rr++ % ips.length];
-  }
-  #err(kind: string): void {
-    this.errors++;
-    this.errorKinds.set(kind, (this.errorKinds.get(kind) ?? 0) + 1);
-  }
-  async #work(w: number): Promise<void> {
-    let n = 0;
-    while (this.#running) {
-      const id = `${this.tag}-w${w}-${n++}`;
-      for (;;) {
-        const ip = this.#pick();
-        if (ip === undefined) {
-          await sleep(100);
-          continue;
-        }
-        this.attempts++;
-        try {
-          const r = await fetch(`http://${ip}:7942/v1/topics/${TOPIC}/produce?key=${id}`, {
-            method: "POST",
-            body: JSON.stringify({ id }),
-            signal: AbortSignal.timeout(5_000),
-          });
-          await r.body?.cancel();
-          if (r.status === 202) {
-            this.acked.add(id);
-            break;
-          }
-          this.#err(`HTTP ${r.status}`);
-          await sleep(50);
-        } catch (err) {
-          const code = (err as { cause?: { code?: string } }).cause?.code;
-          if (code === "ECONNREFUSED") {
-            this.#err("ECONNREFUSED");
-            await sleep(50);
-            continue;
-          }
-          this.#err(code ?? (err as Error).name);
-          this.ambiguous.add(id);
-          break;
-        }
-      }
-      await sleep(20);
-    }
-  }
-  async stop(): Promise<void> {
-    this.#running = false;
-    await Promise.all(this.#workers);
-  }
-  summary(): string {
-    const rate = this.attempts === 0 ? 0 : (100 * this.errors) / this.attempts;
-    return `${this.acked.size} acked (202) of ${this.attempts} attempts; ${this.errors} errors (${rate.toFixed(2)}%: ${[...this.errorKinds].map(([k, v]) => `${k}×${v}`).join(", ") || "none"}); ${this.ambiguous.size} ambiguous`;
-  }
-}
-
-/** Every record of the topic, read from one broker across all partitions: key → count. */
-async function readAll(ip: string): Promise<Map<string, number> | undefined> {
-  const seen = new Map<string, number>();
-  for (let p = 0; p < PARTITIONS; p++) {
-    let offset = 0;
-    for (;;) {
-      const r = await fetch(
-        `http://${ip}:7942/v1/topics/${TOPIC}/records?partition=${p}&offset=${offset}&limit=1000`,
-      );
-      if (r.status !== 200) {
-        await r.body?.cancel();
-        return undefined;
-      }
-      const body = (await r.json()) as { next_offset: number; records: Array<{ key: string }> };
-      for (const rec of body.records) seen.set(rec.key, (seen.get(rec.key) ?? 0) + 1);
-      if (body.records.length === 0) break;
-      offset = body.next_offset;
-    }
-  }
-  return seen;
-}
-
-/** Waits until every acked id is readable, then checks: none lost, none twice. */
-async function verify(producer: Producer, prefix: string): Promise<void> {
+/** Waits until every acked id is readable, then checks: none lost, none twice, also through a second broker. */
+async function verify(producer: LoadProducer, prefix: string): Promise<void> {
   const ips = (await pods()).filter((p) => p.ready && p.ip).map((p) => p.ip as string);
-  let last: Map<string, number> | undefined;
-  try {
-    await waitFor(
-      async () => {
-        last = await readAll(ips[0]!);
-        if (last === undefined) return false;
-        return [...producer.acked].every((id) => last!.has(id));
-      },
-      { timeoutMs: 60_000, what: `every acked ${prefix} record to be readable`, intervalMs: 1000 },
-    );
-  } catch {
-    // fall through to the precise assertion below
-  }
-  const seen = last ?? new Map<string, number>();
-  const mine = [...seen].filter(([k]) => k.startsWith(`${prefix}-`));
-  const lost = [...producer.acked].filter((id) => !seen.has(id));
-  const dups = mine.filter(([, n]) => n > 1).map(([k, n]) => `${k}×${n}`);
-  const unknown = mine.filter(([k]) => !producer.acked.has(k) && !producer.ambiguous.has(k)).map(([k]) => k);
-  console.log(
-    `roll-e2e: ${prefix}: ${producer.acked.size} acked, ${mine.length} distinct read back, lost ${lost.length}, duplicated ${dups.length}, ambiguous ${producer.ambiguous.size} (of which present ${[...producer.ambiguous].filter((k) => seen.has(k)).length})`,
-  );
-  expect(lost.slice(0, 10)).toEqual([]);
-  expect(dups.slice(0, 10)).toEqual([]);
-  expect(unknown.slice(0, 10)).toEqual([]);
+  const report = await checkLedger(producer, { ip: ips[0]!, topic: TOPIC, partitions: PARTITIONS });
+  console.log(`roll-e2e: ${report.line}`);
+  expect(producer.tag).toBe(prefix);
+  expect(report.lost.slice(0, 10)).toEqual([]);
+  expect(report.duplicated.slice(0, 10)).toEqual([]);
+  expect(report.unknown.slice(0, 10)).toEqual([]);
   // the same through another broker (reads cross the cluster RPC)
-  const other = await readAll(ips[1]!);
+  const other = await readTopic(ips[1]!, TOPIC, PARTITIONS);
   expect([...producer.acked].filter((id) => !other?.has(id))).toEqual([]);
 }
 
@@ -359,8 +178,8 @@ describe("drained rolling restart", () => {
     const before = await pods();
     const pvcs = await pvcUids();
     expect(Object.keys(pvcs)).toHaveLength(3);
-    const sampler = new Sampler(3);
-    const producer = new Producer("r1", () => sampler.readyIps);
+    const sampler = new PodSampler(() => 3, pods, log);
+    const producer = new LoadProducer({ tag: "r1", topic: TOPIC, ips: () => sampler.readyIps });
     await sleep(2_000); // traffic before the roll
     const gen = ((await cluster())?.metadata.generation ?? 0) + 1;
     const fromRevision = (await cluster())?.status?.updateRevision ?? "";
@@ -397,8 +216,8 @@ describe("drained rolling restart", () => {
   });
 
   it("an operator SIGKILLed mid-roll is replaced and the new one finishes the roll", async () => {
-    const sampler = new Sampler(3);
-    const producer = new Producer("r2", () => sampler.readyIps);
+    const sampler = new PodSampler(() => 3, pods, log);
+    const producer = new LoadProducer({ tag: "r2", topic: TOPIC, ips: () => sampler.readyIps });
     const gen = ((await cluster())?.metadata.generation ?? 0) + 1;
     const fromRevision = (await cluster())?.status?.updateRevision ?? "";
     const t0 = Date.now();
@@ -430,8 +249,8 @@ describe("drained rolling restart", () => {
   });
 
   it("a drain that cannot finish blocks the roll (RollBlocked), deletes no other pod, and resumes once it drains", async () => {
-    const sampler = new Sampler(3);
-    const producer = new Producer("r3", () => sampler.readyIps);
+    const sampler = new PodSampler(() => 3, pods, log);
+    const producer = new LoadProducer({ tag: "r3", topic: TOPIC, ips: () => sampler.readyIps });
     // Stage the new template while paused, so the roll starts the moment we unpause.
     const gen = ((await cluster())?.metadata.generation ?? 0) + 2;
     const fromRevision = (await cluster())?.status?.updateRevision ?? "";
