@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "./config.ts";
+import { ConfigError, defaultAuthMode, loadConfig } from "./config.ts";
 
 describe("loadConfig", () => {
   it("--dev binds loopback and keeps data under ./data", () => {
@@ -29,5 +29,32 @@ describe("loadConfig", () => {
   ])("rejects %j with a clear message", (argv, message) => {
     expect(() => loadConfig(argv, {}, "h")).toThrow(ConfigError);
     expect(() => loadConfig(argv, {}, "h")).toThrow(message);
+  });
+  it("security flags: auth defaults per metastore, files and TLS dir from flags/env", () => {
+    const c = loadConfig(["--dev"], {}, "h");
+    expect(c.security).toEqual({
+      auth: defaultAuthMode("file"),
+      authFile: undefined,
+      clusterSecretFile: undefined,
+      tlsDir: undefined,
+    });
+    const env = {
+      NARAD_AUTH: "on",
+      NARAD_AUTH_FILE: "/s/users.json",
+      NARAD_CLUSTER_SECRET_FILE: "/c/secret",
+    };
+    const d = loadConfig(["--tls-dir", "/tls"], env, "h");
+    expect(d.security).toEqual({
+      auth: "on",
+      authFile: "/s/users.json",
+      clusterSecretFile: "/c/secret",
+      tlsDir: "/tls",
+    });
+    expect(() => loadConfig(["--auth", "maybe"], {}, "h")).toThrow(/--auth must be on or off/);
+  });
+  it("auth on with the kubernetes metastore needs a users file", () => {
+    const kube = ["--metastore", "kubernetes", "--cluster-name", "c1", "--auth", "on"];
+    expect(() => loadConfig(kube, {}, "h")).toThrow(/needs --auth-file/);
+    expect(loadConfig([...kube, "--auth-file", "/u.json"], {}, "h").security.auth).toBe("on");
   });
 });

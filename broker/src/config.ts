@@ -38,6 +38,28 @@ export interface Config {
   };
   dispatch: DispatcherOptions;
   topicDefaults: TopicDefaults;
+  security: SecurityConfig;
+}
+
+/** HTTP authentication, cluster RPC authentication and TLS (README "Security"). */
+export interface SecurityConfig {
+  /** Authentication + RBAC on the HTTP API (health, readiness and metrics stay open). */
+  auth: "on" | "off";
+  /** Users file (JSON); undefined: single node creates <data-dir>/auth.json when auth is on. */
+  authFile: string | undefined;
+  /** Shared secret of the cluster RPC (file path); undefined: cluster RPC unauthenticated. */
+  clusterSecretFile: string | undefined;
+  /** Directory with tls.crt and tls.key: the HTTP listener serves HTTPS. */
+  tlsDir: string | undefined;
+}
+
+/**
+ * Whether authentication is on when --auth is not given. Off everywhere for
+ * now; the kubernetes metastore flips to "on" once the operator hands every
+ * broker and client its credentials (issue #9).
+ */
+export function defaultAuthMode(_metastoreKind: "file" | "kubernetes"): "on" | "off" {
+  return "off";
 }
 
 export class ConfigError extends Error {}
@@ -82,6 +104,10 @@ const settings = {
     env: "NARAD_RETENTION_CHECK_INTERVAL_MS",
     file: "retentionCheckIntervalMs",
   },
+  auth: { env: "NARAD_AUTH", file: "auth" },
+  "auth-file": { env: "NARAD_AUTH_FILE", file: "authFile" },
+  "cluster-secret-file": { env: "NARAD_CLUSTER_SECRET_FILE", file: "clusterSecretFile" },
+  "tls-dir": { env: "NARAD_TLS_DIR", file: "tlsDir" },
 } as const;
 type SettingName = keyof typeof settings;
 
@@ -102,6 +128,11 @@ Options (each also settable as the NARAD_* variable shown, or in --config JSON):
   --wal-segment-bytes N, --wal-sync-backstop-ms N, --log-segment-bytes N,
   --dispatch-idle-poll-ms N, --dispatch-commit-timeout-ms N, --topic-partitions N,
   --retention-check-interval-ms N
+  --auth on|off               HTTP authentication + RBAC NARAD_AUTH          (default off)
+  --auth-file PATH            users file (JSON), reloaded on change          NARAD_AUTH_FILE
+                              (single node, auth on, none given: <data-dir>/auth.json is created)
+  --cluster-secret-file PATH  shared secret of the cluster RPC               NARAD_CLUSTER_SECRET_FILE
+  --tls-dir DIR               serve HTTPS with DIR/tls.crt + DIR/tls.key     NARAD_TLS_DIR
   --dev                       single node on 127.0.0.1 with data under ./data
 `;
 
@@ -174,6 +205,8 @@ export function loadConfig(
   if (metastore !== "file" && metastore !== "kubernetes") {
     throw new ConfigError(`--metastore must be file or kubernetes, got "${metastore}"`);
   }
+  const auth = get("auth") ?? defaultAuthMode(metastore);
+  if (auth !== "on" && auth !== "off") throw new ConfigError(`--auth must be on or off, got "${auth}"`);
   const config: Config = {
     dev,
     http: parseHostPort(
@@ -228,10 +261,21 @@ export function loadConfig(
       maxAckedAhead: k.topicMaxAckedAheadDefault,
       namePattern: k.topicNamePattern,
     },
+    security: {
+      auth,
+      authFile: get("auth-file") || undefined,
+      clusterSecretFile: get("cluster-secret-file") || undefined,
+      tlsDir: get("tls-dir") || undefined,
+    },
   };
   if (config.nodeId === "") throw new ConfigError("--node-id must not be empty");
   if (config.metastore === "kubernetes" && config.clusterName === "") {
     throw new ConfigError("--metastore kubernetes needs --cluster-name (NARAD_CLUSTER_NAME)");
+  }
+  if (auth === "on" && config.metastore === "kubernetes" && config.security.authFile === undefined) {
+    throw new ConfigError(
+      "--auth on with --metastore kubernetes needs --auth-file (NARAD_AUTH_FILE): the users Secret",
+    );
   }
   if (maxBody < 1 || maxBody > k.walMaxRecordBytes) {
     throw new ConfigError(`--max-body-bytes must be between 1 and ${k.walMaxRecordBytes}`);
