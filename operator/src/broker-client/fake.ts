@@ -2,6 +2,7 @@ import {
   type BrokerClient,
   BrokerClientError,
   type BrokerEndpoint,
+  type BrokerMove,
   type BrokerStatus,
   type TopicDataDeletion,
 } from "./types.ts";
@@ -68,6 +69,38 @@ export class FakeBrokerClient implements BrokerClient {
     if (refusal !== undefined) return { done: false, reason: refusal };
     this.deletions.push(`${ep.id}/${topic}`);
     return { done: true };
+  }
+
+  /** Moves by "destination/topic/partition". Tests advance their state. */
+  readonly moves = new Map<string, BrokerMove & { from: string }>();
+  /** State a newly started move reports (default "copying"). */
+  moveStartState: BrokerMove["state"] = "copying";
+
+  async startMove(ep: BrokerEndpoint, topic: string, partition: number, from: string): Promise<BrokerMove> {
+    this.calls.push(`startMove ${ep.id} ${topic}/${partition} from ${from}`);
+    this.#check(ep);
+    const key = `${ep.id}/${topic}/${partition}`;
+    const have = this.moves.get(key);
+    if (have !== undefined && have.state !== "cancelled" && have.state !== "failed") {
+      if (have.from !== from) throw new BrokerClientError(ep.id, "HTTP 409: another move runs", 409);
+      return { state: have.state };
+    }
+    this.moves.set(key, { state: this.moveStartState, from });
+    return { state: this.moveStartState };
+  }
+
+  async getMove(ep: BrokerEndpoint, topic: string, partition: number): Promise<BrokerMove | undefined> {
+    this.calls.push(`getMove ${ep.id} ${topic}/${partition}`);
+    this.#check(ep);
+    const m = this.moves.get(`${ep.id}/${topic}/${partition}`);
+    return m === undefined ? undefined : { state: m.state };
+  }
+
+  async cancelMove(ep: BrokerEndpoint, topic: string, partition: number): Promise<void> {
+    this.calls.push(`cancelMove ${ep.id} ${topic}/${partition}`);
+    this.#check(ep);
+    const m = this.moves.get(`${ep.id}/${topic}/${partition}`);
+    if (m !== undefined && m.state !== "done") m.state = "cancelled";
   }
 
   #check(ep: BrokerEndpoint): void {

@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { HttpBrokerClient, parseStatus } from "./http-client.ts";
+import { HttpBrokerClient, parseMove, parseStatus } from "./http-client.ts";
 import { BrokerClientError } from "./types.ts";
 
 let server: Server;
@@ -36,6 +36,27 @@ beforeAll(async () => {
           }),
         );
       }, wait);
+    } else if (req.url?.startsWith("/admin/v1/moves/")) {
+      let body = "";
+      req.on("data", (c: Buffer) => {
+        body += c.toString();
+      });
+      req.on("end", () => {
+        if (req.url === "/admin/v1/moves/unknown/0") {
+          res.statusCode = req.method === "DELETE" ? 404 : 404;
+          res.end('{"error":"no move"}');
+          return;
+        }
+        if (req.method === "DELETE") {
+          res.statusCode = req.url === "/admin/v1/moves/orders%2Feu/1" ? 409 : 200;
+          res.end("{}");
+          return;
+        }
+        seen.push(`body ${body}`);
+        res.statusCode = req.method === "PUT" ? 202 : 200;
+        res.setHeader("content-type", "application/json");
+        res.end(JSON.stringify({ state: "copying", copiedBytes: 10, sourceHwm: 5, destHwm: 2, rounds: 1 }));
+      });
     } else if (req.url === "/admin/v1/topics/gone/data") {
       res.statusCode = 204;
       res.end();
@@ -85,6 +106,32 @@ describe("HttpBrokerClient", () => {
     expect(seen).toContain("POST /admin/v1/drain?wait_ms=250");
     expect((await c.cancelDrain(ep)).draining).toBe(false);
     expect(seen).toContain("DELETE /admin/v1/drain");
+  });
+
+  it("starts, reads and cancels partition moves on the destination", async () => {
+    const c = new HttpBrokerClient({ port });
+    const move = { state: "copying", copiedBytes: 10, sourceHwm: 5, destHwm: 2 };
+    expect(await c.startMove(ep, "orders/eu", 1, "demo-3")).toEqual(move);
+    expect(seen).toContain("PUT /admin/v1/moves/orders%2Feu/1");
+    expect(seen).toContain('body {"from":"demo-3"}');
+    expect(await c.getMove(ep, "orders/eu", 1)).toEqual(move);
+    expect(await c.getMove(ep, "unknown", 0)).toBeUndefined();
+    // 409 (already done) and 404 (unknown) end the matter too.
+    await c.cancelMove(ep, "orders/eu", 1);
+    await c.cancelMove(ep, "unknown", 0);
+    expect(seen).toContain("DELETE /admin/v1/moves/orders%2Feu/1");
+  });
+
+  it("reads ownedPartitions when the broker reports it", () => {
+    const s = parseStatus("x", {
+      nodeId: "x",
+      ready: true,
+      draining: false,
+      ownedPartitions: 4,
+      wal: { pendingRecords: 0, checkpoint: 0, nextSeq: 0 },
+    });
+    expect(s.ownedPartitions).toBe(4);
+    expect(() => parseMove("x", { state: "weird" })).toThrow(/malformed move/);
   });
 
   it("wraps connection failures", async () => {

@@ -3,6 +3,7 @@ import {
   type BrokerClient,
   BrokerClientError,
   type BrokerEndpoint,
+  type BrokerMove,
   type BrokerStatus,
   type TopicDataDeletion,
 } from "./types.ts";
@@ -50,12 +51,56 @@ export class HttpBrokerClient implements BrokerClient {
     throw new BrokerClientError(ep.id, await describe(res), res.status);
   }
 
+  async startMove(
+    ep: BrokerEndpoint,
+    topic: string,
+    partition: number,
+    from: string,
+    signal?: AbortSignal,
+  ): Promise<BrokerMove> {
+    const res = await this.#request(ep, "PUT", movePath(topic, partition), signal, 0, { from });
+    if (res.status !== 202 && res.status !== 200)
+      throw new BrokerClientError(ep.id, await describe(res), res.status);
+    return parseMove(ep.id, await res.json());
+  }
+
+  async getMove(
+    ep: BrokerEndpoint,
+    topic: string,
+    partition: number,
+    signal?: AbortSignal,
+  ): Promise<BrokerMove | undefined> {
+    const res = await this.#request(ep, "GET", movePath(topic, partition), signal);
+    if (res.status === 404) {
+      await res.body?.cancel();
+      return undefined;
+    }
+    if (res.status !== 200) throw new BrokerClientError(ep.id, await describe(res), res.status);
+    return parseMove(ep.id, await res.json());
+  }
+
+  async cancelMove(
+    ep: BrokerEndpoint,
+    topic: string,
+    partition: number,
+    signal?: AbortSignal,
+  ): Promise<void> {
+    const res = await this.#request(ep, "DELETE", movePath(topic, partition), signal);
+    // 404: never started or already forgotten; 409: already done. Both end the matter.
+    if (res.status < 300 || res.status === 404 || res.status === 409) {
+      await res.body?.cancel();
+      return;
+    }
+    throw new BrokerClientError(ep.id, await describe(res), res.status);
+  }
+
   async #request(
     ep: BrokerEndpoint,
     method: string,
     path: string,
     signal?: AbortSignal,
     extraMs = 0,
+    json?: unknown,
   ): Promise<Response> {
     const timeout = AbortSignal.timeout(this.#timeoutMs + extraMs);
     const url = `http://${hostPort(ep.podIP, this.#port)}${path}`;
@@ -63,11 +108,35 @@ export class HttpBrokerClient implements BrokerClient {
       return await fetch(url, {
         method,
         signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
+        ...(json === undefined
+          ? {}
+          : { body: JSON.stringify(json), headers: { "content-type": "application/json" } }),
       });
     } catch (err) {
       throw new BrokerClientError(ep.id, `${method} ${url}: ${errText(err)}`, undefined, { cause: err });
     }
   }
+}
+
+function movePath(topic: string, partition: number): string {
+  return `/admin/v1/moves/${encodeURIComponent(topic)}/${partition}`;
+}
+
+const MOVE_STATES: ReadonlySet<string> = new Set(["copying", "ready", "done", "failed", "cancelled"]);
+
+/** Validates a move status; extra fields are ignored. */
+export function parseMove(memberId: string, body: unknown): BrokerMove {
+  const o = body as Record<string, unknown> | null;
+  const state = o?.["state"];
+  if (o === null || typeof state !== "string" || !MOVE_STATES.has(state))
+    throw new BrokerClientError(memberId, `malformed move status: ${JSON.stringify(body).slice(0, 300)}`);
+  const move: BrokerMove = { state: state as BrokerMove["state"] };
+  for (const k of ["copiedBytes", "sourceHwm", "destHwm"] as const) {
+    const v = o[k];
+    if (typeof v === "number" && Number.isFinite(v)) move[k] = v;
+  }
+  if (typeof o["error"] === "string") move.error = o["error"];
+  return move;
 }
 
 function hostPort(ip: string, port: number): string {
@@ -111,10 +180,13 @@ export function parseStatus(memberId: string, body: unknown): BrokerStatus {
   ) {
     throw new BrokerClientError(memberId, `malformed status: ${JSON.stringify(body).slice(0, 300)}`);
   }
-  return {
+  const status: BrokerStatus = {
     nodeId: o["nodeId"],
     ready: o["ready"],
     draining: o["draining"],
     wal: { pendingRecords, checkpoint, nextSeq },
   };
+  const owned = num(o["ownedPartitions"]);
+  if (owned !== undefined) status.ownedPartitions = owned;
+  return status;
 }

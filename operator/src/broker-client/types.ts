@@ -12,6 +12,17 @@ export interface BrokerStatus {
   ready: boolean;
   draining: boolean;
   wal: BrokerWalStatus;
+  /** Partitions this broker still owns (reported by brokers with partition moves). */
+  ownedPartitions?: number;
+}
+
+/** A partition move as the DESTINATION broker reports it (GET /admin/v1/moves/{topic}/{partition}). */
+export interface BrokerMove {
+  state: "copying" | "ready" | "done" | "failed" | "cancelled";
+  copiedBytes?: number;
+  sourceHwm?: number;
+  destHwm?: number;
+  error?: string;
 }
 
 /** Where a broker's admin API answers: its pod IP (brokers bind POD_IP, never 0.0.0.0). */
@@ -38,6 +49,26 @@ export interface BrokerClient {
   cancelDrain(ep: BrokerEndpoint, signal?: AbortSignal): Promise<BrokerStatus>;
   /** DELETE /admin/v1/topics/{topic}/data: done once the node's local files are gone (idempotent). */
   deleteTopicData(ep: BrokerEndpoint, topic: string, signal?: AbortSignal): Promise<TopicDataDeletion>;
+  /**
+   * PUT /admin/v1/moves/{topic}/{partition} {"from"} on the destination:
+   * start copying the partition from member `from` (idempotent).
+   */
+  startMove(
+    ep: BrokerEndpoint,
+    topic: string,
+    partition: number,
+    from: string,
+    signal?: AbortSignal,
+  ): Promise<BrokerMove>;
+  /** GET /admin/v1/moves/{topic}/{partition}; undefined when the broker knows no such move (404). */
+  getMove(
+    ep: BrokerEndpoint,
+    topic: string,
+    partition: number,
+    signal?: AbortSignal,
+  ): Promise<BrokerMove | undefined>;
+  /** DELETE /admin/v1/moves/{topic}/{partition}: cancel (ends the source's freeze). Idempotent: 404/409 are fine. */
+  cancelMove(ep: BrokerEndpoint, topic: string, partition: number, signal?: AbortSignal): Promise<void>;
 }
 
 /** A transport failure or unexpected answer from a broker. */
