@@ -23,6 +23,10 @@ export interface Config {
   drainTimeoutMs: number;
   produceMaxBodyBytes: number;
   batchMaxBodyBytes: number;
+  /** Produce memory budget (bytes of bodies not yet durable) and how long a produce waits for its share. */
+  admission: { budgetBytes: number; timeoutMs: number };
+  /** Produce rate limits in messages/s per topic and per client; undefined = off. */
+  rateLimits: { topic?: { rate: number; burst: number }; client?: { rate: number; burst: number } };
   wal: {
     segmentBytes: number;
     rotateDispatchedBytes: number;
@@ -94,6 +98,12 @@ const settings = {
   namespace: { env: "NARAD_NAMESPACE", file: "namespace" },
   "drain-timeout-ms": { env: "NARAD_DRAIN_TIMEOUT_MS", file: "drainTimeoutMs" },
   "max-body-bytes": { env: "NARAD_MAX_BODY_BYTES", file: "maxBodyBytes" },
+  "produce-memory-budget": { env: "NARAD_PRODUCE_MEMORY_BUDGET", file: "produceMemoryBudget" },
+  "admission-timeout-ms": { env: "NARAD_ADMISSION_TIMEOUT_MS", file: "admissionTimeoutMs" },
+  "topic-rate-limit": { env: "NARAD_TOPIC_RATE_LIMIT", file: "topicRateLimit" },
+  "topic-rate-burst": { env: "NARAD_TOPIC_RATE_BURST", file: "topicRateBurst" },
+  "client-rate-limit": { env: "NARAD_CLIENT_RATE_LIMIT", file: "clientRateLimit" },
+  "client-rate-burst": { env: "NARAD_CLIENT_RATE_BURST", file: "clientRateBurst" },
   "wal-segment-bytes": { env: "NARAD_WAL_SEGMENT_BYTES", file: "walSegmentBytes" },
   "wal-sync-backstop-ms": { env: "NARAD_WAL_SYNC_BACKSTOP_MS", file: "walSyncBackstopMs" },
   "log-segment-bytes": { env: "NARAD_LOG_SEGMENT_BYTES", file: "logSegmentBytes" },
@@ -125,6 +135,14 @@ Options (each also settable as the NARAD_* variable shown, or in --config JSON):
   --config FILE               JSON file with any of the settings in camelCase   NARAD_CONFIG
   --drain-timeout-ms N        SIGTERM drain bound        NARAD_DRAIN_TIMEOUT_MS (default ${k.drainTimeoutMs})
   --max-body-bytes N          single produce limit       NARAD_MAX_BODY_BYTES (default ${k.produceMaxBodyBytes})
+  --produce-memory-budget N   bytes of produce bodies in memory before produces wait
+                                                         NARAD_PRODUCE_MEMORY_BUDGET (default ${k.admissionBudgetBytes})
+  --admission-timeout-ms N    wait for budget, then 429  NARAD_ADMISSION_TIMEOUT_MS (default ${k.admissionWaitMs})
+  --topic-rate-limit N        messages/s per topic       NARAD_TOPIC_RATE_LIMIT (default 0 = off)
+  --topic-rate-burst N        bucket size per topic      NARAD_TOPIC_RATE_BURST (default: the rate)
+  --client-rate-limit N       messages/s per client (principal, else IP)
+                                                         NARAD_CLIENT_RATE_LIMIT (default 0 = off)
+  --client-rate-burst N       bucket size per client     NARAD_CLIENT_RATE_BURST (default: the rate)
   --wal-segment-bytes N, --wal-sync-backstop-ms N, --log-segment-bytes N,
   --dispatch-idle-poll-ms N, --dispatch-commit-timeout-ms N, --topic-partitions N,
   --retention-check-interval-ms N
@@ -152,6 +170,18 @@ function parseCount(value: string | undefined, fallback: number, what: string): 
   if (!Number.isSafeInteger(n) || n < 0)
     throw new ConfigError(`${what} must be a non-negative integer, got "${value}"`);
   return n;
+}
+
+/** A rate of 0 turns the limit off; the burst defaults to one second's worth. */
+function bucketLimit(
+  rate: number,
+  burst: string | undefined,
+  what: string,
+): { rate: number; burst: number } | undefined {
+  if (rate === 0) return undefined;
+  const b = parseCount(burst, rate, what);
+  if (b < 1) throw new ConfigError(`${what} must be at least 1`);
+  return { rate, burst: b };
 }
 
 export function loadConfig(
@@ -226,6 +256,14 @@ export function loadConfig(
     drainTimeoutMs: count("drain-timeout-ms", k.drainTimeoutMs),
     produceMaxBodyBytes: maxBody,
     batchMaxBodyBytes: Math.max(k.batchProduceMaxBodyBytes, maxBody),
+    admission: {
+      budgetBytes: count("produce-memory-budget", k.admissionBudgetBytes),
+      timeoutMs: count("admission-timeout-ms", k.admissionWaitMs),
+    },
+    rateLimits: {
+      topic: bucketLimit(count("topic-rate-limit", 0), get("topic-rate-burst"), "--topic-rate-burst"),
+      client: bucketLimit(count("client-rate-limit", 0), get("client-rate-burst"), "--client-rate-burst"),
+    },
     wal: {
       segmentBytes: count("wal-segment-bytes", k.walSegmentBytes),
       rotateDispatchedBytes: k.walRotateDispatchedBytes,
@@ -277,6 +315,8 @@ export function loadConfig(
       "--auth on with --metastore kubernetes needs --auth-file (NARAD_AUTH_FILE): the users Secret",
     );
   }
+  if (config.admission.budgetBytes < 1) throw new ConfigError("--produce-memory-budget must be at least 1");
+  if (config.admission.timeoutMs < 1) throw new ConfigError("--admission-timeout-ms must be at least 1");
   if (maxBody < 1 || maxBody > k.walMaxRecordBytes) {
     throw new ConfigError(`--max-body-bytes must be between 1 and ${k.walMaxRecordBytes}`);
   }

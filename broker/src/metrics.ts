@@ -33,6 +33,12 @@ export interface BrokerMetrics {
   consumerRedelivered: Counter<"topic" | "group">;
   /** Sets the function that refreshes the consumer gauges on each scrape. */
   onConsumerScrape(refresh: () => void): void;
+  admissionBudgetBytes: Gauge;
+  admissionUsedBytes: Gauge;
+  admissionWaiters: Gauge;
+  admissionWaitSeconds: Histogram;
+  admissionRejected: Counter<"reason">;
+  rateLimited: Counter<"scope">;
 }
 
 export function createBrokerMetrics(opts: { defaultMetrics: boolean }): BrokerMetrics {
@@ -199,5 +205,38 @@ export function createBrokerMetrics(opts: { defaultMetrics: boolean }): BrokerMe
     onConsumerScrape: (refresh) => {
       consumerScrape.refresh = refresh;
     },
+    admissionBudgetBytes: new Gauge({
+      name: "narad_admission_budget_bytes",
+      help: "The produce memory budget: bytes of produce bodies that may be in memory at once",
+      registers: r,
+    }),
+    admissionUsedBytes: new Gauge({
+      name: "narad_admission_used_bytes",
+      help: "Budget bytes held by produce requests whose bodies are not yet durable",
+      registers: r,
+    }),
+    admissionWaiters: new Gauge({
+      name: "narad_admission_waiters",
+      help: "Produce requests waiting for their share of the memory budget",
+      registers: r,
+    }),
+    admissionWaitSeconds: new Histogram({
+      name: "narad_admission_wait_seconds",
+      help: "Time a produce waited for its share of the memory budget (0 when granted at once)",
+      buckets: [0.001, 0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 15],
+      registers: r,
+    }),
+    admissionRejected: new Counter({
+      name: "narad_admission_rejected_total",
+      help: "Produce requests refused by admission: timeout (429) or too_large (413, larger than the budget)",
+      labelNames: ["reason"],
+      registers: r,
+    }),
+    rateLimited: new Counter({
+      name: "narad_rate_limited_total",
+      help: "Produce requests refused with 429 by a rate limit, by scope (topic or client)",
+      labelNames: ["scope"],
+      registers: r,
+    }),
   };
 }

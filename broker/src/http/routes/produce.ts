@@ -6,12 +6,15 @@
 // fenced epochs; this node refuses an epoch below the highest it saw (409).
 
 import type { FastifyInstance } from "fastify";
+import { AdmissionBudget } from "../../admission/budget.ts";
 import { batchContentTypes, decodeBinaryBatch, decodeNdjsonBatch } from "../../core/batch-codec.ts";
 import { choosePartition, createRotator, generateKey } from "../../core/partitioner.ts";
 import type { WalRecordInput } from "../../core/records.ts";
 import { badRequest, NaradError, unavailable } from "../../errors.ts";
 import type { TopicConfig } from "../../meta/types.ts";
 import { parseOptionalInt } from "../params.ts";
+import { holdAdmission, registerAdmission } from "../plugins/admission.ts";
+import { RateLimits } from "../plugins/rate-limit.ts";
 import {
   ProducerEpochCache,
   type ProducerHeader,
@@ -33,6 +36,31 @@ export function produceRoutes(s: BrokerServices) {
   let keyCounter = 0;
   const maxRecord = s.config.wal.maxRecordBytes;
   const epochs = new ProducerEpochCache();
+  // Admission control and rate limits (README "Overload protection").
+  const m = s.metrics;
+  m.admissionBudgetBytes.set(s.config.admission.budgetBytes);
+  const budget = new AdmissionBudget({
+    capacityBytes: s.config.admission.budgetBytes,
+    timeoutMs: s.config.admission.timeoutMs,
+    sink: {
+      state: (used, waiters) => {
+        m.admissionUsedBytes.set(used);
+        m.admissionWaiters.set(waiters);
+      },
+      waited: (seconds) => m.admissionWaitSeconds.observe(seconds),
+      rejected: (reason) => {
+        m.admissionRejected.inc({ reason });
+        m.produceRejected.inc({ reason: reason === "timeout" ? "admission_timeout" : "admission_too_large" });
+      },
+    },
+  });
+  const limits = new RateLimits({
+    ...s.config.rateLimits,
+    onLimited: (scope) => {
+      m.rateLimited.inc({ scope });
+      m.produceRejected.inc({ reason: `rate_limit_${scope}` });
+    },
+  });
 
   /** Parses the producer headers and refuses a fenced epoch (409). */
   const producerOf = (headers: Record<string, string | string[] | undefined>): ProducerHeader | undefined => {
@@ -89,6 +117,7 @@ export function produceRoutes(s: BrokerServices) {
     // is encapsulated in this plugin so /v1/topics keeps its JSON parser.
     app.removeAllContentTypeParsers();
     app.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
+    registerAdmission(app, budget);
 
     app.post<{ Params: { topic: string }; Querystring: ProduceQuery }>(
       "/v1/topics/:topic/produce",
@@ -112,7 +141,13 @@ export function produceRoutes(s: BrokerServices) {
           payload,
         };
         if (producer !== undefined) record.producer = stampRecords(producer, [partition])[0];
-        await s.ingress.append([record]);
+        if (limits.enabled) limits.check(request, topic.name, 1);
+        const release = holdAdmission(request);
+        try {
+          await s.ingress.append([record]);
+        } finally {
+          release();
+        }
         if (producer !== undefined) epochs.observe(producer.id, producer.epoch);
         accepted(topic.name, [record]);
         return reply.code(202).send();
@@ -157,7 +192,13 @@ export function produceRoutes(s: BrokerServices) {
           );
           for (let i = 0; i < records.length; i++) records[i]!.producer = stamps[i];
         }
-        await s.ingress.append(records);
+        if (limits.enabled) limits.check(request, topic.name, records.length);
+        const release = holdAdmission(request);
+        try {
+          await s.ingress.append(records);
+        } finally {
+          release();
+        }
         if (producer !== undefined) epochs.observe(producer.id, producer.epoch);
         accepted(topic.name, records);
         return reply.code(202).send({ accepted: records.length });
