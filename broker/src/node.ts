@@ -7,6 +7,7 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
+import { openSecurity } from "./auth/setup.ts";
 import type { Config } from "./config.ts";
 import * as k from "./constants.ts";
 import { ConsumerManager } from "./consumer/manager.ts";
@@ -124,6 +125,7 @@ export async function startBroker(
     readMaxBytes: k.readMaxBytes,
   });
   const rpcMetrics = createRpcMetrics(metrics.registry);
+  const security = await openSecurity(config, logger, nowMs, clustered);
   // Channels open lazily, on the first call to a peer.
   const peers = createPeerPool({
     maxMessageBytes: k.rpcMaxMessageBytes,
@@ -137,6 +139,7 @@ export async function startBroker(
     flowControlWindowBytes: k.rpcFlowControlWindowBytes,
     retryAfterSeconds: k.retryAfterSeconds,
     metrics: rpcMetrics,
+    interceptors: security.rpcClientInterceptors,
   });
   metastore.onChange(peerMembershipSync(peers, () => metastore.members()));
   const dispatcher = createDispatcher({
@@ -202,7 +205,7 @@ export async function startBroker(
     metrics,
     nowMs,
   };
-  const app = buildApp(services, logger);
+  const app = buildApp(services, logger, security.appOptions(metrics.registry));
   dispatcher.start();
   consumers.start();
 
@@ -260,6 +263,7 @@ export async function startBroker(
           keepaliveTimeMs: k.rpcKeepaliveTimeMs,
           keepaliveTimeoutMs: k.rpcKeepaliveTimeoutMs,
           shutdownGraceMs: k.rpcShutdownGraceMs,
+          interceptors: security.rpcServerInterceptors,
         },
       )
     : undefined;
@@ -269,6 +273,7 @@ export async function startBroker(
   const addr = app.server.address();
   const httpAddress =
     typeof addr === "object" && addr !== null ? `${addr.address}:${addr.port}` : String(addr);
+  security.startTlsReload();
   ready = true;
 
   let shuttingDown: Promise<boolean> | undefined;
@@ -297,6 +302,7 @@ export async function startBroker(
     await logs.closeAll();
     await wal.close();
     await metastore.close();
+    security.close();
     await lock.release();
   };
   const crash = async (): Promise<void> => {

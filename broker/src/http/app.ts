@@ -1,7 +1,10 @@
 // Builds the broker's HTTP API as a fastify instance without listening, so
 // tests can use inject() and main.ts decides where to listen.
 
+import type { RequestListener } from "node:http";
+import type { Server as HttpsServer } from "node:https";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
+import { type AuthPluginOptions, registerAuth } from "./plugins/auth.ts";
 import { registerErrorHandling } from "./plugins/errors.ts";
 import { registerHttpMetrics } from "./plugins/http-metrics.ts";
 import { adminRoutes } from "./routes/admin.ts";
@@ -12,8 +15,20 @@ import { readRoutes } from "./routes/read.ts";
 import { topicRoutes } from "./routes/topics.ts";
 import type { BrokerServices } from "./services.ts";
 
-export function buildApp(s: BrokerServices, logger: FastifyBaseLogger): FastifyInstance {
+export interface AppOptions {
+  /** Authentication + RBAC (absent: auth off). */
+  auth?: AuthPluginOptions;
+  /** Creates the listening server (HTTPS: http/tls.ts). */
+  serverFactory?: (handler: RequestListener) => HttpsServer;
+}
+
+export function buildApp(
+  s: BrokerServices,
+  logger: FastifyBaseLogger,
+  opts: AppOptions = {},
+): FastifyInstance {
   const app = Fastify({
+    ...(opts.serverFactory ? { serverFactory: opts.serverFactory } : {}),
     loggerInstance: logger,
     // Per-request logs cost more than the produce itself; metrics cover requests.
     logController: new LogController({ disableRequestLogging: true }),
@@ -24,6 +39,8 @@ export function buildApp(s: BrokerServices, logger: FastifyBaseLogger): FastifyI
   });
   registerErrorHandling(app);
   registerHttpMetrics(app, s.metrics);
+  // Before every route and rate limiter: they may key on request.principal.
+  if (opts.auth !== undefined) registerAuth(app, opts.auth);
   app.register(healthRoutes(s));
   app.register(topicRoutes(s));
   app.register(produceRoutes(s));

@@ -39,6 +39,8 @@ export interface PeerPoolOptions {
   retryAfterSeconds: number;
   metrics?: RpcMetrics;
   nowMs?: () => number;
+  /** More client interceptors, run after the built-in ones (e.g. the cluster-auth metadata). */
+  interceptors?: Interceptor[];
 }
 
 export interface PeerClient {
@@ -84,6 +86,7 @@ export function createPeerPool(o: PeerPoolOptions): PeerPool {
   const nowMs = o.nowMs ?? Date.now;
   const interceptors: Interceptor[] = [defaultDeadlineInterceptor(o.defaultDeadlineMs, nowMs)];
   if (o.metrics !== undefined) interceptors.push(metricsInterceptor(o.metrics));
+  interceptors.push(...(o.interceptors ?? []));
   const channelOptions = {
     "grpc.max_receive_message_length": o.maxMessageBytes,
     "grpc.max_send_message_length": o.maxMessageBytes,

@@ -8,6 +8,7 @@ import {
   type handleUnaryCall,
   Server,
   ServerCredentials,
+  type ServerInterceptor,
   type ServerUnaryCall,
   type sendUnaryData,
   status,
@@ -61,6 +62,8 @@ export interface ClusterServerOptions {
   keepaliveTimeMs: number;
   keepaliveTimeoutMs: number;
   shutdownGraceMs: number;
+  /** Server interceptors (e.g. the cluster-auth check), run before any handler. */
+  interceptors?: ServerInterceptor[];
 }
 
 export interface ClusterServer {
@@ -229,6 +232,7 @@ export async function startClusterServer(
     "grpc.keepalive_time_ms": o.keepaliveTimeMs,
     "grpc.keepalive_timeout_ms": o.keepaliveTimeoutMs,
     "grpc.keepalive_permit_without_calls": 1,
+    interceptors: o.interceptors ?? [],
   };
   const bind = (server: Server, port: number): Promise<number> =>
     new Promise((resolve, reject) => {

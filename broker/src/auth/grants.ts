@@ -1,0 +1,42 @@
+// RBAC decisions, pure: actions, topic patterns and which grant allows what.
+// Actions as in Narad v1: produce, consume (also ack), create, admin. A
+// pattern is an exact topic name or a prefix ending in "*". The user named
+// "admin" is root and may do everything.
+
+export const actions = ["produce", "consume", "create", "admin"] as const;
+export type Action = (typeof actions)[number];
+
+export interface Grant {
+  action: Action;
+  /** Exact topic name, or a prefix followed by "*" ("*" alone: every topic). */
+  topics: string;
+}
+
+export const rootUser = "admin";
+
+export function isAction(value: unknown): value is Action {
+  return typeof value === "string" && (actions as readonly string[]).includes(value);
+}
+
+export function patternMatches(pattern: string, topic: string): boolean {
+  if (pattern.endsWith("*")) return topic.startsWith(pattern.slice(0, -1));
+  return pattern === topic;
+}
+
+/**
+ * Whether a user holding `grants` may do `action` on `topic` (undefined: an
+ * action on no particular topic, e.g. the admin API, which then needs a grant
+ * for every topic: pattern "*").
+ */
+export function allows(
+  user: { name: string; grants: readonly Grant[] },
+  action: Action,
+  topic: string | undefined,
+): boolean {
+  if (user.name === rootUser) return true;
+  return user.grants.some(
+    (g) =>
+      (g.action === action || g.action === "admin") &&
+      (topic === undefined ? g.topics === "*" : patternMatches(g.topics, topic)),
+  );
+}

@@ -1,0 +1,66 @@
+// What each HTTP route needs, pure: open (health, readiness, metrics),
+// authentication only (topic metadata and cluster state, as in Narad v1), or
+// an action on a topic. Keyed by the route pattern fastify matched, so a new
+// route that is not listed here needs authentication plus the admin action
+// (fail closed) until someone decides otherwise.
+
+import type { Action } from "./grants.ts";
+
+export type Access =
+  | { kind: "open" }
+  | { kind: "authenticated" }
+  | { kind: "action"; action: Action; topic: string | undefined };
+
+const open = new Set(["/healthz", "/readyz", "/metrics"]);
+
+/** Routes that need only an authenticated principal (reads of metadata). */
+const authenticatedOnly = new Set([
+  "GET /v1/topics",
+  "GET /v1/topics/:topic",
+  "GET /v1/topics/:topic/groups",
+]);
+
+/** Topic routes and the action each needs on that topic. */
+const topicActions: Record<string, Action> = {
+  "POST /v1/topics/:topic/produce": "produce",
+  "POST /v1/topics/:topic/produce-batch": "produce",
+  "GET /v1/topics/:topic/consume": "consume",
+  "POST /v1/topics/:topic/ack": "consume",
+  "GET /v1/topics/:topic/records": "consume",
+  // Declaring or dropping a subscription is part of consuming the topic.
+  "PUT /v1/topics/:topic/groups/:group": "consume",
+  "DELETE /v1/topics/:topic/groups/:group": "consume",
+  // No per-topic owner is stored, so altering or deleting a topic needs the
+  // same grant as creating it under that name.
+  "PATCH /v1/topics/:topic": "create",
+  "DELETE /v1/topics/:topic": "create",
+};
+
+/**
+ * `route` is the matched pattern (undefined when nothing matched: a 404 that
+ * still needs authentication, so unknown paths tell strangers nothing);
+ * `body` is only read for POST /v1/topics, whose topic name is in the body.
+ */
+export function requiredAccess(
+  method: string,
+  route: string | undefined,
+  params: Readonly<Record<string, string | undefined>>,
+  body: unknown,
+): Access {
+  if (route === undefined) return { kind: "authenticated" };
+  if (open.has(route)) return { kind: "open" };
+  // fastify answers HEAD with the GET route.
+  const key = `${method === "HEAD" ? "GET" : method} ${route}`;
+  if (authenticatedOnly.has(key)) return { kind: "authenticated" };
+  if (route.startsWith("/admin/")) return { kind: "action", action: "admin", topic: undefined };
+  if (key === "POST /v1/topics") {
+    const name =
+      typeof body === "object" && body !== null ? (body as Record<string, unknown>).name : undefined;
+    // No name: the route answers 400; the grant check needs some topic, and
+    // "" matches only a "*" grant.
+    return { kind: "action", action: "create", topic: typeof name === "string" ? name : "" };
+  }
+  const action = topicActions[key];
+  if (action !== undefined) return { kind: "action", action, topic: params.topic ?? "" };
+  return { kind: "action", action: "admin", topic: undefined };
+}

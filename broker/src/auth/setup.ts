@@ -1,0 +1,132 @@
+// Wires the security settings into the broker's parts: the HTTP
+// authenticator (users file + cluster secret as an admin bearer), the
+// cluster RPC interceptors and the HTTPS material. Everything here is I/O
+// glue; the decisions live in the modules it composes.
+
+import type { Server as HttpsServer } from "node:https";
+import type { Interceptor, ServerInterceptor } from "@grpc/grpc-js";
+import type { Logger } from "pino";
+import type { Registry } from "prom-client";
+import type { Config } from "../config.ts";
+import type { AppOptions } from "../http/app.ts";
+import { httpsServerFactory, loadTls, type TlsMaterial, watchTls } from "../http/tls.ts";
+import { clusterAuthClientInterceptor, clusterAuthServerInterceptor } from "../rpc/auth.ts";
+import { Authenticator } from "./authenticator.ts";
+import { type ClusterSecret, openClusterSecret } from "./cluster-secret.ts";
+import { PasswordChecker } from "./passwords.ts";
+import { LoginThrottle } from "./throttle.ts";
+import { ensureDefaultUsersFile, openUsersStore, type UsersStore } from "./users-store.ts";
+
+/** How often secret files are re-stated (Kubernetes propagates Secret updates in ~1 min anyway). */
+export const securityPollMs = 2000;
+/** At most this many scrypt checks at once (Narad v1: 4 bcrypt checks). */
+const hashConcurrency = 4;
+const hashMaxQueued = 256;
+/** A successful scrypt verification is reused this long. */
+const verifiedCacheMs = 60_000;
+/** Log a rejected cluster RPC at most this often. */
+const rejectLogIntervalMs = 5000;
+
+export interface Security {
+  rpcClientInterceptors: Interceptor[];
+  rpcServerInterceptors: ServerInterceptor[];
+  appOptions(registry: Registry): AppOptions;
+  /** After listen: start applying certificate changes to the HTTPS server. */
+  startTlsReload(): void;
+  readonly scheme: "http" | "https";
+  close(): void;
+}
+
+export async function openSecurity(
+  config: Config,
+  logger: Logger,
+  nowMs: () => number,
+  clustered: boolean,
+): Promise<Security> {
+  const log = logger.child({ component: "security" });
+  const sec = config.security;
+  const closers: Array<() => void> = [];
+
+  let clusterSecret: ClusterSecret | undefined;
+  if (sec.clusterSecretFile !== undefined) {
+    clusterSecret = await openClusterSecret(sec.clusterSecretFile, log, securityPollMs);
+    closers.push(() => clusterSecret?.close());
+  } else if (config.metastore === "kubernetes") {
+    log.warn("no --cluster-secret-file: cluster RPC between brokers is not authenticated");
+  }
+
+  let users: UsersStore | undefined;
+  if (sec.auth === "on") {
+    const path = sec.authFile ?? (await ensureDefaultUsersFile(config.dataDir, log));
+    users = await openUsersStore(path, log, securityPollMs);
+    closers.push(() => users?.close());
+  }
+
+  let tls: TlsMaterial | undefined;
+  let factory: ReturnType<typeof httpsServerFactory> | undefined;
+  if (sec.tlsDir !== undefined) {
+    tls = await loadTls(sec.tlsDir);
+    factory = httpsServerFactory(tls);
+  }
+
+  let lastRejectLog = 0;
+  const rpcServerInterceptors: ServerInterceptor[] =
+    clusterSecret !== undefined && clustered
+      ? [
+          clusterAuthServerInterceptor(
+            () => (clusterSecret as ClusterSecret).rpcToken(),
+            (call) => {
+              const now = nowMs();
+              if (now - lastRejectLog < rejectLogIntervalMs) return;
+              lastRejectLog = now;
+              log.warn(
+                call,
+                "cluster RPC call rejected: UNAUTHENTICATED (cluster secret missing or different)",
+              );
+            },
+          ),
+        ]
+      : [];
+
+  return {
+    rpcClientInterceptors:
+      clusterSecret !== undefined
+        ? [clusterAuthClientInterceptor(() => (clusterSecret as ClusterSecret).rpcToken())]
+        : [],
+    rpcServerInterceptors,
+    scheme: tls === undefined ? "http" : "https",
+    appOptions(registry) {
+      const opts: AppOptions = {};
+      if (factory !== undefined) opts.serverFactory = factory.factory;
+      if (users !== undefined) {
+        const store = users;
+        opts.auth = {
+          registry,
+          authenticator: new Authenticator({
+            users: () => store.current(),
+            clusterSecretDigest: () => clusterSecret?.bearerDigest(),
+            passwords: new PasswordChecker({
+              concurrency: hashConcurrency,
+              maxQueued: hashMaxQueued,
+              cacheMs: verifiedCacheMs,
+              cacheEntries: 10_000,
+              nowMs,
+            }),
+            throttle: new LoginThrottle(),
+            nowMs,
+          }),
+        };
+      }
+      return opts;
+    },
+    startTlsReload() {
+      const server: HttpsServer | undefined = factory?.server();
+      if (server === undefined || tls === undefined || sec.tlsDir === undefined) return;
+      const w = watchTls(sec.tlsDir, server, log, securityPollMs, tls);
+      closers.push(() => w.close());
+    },
+    close() {
+      for (const c of closers) c();
+    },
+  };
+}

@@ -1,0 +1,79 @@
+// Authentication and RBAC on the HTTP API. onRequest authenticates (before
+// the body is read, so a stranger's upload costs nothing) and puts the
+// principal on request.principal (the per-client rate limiter keys on it);
+// preHandler checks the route's action against the principal's grants (the
+// body is parsed by then: POST /v1/topics names its topic there). Health,
+// readiness and metrics stay open. Replies: 401 + WWW-Authenticate, 403
+// naming the action and topic, 429/503 + Retry-After.
+
+import type { FastifyInstance, FastifyReply } from "fastify";
+import { Counter, type Registry } from "prom-client";
+import { type Authenticator, type Principal, principalAllows } from "../../auth/authenticator.ts";
+import { requiredAccess } from "../../auth/route-policy.ts";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** Who sent the request (undefined: auth off, or an open route). */
+    principal?: Principal;
+  }
+}
+
+export const wwwAuthenticate = 'Basic realm="narad"';
+
+export interface AuthPluginOptions {
+  authenticator: Authenticator;
+  registry: Registry;
+}
+
+function params(raw: unknown): Record<string, string | undefined> {
+  return typeof raw === "object" && raw !== null ? (raw as Record<string, string | undefined>) : {};
+}
+
+export function registerAuth(app: FastifyInstance, o: AuthPluginOptions): void {
+  const failures = new Counter({
+    name: "narad_auth_failures_total",
+    help: "HTTP requests refused by authentication (401/429/503) or authorisation (403), by reason",
+    labelNames: ["reason"],
+    registers: [o.registry],
+  });
+  app.decorateRequest("principal", undefined);
+
+  app.addHook("onRequest", async (request, reply) => {
+    const access = requiredAccess(
+      request.method,
+      request.routeOptions.url,
+      params(request.params),
+      undefined,
+    );
+    if (access.kind === "open") return;
+    const outcome = await o.authenticator.authenticate(request.headers.authorization);
+    if (outcome.ok) {
+      request.principal = outcome.principal;
+      return;
+    }
+    failures.inc({ reason: outcome.reason });
+    if (outcome.status === 401) reply.header("www-authenticate", wwwAuthenticate);
+    if (outcome.retryAfterSeconds !== undefined)
+      reply.header("retry-after", String(outcome.retryAfterSeconds));
+    return refuse(reply, outcome.status, outcome.message);
+  });
+
+  app.addHook("preHandler", async (request, reply) => {
+    const p = request.principal;
+    if (p === undefined) return;
+    const access = requiredAccess(
+      request.method,
+      request.routeOptions.url,
+      params(request.params),
+      request.body,
+    );
+    if (access.kind !== "action" || principalAllows(p, access.action, access.topic)) return;
+    failures.inc({ reason: "forbidden" });
+    const what = access.topic === undefined ? "the admin API" : `topic "${access.topic}"`;
+    return refuse(reply, 403, `user "${p.name}" may not ${access.action} on ${what}`);
+  });
+}
+
+function refuse(reply: FastifyReply, status: number, message: string): FastifyReply {
+  return reply.code(status).send({ error: message });
+}
