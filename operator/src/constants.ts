@@ -41,6 +41,12 @@ export const ANNOTATION_APPLIED_HASH = "narad.dev/applied-hash";
  * pod template, which changes the revision and so rolls every pod.
  */
 export const ANNOTATION_RESTARTED_AT = "narad.dev/restartedAt";
+/**
+ * On a NaradCluster: any new value (e.g. a timestamp) asks for one
+ * rebalance of existing partitions over the Active members, even when
+ * spec.rebalance is false. status.scale.rebalanceHandled records it.
+ */
+export const ANNOTATION_REBALANCE = "narad.dev/rebalance";
 /** Set on a NaradTopic until every member confirmed its local data is gone. */
 export const FINALIZER_TOPIC_DATA = "narad.dev/topic-data";
 
@@ -57,6 +63,24 @@ export const BROKER_DATA_DIR = "/var/lib/narad/data";
 export const BROKER_DATA_VOLUME = "data";
 export const BROKER_CONFIG_VOLUME = "config";
 export const BROKER_USER_ID = 10001;
+// Security Secrets, mounted read-only outside /etc/narad (the config mount is
+// read-only, so nothing can be created under it).
+export const BROKER_USERS_VOLUME = "users";
+export const BROKER_USERS_DIR = "/var/run/secrets/narad/users";
+export const BROKER_USERS_KEY = "users.json";
+export const BROKER_CLUSTER_SECRET_VOLUME = "cluster-secret";
+export const BROKER_CLUSTER_SECRET_DIR = "/var/run/secrets/narad/cluster";
+export const BROKER_CLUSTER_SECRET_KEY = "secret";
+export const BROKER_TLS_VOLUME = "tls";
+export const BROKER_TLS_DIR = "/var/run/secrets/narad/tls";
+/** The root user of an operator-created users Secret. */
+export const USERS_ADMIN_NAME = "admin";
+/** Random bytes behind generated passwords and the cluster secret. */
+export const GENERATED_SECRET_BYTES = 32;
+/** How long the operator reuses a cluster secret it read, before reading it again. */
+export const CLUSTER_SECRET_CACHE_MS = 30_000;
+/** How often a reconcile re-checks (GET) that a cluster's Secrets still exist. */
+export const SECRET_RECHECK_MS = 60_000;
 export const BROKER_DEFAULT_IMAGE = "ghcr.io/narad/narad:latest";
 export const BROKER_STARTUP_PROBE_FAILURE_THRESHOLD = 30;
 export const BROKER_STARTUP_PROBE_PERIOD_SECONDS = 2;
@@ -80,6 +104,12 @@ export const ROLL_DRAIN_WAIT_MS = 2_000;
 export const ROLL_STATUS_TIMEOUT_MS = 2_000;
 /** Bound on the informational WAL counts the status step collects from every broker. */
 export const STATUS_WAL_TIMEOUT_MS = 1_500;
+/** Partition moves in flight at once per cluster (each one copies a partition). */
+export const SCALE_MAX_MOVES = 2;
+/** Requeue while a decommission or rebalance runs. */
+export const SCALE_REQUEUE_MS = 1_000;
+/** Bound on one move/status call to a broker during scaling. */
+export const SCALE_BROKER_TIMEOUT_MS = 2_000;
 
 // --- Work queue ------------------------------------------------------------
 export const QUEUE_BACKOFF_BASE_MS = 100;

@@ -1,4 +1,4 @@
-import type { CoreV1Event, KubernetesObject, V1Pod, V1StatefulSet } from "@kubernetes/client-node";
+import type { CoreV1Event, KubernetesObject, V1Pod, V1Secret, V1StatefulSet } from "@kubernetes/client-node";
 import type { NaradCluster, NaradTopic } from "../api/v1alpha1/types.ts";
 import { CLUSTER_PLURAL, TOPIC_PLURAL } from "../constants.ts";
 import type { CustomRef, KubeApi, ObjectRef } from "../kube/api.ts";
@@ -195,6 +195,23 @@ export class FakeKube implements KubeApi {
     if (next.metadata.deletionTimestamp && finalizers.length === 0) store.remove(ref.namespace, ref.name);
     else store.put(next);
     return next as T;
+  }
+
+  async createIfAbsent<T extends KubernetesObject>(obj: T): Promise<boolean> {
+    const key = `${obj.kind}/${obj.metadata?.namespace ?? ""}/${obj.metadata?.name ?? ""}`;
+    if (this.other.has(key)) return false;
+    this.writes.push(`create ${obj.kind} ${obj.metadata?.name}`);
+    this.other.set(key, structuredClone(obj));
+    return true;
+  }
+
+  async getSecret(namespace: string, name: string): Promise<V1Secret | undefined> {
+    const s = this.other.get(`Secret/${namespace}/${name}`) as V1Secret | undefined;
+    if (s === undefined) return undefined;
+    // Like the API server: stringData is folded into base64 data on write.
+    const data: Record<string, string> = { ...s.data };
+    for (const [k, v] of Object.entries(s.stringData ?? {})) data[k] = Buffer.from(v).toString("base64");
+    return { ...structuredClone(s), stringData: undefined, data };
   }
 
   async createEvent(_ns: string, event: CoreV1Event): Promise<CoreV1Event> {

@@ -1,4 +1,4 @@
-import type { CoreV1Event, KubernetesObject } from "@kubernetes/client-node";
+import type { CoreV1Event, KubernetesObject, V1Secret } from "@kubernetes/client-node";
 
 // The operator's few API operations behind one interface: the controller
 // is tested against an in-memory fake; the real one (client-node.ts) is the
@@ -41,6 +41,13 @@ export interface KubeApi {
     finalizers: string[],
     resourceVersion: string,
   ): Promise<T>;
+  /**
+   * Plain create (POST), for objects the operator makes once and then leaves
+   * to users (generated Secrets): false when the name is already taken (409).
+   */
+  createIfAbsent<T extends KubernetesObject>(obj: T): Promise<boolean>;
+  /** GET of one Secret (not cached: the operator may not list or watch Secrets); undefined on 404. */
+  getSecret(namespace: string, name: string): Promise<V1Secret | undefined>;
   createEvent(namespace: string, event: CoreV1Event): Promise<CoreV1Event>;
   patchEventCount(namespace: string, name: string, count: number, lastTimestamp: Date): Promise<void>;
 }
@@ -106,6 +113,12 @@ export function guardedApi(api: KubeApi, signal: AbortSignal): KubeApi {
       check(`finalizers ${ref.plural}/${ref.name}`);
       return api.setFinalizers(ref, f, rv);
     },
+    createIfAbsent: (obj) => {
+      check(`create ${obj.kind}/${obj.metadata?.name}`);
+      return api.createIfAbsent(obj);
+    },
+    // A read: no leadership check.
+    getSecret: (ns, name) => api.getSecret(ns, name),
     createEvent: (ns, ev) => {
       check("event");
       return api.createEvent(ns, ev);

@@ -10,6 +10,7 @@ import {
   setHeaderOptions,
   type V1Lease,
   V1MicroTime,
+  type V1Secret,
 } from "@kubernetes/client-node";
 import { API_GROUP, API_VERSION, FIELD_MANAGER } from "../constants.ts";
 import { type CustomRef, httpStatus, type KubeApi, type ObjectRef } from "./api.ts";
@@ -95,6 +96,25 @@ export class ClientNodeApi implements KubeApi {
       },
       mergePatch,
     )) as T;
+  }
+
+  async createIfAbsent<T extends KubernetesObject>(obj: T): Promise<boolean> {
+    try {
+      await this.#objects.create(obj, undefined, undefined, FIELD_MANAGER);
+      return true;
+    } catch (err) {
+      if (httpStatus(err) === 409) return false;
+      throw err;
+    }
+  }
+
+  async getSecret(namespace: string, name: string): Promise<V1Secret | undefined> {
+    try {
+      return await this.#core.readNamespacedSecret({ namespace, name });
+    } catch (err) {
+      if (httpStatus(err) === 404) return undefined;
+      throw err;
+    }
   }
 
   async createEvent(namespace: string, event: CoreV1Event): Promise<CoreV1Event> {

@@ -210,7 +210,15 @@ describe("statefulset", () => {
       "--data-dir=/var/lib/narad/data",
       "--config=/etc/narad/narad.json",
     ]);
-    expect(c?.env?.map((e) => e.name)).toEqual(["POD_NAME", "POD_IP", "POD_NAMESPACE", "NARAD_CLUSTER_NAME"]);
+    expect(c?.env?.map((e) => e.name)).toEqual([
+      "POD_NAME",
+      "POD_IP",
+      "POD_NAMESPACE",
+      "NARAD_CLUSTER_NAME",
+      "NARAD_AUTH",
+      "NARAD_CLUSTER_SECRET_FILE",
+      ...(spec.security.auth.enabled ? ["NARAD_AUTH_FILE"] : []),
+    ]);
     expect(c?.env?.find((e) => e.name === "POD_IP")?.valueFrom?.fieldRef?.fieldPath).toBe("status.podIP");
     expect(c?.env?.find((e) => e.name === "NARAD_CLUSTER_NAME")?.value).toBe("demo");
     expect(c?.ports?.map((p) => p.containerPort)).toEqual([7942, 7943]);
@@ -224,7 +232,7 @@ describe("statefulset", () => {
     });
     expect(c?.livenessProbe).toMatchObject({ httpGet: { path: "/healthz", port: 7942 }, periodSeconds: 10 });
     expect(c?.readinessProbe).toMatchObject({ httpGet: { path: "/readyz", port: 7942 }, periodSeconds: 2 });
-    expect(c?.lifecycle?.preStop?.httpGet).toEqual({ path: "/admin/v1/prestop", port: 7942 });
+    expect(c?.lifecycle?.preStop?.httpGet).toEqual({ path: "/admin/v1/prestop", port: 7942, scheme: "HTTP" });
     expect(pod?.terminationGracePeriodSeconds).toBe(60 + 15);
     expect(
       sts({ rollout: { drainTimeoutSeconds: 5 } }).spec?.template.spec?.terminationGracePeriodSeconds,
@@ -232,11 +240,25 @@ describe("statefulset", () => {
   });
 
   it("locks the pod down", () => {
-    expect(pod?.securityContext).toMatchObject({ runAsNonRoot: true, runAsUser: 10001, fsGroup: 10001 });
-    expect(c?.securityContext).toMatchObject({
+    // Pinned exactly: a loosened field must fail here.
+    expect(pod?.securityContext).toEqual({
+      runAsNonRoot: true,
+      runAsUser: 10001,
+      runAsGroup: 10001,
+      fsGroup: 10001,
+      seccompProfile: { type: "RuntimeDefault" },
+    });
+    expect(c?.securityContext).toEqual({
+      allowPrivilegeEscalation: false,
       readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
       capabilities: { drop: ["ALL"] },
     });
+    // Writable only where needed: the data PVC; everything else is read-only.
+    const writable = (c?.volumeMounts ?? []).filter((m) => m.readOnly !== true).map((m) => m.name);
+    expect(writable).toEqual(["data"]);
+    expect(pod?.hostNetwork).toBeUndefined();
+    expect(pod?.hostPID).toBeUndefined();
   });
 
   it("mounts config and a data PVC from the spec", () => {
@@ -279,9 +301,14 @@ describe("statefulset", () => {
     expect(sts({}, "h1").spec?.template.metadata?.annotations?.["narad.dev/config-hash"]).toBe("h1");
     expect(sts({ replicas: 5 }).spec?.template).toEqual(sts({ replicas: 3 }).spec?.template);
     expect(sts({}, "h1").spec?.template).not.toEqual(sts({}, "h2").spec?.template);
-    // Secret references never put Secret contents in the template
-    const secured = sts({ security: { authSecretRef: { name: "auth" } } });
-    expect(JSON.stringify(secured.spec?.template)).not.toContain("auth");
+    // Secrets enter the template by name only: the same names, the same
+    // template, whatever the Secrets hold (rotation never rolls pods).
+    const secured = sts({
+      security: { auth: { enabled: true, usersSecret: "my-users" }, clusterSecret: "my-rpc" },
+    });
+    const text = JSON.stringify(secured.spec?.template);
+    expect(text).toContain("my-users");
+    expect(text).not.toContain("password");
   });
 
   it("copies the restart annotation onto the template (a new value is a new revision)", () => {

@@ -31,6 +31,7 @@ import type {
 import { commonLabels, resourceNames, selectorLabels } from "./labels.ts";
 import { ownedMeta } from "./owner.ts";
 import { brokerServiceAccountName } from "./rbac.ts";
+import { brokerScheme, securityEnv, securityVolumeMounts, securityVolumes } from "./secrets.ts";
 
 export interface StatefulSetInputs {
   cluster: NaradCluster;
@@ -108,7 +109,10 @@ function podTemplate({ cluster, spec, configHash }: StatefulSetInputs): V1PodTem
     // No /tmp volume: the broker writes only under its data dir. (A /tmp
     // mount would also hide the local platform's volume sources, which live
     // under /tmp, from the pod's mount namespace.)
-    volumes: [{ name: BROKER_CONFIG_VOLUME, configMap: { name: resourceNames(name).configMap } }],
+    volumes: [
+      { name: BROKER_CONFIG_VOLUME, configMap: { name: resourceNames(name).configMap } },
+      ...securityVolumes(name, spec),
+    ],
   };
   if (spec.imagePullSecrets.length > 0) podSpec.imagePullSecrets = spec.imagePullSecrets;
   if (pod.affinity !== undefined) podSpec.affinity = pod.affinity;
@@ -132,6 +136,7 @@ function podTemplate({ cluster, spec, configHash }: StatefulSetInputs): V1PodTem
 }
 
 function brokerContainer(clusterName: string, spec: ResolvedNaradClusterSpec): V1Container {
+  const scheme = brokerScheme(spec);
   const container: V1Container = {
     name: BROKER_CONTAINER_NAME,
     image: spec.image,
@@ -148,27 +153,30 @@ function brokerContainer(clusterName: string, spec: ResolvedNaradClusterSpec): V
       `--data-dir=${BROKER_DATA_DIR}`,
       `--config=${BROKER_CONFIG_DIR}/${BROKER_CONFIG_FILE}`,
     ],
-    env: brokerEnv(clusterName),
+    env: [...brokerEnv(clusterName), ...securityEnv(spec)],
     ports: [
       { name: BROKER_HTTP_PORT_NAME, containerPort: BROKER_HTTP_PORT, protocol: "TCP" },
       { name: BROKER_CLUSTER_PORT_NAME, containerPort: BROKER_CLUSTER_PORT, protocol: "TCP" },
     ],
     startupProbe: {
-      httpGet: { path: "/healthz", port: BROKER_HTTP_PORT },
+      httpGet: { path: "/healthz", port: BROKER_HTTP_PORT, scheme },
       failureThreshold: BROKER_STARTUP_PROBE_FAILURE_THRESHOLD,
       periodSeconds: BROKER_STARTUP_PROBE_PERIOD_SECONDS,
     },
     livenessProbe: {
-      httpGet: { path: "/healthz", port: BROKER_HTTP_PORT },
+      httpGet: { path: "/healthz", port: BROKER_HTTP_PORT, scheme },
       periodSeconds: BROKER_LIVENESS_PROBE_PERIOD_SECONDS,
     },
     readinessProbe: {
-      httpGet: { path: "/readyz", port: BROKER_HTTP_PORT },
+      httpGet: { path: "/readyz", port: BROKER_HTTP_PORT, scheme },
       periodSeconds: BROKER_READINESS_PROBE_PERIOD_SECONDS,
     },
     // Backstop for the operator's own drain: the broker drains its WAL
     // (bounded by drainTimeoutMs) before SIGTERM.
-    lifecycle: { preStop: { httpGet: { path: "/admin/v1/prestop", port: BROKER_HTTP_PORT } } },
+    // It carries no credentials (httpHeaders would put the secret in the
+    // template): with auth on the broker answers 401, the kubelet logs
+    // FailedPreStopHook and sends SIGTERM, whose handler drains the same way.
+    lifecycle: { preStop: { httpGet: { path: "/admin/v1/prestop", port: BROKER_HTTP_PORT, scheme } } },
     securityContext: {
       allowPrivilegeEscalation: false,
       readOnlyRootFilesystem: true,
@@ -178,6 +186,7 @@ function brokerContainer(clusterName: string, spec: ResolvedNaradClusterSpec): V
     volumeMounts: [
       { name: BROKER_DATA_VOLUME, mountPath: BROKER_DATA_MOUNT },
       { name: BROKER_CONFIG_VOLUME, mountPath: BROKER_CONFIG_DIR, readOnly: true },
+      ...securityVolumeMounts(spec),
     ],
   };
   if (Object.keys(spec.resources).length > 0) container.resources = spec.resources;

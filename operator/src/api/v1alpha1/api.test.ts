@@ -96,7 +96,18 @@ const fullClusterSpec: Required<NaradClusterSpec> = {
   broker,
   pod,
   rollout,
-  security: { authSecretRef: { name: "prod-auth" }, tlsSecretRef: { name: "prod-tls" } },
+  security: {
+    auth: { enabled: true, usersSecret: "prod-users" },
+    clusterSecret: "prod-cluster-secret",
+    tls: { secretName: "prod-tls" },
+    networkPolicy: {
+      enabled: true,
+      allowFrom: [
+        { namespaceSelector: { matchLabels: { team: "shop" } } },
+        { namespaceSelector: { matchLabels: { "kubernetes.io/metadata.name": "narad-system" } } },
+      ],
+    },
+  },
   metrics: { serviceMonitor: { enabled: true, interval: "30s", labels: { release: "prometheus" } } },
   rebalance: false,
 };
@@ -132,6 +143,21 @@ const fullClusterStatus: Required<NaradClusterStatus> = {
   updateRevision: "demo-5d8f",
   roll: { podInFlight: "demo-1", startedAt: "2026-01-01T00:00:00Z", reason: "image changed" },
   selector: "app.kubernetes.io/instance=demo",
+  scale: {
+    decommissioning: "demo-3",
+    moves: [
+      {
+        topic: "orders",
+        partition: 2,
+        from: "demo-3",
+        to: "demo-0",
+        startedAt: "2026-01-01T00:00:00Z",
+        state: "copying",
+      },
+    ],
+    movesDone: 1,
+    rebalanceHandled: "2026-01-01T00:00:00Z",
+  },
 };
 const fullTopicSpec: Required<NaradTopicSpec> = {
   cluster: "demo",

@@ -29,6 +29,9 @@ export const clusterDefaults = {
   downGraceSeconds: 30,
   serviceMonitorEnabled: false,
   rebalance: false,
+  // Auth on the brokers' HTTP API in cluster mode (issue #9).
+  authEnabled: false,
+  networkPolicyEnabled: false,
 } as const;
 
 /** Mirrors broker/src/constants.ts (topicPartitionsMin/Max); the CRD enforces the same range. */
@@ -101,7 +104,18 @@ export function withClusterDefaults(spec: NaradClusterSpec | undefined): Resolve
       force: s.rollout?.force ?? d.force,
       downGraceSeconds: s.rollout?.downGraceSeconds ?? d.downGraceSeconds,
     },
-    security: { ...s.security },
+    security: dropUndefined({
+      auth: dropUndefined({
+        enabled: s.security?.auth?.enabled ?? d.authEnabled,
+        usersSecret: s.security?.auth?.usersSecret,
+      }),
+      clusterSecret: s.security?.clusterSecret,
+      tls: s.security?.tls === undefined ? undefined : { ...s.security.tls },
+      networkPolicy: {
+        enabled: s.security?.networkPolicy?.enabled ?? d.networkPolicyEnabled,
+        allowFrom: [...(s.security?.networkPolicy?.allowFrom ?? [])],
+      },
+    }),
     metrics: {
       serviceMonitor: dropUndefined({
         enabled: sm?.enabled ?? d.serviceMonitorEnabled,

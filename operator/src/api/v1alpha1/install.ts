@@ -14,7 +14,12 @@ export interface PolicyRule {
   resourceNames?: string[];
 }
 
-const ALL = ["get", "list", "watch", "create", "update", "patch", "delete"];
+/**
+ * Owned objects are written with server-side apply (patch; create when the
+ * object is new) and read from label-filtered informers (list, watch); the
+ * operator never uses PUT on them, hence no "update".
+ */
+const OWNED = ["get", "list", "watch", "create", "patch", "delete"];
 
 /**
  * Rules of the Role the operator creates for each cluster's brokers. Brokers
@@ -35,11 +40,13 @@ export const BROKER_ROLE_RULES: PolicyRule[] = [
 
 /** The operator's ClusterRole: least privilege, plus everything in BROKER_ROLE_RULES. */
 export const OPERATOR_CLUSTER_ROLE_RULES: PolicyRule[] = [
+  // NaradClusters: read, and metadata patches (finalizers); users create them.
+  { apiGroups: [GROUP], resources: ["naradclusters"], verbs: ["get", "list", "watch", "patch"] },
   {
     apiGroups: [GROUP],
-    resources: ["naradclusters", "naradtopics"],
+    resources: ["naradtopics"],
     // create/delete only because the broker Role grants them on naradtopics.
-    verbs: ["get", "list", "watch", "create", "update", "patch", "delete"],
+    verbs: ["get", "list", "watch", "create", "patch", "delete"],
   },
   {
     apiGroups: [GROUP],
@@ -51,10 +58,21 @@ export const OPERATOR_CLUSTER_ROLE_RULES: PolicyRule[] = [
     resources: ["naradclusters/finalizers", "naradtopics/finalizers"],
     verbs: ["update"],
   },
-  { apiGroups: ["apps"], resources: ["statefulsets"], verbs: ALL },
-  { apiGroups: [""], resources: ["services", "configmaps", "serviceaccounts"], verbs: ALL },
-  { apiGroups: ["rbac.authorization.k8s.io"], resources: ["roles", "rolebindings"], verbs: ALL },
-  { apiGroups: ["policy"], resources: ["poddisruptionbudgets"], verbs: ALL },
+  { apiGroups: ["apps"], resources: ["statefulsets"], verbs: OWNED },
+  { apiGroups: [""], resources: ["services", "configmaps", "serviceaccounts"], verbs: OWNED },
+  { apiGroups: ["rbac.authorization.k8s.io"], resources: ["roles", "rolebindings"], verbs: OWNED },
+  { apiGroups: ["policy"], resources: ["poddisruptionbudgets"], verbs: OWNED },
+  // Secrets: only a GET by name (the cluster secret for admin calls, and
+  // "does it exist?") and a create of the generated ones. No list/watch: the
+  // operator never caches Secret contents cluster-wide; no update/delete:
+  // users own them once created (the garbage collector deletes them).
+  { apiGroups: [""], resources: ["secrets"], verbs: ["get", "create"] },
+  // The optional per-cluster NetworkPolicy (applied, deleted when disabled).
+  {
+    apiGroups: ["networking.k8s.io"],
+    resources: ["networkpolicies"],
+    verbs: ["get", "create", "patch", "delete"],
+  },
   // Pods: delete is how a planned restart happens (StatefulSet updateStrategy OnDelete).
   { apiGroups: [""], resources: ["pods"], verbs: ["get", "list", "watch", "delete"] },
   // PVCs: update/patch to expand, delete for reclaimPolicy Delete; the StatefulSet creates them.
@@ -67,7 +85,11 @@ export const OPERATOR_CLUSTER_ROLE_RULES: PolicyRule[] = [
   { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "patch"] },
   // StorageClasses: to check allowVolumeExpansion before resizing.
   { apiGroups: ["storage.k8s.io"], resources: ["storageclasses"], verbs: ["get", "list", "watch"] },
-  { apiGroups: ["monitoring.coreos.com"], resources: ["servicemonitors"], verbs: ALL },
+  {
+    apiGroups: ["monitoring.coreos.com"],
+    resources: ["servicemonitors"],
+    verbs: ["get", "create", "patch", "delete"],
+  },
 ];
 
 /** Namespaced Role (operator namespace only) for leader election. */

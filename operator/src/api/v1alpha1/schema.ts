@@ -113,14 +113,13 @@ const quantity = (description: string): JSONSchemaProps => ({
   "x-kubernetes-int-or-string": true,
 });
 
-const secretRef = (description: string): JSONSchemaProps =>
-  obj(
-    description,
-    { name: str("Name of the Secret in the NaradCluster's namespace.", { minLength: 1 }) },
-    {
-      required: ["name"],
-    },
-  );
+/** A Secret name in the NaradCluster's namespace (a DNS subdomain). */
+const secretName = (description: string): JSONSchemaProps =>
+  str(description, {
+    minLength: 1,
+    maxLength: 253,
+    pattern: "^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$",
+  });
 
 /** metav1.Condition. */
 const conditions = (types: string): JSONSchemaProps =>
@@ -304,10 +303,47 @@ const clusterSpec: JSONSchemaProps = obj(
       },
       { default: {} },
     ),
-    security: obj("Authentication and TLS (references only).", {
-      authSecretRef: secretRef("Secret holding client credentials."),
-      tlsSecretRef: secretRef("Secret of type kubernetes.io/tls for the broker's listeners."),
-    }),
+    security: obj(
+      "Authentication, cluster RPC secret, TLS and network policy. Secret contents never enter the pod template: brokers re-read the mounted files.",
+      {
+        auth: obj(
+          "Credentials on the brokers' HTTP API (/healthz, /readyz and /metrics stay open).",
+          {
+            enabled: bool("Require credentials (Basic or Bearer) on /v1 and /admin/v1.", {
+              default: d.authEnabled,
+            }),
+            usersSecret: secretName(
+              "Secret with key users.json (users, passwords, tokens, grants). Unset: the operator creates <cluster>-users with an admin user and a random password when missing.",
+            ),
+          },
+          { default: {} },
+        ),
+        clusterSecret: secretName(
+          "Secret with key secret: the shared secret authenticating cluster RPC and the operator's admin calls. Unset: the operator creates <cluster>-cluster-secret (32 random bytes) when missing.",
+        ),
+        tls: obj(
+          "HTTPS on the brokers' API port, certificates reloaded without a restart.",
+          {
+            secretName: secretName(
+              "A kubernetes.io/tls Secret (tls.crt, tls.key; ca.crt, when present, is what the operator trusts).",
+            ),
+          },
+          { required: ["secretName"] },
+        ),
+        networkPolicy: obj(
+          "A networking.k8s.io/v1 NetworkPolicy for the broker pods: the API port from allowFrom peers, the cluster port only from the cluster's own brokers.",
+          {
+            enabled: bool("Create the NetworkPolicy.", { default: d.networkPolicyEnabled }),
+            allowFrom: arr(
+              "Peers (NetworkPolicyPeer) allowed on the API port 7942; empty allows any peer. Include the operator's pods.",
+              coreObject("A NetworkPolicyPeer (podSelector, namespaceSelector, ipBlock)."),
+            ),
+          },
+          { default: {} },
+        ),
+      },
+      { default: {} },
+    ),
     metrics: obj(
       "Prometheus integration.",
       {
@@ -394,6 +430,28 @@ const clusterStatus = obj("Observed state, written by the operator.", {
     { required: ["podInFlight", "startedAt", "reason"] },
   ),
   selector: str("Label selector of the broker pods, for the scale subresource."),
+  scale: obj("Scale-down and rebalance progress (resumed by a restarted operator).", {
+    decommissioning: str("Member being decommissioned."),
+    moves: arr(
+      "Partition moves in flight.",
+      obj(
+        "One partition being moved; the destination broker runs the copy.",
+        {
+          topic: str("NaradTopic name."),
+          partition: int("Partition.", { minimum: 0 }),
+          from: str("Source member id."),
+          to: str("Destination member id."),
+          startedAt: timestamp("When the move was planned."),
+          state: str("Last state the destination reported.", {
+            enum: ["pending", "copying", "ready", "done", "failed", "cancelled"],
+          }),
+        },
+        { required: ["topic", "partition", "from", "to", "startedAt", "state"] },
+      ),
+    ),
+    movesDone: int64("Moves finished since this scale or rebalance began.", { minimum: 0 }),
+    rebalanceHandled: str("Value of the narad.dev/rebalance annotation last carried out."),
+  }),
 });
 
 export const naradClusterSchema: JSONSchemaProps = obj(

@@ -16,6 +16,7 @@
 import type {
   V1Affinity,
   V1LocalObjectReference,
+  V1NetworkPolicyPeer,
   V1ObjectMeta,
   V1ResourceRequirements,
   V1Toleration,
@@ -116,9 +117,49 @@ export interface RolloutSpec {
   downGraceSeconds?: number;
 }
 
+export interface AuthSpec {
+  /** Require credentials on the brokers' HTTP API (NARAD_AUTH). Default true. */
+  enabled?: boolean;
+  /**
+   * Secret with key users.json (the broker's users file). Unset: the
+   * operator creates "<cluster>-users" with an admin user when missing.
+   */
+  usersSecret?: string;
+}
+
+export interface TlsSpec {
+  /** kubernetes.io/tls Secret (tls.crt, tls.key, optional ca.crt) for HTTPS on the API port. */
+  secretName: string;
+}
+
+export interface NetworkPolicySpec {
+  /** Create a NetworkPolicy for the broker pods. Default false. */
+  enabled?: boolean;
+  /**
+   * Peers allowed to reach the HTTP API port (7942). Unset or empty: any
+   * peer. The operator's own pods must be among them for rolls and status.
+   * The cluster port (7943) only ever admits the cluster's own brokers.
+   */
+  allowFrom?: V1NetworkPolicyPeer[];
+}
+
 export interface SecuritySpec {
-  authSecretRef?: SecretReference;
-  tlsSecretRef?: SecretReference;
+  auth?: AuthSpec;
+  /**
+   * Secret with key "secret": the shared secret for cluster RPC and the
+   * operator's admin calls. Unset: the operator creates
+   * "<cluster>-cluster-secret" when missing.
+   */
+  clusterSecret?: string;
+  tls?: TlsSpec;
+  networkPolicy?: NetworkPolicySpec;
+}
+
+export interface ResolvedSecuritySpec {
+  auth: { enabled: boolean; usersSecret?: string };
+  clusterSecret?: string;
+  tls?: TlsSpec;
+  networkPolicy: { enabled: boolean; allowFrom: V1NetworkPolicyPeer[] };
 }
 
 export interface ServiceMonitorSpec {
@@ -221,6 +262,36 @@ export interface NaradClusterStatus {
   roll?: RollStatus;
   /** Label selector string for the scale subresource (HPA / kubectl scale). */
   selector?: string;
+  /** Scale-down / rebalance progress, so a restarted operator resumes it. */
+  scale?: ScaleStatus;
+}
+
+export type MoveState = "pending" | "copying" | "ready" | "done" | "failed" | "cancelled";
+
+/** One partition being moved between members (the destination broker runs the copy). */
+export interface PartitionMoveStatus {
+  /** NaradTopic metadata.name (not the broker topic name). */
+  topic: string;
+  partition: number;
+  /** Source member id. */
+  from: string;
+  /** Destination member id. */
+  to: string;
+  /** RFC 3339. */
+  startedAt: string;
+  /** Last state the destination reported ("pending" until it was asked). */
+  state: MoveState;
+}
+
+export interface ScaleStatus {
+  /** Member being decommissioned (highest ordinal at or above spec.replicas). */
+  decommissioning?: string;
+  /** Partition moves in flight (decommission or rebalance); at most a few at a time. */
+  moves?: PartitionMoveStatus[];
+  /** Moves finished since the operator started this scale or rebalance. */
+  movesDone?: number;
+  /** Value of the narad.dev/rebalance annotation last carried out (one-shot rebalance). */
+  rebalanceHandled?: string;
 }
 
 export interface NaradCluster {
@@ -341,7 +412,7 @@ export interface ResolvedNaradClusterSpec {
   broker: ResolvedBrokerSpec;
   pod: ResolvedPodSpecOverrides;
   rollout: Required<RolloutSpec>;
-  security: SecuritySpec;
+  security: ResolvedSecuritySpec;
   metrics: { serviceMonitor: ResolvedServiceMonitorSpec };
   rebalance: boolean;
 }
