@@ -94,9 +94,28 @@ export const rpcFlowControlWindowBytes = 8 * MiB;
 /** Graceful server stop waits this long for in-flight calls before forcing. */
 export const rpcShutdownGraceMs = 5_000;
 
+// Partition moves (moves/, narad-go's rebalance numbers).
+/** Catch-up and finalize copy in chunks of this many bytes (one MoveFetch each). */
+export const moveChunkBytes = 1 * MiB;
+/** Freeze the source once the copy is at most this far behind. */
+export const moveCloseEnoughBytes = 4 * MiB;
+export const moveMaxCatchUpRounds = 20;
+/** Freeze anyway after this many catch-up rounds in a row without getting closer. */
+export const moveMaxStalledRounds = 3;
+/** A source freeze lapses this long after its last renewal. */
+export const moveFreezeTtlMs = 30_000;
+/** A ready destination renews the freeze this often. */
+export const moveRenewIntervalMs = 5_000;
+/** Failed move steps are retried after this long. */
+export const moveRetryMs = 2_000;
+/** The old owner deletes its copy of a moved partition this long after it saw the new owner. */
+export const moveSourceDeleteDelayMs = 10_000;
+
 // Relations the design relies on.
 if (walRotateDispatchedBytes >= walSegmentBytes)
   throw new Error("rotate threshold must be below segment size");
 if (dispatchWindowRecords > dispatchWindowCapRecords) throw new Error("window base above cap");
 if (walMaxRecordBytes > walSegmentBytes) throw new Error("a WAL record must fit a segment");
 if (rpcCommitRequestBytes >= rpcMaxMessageBytes) throw new Error("a commit request must fit an RPC message");
+if (moveChunkBytes >= rpcMaxMessageBytes) throw new Error("a move chunk must fit an RPC message");
+if (moveRenewIntervalMs * 3 > moveFreezeTtlMs) throw new Error("a freeze must survive two missed renewals");

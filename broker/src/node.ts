@@ -21,6 +21,8 @@ import { openFileMetastore } from "./meta/file-metastore.ts";
 import { loadKubeConfig, openKubeMetastore } from "./meta/kube-metastore.ts";
 import type { Metastore } from "./meta/types.ts";
 import { createBrokerMetrics } from "./metrics.ts";
+import { MoveManager, type MoveTiming } from "./moves/destination.ts";
+import { MoveSource } from "./moves/source.ts";
 import { createPeerPool, peerMembershipSync } from "./rpc/client.ts";
 import { createRpcMetrics } from "./rpc/metrics.ts";
 import { createPartitionAccess } from "./rpc/partition-access.ts";
@@ -53,6 +55,8 @@ export interface StartBrokerOptions {
   metastore?: Metastore;
   /** Test-only fault injection in the cluster data path. */
   testHooks?: { server?: ClusterServerHooks; destinations?: ClusterDestinationHooks };
+  /** Test-only: shorter partition-move timings (freeze ttl, renewal, retry, source delete delay). */
+  moveTiming?: Partial<MoveTiming> & { sourceDeleteDelayMs?: number };
 }
 
 export async function startBroker(
@@ -160,6 +164,55 @@ export async function startBroker(
     nowMs,
   });
 
+  const moveTiming: MoveTiming = {
+    chunkBytes: k.moveChunkBytes,
+    catchUp: {
+      closeEnoughBytes: k.moveCloseEnoughBytes,
+      maxRounds: k.moveMaxCatchUpRounds,
+      maxStalledRounds: k.moveMaxStalledRounds,
+    },
+    freezeTtlMs: k.moveFreezeTtlMs,
+    renewIntervalMs: k.moveRenewIntervalMs,
+    retryMs: k.moveRetryMs,
+    ...opts.moveTiming,
+  };
+  // Partition moves (cluster mode): the source side serves copies and
+  // freezes; the destination side runs moves the operator asks for.
+  const moveSource = clustered
+    ? new MoveSource({
+        nodeId: config.nodeId,
+        metastore,
+        logs,
+        consumers,
+        maxFreezeTtlMs: Math.max(k.moveFreezeTtlMs, moveTiming.freezeTtlMs),
+        maxFetchBytes: k.moveChunkBytes,
+        deleteDelayMs: opts.moveTiming?.sourceDeleteDelayMs ?? k.moveSourceDeleteDelayMs,
+        logger: logger.child({ component: "move-source" }),
+      })
+    : undefined;
+  const moves = clustered
+    ? new MoveManager({
+        nodeId: config.nodeId,
+        dataDir: config.dataDir,
+        metastore,
+        logs,
+        consumers,
+        peers,
+        log: {
+          segmentBytes: config.log.segmentBytes,
+          indexIntervalBytes: config.log.indexIntervalBytes,
+          maxFrameBytes: config.log.maxFrameBytes,
+        },
+        timing: moveTiming,
+        logger: logger.child({ component: "moves" }),
+      })
+    : undefined;
+  await moves?.recover();
+  // A Decommissioning member refuses new produce (clients go elsewhere) but
+  // keeps dispatching its WAL and serving reads until it owns nothing.
+  const decommissioning = (): boolean =>
+    metastore.members().some((m) => m.id === config.nodeId && m.state === "Decommissioning");
+
   let ready = false;
   let draining = false;
   const services: BrokerServices = {
@@ -188,9 +241,10 @@ export async function startBroker(
           logger: logger.child({ component: "consume" }),
         })
       : consumers,
+    ...(moves !== undefined ? { moves } : {}),
     lifecycle: {
       ready: () => ready && !draining,
-      draining: () => draining,
+      draining: () => draining || decommissioning(),
       startDrain: (reason) => {
         if (!draining)
           logger.info({ reason, pending: wal.stats().pendingRecords }, "draining: produce refused");
@@ -231,6 +285,7 @@ export async function startBroker(
           logs,
           onCommitted: (topic, partition) => consumers.notifyCommitted(topic, partition),
           consumers,
+          ...(moveSource !== undefined ? { moves: moveSource } : {}),
           adminStatus: () => {
             const w = wal.stats();
             const owned: Array<{ topic: string; partition: number }> = [];
@@ -292,6 +347,8 @@ export async function startBroker(
   const closeRest = async (): Promise<void> => {
     // Peers' commits to our partitions are served until here (our logs are
     // still open); in-flight ones finish within the RPC grace.
+    await moves?.close();
+    moveSource?.close();
     await cluster?.close();
     peers.close();
     // Long-polls answer 204 now so app.close() does not wait for them; the

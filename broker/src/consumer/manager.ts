@@ -115,6 +115,8 @@ export class ConsumerManager {
   #purgeTimer: ReturnType<typeof setInterval> | undefined;
   #persistTimer: ReturnType<typeof setInterval> | undefined;
   #closing = false;
+  /** "topic/partition" frozen by a partition move: no lease taken or settled there. */
+  readonly #frozen = new Set<string>();
 
   constructor(o: ConsumerManagerOptions) {
     this.#o = o;
@@ -169,11 +171,57 @@ export class ConsumerManager {
     }
   }
 
+  /**
+   * Partition moves: stops leasing and settling on topic/partition (503 +
+   * Retry-After), then persists every group's frontier there, so the files
+   * a move copies are final. Leases in flight are redelivered after the move.
+   */
+  async freezePartition(topic: string, partition: number): Promise<void> {
+    this.#frozen.add(`${topic}/${partition}`);
+    const qs = this.#allQueues().filter((q) => q.topic === topic && q.partition === partition);
+    for (const q of qs) await q.idle();
+    await Promise.all(qs.map((q) => q.flush()));
+  }
+
+  unfreezePartition(topic: string, partition: number): void {
+    if (this.#frozen.delete(`${topic}/${partition}`)) this.#waiters.wake(topic, partition);
+  }
+
+  /** Forgets in-memory queue state of one partition (moved in or out: the files are the truth). */
+  dropPartition(topic: string, partition: number): void {
+    const entry = this.#topics.get(topic);
+    if (entry === undefined) return;
+    for (const ge of entry.groups.values()) {
+      const q = ge.open.get(partition);
+      if (q === undefined) continue;
+      q.dropped = true;
+      ge.open.delete(partition);
+    }
+    this.#waiters.wake(topic, partition);
+  }
+
+  /** Durable frontier of every group with a frontier file in topic/partition. */
+  async frontiers(topic: string, partition: number): Promise<Array<{ group: string; offset: number }>> {
+    const dir = this.#partitionDir(topic, partition);
+    const out: Array<{ group: string; offset: number }> = [];
+    for (const group of (await listFrontierGroups(dir)).sort()) {
+      const offset = await readFrontier(dir, group);
+      if (offset !== undefined && this.validGroup(group)) out.push({ group, offset });
+    }
+    return out;
+  }
+
+  #assertNotFrozen(topic: string, partition: number): void {
+    if (this.#frozen.has(`${topic}/${partition}`))
+      throw unavailable(`${topic}/${partition} is frozen for a partition move; retry shortly`);
+  }
+
   /** Acks, extends or nacks the lease a receipt handle names. */
   settle(topic: TopicConfig, rawHandle: string, action: SettleAction): void {
     const parsed = parseHandle(rawHandle, this.#o.groupPattern);
     if (!parsed.ok) throw badRequest(parsed.reason);
     const h = parsed.handle;
+    this.#assertNotFrozen(topic.name, h.partition);
     if (h.partition >= topic.partitions)
       throw badRequest(`receipt_handle names partition ${h.partition}; the topic has ${topic.partitions}`);
     const entry = this.#topics.get(topic.name);
@@ -287,9 +335,11 @@ export class ConsumerManager {
     const tries = only === undefined ? n : 1;
     const limits = limitsOf(topic, group);
     const allowed = only === undefined && among !== undefined ? new Set(among) : undefined;
+    if (only !== undefined) this.#assertNotFrozen(topic.name, only);
     for (let i = 0; i < tries; i++) {
       const p = (start + i) % n;
       if (allowed !== undefined && !allowed.has(p)) continue;
+      if (this.#frozen.has(`${topic.name}/${p}`)) continue;
       const q = await this.#queue(topic, group, p);
       const now = this.#o.nowMs();
       q.state.purge(now);

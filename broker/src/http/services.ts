@@ -8,6 +8,7 @@ import type { PartitionLog, PartitionStats } from "../log/types.ts";
 import type { Metastore } from "../meta/types.ts";
 import type { BrokerMetrics } from "../metrics.ts";
 import type { WalStats } from "../wal/types.ts";
+import type { MoveService } from "./routes/moves.ts";
 
 export interface Ingress {
   append(records: readonly WalRecordInput[]): Promise<unknown>;
@@ -72,6 +73,8 @@ export interface BrokerServices {
   partitions: Partitions;
   lifecycle: Lifecycle;
   consumers: Consumers;
+  /** Partition moves into this node (cluster mode only). */
+  moves?: MoveService;
   metrics: BrokerMetrics;
   nowMs: () => number;
 }

@@ -16,7 +16,11 @@ export type LogErrorCode =
   /** A CommitRecord with a malformed incarnation or seq (caller bug, 400/500). */
   | "INVALID_RECORD"
   /** Topic name or partition index that could escape dataDir or is out of range (400). */
-  | "INVALID_NAME";
+  | "INVALID_NAME"
+  /** Commits refused while a partition move freezes this partition (503, retryable). */
+  | "PARTITION_FROZEN"
+  /** The partition is being installed by a partition move here (503, retryable). */
+  | "PARTITION_MOVING";
 
 export class LogError extends Error {
   readonly code: LogErrorCode;

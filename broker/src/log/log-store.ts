@@ -12,7 +12,6 @@ import { join } from "node:path";
 import { LogError } from "./log-errors.ts";
 import { type LogIo, nodeLogIo } from "./log-io.ts";
 import { type LogLogger, type OpenedPartitionLog, openPartitionLog, silentLogger } from "./partition-log.ts";
-import type { PartitionLog } from "./types.ts";
 
 export interface LogStoreOptions {
   dataDir: string;
@@ -36,7 +35,23 @@ export interface RetentionPolicy {
 
 export interface LogStore {
   /** The log of topic/partition, opened (and created) on first use and cached. */
-  get(topic: string, partition: number): Promise<PartitionLog>;
+  get(topic: string, partition: number): Promise<OpenedPartitionLog>;
+  /** Directory of a partition (whether or not it exists). */
+  partitionDir(topic: string, partition: number): string;
+  /**
+   * Partition moves: until the returned release runs, get() of this
+   * partition rejects with PARTITION_MOVING (a destination that owns a
+   * partition it has not installed yet must not create an empty log).
+   */
+  hold(topic: string, partition: number): () => void;
+  /**
+   * Replaces the partition's directory with `fromDir` (a staged, verified
+   * copy on the same file system): closes the open log, moves any old
+   * directory to the trash, renames fromDir into place, fsyncs both parents.
+   */
+  install(topic: string, partition: number, fromDir: string): Promise<void>;
+  /** Closes and durably removes one partition's directory (a moved-away partition). */
+  removePartition(topic: string, partition: number): Promise<void>;
   /** Whether the topic has a directory (found at open or created since). */
   has(topic: string): boolean;
   /** Topic names with a directory under topics/, sorted. */
@@ -102,6 +117,8 @@ class LogStoreImpl implements LogStore {
   #closed = false;
   /** Makes trash names unique even for two deletions within one millisecond. */
   #trashSeq = 0;
+  /** "topic/partition" → number of holds (partition moves). */
+  readonly #holds = new Map<string, number>();
 
   constructor(opts: LogStoreOptions, io: LogIo, topicsDir: string, trashDir: string, known: Set<string>) {
     this.#opts = opts;
@@ -112,10 +129,12 @@ class LogStoreImpl implements LogStore {
     this.#logger = opts.logger ?? silentLogger;
   }
 
-  async get(topic: string, partition: number): Promise<PartitionLog> {
+  async get(topic: string, partition: number): Promise<OpenedPartitionLog> {
     assertSafeTopicName(topic);
     const dirName = partitionDirName(partition);
     if (this.#closed) throw new LogError("LOG_CLOSED", "log store closed");
+    if (this.#holds.has(`${topic}/${partition}`))
+      throw new LogError("PARTITION_MOVING", `${topic}/${partition} is being installed by a partition move`);
     const deleting = this.#deleting.get(topic);
     if (deleting !== undefined) await deleting.catch(() => {});
     let byPartition = this.#logs.get(topic);
@@ -160,6 +179,71 @@ class LogStoreImpl implements LogStore {
       io: this.#io,
       logger: this.#logger,
     });
+  }
+
+  partitionDir(topic: string, partition: number): string {
+    assertSafeTopicName(topic);
+    return join(this.#topicsDir, topic, partitionDirName(partition));
+  }
+
+  hold(topic: string, partition: number): () => void {
+    const key = `${topic}/${partition}`;
+    this.#holds.set(key, (this.#holds.get(key) ?? 0) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const n = (this.#holds.get(key) ?? 1) - 1;
+      if (n <= 0) this.#holds.delete(key);
+      else this.#holds.set(key, n);
+    };
+  }
+
+  async #closePartition(topic: string, partition: number): Promise<void> {
+    const opening = this.#logs.get(topic)?.get(partition);
+    if (opening === undefined) return;
+    this.#logs.get(topic)?.delete(partition);
+    try {
+      await (await opening).close();
+    } catch (err) {
+      this.#logger.warn({ topic, partition, err }, "closing partition log failed");
+    }
+  }
+
+  /** Moves an existing partition dir to the trash (rename + fsyncs), then removes it. */
+  async #trashPartition(topic: string, partition: number): Promise<void> {
+    const dir = this.partitionDir(topic, partition);
+    if (!(await this.#io.exists(dir))) return;
+    const trash = join(
+      this.#trashDir,
+      `${topic}.${partitionDirName(partition)}.${this.#opts.nowMs()}.${this.#trashSeq++}`,
+    );
+    await this.#io.rename(dir, trash);
+    await this.#io.fsyncDir(join(this.#topicsDir, topic));
+    await this.#io.fsyncDir(this.#trashDir);
+    await this.#io.removeTree(trash);
+  }
+
+  async install(topic: string, partition: number, fromDir: string): Promise<void> {
+    const dir = this.partitionDir(topic, partition);
+    const topicDir = join(this.#topicsDir, topic);
+    await this.#closePartition(topic, partition);
+    await this.#trashPartition(topic, partition);
+    if (!(await this.#io.exists(topicDir))) {
+      await this.#io.mkdirp(topicDir);
+      await this.#io.fsyncDir(this.#topicsDir);
+    }
+    // Crash point: before the rename the staged copy is outside topics/ and the partition is absent here.
+    await this.#io.rename(fromDir, dir);
+    await this.#io.fsyncDir(topicDir);
+    this.#known.add(topic);
+    this.#logger.info({ topic, partition }, "log store installed a moved partition");
+  }
+
+  async removePartition(topic: string, partition: number): Promise<void> {
+    await this.#closePartition(topic, partition);
+    await this.#trashPartition(topic, partition);
+    this.#logger.info({ topic, partition }, "log store removed a moved-away partition");
   }
 
   has(topic: string): boolean {

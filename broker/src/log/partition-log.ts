@@ -87,10 +87,31 @@ export interface PartitionRecoveryReport {
   recoveredEnd: number;
 }
 
+/** A segment's file name base and its verified byte length (what a partition move copies). */
+export interface SegmentExtent {
+  base: number;
+  bytes: number;
+}
+
 export interface OpenedPartitionLog extends PartitionLog {
   readonly recovery: PartitionRecoveryReport;
   /** Forces the hwm file to the current HWM (write + fdatasync). */
   flush(): Promise<void>;
+  /** Segments oldest first with their verified lengths; consistent with stats().highWatermark. */
+  segmentExtents(): SegmentExtent[];
+  /**
+   * Raw bytes [position, position+length) of segment `base`, never past its
+   * verified end (partition moves copy segments byte for byte). Null when
+   * retention removed the segment.
+   */
+  readSegmentBytes(base: number, position: number, length: number): Promise<Buffer | null>;
+  /**
+   * Partition moves: refuse commits (PARTITION_FROZEN) from now on; resolves
+   * once every commit already started has finished, so the HWM is final.
+   */
+  freeze(): Promise<void>;
+  unfreeze(): void;
+  readonly frozen: boolean;
 }
 
 const partitionDirPattern = /^p(\d{5})$/;
@@ -210,6 +231,7 @@ class PartitionLogImpl implements OpenedPartitionLog {
   #closed = false;
   #failed: Error | null = null;
   #hwmTimer: NodeJS.Timeout | null = null;
+  #frozen = false;
 
   constructor(
     opts: OpenPartitionLogOptions,
@@ -263,6 +285,9 @@ class PartitionLogImpl implements OpenedPartitionLog {
 
   async #commit(records: readonly CommitRecord[]): Promise<CommitResult> {
     if (this.#closed) throw new LogError("LOG_CLOSED", this.#opts.dir);
+    // Checked when the commit runs (not when it was queued), so nothing lands after freeze() resolved.
+    if (this.#frozen)
+      throw new LogError("PARTITION_FROZEN", `${this.#opts.dir} is frozen for a partition move`);
     if (this.#failed !== null) {
       throw new LogError("LOG_FAILED", `${this.#opts.dir}: an earlier commit could not be rolled back`, {
         cause: this.#failed,
@@ -517,6 +542,39 @@ class PartitionLogImpl implements OpenedPartitionLog {
       }
     }
     return out;
+  }
+
+  get frozen(): boolean {
+    return this.#frozen;
+  }
+
+  freeze(): Promise<void> {
+    if (this.#closed) return Promise.reject(new LogError("LOG_CLOSED", this.#opts.dir));
+    this.#frozen = true;
+    return this.#serial(async () => {});
+  }
+
+  unfreeze(): void {
+    this.#frozen = false;
+  }
+
+  segmentExtents(): SegmentExtent[] {
+    // Synchronous: #publish updates verifiedEnd and the HWM in one step, so this matches stats().
+    return this.#segments.map((s) => ({ base: s.baseOffset, bytes: s.verifiedEnd }));
+  }
+
+  async readSegmentBytes(base: number, position: number, length: number): Promise<Buffer | null> {
+    if (this.#closed) throw new LogError("LOG_CLOSED", this.#opts.dir);
+    const seg = this.#segments.find((s) => s.baseOffset === base);
+    if (seg === undefined || !seg.acquire()) return null;
+    try {
+      const n = Math.max(0, Math.min(length, seg.verifiedEnd - position));
+      const buf = Buffer.allocUnsafe(n);
+      const got = n === 0 ? 0 : await seg.file.read(buf, 0, n, position);
+      return got === n ? buf : buf.subarray(0, got);
+    } finally {
+      seg.release();
+    }
   }
 
   stats(): PartitionStats {

@@ -20,6 +20,11 @@ import {
   type PbAdminStatusResponse,
   type PbConsumeRequest,
   type PbConsumeResponse,
+  type PbMoveFetchRequest,
+  type PbMoveFetchResponse,
+  type PbMoveFreezeRequest,
+  type PbMoveManifest,
+  type PbMoveUnfreezeRequest,
   type PbPartitionStats,
   type PbReadRequest,
   type PbReadResponse,
@@ -68,6 +73,11 @@ export interface PeerClient {
   consume(req: PbConsumeRequest, signal?: AbortSignal): Promise<PbConsumeResponse>;
   /** Ack / extend / nack at the owner of the handle's partition. */
   ack(req: PbAckRequest): Promise<void>;
+  /** Partition moves (moves/runner.ts), called on the source. */
+  moveManifest(topic: string, partition: number): Promise<PbMoveManifest>;
+  moveFetch(req: PbMoveFetchRequest): Promise<PbMoveFetchResponse>;
+  moveFreeze(req: PbMoveFreezeRequest): Promise<PbMoveManifest>;
+  moveUnfreeze(req: PbMoveUnfreezeRequest): Promise<void>;
 }
 
 export interface PeerPool {
@@ -158,6 +168,13 @@ export function createPeerPool(o: PeerPoolOptions): PeerPool {
       unary(client, address, "Consume", req, nowMs() + req.wait_ms + o.readTimeoutMs, signal),
     ack: async (req) => {
       await unary(client, address, "Ack", req, nowMs() + o.readTimeoutMs);
+    },
+    moveManifest: (topic, partition) =>
+      unary(client, address, "MoveManifest", { topic, partition }, nowMs() + o.readTimeoutMs),
+    moveFetch: (req) => unary(client, address, "MoveFetch", req, nowMs() + o.readTimeoutMs),
+    moveFreeze: (req) => unary(client, address, "MoveFreeze", req, nowMs() + o.readTimeoutMs),
+    moveUnfreeze: async (req) => {
+      await unary(client, address, "MoveUnfreeze", req, nowMs() + o.readTimeoutMs);
     },
   });
 

@@ -119,6 +119,50 @@ export interface PbAckRequest {
   extend?: boolean;
 }
 
+export interface PbSegmentExtent {
+  base: number;
+  bytes: number;
+}
+
+export interface PbGroupFrontier {
+  group: string;
+  offset: number;
+}
+
+export interface PbMoveManifest {
+  high_watermark: number;
+  oldest_offset: number;
+  segments: PbSegmentExtent[];
+  frozen: boolean;
+  frontiers: PbGroupFrontier[];
+}
+
+export interface PbMoveFetchRequest {
+  topic: string;
+  partition: number;
+  base: number;
+  position: number;
+  max_bytes: number;
+}
+
+export interface PbMoveFetchResponse {
+  found: boolean;
+  data: Buffer;
+}
+
+export interface PbMoveFreezeRequest {
+  topic: string;
+  partition: number;
+  token: string;
+  ttl_ms: number;
+}
+
+export interface PbMoveUnfreezeRequest {
+  topic: string;
+  partition: number;
+  token: string;
+}
+
 /** Request and response type of each method of the Cluster service. */
 export interface ClusterMethods {
   CommitBatch: { req: PbCommitBatchRequest; res: PbCommitBatchResponse };
@@ -127,6 +171,10 @@ export interface ClusterMethods {
   AdminStatus: { req: PbEmpty; res: PbAdminStatusResponse };
   Consume: { req: PbConsumeRequest; res: PbConsumeResponse };
   Ack: { req: PbAckRequest; res: PbEmpty };
+  MoveManifest: { req: PbPartitionRef; res: PbMoveManifest };
+  MoveFetch: { req: PbMoveFetchRequest; res: PbMoveFetchResponse };
+  MoveFreeze: { req: PbMoveFreezeRequest; res: PbMoveManifest };
+  MoveUnfreeze: { req: PbMoveUnfreezeRequest; res: PbEmpty };
 }
 export type ClusterMethod = keyof ClusterMethods;
 

@@ -20,6 +20,7 @@ import { defaultGroup, parseHandle } from "../core/consumer-handle.ts";
 import { badRequest, NaradError, notFound } from "../errors.ts";
 import type { PartitionLog } from "../log/types.ts";
 import type { Metastore } from "../meta/types.ts";
+import type { MoveSource } from "../moves/source.ts";
 import { fromCommitRequest, toCommitResponse, toPbStats, toPbStoredRecord } from "./codec.ts";
 import type { RpcMetrics } from "./metrics.ts";
 import { readFromLog } from "./partition-access.ts";
@@ -47,6 +48,8 @@ export interface ClusterServerDeps {
   onCommitted?: (topic: string, partition: number) => void;
   /** Queue consumption of the partitions this node owns (Consume, Ack); absent, those calls answer UNAVAILABLE. */
   consumers?: Pick<ConsumerManager, "consume" | "settle" | "validGroup">;
+  /** Source side of partition moves; absent, the Move* calls answer UNAVAILABLE. */
+  moves?: Pick<MoveSource, "manifest" | "fetch" | "freeze" | "unfreeze">;
   readMaxRecords: number;
   readMaxBytes: number;
   metrics?: RpcMetrics;
@@ -143,7 +146,28 @@ export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementat
     };
   };
 
+  const moves = () => {
+    if (d.moves === undefined)
+      throw new NaradError("UNAVAILABLE", `node ${d.nodeId} serves no partition moves`);
+    return d.moves;
+  };
+
   return {
+    MoveManifest: unary("MoveManifest", async (req) => moves().manifest(req.topic, req.partition)),
+
+    MoveFetch: unary("MoveFetch", async (req) =>
+      moves().fetch(req.topic, req.partition, req.base, req.position, req.max_bytes),
+    ),
+
+    MoveFreeze: unary("MoveFreeze", async (req) =>
+      moves().freeze(req.topic, req.partition, req.token, req.ttl_ms),
+    ),
+
+    MoveUnfreeze: unary("MoveUnfreeze", async (req) => {
+      moves().unfreeze(req.topic, req.partition, req.token);
+      return {};
+    }),
+
     CommitBatch: unary("CommitBatch", async (req, cancelled) => {
       const log = await ownedLog(req.topic, req.partition);
       // A caller that already gave up (deadline, dropped connection) will

@@ -38,6 +38,8 @@ const fromStorageCode: Record<string, status> = {
   LOG_FAILED: status.UNAVAILABLE,
   COMMIT_VERIFY_FAILED: status.UNAVAILABLE,
   NOT_OWNER: status.FAILED_PRECONDITION,
+  PARTITION_FROZEN: status.UNAVAILABLE,
+  PARTITION_MOVING: status.UNAVAILABLE,
 };
 
 /** What the server answers for an error thrown by a handler. */

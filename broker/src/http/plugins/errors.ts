@@ -25,6 +25,10 @@ function fromStorage(err: CodedError): NaradError | undefined {
       return new NaradError("PAYLOAD_TOO_LARGE", err.message);
     case "OFFSET_EXPIRED":
       return new NaradError("OFFSET_EXPIRED", err.message);
+    case "PARTITION_FROZEN":
+    case "PARTITION_MOVING":
+      // A partition move is in its brief freeze or install: retry shortly.
+      return new NaradError("UNAVAILABLE", err.message, { retryAfterSeconds: 1 });
     default:
       return undefined;
   }

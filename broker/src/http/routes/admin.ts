@@ -7,12 +7,23 @@ import { validTopicName } from "../../core/topic-spec.ts";
 import { badRequest, conflict } from "../../errors.ts";
 import { parseOptionalInt } from "../params.ts";
 import type { BrokerServices } from "../services.ts";
+import { moveRoutes } from "./moves.ts";
 
 export function adminRoutes(s: BrokerServices) {
+  /** Partitions the metastore replica says this node owns (a decommission waits for 0). */
+  const ownedPartitions = (): number => {
+    let n = 0;
+    for (const t of s.metastore.listTopics())
+      for (let p = 0; p < t.partitions; p++) if (s.metastore.ownerOf(t.name, p) === s.nodeId) n++;
+    return n;
+  };
+
   const status = () => {
     const wal = s.ingress.stats();
     return {
       nodeId: s.nodeId,
+      memberState: s.metastore.members().find((m) => m.id === s.nodeId)?.state ?? null,
+      ownedPartitions: ownedPartitions(),
       ready: s.lifecycle.ready(),
       draining: s.lifecycle.draining(),
       drained: wal.pendingRecords === 0,
@@ -31,6 +42,7 @@ export function adminRoutes(s: BrokerServices) {
 
   return async (app: FastifyInstance): Promise<void> => {
     app.get("/admin/v1/status", async () => status());
+    await app.register(moveRoutes(s, s.moves));
 
     // Starts a drain; with ?wait_ms=N also waits (bounded) for the WAL to empty.
     app.post<{ Querystring: { wait_ms?: string } }>("/admin/v1/drain", async (request) => {

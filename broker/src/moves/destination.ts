@@ -1,0 +1,441 @@
+// The destination side of partition moves (the operator's
+// PUT /admin/v1/moves/{topic}/{partition} lands here). One Move per
+// partition runs: catch-up copy rounds (core/move-plan.ts decides when to
+// freeze), freeze the source, copy the rest, verify → `ready`; while ready
+// it renews the freeze; when the metastore names this node owner it checks
+// the source once more and installs the staged copy as the live partition
+// → `done`. From the PUT until done the log store holds the partition
+// (PARTITION_MOVING), so this node never opens an empty log for a partition
+// whose data is still on the source.
+
+import { randomBytes } from "node:crypto";
+import { type CatchUpLimits, catchUpStep, copyComplete, freshCatchUp, planCopy } from "../core/move-plan.ts";
+import { clusterAddressOf } from "../core/routing.ts";
+import { badRequest, conflict, NaradError, notFound } from "../errors.ts";
+import type { Metastore } from "../meta/types.ts";
+import type { PeerClient } from "../rpc/client.ts";
+import type { PbMoveManifest } from "../rpc/proto.ts";
+import {
+  discardOthers,
+  discardStaged,
+  finalizeStaged,
+  readMarkers,
+  removeStagedSegment,
+  resetStagedSegment,
+  type StagedLogOptions,
+  stagedExtents,
+  stagingDir,
+  writeChunk,
+  writeMarker,
+} from "./staging.ts";
+
+export type MoveState = "copying" | "ready" | "done" | "failed" | "cancelled";
+
+export interface MoveStatus {
+  topic: string;
+  partition: number;
+  from: string;
+  state: MoveState;
+  copiedBytes: number;
+  sourceHwm: number;
+  destHwm: number;
+  rounds: number;
+  error?: string;
+}
+
+export interface MoveTiming {
+  chunkBytes: number;
+  catchUp: CatchUpLimits;
+  freezeTtlMs: number;
+  renewIntervalMs: number;
+  retryMs: number;
+}
+
+export interface MoveManagerDeps {
+  nodeId: string;
+  dataDir: string;
+  metastore: Pick<Metastore, "getTopic" | "ownerOf" | "members" | "onChange">;
+  logs: {
+    hold(topic: string, partition: number): () => void;
+    install(topic: string, partition: number, fromDir: string): Promise<void>;
+  };
+  consumers: { dropPartition(topic: string, partition: number): void };
+  peers: { peer(address: string): PeerClient };
+  log: StagedLogOptions;
+  timing: MoveTiming;
+  logger: {
+    info(obj: object, msg: string): void;
+    warn(obj: object, msg: string): void;
+    error(obj: object, msg: string): void;
+  };
+}
+
+const terminal = (s: MoveState): boolean => s === "done" || s === "failed" || s === "cancelled";
+
+class Stopped extends Error {}
+
+class Move {
+  readonly topic: string;
+  readonly partition: number;
+  readonly from: string;
+  readonly token = randomBytes(8).toString("hex");
+  state: MoveState = "copying";
+  copiedBytes = 0;
+  sourceHwm = 0;
+  destHwm = 0;
+  rounds = 0;
+  error: string | undefined;
+  /** When the source last confirmed the freeze (ms); 0 when not frozen by us. */
+  frozenAt = 0;
+  stopping = false;
+  release: (() => void) | undefined;
+  run: Promise<void> = Promise.resolve();
+  #wake: (() => void) | undefined;
+
+  constructor(topic: string, partition: number, from: string) {
+    this.topic = topic;
+    this.partition = partition;
+    this.from = from;
+  }
+
+  status(): MoveStatus {
+    return {
+      topic: this.topic,
+      partition: this.partition,
+      from: this.from,
+      state: this.state,
+      copiedBytes: this.copiedBytes,
+      sourceHwm: this.sourceHwm,
+      destHwm: this.destHwm,
+      rounds: this.rounds,
+      ...(this.error !== undefined ? { error: this.error } : {}),
+    };
+  }
+
+  /** Sleeps up to ms; wake() (owner change, cancel) ends it early. */
+  sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const t = setTimeout(done, ms);
+      t.unref();
+      function done() {
+        clearTimeout(t);
+        resolve();
+      }
+      this.#wake = done;
+    });
+  }
+
+  wake(): void {
+    this.#wake?.();
+  }
+}
+
+export class MoveManager {
+  readonly #d: MoveManagerDeps;
+  readonly #moves = new Map<string, Move>();
+  #closed = false;
+
+  constructor(d: MoveManagerDeps) {
+    this.#d = d;
+    d.metastore.onChange(() => {
+      for (const m of this.#moves.values()) if (!terminal(m.state)) m.wake();
+    });
+  }
+
+  /** Resumes moves a restart interrupted (their markers) and removes other leftovers. */
+  async recover(): Promise<void> {
+    const markers = await readMarkers(this.#d.dataDir);
+    await discardOthers(this.#d.dataDir, new Set(markers.map((m) => `${m.topic}/${m.partition}`)));
+    for (const m of markers) {
+      if (this.#d.metastore.getTopic(m.topic) === undefined) {
+        await discardStaged(this.#d.dataDir, m.topic, m.partition);
+        continue;
+      }
+      this.#d.logger.info({ ...m }, "resuming an interrupted partition move");
+      this.#launch(new Move(m.topic, m.partition, m.from));
+    }
+  }
+
+  get(topic: string, partition: number): MoveStatus | undefined {
+    return this.#moves.get(`${topic}/${partition}`)?.status();
+  }
+
+  list(): MoveStatus[] {
+    return [...this.#moves.values()].map((m) => m.status());
+  }
+
+  /** PUT: starts a move (idempotent for the same source). */
+  async start(topic: string, partition: number, from: string): Promise<MoveStatus> {
+    if (this.#closed)
+      throw new NaradError("UNAVAILABLE", "broker is shutting down", { retryAfterSeconds: 1 });
+    const t = this.#d.metastore.getTopic(topic);
+    if (t === undefined) throw notFound(`topic "${topic}" not found`);
+    if (!Number.isInteger(partition) || partition < 0 || partition >= t.partitions)
+      throw badRequest(
+        `partition ${partition} out of range for topic "${topic}" (${t.partitions} partitions)`,
+      );
+    if (from === this.#d.nodeId) throw badRequest("from names this node; a move copies from another member");
+    if (!this.#d.metastore.members().some((m) => m.id === from))
+      throw badRequest(`from "${from}" is not a member of the cluster`);
+    const key = `${topic}/${partition}`;
+    const existing = this.#moves.get(key);
+    if (existing !== undefined) {
+      if (existing.from === from && existing.state !== "failed" && existing.state !== "cancelled")
+        return existing.status();
+      if (!terminal(existing.state))
+        throw conflict(`a move of ${key} from "${existing.from}" is already running`);
+      if (existing.state === "done") throw conflict(`${key} was already moved here from "${existing.from}"`);
+    }
+    const owner = this.#d.metastore.ownerOf(topic, partition);
+    if (owner === this.#d.nodeId && existing === undefined) throw conflict(`this node already owns ${key}`);
+    await writeMarker(this.#d.dataDir, { topic, partition, from });
+    const move = new Move(topic, partition, from);
+    this.#launch(move);
+    return move.status();
+  }
+
+  /** DELETE: cancels a move that has not been installed. */
+  async cancel(topic: string, partition: number): Promise<MoveStatus> {
+    const key = `${topic}/${partition}`;
+    const m = this.#moves.get(key);
+    if (m === undefined) throw notFound(`no move of ${key} is known here`);
+    if (m.state === "done") throw conflict(`the move of ${key} is done; move it back instead`);
+    if (terminal(m.state)) return m.status();
+    if (this.#d.metastore.ownerOf(topic, partition) === this.#d.nodeId)
+      throw conflict(`this node already owns ${key} (the owner swap happened): the move must finish`);
+    m.stopping = true;
+    m.wake();
+    await m.run;
+    if (terminal(m.state)) return m.status();
+    await this.#unfreeze(m);
+    await discardStaged(this.#d.dataDir, topic, partition);
+    m.state = "cancelled";
+    m.release?.();
+    this.#d.logger.info({ topic, partition, from: m.from }, "partition move cancelled");
+    return m.status();
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    for (const m of this.#moves.values()) {
+      m.stopping = true;
+      m.wake();
+    }
+    await Promise.allSettled([...this.#moves.values()].map((m) => m.run));
+  }
+
+  #launch(move: Move): void {
+    this.#moves.set(`${move.topic}/${move.partition}`, move);
+    move.release = this.#d.logs.hold(move.topic, move.partition);
+    move.run = this.#loop(move).catch((err: unknown) => {
+      if (err instanceof Stopped) return;
+      this.#d.logger.error({ topic: move.topic, partition: move.partition, err }, "partition move crashed");
+      move.error = String(err);
+    });
+  }
+
+  #source(m: Move): PeerClient {
+    const member = this.#d.metastore.members().find((x) => x.id === m.from);
+    const address = member === undefined ? undefined : clusterAddressOf(member);
+    if (address === undefined)
+      throw new NaradError("UNAVAILABLE", `source "${m.from}" has no cluster address`, {
+        retryAfterSeconds: 1,
+      });
+    return this.#d.peers.peer(address);
+  }
+
+  #owner(m: Move): boolean {
+    return this.#d.metastore.ownerOf(m.topic, m.partition) === this.#d.nodeId;
+  }
+
+  #stopCheck(m: Move): void {
+    if (m.stopping) throw new Stopped();
+  }
+
+  async #loop(m: Move): Promise<void> {
+    const dir = stagingDir(this.#d.dataDir, m.topic, m.partition);
+    let progress = freshCatchUp;
+    for (;;) {
+      this.#stopCheck(m);
+      if (this.#d.metastore.getTopic(m.topic) === undefined) {
+        await this.#fail(m, "the topic was deleted");
+        return;
+      }
+      try {
+        if (m.state === "copying") {
+          const manifest = await this.#source(m).moveManifest(m.topic, m.partition);
+          m.sourceHwm = manifest.high_watermark;
+          const plan = planCopy(manifest.segments, await stagedExtents(dir), this.#d.timing.chunkBytes);
+          const step = catchUpStep(progress, plan.remainingBytes, this.#d.timing.catchUp);
+          progress = step.progress;
+          if (step.action === "copy" && !this.#owner(m)) {
+            m.rounds = progress.rounds;
+            await this.#copy(m, dir, manifest);
+            m.error = undefined;
+            continue;
+          }
+          await this.#finalize(m, dir);
+          m.state = "ready";
+          m.error = undefined;
+          this.#d.logger.info({ ...m.status() }, "partition move ready (source frozen, copy verified)");
+          continue;
+        }
+        // ready: install once we own it, else keep the freeze alive.
+        if (this.#owner(m)) {
+          await this.#install(m, dir);
+          return;
+        }
+        await m.sleep(this.#d.timing.renewIntervalMs);
+        this.#stopCheck(m);
+        if (this.#owner(m)) continue;
+        await this.#renew(m, dir);
+      } catch (err) {
+        if (err instanceof Stopped) throw err;
+        m.error = err instanceof Error ? err.message : String(err);
+        if (
+          err instanceof NaradError &&
+          err.code === "NOT_FOUND" &&
+          this.#d.metastore.getTopic(m.topic) === undefined
+        ) {
+          await this.#fail(m, m.error);
+          return;
+        }
+        if (m.state === "ready" && m.frozenAt + this.#d.timing.freezeTtlMs <= Date.now()) {
+          // The freeze may have lapsed: the source may have taken commits since.
+          this.#d.logger.warn(
+            { topic: m.topic, partition: m.partition },
+            "partition move freeze not renewed in time; copying again",
+          );
+          m.state = "copying";
+          m.frozenAt = 0;
+          progress = freshCatchUp;
+        }
+        await m.sleep(this.#d.timing.retryMs);
+      }
+    }
+  }
+
+  /** One catch-up round: every byte behind the source, in chunks. */
+  async #copy(m: Move, dir: string, manifest: PbMoveManifest): Promise<void> {
+    const plan = planCopy(manifest.segments, await stagedExtents(dir), this.#d.timing.chunkBytes);
+    for (const base of plan.remove) await removeStagedSegment(dir, base);
+    for (const base of plan.reset) await resetStagedSegment(dir, base);
+    const src = this.#source(m);
+    for (const c of plan.fetch) {
+      this.#stopCheck(m);
+      const res = await src.moveFetch({
+        topic: m.topic,
+        partition: m.partition,
+        base: c.base,
+        position: c.position,
+        max_bytes: c.length,
+      });
+      if (!res.found) return; // retention removed it on the source: the next manifest says so
+      if (res.data.length === 0) return;
+      await writeChunk(dir, c.base, c.position, res.data);
+      m.copiedBytes += res.data.length;
+      if (res.data.length < c.length) return;
+    }
+  }
+
+  /** Freeze (or renew) the source, copy what is left, verify: the staged copy then equals the source. */
+  async #finalize(m: Move, dir: string): Promise<void> {
+    const src = this.#source(m);
+    for (let attempt = 0; ; attempt++) {
+      this.#stopCheck(m);
+      const manifest = await src.moveFreeze({
+        topic: m.topic,
+        partition: m.partition,
+        token: m.token,
+        ttl_ms: this.#d.timing.freezeTtlMs,
+      });
+      m.frozenAt = Date.now();
+      m.sourceHwm = manifest.high_watermark;
+      await this.#copy(m, dir, manifest);
+      const staged = await stagedExtents(dir);
+      if (!copyComplete(manifest.segments, staged)) {
+        if (attempt < 3) continue;
+        throw new Error("staged copy does not match the frozen source after 3 attempts");
+      }
+      try {
+        m.destHwm = await finalizeStaged(
+          dir,
+          { highWatermark: manifest.high_watermark, frontiers: manifest.frontiers },
+          this.#d.log,
+        );
+      } catch (err) {
+        // A damaged staged copy: start it over (the freeze holds meanwhile).
+        await discardStaged(this.#d.dataDir, m.topic, m.partition);
+        await writeMarker(this.#d.dataDir, { topic: m.topic, partition: m.partition, from: m.from });
+        throw err;
+      }
+      return;
+    }
+  }
+
+  /** While ready: keep the source frozen; if its HWM moved (the freeze lapsed), copy again. */
+  async #renew(m: Move, dir: string): Promise<void> {
+    const manifest = await this.#source(m).moveFreeze({
+      topic: m.topic,
+      partition: m.partition,
+      token: m.token,
+      ttl_ms: this.#d.timing.freezeTtlMs,
+    });
+    m.frozenAt = Date.now();
+    if (manifest.high_watermark !== m.destHwm || !copyComplete(manifest.segments, await stagedExtents(dir))) {
+      this.#d.logger.warn(
+        { topic: m.topic, partition: m.partition },
+        "source changed under the move; copying again",
+      );
+      m.state = "copying";
+    }
+  }
+
+  /**
+   * This node owns the partition now. If the source answers, freeze/renew
+   * and make sure the copy matches (finishing it if not); if it does not,
+   * install only while our freeze is known to hold (renewed within the ttl).
+   */
+  async #install(m: Move, dir: string): Promise<void> {
+    try {
+      await this.#finalize(m, dir);
+    } catch (err) {
+      if (m.frozenAt + this.#d.timing.freezeTtlMs <= Date.now()) throw err;
+      this.#d.logger.warn(
+        { topic: m.topic, partition: m.partition, err },
+        "source unreachable at install; the copy matched it within the freeze, installing",
+      );
+      // finalizeStaged may have left the staged copy incomplete only when it threw before verifying; re-verify.
+      m.destHwm = await finalizeStaged(dir, { highWatermark: m.destHwm, frontiers: [] }, this.#d.log);
+    }
+    this.#stopCheck(m);
+    await this.#d.logs.install(m.topic, m.partition, dir);
+    await discardStaged(this.#d.dataDir, m.topic, m.partition);
+    this.#d.consumers.dropPartition(m.topic, m.partition);
+    m.state = "done";
+    m.error = undefined;
+    m.release?.();
+    this.#d.logger.info({ ...m.status() }, "partition move done: installed the copy as the live partition");
+    await this.#unfreeze(m);
+  }
+
+  async #unfreeze(m: Move): Promise<void> {
+    try {
+      await this.#source(m).moveUnfreeze({ topic: m.topic, partition: m.partition, token: m.token });
+    } catch (err) {
+      this.#d.logger.warn(
+        { topic: m.topic, partition: m.partition, err },
+        "could not end the source's freeze (it lapses on its own)",
+      );
+    }
+  }
+
+  async #fail(m: Move, reason: string): Promise<void> {
+    m.state = "failed";
+    m.error = reason;
+    await this.#unfreeze(m);
+    await discardStaged(this.#d.dataDir, m.topic, m.partition).catch(() => undefined);
+    if (!this.#owner(m)) m.release?.();
+    this.#d.logger.error({ ...m.status() }, "partition move failed");
+  }
+}

@@ -1,0 +1,194 @@
+// The source side of partition moves: answers the destination's manifest
+// and chunk requests, and holds freezes. A freeze refuses commits (the
+// partition log's PARTITION_FROZEN: dispatchers keep the records in their
+// WALs and retry) and queue leasing/settling on the partition, and lapses
+// ttl after its last renewal, so a dead destination or operator never wedges
+// a partition. When the metastore says this node no longer owns a frozen
+// partition (the operator swapped the owner), the freeze is kept for good
+// (nothing may land here any more) and the local copy is deleted after
+// deleteDelayMs, if this node still does not own it then.
+
+import { badRequest, conflict, notFound } from "../errors.ts";
+import type { OpenedPartitionLog } from "../log/partition-log.ts";
+import type { Metastore } from "../meta/types.ts";
+import type { PbMoveManifest } from "../rpc/proto.ts";
+
+export interface MoveSourceDeps {
+  nodeId: string;
+  metastore: Pick<Metastore, "getTopic" | "ownerOf" | "onChange">;
+  logs: {
+    get(topic: string, partition: number): Promise<OpenedPartitionLog>;
+    removePartition(topic: string, partition: number): Promise<void>;
+  };
+  consumers: {
+    freezePartition(topic: string, partition: number): Promise<void>;
+    unfreezePartition(topic: string, partition: number): void;
+    dropPartition(topic: string, partition: number): void;
+    frontiers(topic: string, partition: number): Promise<Array<{ group: string; offset: number }>>;
+  };
+  /** Upper bound on a requested ttl (and on a fetch's bytes below). */
+  maxFreezeTtlMs: number;
+  maxFetchBytes: number;
+  deleteDelayMs: number;
+  logger: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
+}
+
+interface Freeze {
+  token: string;
+  timer: NodeJS.Timeout | undefined;
+  /** Set once the owner moved away: the freeze no longer lapses. */
+  movedAway: boolean;
+}
+
+export class MoveSource {
+  readonly #d: MoveSourceDeps;
+  readonly #freezes = new Map<string, Freeze>();
+  readonly #deletions = new Map<string, NodeJS.Timeout>();
+
+  constructor(d: MoveSourceDeps) {
+    this.#d = d;
+    d.metastore.onChange(() => this.#ownershipChanged());
+  }
+
+  #check(topic: string, partition: number): void {
+    const t = this.#d.metastore.getTopic(topic);
+    if (t === undefined) throw notFound(`topic "${topic}" not found`);
+    if (!Number.isInteger(partition) || partition < 0 || partition >= t.partitions)
+      throw badRequest(`partition ${partition} out of range for topic "${topic}"`);
+  }
+
+  async manifest(topic: string, partition: number, withFrontiers = false): Promise<PbMoveManifest> {
+    this.#check(topic, partition);
+    const log = await this.#d.logs.get(topic, partition);
+    const st = log.stats();
+    return {
+      high_watermark: st.highWatermark,
+      oldest_offset: st.oldestOffset,
+      segments: log.segmentExtents().map((e) => ({ base: e.base, bytes: e.bytes })),
+      frozen: log.frozen,
+      frontiers: withFrontiers ? await this.#d.consumers.frontiers(topic, partition) : [],
+    };
+  }
+
+  async fetch(topic: string, partition: number, base: number, position: number, maxBytes: number) {
+    this.#check(topic, partition);
+    const log = await this.#d.logs.get(topic, partition);
+    const data = await log.readSegmentBytes(base, position, Math.min(maxBytes, this.#d.maxFetchBytes));
+    return data === null ? { found: false, data: Buffer.alloc(0) } : { found: true, data };
+  }
+
+  /** Freezes or renews; resolves the manifest under the freeze (final HWM, flushed frontiers). */
+  async freeze(topic: string, partition: number, token: string, ttlMs: number): Promise<PbMoveManifest> {
+    this.#check(topic, partition);
+    if (token.length === 0 || token.length > 64) throw badRequest("freeze token must be 1..64 characters");
+    const key = `${topic}/${partition}`;
+    const held = this.#freezes.get(key);
+    if (held !== undefined && held.token !== token)
+      throw conflict(`${key} is frozen by another partition move`);
+    const log = await this.#d.logs.get(topic, partition);
+    const ttl = Math.max(1_000, Math.min(ttlMs, this.#d.maxFreezeTtlMs));
+    let f = this.#freezes.get(key);
+    if (f === undefined) {
+      f = { token, timer: undefined, movedAway: false };
+      this.#freezes.set(key, f);
+      this.#d.logger.info({ topic, partition, ttlMs: ttl }, "partition frozen for a move");
+    }
+    const entry = f;
+    if (!entry.movedAway) {
+      clearTimeout(entry.timer);
+      entry.timer = setTimeout(() => this.#lapse(topic, partition, entry), ttl);
+      entry.timer.unref();
+    }
+    // Both are idempotent; a renewal also waits for any commit still running.
+    await log.freeze();
+    await this.#d.consumers.freezePartition(topic, partition);
+    if (this.#freezes.get(key) !== entry)
+      throw conflict(`the freeze of ${key} ended while it was being taken`);
+    return this.manifest(topic, partition, true);
+  }
+
+  #lapse(topic: string, partition: number, f: Freeze): void {
+    const key = `${topic}/${partition}`;
+    if (this.#freezes.get(key) !== f || f.movedAway) return;
+    this.#d.logger.warn({ topic, partition }, "partition move freeze lapsed (not renewed); commits resume");
+    this.#end(topic, partition);
+  }
+
+  #end(topic: string, partition: number): void {
+    const key = `${topic}/${partition}`;
+    const f = this.#freezes.get(key);
+    if (f === undefined) return;
+    clearTimeout(f.timer);
+    this.#freezes.delete(key);
+    this.#d.logs.get(topic, partition).then(
+      (log) => log.unfreeze(),
+      () => undefined,
+    );
+    this.#d.consumers.unfreezePartition(topic, partition);
+  }
+
+  /** Ends the freeze `token` holds; a no-op when it holds none or the owner already moved away. */
+  unfreeze(topic: string, partition: number, token: string): void {
+    const f = this.#freezes.get(`${topic}/${partition}`);
+    if (f === undefined || f.token !== token || f.movedAway) return;
+    this.#d.logger.info({ topic, partition }, "partition move freeze ended by the destination");
+    this.#end(topic, partition);
+  }
+
+  /** Whether a freeze (or a moved-away hold) is in place: status and tests. */
+  frozen(topic: string, partition: number): boolean {
+    return this.#freezes.has(`${topic}/${partition}`);
+  }
+
+  #ownershipChanged(): void {
+    for (const [key, f] of this.#freezes) {
+      const [topic, p] = splitKey(key);
+      const owner = this.#d.metastore.ownerOf(topic, p);
+      if (this.#d.metastore.getTopic(topic) === undefined) {
+        clearTimeout(f.timer);
+        this.#freezes.delete(key);
+        continue;
+      }
+      if (owner === this.#d.nodeId || f.movedAway) continue;
+      f.movedAway = true;
+      clearTimeout(f.timer);
+      this.#d.logger.info(
+        { topic, partition: p, owner },
+        "moved partition has a new owner; deleting the local copy soon",
+      );
+      const timer = setTimeout(() => void this.#delete(topic, p), this.#d.deleteDelayMs);
+      timer.unref();
+      this.#deletions.set(key, timer);
+    }
+  }
+
+  async #delete(topic: string, partition: number): Promise<void> {
+    const key = `${topic}/${partition}`;
+    this.#deletions.delete(key);
+    if (this.#d.metastore.ownerOf(topic, partition) === this.#d.nodeId) {
+      // Owned again (moved back): serve it.
+      this.#end(topic, partition);
+      return;
+    }
+    try {
+      this.#d.consumers.dropPartition(topic, partition);
+      await this.#d.logs.removePartition(topic, partition);
+      this.#freezes.delete(key);
+      this.#d.consumers.unfreezePartition(topic, partition);
+      this.#d.logger.info({ topic, partition }, "deleted the local copy of a moved-away partition");
+    } catch (err) {
+      this.#d.logger.warn({ topic, partition, err }, "deleting a moved-away partition failed");
+    }
+  }
+
+  close(): void {
+    for (const f of this.#freezes.values()) clearTimeout(f.timer);
+    for (const t of this.#deletions.values()) clearTimeout(t);
+    this.#deletions.clear();
+  }
+}
+
+function splitKey(key: string): [string, number] {
+  const i = key.lastIndexOf("/");
+  return [key.slice(0, i), Number(key.slice(i + 1))];
+}

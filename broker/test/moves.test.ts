@@ -1,0 +1,350 @@
+// Partition moves (moves/, ARCHITECTURE.md §6) with three in-process
+// brokers sharing one in-memory metastore (as cluster.test.ts): the test
+// plays the operator (PUT/GET/DELETE /admin/v1/moves on the destination,
+// then the owner swap in the metastore). Under continuous produce to every
+// node it checks that a moved partition keeps every acknowledged record
+// exactly once at the same offsets, keeps its consumer frontier, and that
+// the old owner deletes its copy; then cancellation, a destination crash
+// while the source is frozen (the freeze lapses) and a source crash after
+// `ready` (cancel; the restarted source owns and serves the partition).
+// crash() is the in-process kill -9: no drain, no flush.
+
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import { loadConfig } from "../src/config.ts";
+import { partitionDirName } from "../src/log/log-store.ts";
+import { type RunningBroker, startBroker } from "../src/node.ts";
+import { createMemoryCluster, type MemoryCluster } from "../src/testing/memory-metastore.ts";
+
+interface Node {
+  id: string;
+  dir: string;
+  broker: RunningBroker;
+}
+
+const dirs: string[] = [];
+const running: RunningBroker[] = [];
+const logger = pino({ level: process.env.NARAD_TEST_LOG ?? "silent" });
+const freezeTtlMs = 4_000;
+
+afterEach(async () => {
+  for (const b of running.splice(0)) await b.crash().catch(() => undefined);
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+async function startNode(mc: MemoryCluster, id: string, dir?: string): Promise<Node> {
+  const dataDir = dir ?? mkdtempSync(join(tmpdir(), `narad-moves-${id}-`));
+  if (dir === undefined) dirs.push(dataDir);
+  const base = loadConfig(
+    ["--data-dir", dataDir, "--addr", "127.0.0.1:0", "--cluster-addr", "127.0.0.1:0", "--node-id", id],
+    {},
+    id,
+  );
+  const config = {
+    ...base,
+    drainTimeoutMs: 5_000,
+    dispatch: { ...base.dispatch, commitTimeoutMs: 5_000, errorBackoffMs: 100 },
+  };
+  const broker = await startBroker(config, logger.child({ node: id }), {
+    metastore: mc.metastore(),
+    moveTiming: { freezeTtlMs, renewIntervalMs: 1_000, retryMs: 300, sourceDeleteDelayMs: 1_000 },
+  });
+  running.push(broker);
+  mc.setMember({ id, address: broker.httpAddress, clusterAddress: broker.cluster!.address, state: "Active" });
+  return { id, dir: dataDir, broker };
+}
+
+async function req(
+  node: Node,
+  method: "GET" | "POST" | "PUT" | "DELETE",
+  url: string,
+  body?: string | object,
+) {
+  const res = await node.broker.app.inject({
+    method,
+    url,
+    payload: typeof body === "object" ? JSON.stringify(body) : body,
+    headers: typeof body === "object" ? { "content-type": "application/json" } : {},
+  });
+  return { status: res.statusCode, headers: res.headers, text: res.body, json: () => JSON.parse(res.body) };
+}
+
+const pad = "x".repeat(1_000);
+
+/** One produce-batch request of `ids` pinned to `partition`; resolves whether it was acknowledged (202). */
+async function produceBatch(node: Node, topic: string, ids: number[], partition: number): Promise<boolean> {
+  const body = ids.map((id) => JSON.stringify({ key: `k${id}`, partition, payload: { id, pad } })).join("\n");
+  const res = await node.broker.app.inject({
+    method: "POST",
+    url: `/v1/topics/${topic}/produce-batch`,
+    payload: body,
+    headers: { "content-type": "application/x-ndjson" },
+  });
+  return res.statusCode === 202;
+}
+
+/** Produces to every node in turn, into every partition, until stopped; records acknowledged ids. */
+function continuousProducer(nodes: Node[], topic: string, partitions: number) {
+  const acked: number[] = [];
+  let stop = false;
+  let next = 0;
+  const run = (async () => {
+    for (let round = 0; !stop; round++) {
+      const node = nodes[round % nodes.length]!;
+      const ids = Array.from({ length: 40 }, () => next++);
+      if (await produceBatch(node, topic, ids, round % partitions)) acked.push(...ids);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  })();
+  return {
+    acked,
+    stop: async () => {
+      stop = true;
+      await run;
+    },
+  };
+}
+
+/** (offset, id) of every visible record of one partition, read through `node`. */
+async function readPartition(node: Node, topic: string, p: number): Promise<Array<[number, number]>> {
+  const out: Array<[number, number]> = [];
+  let offset = 0;
+  for (;;) {
+    const r = await req(node, "GET", `/v1/topics/${topic}/records?partition=${p}&offset=${offset}`);
+    if (r.status !== 200) throw new Error(`read ${topic}/${p} via ${node.id}: ${r.status} ${r.text}`);
+    const page = r.json() as {
+      records: Array<{ offset: number; payload: { id: number } }>;
+      next_offset: number;
+    };
+    for (const m of page.records) out.push([m.offset, m.payload.id]);
+    if (page.records.length === 0) return out;
+    offset = page.next_offset;
+  }
+}
+
+async function hwm(node: Node, topic: string, p: number): Promise<number> {
+  const r = await req(node, "GET", `/v1/topics/${topic}?partition=${p}`);
+  if (r.status !== 200) throw new Error(`stats ${topic}/${p}: ${r.status} ${r.text}`);
+  return r.json().partition_stats[0].high_watermark as number;
+}
+
+async function eventually(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function moveState(node: Node, topic: string, p: number): Promise<Record<string, unknown>> {
+  const r = await req(node, "GET", `/admin/v1/moves/${topic}/${p}`);
+  return r.status === 200 ? (r.json() as Record<string, unknown>) : { state: `http ${r.status}` };
+}
+
+async function waitState(node: Node, topic: string, p: number, state: string, timeoutMs = 60_000) {
+  let last: Record<string, unknown> = {};
+  await eventually(
+    `move ${topic}/${p} at ${node.id} ${state} (last ${JSON.stringify(last)})`,
+    timeoutMs,
+    async () => {
+      last = await moveState(node, topic, p);
+      return last.state === state;
+    },
+  );
+  return last;
+}
+
+async function drained(nodes: Node[]): Promise<boolean> {
+  for (const n of nodes) {
+    const st = (await req(n, "GET", "/admin/v1/status")).json();
+    if (st.wal.pendingRecords !== 0) return false;
+  }
+  return true;
+}
+
+/** Leases and acks `count` records of partition p for group g through `node`; returns the frontier. */
+async function consumeAndAck(
+  node: Node,
+  topic: string,
+  p: number,
+  group: string,
+  count: number,
+): Promise<number> {
+  for (let i = 0; i < count; i++) {
+    const r = await req(node, "GET", `/v1/topics/${topic}/consume?partition=${p}&group=${group}&wait=2s`);
+    expect(r.status, r.text).toBe(200);
+    const h = encodeURIComponent(r.json().receipt_handle as string);
+    const a = await req(node, "POST", `/v1/topics/${topic}/ack?receipt_handle=${h}&group=${group}`);
+    expect(a.status, a.text).toBe(204);
+  }
+  return committed(node, topic, p, group);
+}
+
+async function committed(node: Node, topic: string, p: number, group: string): Promise<number> {
+  const r = await req(node, "GET", `/v1/topics/${topic}/groups`);
+  expect(r.status, r.text).toBe(200);
+  const g = (
+    r.json().groups as Array<{ name: string; partitions: Array<{ partition: number; committed: number }> }>
+  ).find((x) => x.name === group);
+  return g?.partitions.find((x) => x.partition === p)?.committed ?? -1;
+}
+
+async function setup(topic: string) {
+  const mc = createMemoryCluster();
+  const nodes: Node[] = [];
+  for (const id of ["a", "b", "c"]) nodes.push(await startNode(mc, id));
+  const r = await req(nodes[0]!, "POST", "/v1/topics", { name: topic, partitions: 3 });
+  expect(r.status, r.text).toBe(201);
+  const p = mc.owners(topic).indexOf("a");
+  expect(p).toBeGreaterThanOrEqual(0);
+  return { mc, nodes, a: nodes[0]!, b: nodes[1]!, c: nodes[2]!, p };
+}
+
+describe("partition moves (3 in-process brokers)", () => {
+  it("moves a partition under continuous produce: same records at the same offsets, frontier kept, old copy deleted", async () => {
+    const { mc, nodes, a, b, p } = await setup("m");
+    const producer = continuousProducer(nodes, "m", 3);
+    // Some MiB in the partition before the move, and a consumer frontier.
+    await eventually("partition has 4 MiB", 60_000, async () => (await hwm(a, "m", p)) >= 4_000);
+    const frontier = await consumeAndAck(a, "m", p, "g", 25);
+    expect(frontier).toBe(25);
+
+    // Bad requests first: clear 4xx with a JSON error.
+    expect((await req(b, "PUT", `/admin/v1/moves/m/${p}`, {})).status).toBe(400);
+    expect((await req(b, "PUT", `/admin/v1/moves/m/${p}`, { from: "b" })).status).toBe(400);
+    expect((await req(b, "PUT", `/admin/v1/moves/m/${p}`, { from: "zz" })).status).toBe(400);
+    expect((await req(b, "PUT", `/admin/v1/moves/nope/${p}`, { from: "a" })).status).toBe(404);
+    expect((await req(b, "PUT", "/admin/v1/moves/m/9", { from: "a" })).status).toBe(400);
+    expect((await req(b, "GET", `/admin/v1/moves/m/${p}`)).status).toBe(404);
+
+    const started = Date.now();
+    const put = await req(b, "PUT", `/admin/v1/moves/m/${p}`, { from: "a" });
+    expect(put.status, put.text).toBe(202);
+    expect(put.json()).toMatchObject({ topic: "m", partition: p, from: "a" });
+    // Idempotent; another source while it runs is a conflict.
+    expect((await req(b, "PUT", `/admin/v1/moves/m/${p}`, { from: "a" })).status).toBe(202);
+    expect((await req(b, "PUT", `/admin/v1/moves/m/${p}`, { from: "c" })).status).toBe(409);
+
+    const ready = await waitState(b, "m", p, "ready");
+    const readyMs = Date.now() - started;
+    expect(ready.sourceHwm).toBe(ready.destHwm);
+    expect(ready.copiedBytes as number).toBeGreaterThan(4_000_000);
+
+    // Frozen: a's HWM stands still under produce, and queue leasing there is refused.
+    const frozenHwm = await hwm(a, "m", p);
+    expect(frozenHwm).toBe(ready.sourceHwm);
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(await hwm(a, "m", p)).toBe(frozenHwm);
+    const lease = await req(a, "GET", `/v1/topics/m/consume?partition=${p}&group=g`);
+    expect(lease.status, lease.text).toBe(503);
+    const before = await readPartition(a, "m", p);
+    expect(before.length).toBe(frozenHwm);
+
+    // The operator swaps the owner; b installs the copy.
+    mc.setOwner("m", p, "b");
+    const done = await waitState(b, "m", p, "done");
+    const moveMs = Date.now() - started;
+    expect(done.destHwm).toBe(frozenHwm);
+    expect((await req(b, "DELETE", `/admin/v1/moves/m/${p}`)).status).toBe(409);
+
+    // Produce keeps flowing into the partition at its new owner.
+    await eventually("b's partition grows", 30_000, async () => (await hwm(b, "m", p)) > frozenHwm);
+    await producer.stop();
+    await eventually("every WAL drained", 60_000, () => drained(nodes));
+
+    // Same records at the same offsets, then the rest; every acked id exactly once overall.
+    const after = await readPartition(b, "m", p);
+    expect(after.slice(0, before.length)).toEqual(before);
+    const all: number[] = [];
+    for (let q = 0; q < 3; q++) for (const [, id] of await readPartition(nodes[q]!, "m", q)) all.push(id);
+    const sorted = [...all].sort((x, y) => x - y);
+    expect(
+      sorted.filter((v, i) => i > 0 && sorted[i - 1] === v),
+      "duplicates",
+    ).toEqual([]);
+    const have = new Set(all);
+    expect(
+      producer.acked.filter((id) => !have.has(id)),
+      "lost",
+    ).toEqual([]);
+
+    // The consumer frontier moved with the partition: the next lease is offset 25.
+    expect(await committed(b, "m", p, "g")).toBe(frontier);
+    const next = await req(b, "GET", `/v1/topics/m/consume?partition=${p}&group=g&wait=2s`);
+    expect(next.status, next.text).toBe(200);
+    expect(next.json().offset).toBe(frontier);
+
+    // a deleted its copy; its status owns nothing of this topic now.
+    await eventually(
+      "a deleted its copy",
+      30_000,
+      async () => !existsSync(join(a.dir, "topics", "m", partitionDirName(p))),
+    );
+    const st = (await req(a, "GET", "/admin/v1/status")).json();
+    expect(st.ownedPartitions).toBe(mc.owners("m").filter((o) => o === "a").length);
+    console.log(
+      `moved ${((done.copiedBytes as number) / 1024 / 1024).toFixed(1)} MiB (${frozenHwm} records, ${done.rounds} catch-up rounds) under produce: ready after ${readyMs} ms, done ${moveMs} ms after the PUT (swap at ready + 1.5 s)`,
+    );
+  }, 180_000);
+
+  it("cancel before the swap leaves the source a working owner", async () => {
+    const { nodes, a, b, p } = await setup("c");
+    const producer = continuousProducer(nodes, "c", 3);
+    await eventually("some data", 30_000, async () => (await hwm(a, "c", p)) >= 500);
+    expect((await req(b, "PUT", `/admin/v1/moves/c/${p}`, { from: "a" })).status).toBe(202);
+    await waitState(b, "c", p, "ready");
+    const frozen = await hwm(a, "c", p);
+    const del = await req(b, "DELETE", `/admin/v1/moves/c/${p}`);
+    expect(del.status, del.text).toBe(200);
+    expect(del.json().state).toBe("cancelled");
+    expect((await moveState(b, "c", p)).state).toBe("cancelled");
+    // Unfrozen at once (not after the ttl): the held records land.
+    await eventually("a commits again", freezeTtlMs - 500, async () => (await hwm(a, "c", p)) > frozen);
+    expect(existsSync(join(b.dir, "moves", "c", partitionDirName(p)))).toBe(false);
+    await producer.stop();
+    await eventually("every WAL drained", 60_000, () => drained(nodes));
+    const ids = (await readPartition(a, "c", p)).map(([, id]) => id);
+    expect(new Set(ids).size).toBe(ids.length);
+  }, 120_000);
+
+  it("a destination killed while the source is frozen: the freeze lapses and the source commits again", async () => {
+    const { nodes, a, b, p } = await setup("k");
+    const producer = continuousProducer([a, nodes[2]!], "k", 3);
+    await eventually("some data", 30_000, async () => (await hwm(a, "k", p)) >= 500);
+    expect((await req(b, "PUT", `/admin/v1/moves/k/${p}`, { from: "a" })).status).toBe(202);
+    await waitState(b, "k", p, "ready");
+    const frozen = await hwm(a, "k", p);
+    await b.broker.crash();
+    const killedAt = Date.now();
+    await eventually("a commits again after the ttl", 30_000, async () => (await hwm(a, "k", p)) > frozen);
+    expect(Date.now() - killedAt).toBeGreaterThan(freezeTtlMs / 2);
+    await producer.stop();
+  }, 120_000);
+
+  it("a source killed after ready: cancel, and the restarted source owns and serves the partition", async () => {
+    const { mc, nodes, a, b, c, p } = await setup("s");
+    const producer = continuousProducer([b, c], "s", 3);
+    await eventually("some data", 30_000, async () => (await hwm(a, "s", p)) >= 500);
+    expect((await req(b, "PUT", `/admin/v1/moves/s/${p}`, { from: "a" })).status).toBe(202);
+    await waitState(b, "s", p, "ready");
+    const frozen = await hwm(a, "s", p);
+    const before = await readPartition(a, "s", p);
+    await a.broker.crash();
+    const del = await req(b, "DELETE", `/admin/v1/moves/s/${p}`);
+    expect(del.status, del.text).toBe(200);
+    expect(del.json().state).toBe("cancelled");
+    running.splice(running.indexOf(a.broker), 1);
+    const a2 = await startNode(mc, "a", a.dir);
+    expect(mc.owners("s")[p]).toBe("a");
+    await eventually("a commits again", 30_000, async () => (await hwm(a2, "s", p)) > frozen);
+    await producer.stop();
+    await eventually("every WAL drained", 60_000, () => drained([a2, b, c]));
+    const after = await readPartition(b, "s", p);
+    expect(after.slice(0, before.length)).toEqual(before);
+    expect(new Set(after.map(([, id]) => id)).size).toBe(after.length);
+    expect(nodes.length).toBe(3);
+  }, 120_000);
+});
