@@ -4,7 +4,9 @@
 
 import type { StoredRecord } from "./records.ts";
 
-const utf8 = new TextDecoder("utf-8", { fatal: true });
+// ignoreBOM keeps a leading U+FEFF in the text: the default would strip it, so a
+// payload starting with a BOM would not come back byte for byte.
+const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 function payloadJson(payload: Buffer): string {
   let text: string;
