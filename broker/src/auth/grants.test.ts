@@ -1,0 +1,114 @@
+import { describe, expect, it } from "vitest";
+import { allows, patternMatches } from "./grants.ts";
+import { requiredAccess } from "./route-policy.ts";
+
+describe("patternMatches", () => {
+  it.each([
+    ["orders", "orders", true],
+    ["orders", "orders-eu", false],
+    ["orders-*", "orders-eu", true],
+    ["orders-*", "orders-", true],
+    ["orders-*", "order", false],
+    ["*", "anything", true],
+  ])("%s vs %s → %s", (pattern, topic, want) => {
+    expect(patternMatches(pattern, topic)).toBe(want);
+  });
+});
+
+describe("allows", () => {
+  const alice = {
+    name: "alice",
+    grants: [
+      { action: "produce", topics: "orders-*" },
+      { action: "consume", topics: "audit" },
+    ] as const,
+  };
+  it("grants an action on matching topics only", () => {
+    expect(allows(alice, "produce", "orders-eu")).toBe(true);
+    expect(allows(alice, "produce", "audit")).toBe(false);
+    expect(allows(alice, "consume", "audit")).toBe(true);
+    expect(allows(alice, "consume", "orders-eu")).toBe(false);
+    expect(allows(alice, "create", "orders-eu")).toBe(false);
+  });
+  it("the admin API needs an admin grant on every topic", () => {
+    expect(allows(alice, "admin", undefined)).toBe(false);
+    expect(allows({ name: "ops", grants: [{ action: "admin", topics: "x-*" }] }, "admin", undefined)).toBe(
+      false,
+    );
+    expect(allows({ name: "ops", grants: [{ action: "admin", topics: "*" }] }, "admin", undefined)).toBe(
+      true,
+    );
+  });
+  it("an admin grant implies every action on its topics; the user admin is root", () => {
+    const ops = { name: "ops", grants: [{ action: "admin", topics: "x-*" }] as const };
+    expect(allows(ops, "produce", "x-1")).toBe(true);
+    expect(allows(ops, "produce", "y-1")).toBe(false);
+    expect(allows({ name: "admin", grants: [] }, "create", "anything")).toBe(true);
+  });
+});
+
+describe("requiredAccess", () => {
+  it.each([
+    ["GET", "/healthz", {}, undefined, { kind: "open" }],
+    ["GET", "/metrics", {}, undefined, { kind: "open" }],
+    ["HEAD", "/readyz", {}, undefined, { kind: "open" }],
+    ["GET", "/v1/topics", {}, undefined, { kind: "authenticated" }],
+    ["HEAD", "/v1/topics/:topic", { topic: "a" }, undefined, { kind: "authenticated" }],
+    ["GET", undefined, {}, undefined, { kind: "authenticated" }],
+    ["POST", "/v1/topics", {}, { name: "t1" }, { kind: "action", action: "create", topic: "t1" }],
+    ["POST", "/v1/topics", {}, "junk", { kind: "action", action: "create", topic: "" }],
+    [
+      "POST",
+      "/v1/topics/:topic/produce",
+      { topic: "a" },
+      undefined,
+      { kind: "action", action: "produce", topic: "a" },
+    ],
+    [
+      "POST",
+      "/v1/topics/:topic/produce-batch",
+      { topic: "a" },
+      undefined,
+      { kind: "action", action: "produce", topic: "a" },
+    ],
+    [
+      "GET",
+      "/v1/topics/:topic/consume",
+      { topic: "a" },
+      undefined,
+      { kind: "action", action: "consume", topic: "a" },
+    ],
+    [
+      "POST",
+      "/v1/topics/:topic/ack",
+      { topic: "a" },
+      undefined,
+      { kind: "action", action: "consume", topic: "a" },
+    ],
+    [
+      "GET",
+      "/v1/topics/:topic/records",
+      { topic: "a" },
+      undefined,
+      { kind: "action", action: "consume", topic: "a" },
+    ],
+    [
+      "PATCH",
+      "/v1/topics/:topic",
+      { topic: "a" },
+      undefined,
+      { kind: "action", action: "create", topic: "a" },
+    ],
+    [
+      "DELETE",
+      "/v1/topics/:topic",
+      { topic: "a" },
+      undefined,
+      { kind: "action", action: "create", topic: "a" },
+    ],
+    ["GET", "/admin/v1/status", {}, undefined, { kind: "action", action: "admin", topic: undefined }],
+    ["POST", "/v1/some/new/route", {}, undefined, { kind: "action", action: "admin", topic: undefined }],
+  ])("%s %s", (method, route, params, body, want) => {
+    expect(requiredAccess(method, route, params, body)).toEqual(want);
+  });
+});
