@@ -132,16 +132,43 @@ describe("planMembers", () => {
     expect(stillDown.members[0]?.state).toBe("Down");
   });
 
-  it("keeps Decommissioning whatever the pod does", () => {
+  it("keeps Decommissioning beyond replicas whatever the pod does", () => {
     const prev = [member(0, "Active"), member(1, "Decommissioning")];
     const r = planMembers(
       input({
-        replicas: 2,
+        replicas: 1,
         previous: prev,
         pods: [pod(0, true), pod(1, false, { notReadySinceMs: NOW - 999_000 })],
       }),
     );
     expect(r.members.map((m) => m.state)).toEqual(["Active", "Decommissioning"]);
+  });
+
+  it("scale holds set Decommissioning/Removed; scaled back up, a held member is re-admitted", () => {
+    const prev = [member(0, "Active"), member(1, "Active")];
+    const held = planMembers(
+      input({
+        replicas: 1,
+        previous: prev,
+        pods: [pod(0, true), pod(1, true)],
+        holds: new Map([["demo-1", "Decommissioning"]]),
+      }),
+    );
+    expect(held.members.map((m) => m.state)).toEqual(["Active", "Decommissioning"]);
+    expect(held.transitions).toEqual(["demo-1: Active → Decommissioning (scale-down)"]);
+    const back = planMembers(
+      input({ replicas: 2, previous: held.members, pods: [pod(0, true), pod(1, true)] }),
+    );
+    expect(back.members.map((m) => m.state)).toEqual(["Active", "Active"]);
+    expect(back.transitions).toEqual(["demo-1: Decommissioning → Active (scaled back up, pod ready)"]);
+    // A Removed member is listed while its pod exists, then dropped.
+    const removed = [member(0, "Active"), member(1, "Removed")];
+    expect(
+      planMembers(input({ replicas: 1, previous: removed, pods: [pod(0, true), pod(1, true)] })).members,
+    ).toHaveLength(2);
+    expect(planMembers(input({ replicas: 1, previous: removed, pods: [pod(0, true)] })).members).toHaveLength(
+      1,
+    );
   });
 
   describe("planned restart (Maintenance)", () => {

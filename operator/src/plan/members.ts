@@ -12,7 +12,11 @@ import type { PodView } from "./pods.ts";
 //                      restart: from the moment status.roll names the pod
 //                      until its replacement is Ready); then like Active:
 //                      Active when Ready, Down after downGrace otherwise
-//   Decommissioning, Removed: kept as they are (set by scale-down).
+//   Decommissioning, Removed: set by the scale step (holds); kept as they
+//                      are while the ordinal is at or above replicas; below
+//                      it (scaled back up: the decommission was cancelled)
+//                      the member is re-admitted like a new one (Active once
+//                      its pod is Ready).
 //   Any state → Maintenance when the roll holds the member.
 //
 // Every change of state or address bumps the membership epoch; the caller
@@ -38,6 +42,8 @@ export interface MembersInput {
   port: number;
   /** Members held in Maintenance by a planned restart (maintenanceHolds() in roll.ts). */
   maintenance?: ReadonlySet<string>;
+  /** States the scale step imposes this pass (decommission progress; plan/scale.ts). */
+  holds?: ReadonlyMap<string, "Decommissioning" | "Removed">;
 }
 
 export interface MembersResult {
@@ -82,14 +88,23 @@ export function planMembers(input: MembersInput): MembersResult {
     const prevState = prev?.state;
     let state: MemberState;
     let why = "";
-    if (prevState !== undefined && HELD_STATES.has(prevState)) {
+    const hold = input.holds?.get(id);
+    if (hold !== undefined) {
+      state = hold;
+      why = hold === "Decommissioning" ? "scale-down" : "decommissioned";
+    } else if (prevState !== undefined && HELD_STATES.has(prevState) && ordinal >= input.replicas) {
       state = prevState;
     } else if (input.maintenance?.has(id) === true) {
       state = "Maintenance";
       why = "planned restart";
     } else if (pod?.ready === true) {
       state = "Active";
-      why = prevState === "Maintenance" ? "planned restart done, pod ready" : "pod ready";
+      why =
+        prevState === "Maintenance"
+          ? "planned restart done, pod ready"
+          : prevState !== undefined && HELD_STATES.has(prevState)
+            ? "scaled back up, pod ready"
+            : "pod ready";
     } else if (prevState === "Active" || prevState === "Maintenance") {
       const since = notReadySince ?? nowMs;
       const elapsed = nowMs - since;

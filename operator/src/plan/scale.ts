@@ -1,0 +1,557 @@
+import type {
+  MemberStatus,
+  PartitionAssignment,
+  PartitionMoveStatus,
+  ScaleStatus,
+} from "../api/v1alpha1/types.ts";
+import type { PodView } from "./pods.ts";
+
+// Scaling, one decision per reconcile from what is observed now plus the
+// progress persisted in status.scale (level-triggered like the roll: a
+// restarted operator reaches the same decision from the same facts).
+//
+// Scale up: the StatefulSet grows at once (statefulSetReplicas below); new
+// members go Joining → Active with their pods (members.ts). New topics use
+// them; existing partitions move onto them only with rebalance (opt-in).
+//
+// Scale down (Redpanda's decommission-then-shrink, Strimzi's "brokers in
+// use" check; reference/operators.md): for the highest ordinal at or above
+// spec.replicas that is not Removed, one member at a time:
+//   1. gate: every remaining member Active with a Ready pod, no roll, the
+//      member's data reachable; otherwise refuse (StatefulSet unchanged);
+//   2. member → Decommissioning (brokers stop sending it produce);
+//   3. move each partition it owns to the least-loaded remaining Active
+//      member, at most maxMoves at a time: a move is first persisted in
+//      status.scale.moves ("pending"), then started on the destination
+//      (PUT) in a later pass, so no copy runs that status does not name;
+//      when the destination reports "ready" the controller swaps the owner
+//      in the NaradTopic status (optimistic concurrency), and the move is
+//      finished once the destination reports "done";
+//   4. once it owns nothing and its broker reports 0 WAL records pending
+//      (and 0 owned partitions, when it reports that): member → Removed;
+//   5. the StatefulSet shrinks past it (statefulSetReplicas), its PVC goes
+//      per spec.storage.reclaimPolicy.whenScaled (the StatefulSet's own
+//      persistentVolumeClaimRetentionPolicy); then the next member.
+// Scaling back up over a member being decommissioned cancels it: the moves
+// in flight are cancelled on their destinations, the member goes back to
+// Active, partitions already moved stay where they are (rebalance may move
+// them back).
+//
+// Rebalance (spec.rebalance, or a new value of the narad.dev/rebalance
+// annotation for a one-shot): while the partition counts of Active members
+// differ by more than one, move a partition from the most loaded to the
+// least loaded, same machinery.
+
+export interface ScaleTopic {
+  /** NaradTopic metadata.name. */
+  name: string;
+  assignments: readonly PartitionAssignment[];
+}
+
+/** What the destination answered for a move in flight this pass. */
+export type MoveProbe =
+  | { kind: "state"; state: "copying" | "ready" | "done" | "failed" | "cancelled"; error?: string }
+  /** 404: the destination knows no such move (never started, or it restarted). */
+  | { kind: "unknown" }
+  | { kind: "unreachable"; error: string };
+
+/** The decommissioning member's admin status this pass. */
+export type DecommissionProbe =
+  | { reachable: true; pendingRecords: number; ownedPartitions: number | undefined }
+  | { reachable: false; error: string };
+
+export interface ScaleInput {
+  nowMs: number;
+  /** spec.replicas. */
+  replicas: number;
+  /** Members as persisted in status. */
+  members: readonly MemberStatus[];
+  pods: readonly PodView[];
+  /** status.scale as persisted. */
+  scale: ScaleStatus | undefined;
+  topics: readonly ScaleTopic[];
+  /** Why a roll is in progress (status.roll set, or pods to restart), undefined when none. */
+  rollBusy: string | undefined;
+  /** spec.rebalance. */
+  rebalance: boolean;
+  /** narad.dev/rebalance annotation value (one-shot when it differs from status.scale.rebalanceHandled). */
+  rebalanceRequest: string | undefined;
+  /** Probes of status.scale.moves, by moveKey(). */
+  moveProbes: ReadonlyMap<string, MoveProbe>;
+  /** Admin status of status.scale.decommissioning's broker (undefined when not asked). */
+  decommissionProbe: DecommissionProbe | undefined;
+  maxMoves: number;
+}
+
+export interface ScaleEvent {
+  type: "Normal" | "Warning";
+  reason: string;
+  message: string;
+}
+
+export interface ScalePlan {
+  /** status.scale to write (undefined: cleared). */
+  next: ScaleStatus | undefined;
+  /** Member states this pass imposes (members.ts applies them). */
+  holds: Map<string, "Decommissioning" | "Removed">;
+  /** Moves to start (PUT) on their destinations. */
+  start: PartitionMoveStatus[];
+  /** Moves whose destination is ready: swap the owner in the NaradTopic status. */
+  swap: PartitionMoveStatus[];
+  /** Moves to cancel (DELETE) on their destinations. */
+  cancel: PartitionMoveStatus[];
+  events: ScaleEvent[];
+  /** Progressing condition while something runs. */
+  progress: { reason: "ScalingDown" | "ScalingUp" | "Rebalancing"; message: string } | undefined;
+  /** Why a scale-down is refused (Degraded ScaleDownBlocked), undefined when it is not. */
+  blocked: string | undefined;
+}
+
+export function moveKey(m: { topic: string; partition: number }): string {
+  return `${m.topic}/${m.partition}`;
+}
+
+/**
+ * StatefulSet replicas: spec.replicas when growing; when shrinking, only past
+ * members already Removed (the highest ordinal still holding data stays).
+ */
+export function statefulSetReplicas(
+  specReplicas: number,
+  currentReplicas: number | undefined,
+  members: readonly MemberStatus[],
+): number {
+  if (currentReplicas === undefined || specReplicas >= currentReplicas) return specReplicas;
+  let keep = specReplicas;
+  for (const m of members)
+    if (m.ordinal < currentReplicas && m.state !== "Removed") keep = Math.max(keep, m.ordinal + 1);
+  return keep;
+}
+
+export function planScale(input: ScaleInput): ScalePlan {
+  const plan: ScalePlan = {
+    next: input.scale === undefined ? undefined : { ...input.scale, moves: [...(input.scale.moves ?? [])] },
+    holds: new Map(),
+    start: [],
+    swap: [],
+    cancel: [],
+    events: [],
+    progress: undefined,
+    blocked: undefined,
+  };
+  const byId = new Map(input.members.map((m) => [m.id, m]));
+  const current = input.scale?.decommissioning;
+  const cur = current === undefined ? undefined : byId.get(current);
+
+  // Cancel: scaled back up over the member being decommissioned.
+  if (cur !== undefined && cur.ordinal < input.replicas) {
+    const moves = plan.next?.moves ?? [];
+    plan.cancel.push(...moves);
+    plan.next = { ...plan.next, moves: [] };
+    delete plan.next.decommissioning;
+    const msg = `decommission of ${cur.id} cancelled: spec.replicas is ${input.replicas} again; ${moves.length} move(s) in flight cancelled, partitions already moved stay where they are`;
+    plan.events.push({ type: "Normal", reason: "DecommissionCancelled", message: msg });
+    return finish(plan);
+  }
+
+  if (cur !== undefined && cur.state !== "Removed") {
+    plan.holds.set(cur.id, "Decommissioning");
+    return decommissionStep(plan, input, cur);
+  }
+  if (current !== undefined) {
+    // Removed (or already dropped from members): done with it once its pod is gone.
+    const pod = input.pods.find((p) => p.name === current);
+    if (pod !== undefined) {
+      plan.progress = {
+        reason: "ScalingDown",
+        message: `${current} decommissioned; waiting for the StatefulSet to remove its pod`,
+      };
+      return finish(plan);
+    }
+    plan.next = { ...plan.next, movesDone: 0 };
+    delete plan.next.decommissioning;
+  }
+
+  // Next member to decommission: the highest ordinal at or above spec.replicas not Removed.
+  const candidates = input.members
+    .filter((m) => m.ordinal >= input.replicas && m.state !== "Removed")
+    .sort((a, b) => b.ordinal - a.ordinal);
+  const victim = candidates[0];
+  if (victim !== undefined) {
+    // Moves left over from a rebalance finish first (they involve members that stay).
+    if ((plan.next?.moves ?? []).length > 0) {
+      advanceMoves(plan, input);
+      plan.progress = {
+        reason: "ScalingDown",
+        message: `waiting for ${(plan.next?.moves ?? []).length} rebalance move(s) to finish before decommissioning ${victim.id}`,
+      };
+      return finish(plan);
+    }
+    const unsafe = scaleDownBlocker(input, victim);
+    if (unsafe !== undefined) {
+      plan.blocked = `scale-down to ${input.replicas} refused: ${unsafe}; keeping ${victim.ordinal + 1} broker(s)`;
+      return finish(plan);
+    }
+    plan.holds.set(victim.id, "Decommissioning");
+    plan.next = { ...plan.next, decommissioning: victim.id, moves: [], movesDone: 0 };
+    const owned = ownedBy(input.topics, victim.id).length;
+    plan.events.push({
+      type: "Normal",
+      reason: "Decommissioning",
+      message: `decommissioning ${victim.id} (spec.replicas ${input.replicas}): ${owned} partition(s) to move, then its WAL to drain`,
+    });
+    plan.progress = { reason: "ScalingDown", message: `decommissioning ${victim.id}` };
+    return finish(plan);
+  }
+
+  // Scale up in progress: members at ordinals below spec.replicas not Active yet.
+  const joining = input.members.filter((m) => m.ordinal < input.replicas && m.state === "Joining");
+  const missing = input.replicas - input.members.filter((m) => m.ordinal < input.replicas).length;
+  if ((joining.length > 0 || missing > 0) && input.members.some((m) => m.state === "Active")) {
+    plan.progress = {
+      reason: "ScalingUp",
+      message: `${joining.length + Math.max(0, missing)} member(s) joining: ${joining.map((m) => m.id).join(", ")}`,
+    };
+  }
+  return rebalanceStep(plan, input);
+}
+
+function decommissionStep(plan: ScalePlan, input: ScaleInput, victim: MemberStatus): ScalePlan {
+  advanceMoves(plan, input);
+  const moves = plan.next?.moves ?? [];
+  const inFlight = new Set(moves.map(moveKey));
+  const owned = ownedBy(input.topics, victim.id);
+  const destinations = remaining(input).filter((m) => m.state === "Active" && podReady(input, m.id));
+  const todo = owned.filter((p) => !inFlight.has(moveKey(p)));
+  if (todo.length > 0 && destinations.length === 0) {
+    plan.progress = {
+      reason: "ScalingDown",
+      message: `decommissioning ${victim.id}: ${owned.length} partition(s) left, no remaining member is Active and Ready to take them`,
+    };
+    return finish(plan);
+  }
+  const load = loads(
+    input.topics,
+    destinations.map((m) => m.id),
+    moves,
+  );
+  for (const p of todo) {
+    if ((plan.next?.moves ?? []).length >= input.maxMoves) break;
+    const to = leastLoaded(load, input.topics, p.topic);
+    if (to === undefined) break;
+    load.set(to, (load.get(to) ?? 0) + 1);
+    addMove(plan, input, { topic: p.topic, partition: p.partition, from: victim.id, to });
+  }
+  const left = (plan.next?.moves ?? []).length;
+  if (owned.length > 0 || left > 0) {
+    plan.progress = {
+      reason: "ScalingDown",
+      message: `decommissioning ${victim.id}: ${owned.length} partition(s) left to move, ${left} move(s) in flight, ${plan.next?.movesDone ?? 0} done`,
+    };
+    return finish(plan);
+  }
+  // Owns nothing: wait for its WAL to be dispatched.
+  const probe = input.decommissionProbe;
+  const pod = input.pods.find((p) => p.name === victim.id);
+  if (pod === undefined && (victim.walPendingRecords ?? 0) === 0) {
+    // No broker runs (e.g. a member that never started): nothing to drain.
+    plan.holds.set(victim.id, "Removed");
+    plan.events.push({
+      type: "Normal",
+      reason: "MemberRemoved",
+      message: `${victim.id} decommissioned (no pod, owns nothing, no WAL records last reported): member → Removed`,
+    });
+    return finish(plan);
+  }
+  if (probe === undefined || !probe.reachable) {
+    const why = probe === undefined ? "has no pod IP" : `does not answer (${probe.error})`;
+    plan.progress = {
+      reason: "ScalingDown",
+      message: `decommissioning ${victim.id}: partitions moved; its broker ${why}, waiting to confirm its WAL is empty`,
+    };
+    return finish(plan);
+  }
+  if (probe.pendingRecords > 0 || (probe.ownedPartitions ?? 0) > 0) {
+    plan.progress = {
+      reason: "ScalingDown",
+      message: `decommissioning ${victim.id}: draining its WAL (${probe.pendingRecords} record(s) pending${probe.ownedPartitions ? `, broker still reports ${probe.ownedPartitions} owned partition(s)` : ""})`,
+    };
+    return finish(plan);
+  }
+  plan.holds.set(victim.id, "Removed");
+  plan.events.push({
+    type: "Normal",
+    reason: "MemberRemoved",
+    message: `${victim.id} decommissioned (${plan.next?.movesDone ?? 0} partition(s) moved, WAL empty): member → Removed, the StatefulSet shrinks past it`,
+  });
+  plan.progress = { reason: "ScalingDown", message: `${victim.id} removed; shrinking the StatefulSet` };
+  return finish(plan);
+}
+
+function rebalanceStep(plan: ScalePlan, input: ScaleInput): ScalePlan {
+  const oneShot =
+    input.rebalanceRequest !== undefined && input.rebalanceRequest !== input.scale?.rebalanceHandled
+      ? input.rebalanceRequest
+      : undefined;
+  const wanted = input.rebalance || oneShot !== undefined;
+  const inFlight = (plan.next?.moves ?? []).length;
+  if (!wanted && inFlight === 0) return finish(plan);
+  advanceMoves(plan, input);
+  const members = remaining(input);
+  const settled =
+    input.rollBusy === undefined &&
+    members.length >= input.replicas &&
+    members.every((m) => m.state === "Active" && podReady(input, m.id));
+  if (!settled) {
+    if ((plan.next?.moves ?? []).length > 0 || wanted) {
+      plan.progress = plan.progress ?? {
+        reason: "Rebalancing",
+        message: `rebalance waits for every member to be Active and Ready and no roll (${(plan.next?.moves ?? []).length} move(s) in flight)`,
+      };
+    }
+    return finish(plan);
+  }
+  const ids = members.map((m) => m.id);
+  const moves = plan.next?.moves ?? [];
+  const load = loads(input.topics, ids, moves);
+  const inFlightKeys = new Set(moves.map(moveKey));
+  if (wanted) {
+    while ((plan.next?.moves ?? []).length < input.maxMoves) {
+      const move = nextRebalanceMove(input.topics, load, inFlightKeys);
+      if (move === undefined) break;
+      inFlightKeys.add(moveKey(move));
+      load.set(move.from, (load.get(move.from) ?? 0) - 1);
+      load.set(move.to, (load.get(move.to) ?? 0) + 1);
+      addMove(plan, input, move);
+    }
+  }
+  const left = (plan.next?.moves ?? []).length;
+  if (left > 0) {
+    plan.progress = {
+      reason: "Rebalancing",
+      message: `rebalancing: ${left} move(s) in flight, ${plan.next?.movesDone ?? 0} done; partitions per member ${describeLoad(load)}`,
+    };
+    return finish(plan);
+  }
+  if (oneShot !== undefined || (plan.next?.movesDone ?? 0) > 0) {
+    plan.events.push({
+      type: "Normal",
+      reason: "Rebalanced",
+      message: `partitions balanced over ${ids.length} member(s) (${plan.next?.movesDone ?? 0} moved): ${describeLoad(load)}`,
+    });
+    plan.next = { ...plan.next, moves: [], movesDone: 0 };
+    if (oneShot !== undefined) plan.next.rebalanceHandled = oneShot;
+  }
+  return finish(plan);
+}
+
+/**
+ * Moves in flight: finished ones leave status, ready ones are swapped,
+ * unknown ones (never started, or the destination restarted) are started,
+ * failed ones are cancelled and planned again.
+ */
+function advanceMoves(plan: ScalePlan, input: ScaleInput): void {
+  const kept: PartitionMoveStatus[] = [];
+  let done = plan.next?.movesDone ?? 0;
+  for (const m of plan.next?.moves ?? []) {
+    const topic = input.topics.find((t) => t.name === m.topic);
+    const owner = topic?.assignments.find((a) => a.partition === m.partition)?.owner;
+    const probe = input.moveProbes.get(moveKey(m));
+    if (topic === undefined || (owner !== m.from && owner !== m.to)) {
+      // The topic (or partition) is gone, or someone else reassigned it.
+      plan.cancel.push(m);
+      plan.events.push({
+        type: "Warning",
+        reason: "MoveAbandoned",
+        message: `move of ${moveKey(m)} from ${m.from} to ${m.to} abandoned: ${topic === undefined ? "topic gone" : `owner is now ${owner ?? "(none)"}`}`,
+      });
+      continue;
+    }
+    if (owner === m.to) {
+      // Swapped: finished once the destination has installed it.
+      if (probe?.kind === "state" && (probe.state === "copying" || probe.state === "ready")) {
+        kept.push({ ...m, state: probe.state });
+        continue;
+      }
+      if (probe?.kind === "unreachable") {
+        kept.push(m);
+        continue;
+      }
+      done++;
+      const how =
+        probe?.kind === "state" && probe.state === "done"
+          ? ""
+          : ` (destination reports ${probe?.kind === "state" ? probe.state : "no such move"} after the swap)`;
+      plan.events.push({
+        type: how === "" ? "Normal" : "Warning",
+        reason: "PartitionMoved",
+        message: `partition ${moveKey(m)} moved from ${m.from} to ${m.to}${how}`,
+      });
+      continue;
+    }
+    // Still owned by the source.
+    if (probe === undefined || probe.kind === "unknown") {
+      plan.start.push(m);
+      kept.push(m);
+    } else if (probe.kind === "unreachable") {
+      kept.push(m);
+    } else if (probe.state === "ready") {
+      plan.swap.push(m);
+      kept.push({ ...m, state: "ready" });
+    } else if (probe.state === "copying") {
+      kept.push({ ...m, state: "copying" });
+    } else {
+      // failed, cancelled, or "done" without a swap (cannot be trusted): start over.
+      plan.cancel.push(m);
+      plan.events.push({
+        type: "Warning",
+        reason: "MoveFailed",
+        message: `move of ${moveKey(m)} from ${m.from} to ${m.to} ${probe.state}${probe.error ? `: ${probe.error}` : ""}; it will be planned again`,
+      });
+    }
+  }
+  plan.next = { ...plan.next, moves: kept, movesDone: done };
+}
+
+function addMove(
+  plan: ScalePlan,
+  input: ScaleInput,
+  m: { topic: string; partition: number; from: string; to: string },
+): void {
+  const move: PartitionMoveStatus = {
+    ...m,
+    startedAt: new Date(input.nowMs).toISOString(),
+    state: "pending",
+  };
+  plan.next = { ...plan.next, moves: [...(plan.next?.moves ?? []), move] };
+  plan.events.push({
+    type: "Normal",
+    reason: "MovePlanned",
+    message: `moving partition ${moveKey(m)} from ${m.from} to ${m.to}`,
+  });
+}
+
+/** Undefined when the scale-down may start now, else why not. */
+function scaleDownBlocker(input: ScaleInput, victim: MemberStatus): string | undefined {
+  if (input.rollBusy !== undefined) return `a rolling restart is in progress (${input.rollBusy})`;
+  const rest = remaining(input);
+  if (rest.length === 0) return "no member would remain";
+  const problems: string[] = [];
+  for (let i = 0; i < input.replicas; i++) {
+    const m = rest.find((x) => x.ordinal === i);
+    if (m === undefined) problems.push(`ordinal ${i} is not a member yet`);
+    else if (m.state !== "Active") problems.push(`${m.id} is ${m.state}`);
+    else if (!podReady(input, m.id)) problems.push(`${m.id}'s pod is not Ready`);
+  }
+  if (problems.length > 0)
+    return `the remaining members must all be Active and Ready (${problems.join(", ")})`;
+  const owned = ownedBy(input.topics, victim.id).length;
+  // A member that cannot serve its data cannot hand it over.
+  if (owned > 0 && (victim.state === "Down" || !podReady(input, victim.id)))
+    return `${victim.id} is ${victim.state === "Down" ? "Down" : "not Ready"} and owns ${owned} partition(s), which cannot be copied off it`;
+  return undefined;
+}
+
+function finish(plan: ScalePlan): ScalePlan {
+  const n = plan.next;
+  if (
+    n !== undefined &&
+    n.decommissioning === undefined &&
+    (n.moves ?? []).length === 0 &&
+    n.rebalanceHandled === undefined &&
+    (n.movesDone ?? 0) === 0
+  )
+    plan.next = undefined;
+  else if (n !== undefined && (n.moves ?? []).length === 0) delete n.moves;
+  return plan;
+}
+
+/** Members that stay: ordinals below spec.replicas. */
+function remaining(input: ScaleInput): MemberStatus[] {
+  return input.members.filter((m) => m.ordinal < input.replicas && m.state !== "Removed");
+}
+
+function podReady(input: ScaleInput, id: string): boolean {
+  const p = input.pods.find((x) => x.name === id);
+  return p?.ready === true && !p.terminating;
+}
+
+function ownedBy(topics: readonly ScaleTopic[], id: string): Array<{ topic: string; partition: number }> {
+  const out: Array<{ topic: string; partition: number }> = [];
+  for (const t of topics)
+    for (const a of t.assignments) if (a.owner === id) out.push({ topic: t.name, partition: a.partition });
+  return out;
+}
+
+/** Partitions per member over all topics, counting moves in flight at their destination. */
+function loads(
+  topics: readonly ScaleTopic[],
+  ids: readonly string[],
+  moves: readonly PartitionMoveStatus[],
+): Map<string, number> {
+  const load = new Map<string, number>(ids.map((id) => [id, 0]));
+  const moving = new Map(moves.map((m) => [moveKey(m), m.to]));
+  for (const t of topics)
+    for (const a of t.assignments) {
+      const owner = moving.get(moveKey({ topic: t.name, partition: a.partition })) ?? a.owner;
+      if (load.has(owner)) load.set(owner, (load.get(owner) ?? 0) + 1);
+    }
+  return load;
+}
+
+/** Fewest partitions overall, then fewest of this topic, then lowest ordinal. */
+function leastLoaded(
+  load: Map<string, number>,
+  topics: readonly ScaleTopic[],
+  topic: string,
+): string | undefined {
+  const t = topics.find((x) => x.name === topic);
+  const inTopic = (id: string) => t?.assignments.filter((a) => a.owner === id).length ?? 0;
+  let best: string | undefined;
+  for (const id of load.keys()) {
+    if (best === undefined) {
+      best = id;
+      continue;
+    }
+    const d = (load.get(id) ?? 0) - (load.get(best) ?? 0);
+    if (d < 0 || (d === 0 && inTopic(id) < inTopic(best))) best = id;
+  }
+  return best;
+}
+
+/** From the most loaded member to the least loaded, while they differ by more than one. */
+function nextRebalanceMove(
+  topics: readonly ScaleTopic[],
+  load: Map<string, number>,
+  inFlight: ReadonlySet<string>,
+): { topic: string; partition: number; from: string; to: string } | undefined {
+  const ids = [...load.keys()];
+  if (ids.length < 2) return undefined;
+  const sorted = [...ids].sort(
+    (a, b) => (load.get(b) ?? 0) - (load.get(a) ?? 0) || ordinalOf(b) - ordinalOf(a),
+  );
+  const from = sorted[0] as string;
+  const to = sorted[sorted.length - 1] as string;
+  if ((load.get(from) ?? 0) - (load.get(to) ?? 0) <= 1) return undefined;
+  // The topic where `from` has the most partitions and `to` the fewest.
+  let best: { topic: string; partition: number; score: number } | undefined;
+  for (const t of topics) {
+    const mine = t.assignments.filter(
+      (a) => a.owner === from && !inFlight.has(moveKey({ topic: t.name, partition: a.partition })),
+    );
+    if (mine.length === 0) continue;
+    const theirs = t.assignments.filter((a) => a.owner === to).length;
+    const score = mine.length - theirs;
+    const last = mine[mine.length - 1] as PartitionAssignment;
+    if (best === undefined || score > best.score) best = { topic: t.name, partition: last.partition, score };
+  }
+  return best === undefined ? undefined : { topic: best.topic, partition: best.partition, from, to };
+}
+
+function ordinalOf(id: string): number {
+  const m = /-(\d+)$/.exec(id);
+  return m ? Number(m[1]) : 0;
+}
+
+function describeLoad(load: Map<string, number>): string {
+  return [...load.entries()].map(([id, n]) => `${id}=${n}`).join(", ");
+}
