@@ -253,6 +253,23 @@ describe("dispatcher", () => {
     expect(dest.seqs("a", 1)).toHaveLength(3);
   });
 
+  it("holds records for a partition frozen by a move without counting toward a reroute", async () => {
+    const { wal, dest, d } = rig();
+    dest.addTopic("a", ["n1", "n0"]);
+    dest.setMember("n1", "Decommissioning");
+    dest.setBehaviour({ nodeId: "n1" }, "frozen");
+    const seqs = wal.put("a", 0, 3);
+    d.start();
+    await until(() => dest.commitCalls.filter((c) => c.nodeId === "n1").length >= 5);
+    // A failing Decommissioning owner would be rerouted after 3 passes; a frozen one is waited for.
+    expect(d.stats().reroutedRecords).toBe(0);
+    dest.setBehaviour({ nodeId: "n1" }, "ok");
+    expect(await d.drain(5000)).toBe(true);
+    expect(d.stats().reroutedRecords).toBe(0);
+    expectExactlyOnce(dest, keysOf(seqs));
+    expect(dest.seqs("a", 0)).toHaveLength(3);
+  });
+
   it("keeps a missing topic's records until confirmTopicDeleted says true", async () => {
     const wal0: { gone: Set<number> } = { gone: new Set() };
     const { wal, dest, d } = rig({}, (s) => wal0.gone.has(s));

@@ -31,6 +31,7 @@ import {
   skipSize,
 } from "../core/dispatch-plan.ts";
 import type { WalRecord, WalRecordInput } from "../core/records.ts";
+import { isPartitionMoving } from "../rpc/status.ts";
 import type { IngressWal } from "../wal/types.ts";
 import { commitLanes, type LaneResult } from "./commit-runner.ts";
 import {
@@ -224,13 +225,16 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     let failed = false;
     const attempted = new Map<string, boolean>();
     for (const r of results) {
-      attempted.set(r.lane.key, r.ok);
+      // A partition move's freeze is a hold, not a failing owner: it never counts toward a reroute.
+      const moving = r.failure?.outcome === "error" && isPartitionMoving(r.failure.error);
+      if (!moving) attempted.set(r.lane.key, r.ok);
       seqs.push(...r.committedSeqs);
       st.committedRecords += r.appended;
       if (r.appended + r.duplicates > 0) metrics.committed(r.appended, r.duplicates);
       if (r.fenced > 0) metrics.fenced?.(r.fenced);
       if (r.failure === undefined || r.failure.outcome === "aborted") continue;
       failed = true;
+      if (moving) continue;
       countError(r.failure.outcome === "timeout" ? "timeout" : "commit");
       logger.warn(
         {

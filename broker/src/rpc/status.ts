@@ -42,6 +42,21 @@ const fromStorageCode: Record<string, status> = {
   PARTITION_MOVING: status.UNAVAILABLE,
 };
 
+const movingPattern = /^PARTITION_(FROZEN|MOVING):/;
+
+/**
+ * Whether a commit failed only because a partition move has the partition
+ * frozen (source) or not yet installed (destination): a brief, expected
+ * hold, not evidence that the owner is failing. Works on the local log's
+ * LogError and on the NaradError a peer's answer became.
+ */
+export function isPartitionMoving(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (code === "PARTITION_FROZEN" || code === "PARTITION_MOVING") return true;
+  const cause = err instanceof NaradError ? err.cause : undefined;
+  return isServiceError(cause) && movingPattern.test(cause.details ?? "");
+}
+
 /** What the server answers for an error thrown by a handler. */
 export function toRpcFailure(err: unknown): RpcFailure {
   if (err instanceof NaradError)

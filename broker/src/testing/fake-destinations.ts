@@ -10,8 +10,11 @@ import type { CommitRecord } from "../core/records.ts";
 import type { Destinations } from "../dispatch/types.ts";
 import type { CommitResult } from "../log/types.ts";
 
-/** ok: commit at once; error: reject; hang: stay pending until releaseHung() lands it late. */
-export type CommitBehaviour = "ok" | "error" | "hang";
+/**
+ * ok: commit at once; error: reject; frozen: reject as a partition move's
+ * freeze does (code PARTITION_FROZEN); hang: stay pending until releaseHung() lands it late.
+ */
+export type CommitBehaviour = "ok" | "error" | "frozen" | "hang";
 
 export interface CommitCall {
   nodeId: string;
@@ -99,6 +102,10 @@ export function createFakeDestinations(localNodeId = "n0"): FakeDestinations {
       d.commitCalls.push({ nodeId, topic, partition, seqs: records.map((r) => r.seq) });
       const b = behaviours.get(`${topic}/${partition}`) ?? behaviours.get(nodeId) ?? "ok";
       if (b === "error") return Promise.reject(new Error(`fake: ${nodeId} refuses ${topic}/${partition}`));
+      if (b === "frozen")
+        return Promise.reject(
+          Object.assign(new Error(`fake: ${topic}/${partition} is frozen`), { code: "PARTITION_FROZEN" }),
+        );
       const copy = [...records];
       if (b === "hang") {
         return new Promise((resolve) => {
