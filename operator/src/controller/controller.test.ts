@@ -5,6 +5,7 @@ import { FakeBrokerClient } from "../broker-client/fake.ts";
 import { AbortedError, guardedApi } from "../kube/api.ts";
 import { MemoryRecorder } from "../kube/events.ts";
 import { ManualClock } from "../kube/manual-clock.ts";
+import { MemoryStorageApi } from "../kube/storage-api.ts";
 import { getCondition } from "../plan/conditions.ts";
 import { reconcileCluster } from "./cluster/reconcile.ts";
 import { ControllerMemory, type ReconcileDeps } from "./deps.ts";
@@ -19,9 +20,11 @@ function setup(spec: NaradCluster["spec"] = { replicas: 3, image: "ghcr.io/narad
   const recorder = new MemoryRecorder();
   const brokers = new FakeBrokerClient();
   const ac = new AbortController();
+  const storage = new MemoryStorageApi();
   const deps: ReconcileDeps = {
     caches: kube.caches,
     api: guardedApi(kube, ac.signal),
+    storage,
     recorder,
     brokers,
     clock,
@@ -37,7 +40,7 @@ function setup(spec: NaradCluster["spec"] = { replicas: 3, image: "ghcr.io/narad
   });
   const cluster = () => kube.clusters.get(NS, "demo")!;
   const reconcile = () => reconcileCluster(`${NS}/demo`, deps);
-  return { clock, kube, recorder, brokers, deps, ac, cluster, reconcile };
+  return { clock, kube, recorder, brokers, deps, ac, cluster, reconcile, storage };
 }
 
 function memberState(c: NaradCluster, id: string) {
@@ -317,12 +320,12 @@ describe("NaradCluster reconcile", () => {
     await t.reconcile();
     t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
       s.replicas = 2;
-      s.storage = { size: "20Gi" };
+      s.storage = { storageClassName: "premium" };
     });
     await t.reconcile();
     const sts = t.kube.statefulSets.get(NS, "demo");
     expect(sts?.spec?.replicas).toBe(3);
-    expect(sts?.spec?.volumeClaimTemplates?.[0]?.spec?.resources?.requests?.["storage"]).toBe("10Gi");
+    expect(sts?.spec?.volumeClaimTemplates?.[0]?.spec?.storageClassName).toBeUndefined();
     expect(t.recorder.reasons()).toEqual(expect.arrayContaining(["ScaleDownRefused", "VolumeChangeRefused"]));
     const degraded = cond(t.cluster(), "Degraded");
     expect(degraded?.status).toBe("True");

@@ -6,6 +6,7 @@ import type { KubeApi } from "../kube/api.ts";
 import type { Clock } from "../kube/clock.ts";
 import type { Recorder } from "../kube/events.ts";
 import type { KindCache } from "../kube/informers.ts";
+import type { StorageApi } from "../kube/storage-api.ts";
 
 /** Owned kinds other than the StatefulSet, cached by label. */
 export type OwnedKind =
@@ -41,6 +42,8 @@ export interface ReconcileDeps {
   caches: Caches;
   /** Writes; guarded by the leadership signal. */
   api: KubeApi;
+  /** PVC reads and resizes (volume expansion); writes guarded like api. */
+  storage: StorageApi;
   recorder: Recorder;
   brokers: BrokerClient;
   clock: Clock;

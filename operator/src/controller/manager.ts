@@ -24,6 +24,7 @@ import type { Clock, TimerHandle } from "../kube/clock.ts";
 import { EventRecorder } from "../kube/events.ts";
 import type { InformerEvent } from "../kube/informer.ts";
 import { KindInformers, type KindSpec } from "../kube/informers.ts";
+import { ClientNodeStorageApi, guardedStorageApi, type StorageApi } from "../kube/storage-api.ts";
 import { WorkQueue } from "../kube/work-queue.ts";
 import { type ReconcileResult, runWorkers } from "../kube/workers.ts";
 import type { OperatorMetrics, ReconcileKind } from "../metrics.ts";
@@ -90,6 +91,8 @@ const OWNED_KINDS: ReadonlyArray<[OwnedKind, KindSpec]> = [
 export interface ManagerOptions {
   kc: KubeConfig;
   api: KubeApi;
+  /** Defaults to client-node over kc. */
+  storage?: StorageApi;
   brokers: BrokerClient;
   clock: Clock;
   log: Logger;
@@ -185,6 +188,7 @@ export class Manager {
     const deps: ReconcileDeps = {
       caches: this.caches,
       api: guardedApi(this.#o.api, ac.signal),
+      storage: guardedStorageApi(this.#o.storage ?? new ClientNodeStorageApi(this.#o.kc), ac.signal),
       recorder: this.#recorder,
       brokers: this.#o.brokers,
       clock,

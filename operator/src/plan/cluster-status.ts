@@ -1,6 +1,7 @@
 import type { Condition, MemberStatus, NaradClusterPhase } from "../api/v1alpha1/types.ts";
 import { type ConditionInput, setConditions } from "./conditions.ts";
 import type { RollAction } from "./roll.ts";
+import type { StoragePlan } from "./storage.ts";
 
 // Phase and conditions of a NaradCluster from what the reconcile observed.
 // Pure: the controller gathers the facts, this decides what they mean.
@@ -25,6 +26,8 @@ export interface ClusterFacts {
   everReady: boolean;
   /** Rolling restart facts (undefined: the roll step did not run and none is in flight). */
   roll?: RollFacts | undefined;
+  /** Volume expansion (undefined: the storage step did not run this pass). */
+  storage?: StoragePlan | undefined;
 }
 
 export interface RollFacts {
@@ -132,6 +135,14 @@ export function clusterVerdict(
       message: `${facts.outdatedPods} pod(s) run an older pod template${rollWait ? `; waiting: ${rollWait}` : ""}`,
       observedGeneration: g,
     };
+  } else if (facts.storage?.kind === "expanding") {
+    progressing = {
+      type: "Progressing",
+      status: "True",
+      reason: "ExpandingVolumes",
+      message: facts.storage.message,
+      observedGeneration: g,
+    };
   } else {
     progressing = {
       type: "Progressing",
@@ -149,6 +160,8 @@ export function clusterVerdict(
   if (facts.everReady && facts.readyPods + planned < facts.specReplicas) {
     problems.push(`${facts.specReplicas - facts.readyPods - planned} broker(s) not ready`);
   }
+  const storageRefused = facts.storage?.kind === "refused" ? facts.storage : undefined;
+  if (storageRefused !== undefined) problems.push(storageRefused.message);
   problems.push(...facts.refused);
   const degradedReason =
     facts.stepError !== undefined
@@ -157,9 +170,11 @@ export function clusterVerdict(
         ? "RollBlocked"
         : down.length > 0
           ? "MemberDown"
-          : facts.refused.length > 0
-            ? "ChangeRefused"
-            : "BrokersNotReady";
+          : storageRefused !== undefined
+            ? storageRefused.reason
+            : facts.refused.length > 0
+              ? "ChangeRefused"
+              : "BrokersNotReady";
   const degraded: ConditionInput =
     problems.length > 0
       ? {

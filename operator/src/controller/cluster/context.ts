@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { NaradCluster, ResolvedNaradClusterSpec, RollStatus } from "../../api/v1alpha1/types.ts";
 import type { RollAction } from "../../plan/roll.ts";
+import type { StoragePlan } from "../../plan/storage.ts";
 import type { ReconcileDeps } from "../deps.ts";
 
 /** One NaradCluster reconcile: what every step reads, and what steps report to the status step. */
@@ -17,6 +18,8 @@ export interface ClusterContext {
   configHash: string | undefined;
   /** Set by the roll step: what status.roll becomes and what the roll did this pass. */
   roll: RollOutcome | undefined;
+  /** Set by the storage step: volume expansion progress or refusal (undefined: the step did not run). */
+  storage?: StoragePlan | undefined;
   /** Earliest requeue asked for by a step that fell through (the roll while it runs). */
   requeueAfterMs: number | undefined;
 }

@@ -8,6 +8,7 @@ import { ensureBaseObjects } from "./step-base.ts";
 import { rollPods } from "./step-roll.ts";
 import { ensureStatefulSet } from "./step-statefulset.ts";
 import { updateClusterStatus } from "./step-status.ts";
+import { ensureStorage } from "./step-storage.ts";
 
 // The NaradCluster reconcile, a ladder (CloudNativePG style): each step
 // either falls through or stops with a requeue. The status step always runs
@@ -16,12 +17,14 @@ import { updateClusterStatus } from "./step-status.ts";
 //
 //   1. base objects: ServiceAccount, Role, RoleBinding, ConfigMap, Services, PDB, ServiceMonitor
 //   2. StatefulSet (template updated, no pod restarted by it: OnDelete)
-//   3. drained rolling restart: one action per pass (step-roll.ts)
-//   4. members and status
+//   3. volume expansion: raise PVC requests when spec.storage.size grows (step-storage.ts)
+//   4. drained rolling restart: one action per pass (step-roll.ts)
+//   5. members and status
 
 const STEPS: ReadonlyArray<{ name: string; run: (ctx: ClusterContext) => Promise<StepResult> }> = [
   { name: "base-objects", run: ensureBaseObjects },
   { name: "statefulset", run: ensureStatefulSet },
+  { name: "storage", run: ensureStorage },
   { name: "roll", run: rollPods },
 ];
 

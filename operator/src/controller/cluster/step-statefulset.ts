@@ -15,8 +15,9 @@ import { type ClusterContext, NEXT, type StepResult } from "./context.ts";
 // immutable) and so block every other change:
 // - a scale-down: it needs the member decommissioned first (partitions and
 //   WAL moved off), which this operator version cannot do yet;
-// - a change to the volume claim template (size, class): PVC expansion is
-//   a later piece of work.
+// - a change to the volume claim template. The live templates are always
+//   kept: a size change is carried out on the PVCs themselves by the storage
+//   step (step-storage.ts), a StorageClass change is refused.
 
 export async function ensureStatefulSet(ctx: ClusterContext): Promise<StepResult> {
   const { cluster, spec, deps } = ctx;
@@ -60,7 +61,9 @@ function keepClaimTemplates(ctx: ClusterContext, current: V1StatefulSet, desired
   if (live === undefined || want === undefined || desired.spec === undefined) return;
   const diff = templateDiff(live.map(claimShape), want.map(claimShape));
   if (diff === undefined) return;
-  const msg = `volume claim change refused (${describeDiff(diff)}): StatefulSet volume templates are immutable and PVC expansion is not supported yet; existing volumes are kept`;
+  // Immutable: always send the live templates back (a size change alone is
+  // the storage step's job and refused nowhere here).
+  const classDiff = templateDiff(live.map(claimClass), want.map(claimClass));
   desired.spec.volumeClaimTemplates = want.map((w) => {
     const l = live.find((c) => c.metadata?.name === w.metadata?.name);
     if (l?.spec === undefined || w.spec === undefined) return w;
@@ -71,9 +74,16 @@ function keepClaimTemplates(ctx: ClusterContext, current: V1StatefulSet, desired
     }
     return kept;
   });
+  if (classDiff === undefined) return;
+  const msg = `volume claim change refused (${describeDiff(classDiff)}): the StorageClass of existing volumes cannot change; existing volumes are kept`;
   ctx.refused.push(msg);
   ctx.log.warn(msg);
   ctx.deps.recorder.record(ctx.cluster, "Warning", "VolumeChangeRefused", msg);
+}
+
+/** The StorageClass part of a claim template. */
+function claimClass(c: V1PersistentVolumeClaim) {
+  return { name: c.metadata?.name, storageClassName: c.spec?.storageClassName };
 }
 
 /** The parts of a claim template we set and compare (the server adds volumeMode, status...). */

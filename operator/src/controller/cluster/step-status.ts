@@ -81,6 +81,7 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
           ? 0
           : live.filter((p) => p.revision !== undefined && p.revision !== updateRevision).length,
       refused: ctx.refused,
+      storage: ctx.storage,
       stepError: stepError === undefined ? undefined : apiMessage(stepError),
       everReady,
       roll:
