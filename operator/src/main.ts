@@ -4,6 +4,7 @@
 
 import { KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
+import { ClusterCredentials } from "./broker-client/credentials.ts";
 import { HttpBrokerClient } from "./broker-client/http-client.ts";
 import { loadConfig } from "./config.ts";
 import {
@@ -28,15 +29,26 @@ if (config.kubeconfig !== undefined) kc.loadFromFile(config.kubeconfig);
 else kc.loadFromDefault();
 
 const metrics = new OperatorMetrics({ processMetrics: true });
+const api = new ClientNodeApi(kc);
+// Admin calls carry the cluster's shared secret, found from the informer
+// caches, which exist once the manager does.
+let credentials: ClusterCredentials | undefined;
 const manager = new Manager({
   kc,
-  api: new ClientNodeApi(kc),
-  brokers: new HttpBrokerClient(),
+  api,
+  brokers: new HttpBrokerClient({ credentials: async (ep) => credentials?.source(ep) }),
   clock: systemClock,
   log,
   metrics,
   watchNamespaces: config.watchNamespaces,
   defaultBrokerImage: config.brokerImage,
+});
+
+credentials = new ClusterCredentials({
+  pods: manager.caches.pods,
+  clusters: manager.caches.clusters,
+  getSecret: (ns, name) => api.getSecret(ns, name),
+  clock: systemClock,
 });
 
 let stopping = false;

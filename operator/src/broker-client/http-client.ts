@@ -1,4 +1,6 @@
+import https from "node:https";
 import { BROKER_ADMIN_TIMEOUT_MS, BROKER_HTTP_PORT } from "../constants.ts";
+import type { BrokerAuth, CredentialSource } from "./credentials.ts";
 import {
   type BrokerClient,
   BrokerClientError,
@@ -13,9 +15,12 @@ export class HttpBrokerClient implements BrokerClient {
   readonly #port: number;
   readonly #timeoutMs: number;
 
-  constructor(opts: { port?: number; timeoutMs?: number } = {}) {
+  readonly #credentials: CredentialSource | undefined;
+
+  constructor(opts: { port?: number; timeoutMs?: number; credentials?: CredentialSource } = {}) {
     this.#port = opts.port ?? BROKER_HTTP_PORT;
     this.#timeoutMs = opts.timeoutMs ?? BROKER_ADMIN_TIMEOUT_MS;
+    this.#credentials = opts.credentials;
   }
 
   async status(ep: BrokerEndpoint, signal?: AbortSignal): Promise<BrokerStatus> {
@@ -103,15 +108,24 @@ export class HttpBrokerClient implements BrokerClient {
     json?: unknown,
   ): Promise<Response> {
     const timeout = AbortSignal.timeout(this.#timeoutMs + extraMs);
-    const url = `http://${hostPort(ep.podIP, this.#port)}${path}`;
+    let auth: BrokerAuth | undefined;
     try {
-      return await fetch(url, {
-        method,
-        signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
-        ...(json === undefined
-          ? {}
-          : { body: JSON.stringify(json), headers: { "content-type": "application/json" } }),
-      });
+      auth = await this.#credentials?.(ep);
+    } catch (err) {
+      throw new BrokerClientError(ep.id, `credentials: ${errText(err)}`, undefined, { cause: err });
+    }
+    const url = `${auth?.tls === undefined ? "http" : "https"}://${hostPort(ep.podIP, this.#port)}${path}`;
+    const headers: Record<string, string> = {};
+    if (json !== undefined) headers["content-type"] = "application/json";
+    if (auth?.bearer !== undefined) headers["authorization"] = `Bearer ${auth.bearer}`;
+    const init = {
+      method,
+      headers,
+      signal: signal === undefined ? timeout : AbortSignal.any([signal, timeout]),
+      ...(json === undefined ? {} : { body: JSON.stringify(json) }),
+    };
+    try {
+      return auth?.tls === undefined ? await fetch(url, init) : await httpsRequest(url, init, auth.tls.ca);
     } catch (err) {
       throw new BrokerClientError(ep.id, `${method} ${url}: ${errText(err)}`, undefined, { cause: err });
     }
@@ -137,6 +151,40 @@ export function parseMove(memberId: string, body: unknown): BrokerMove {
   }
   if (typeof o["error"] === "string") move.error = o["error"];
   return move;
+}
+
+/**
+ * One HTTPS request with a custom trust root (fetch cannot take one without
+ * undici), answered as a fetch Response. No host-name check: pod IPs.
+ */
+function httpsRequest(
+  url: string,
+  init: { method: string; headers: Record<string, string>; signal: AbortSignal; body?: string },
+  ca: string | undefined,
+): Promise<Response> {
+  return new Promise((resolve, reject) => {
+    const req = https.request(
+      url,
+      {
+        method: init.method,
+        headers: init.headers,
+        signal: init.signal,
+        ...(ca === undefined ? { rejectUnauthorized: false } : { ca, checkServerIdentity: () => undefined }),
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("error", reject);
+        res.on("end", () => {
+          const status = res.statusCode ?? 502;
+          const nullBody = status === 204 || status === 205 || status === 304;
+          resolve(new Response(nullBody ? null : Buffer.concat(chunks), { status }));
+        });
+      },
+    );
+    req.on("error", reject);
+    req.end(init.body);
+  });
 }
 
 function hostPort(ip: string, port: number): string {
