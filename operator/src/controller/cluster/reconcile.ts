@@ -6,6 +6,7 @@ import { type ReconcileDeps, splitKey } from "../deps.ts";
 import type { ClusterContext, StepResult } from "./context.ts";
 import { ensureBaseObjects } from "./step-base.ts";
 import { rollPods } from "./step-roll.ts";
+import { ensureSecurityObjects } from "./step-secrets.ts";
 import { ensureStatefulSet } from "./step-statefulset.ts";
 import { updateClusterStatus } from "./step-status.ts";
 import { ensureStorage } from "./step-storage.ts";
@@ -16,6 +17,7 @@ import { ensureStorage } from "./step-storage.ts";
 // for the work queue's backoff.
 //
 //   1. base objects: ServiceAccount, Role, RoleBinding, ConfigMap, Services, PDB, ServiceMonitor
+//   1b. security: generated Secrets (created once when missing), NetworkPolicy (step-secrets.ts)
 //   2. StatefulSet (template updated, no pod restarted by it: OnDelete)
 //   3. volume expansion: raise PVC requests when spec.storage.size grows (step-storage.ts)
 //   4. drained rolling restart: one action per pass (step-roll.ts)
@@ -23,6 +25,7 @@ import { ensureStorage } from "./step-storage.ts";
 
 const STEPS: ReadonlyArray<{ name: string; run: (ctx: ClusterContext) => Promise<StepResult> }> = [
   { name: "base-objects", run: ensureBaseObjects },
+  { name: "security", run: ensureSecurityObjects },
   { name: "statefulset", run: ensureStatefulSet },
   { name: "storage", run: ensureStorage },
   { name: "roll", run: rollPods },
