@@ -109,6 +109,7 @@ const settings = {
   "log-segment-bytes": { env: "NARAD_LOG_SEGMENT_BYTES", file: "logSegmentBytes" },
   "dispatch-idle-poll-ms": { env: "NARAD_DISPATCH_IDLE_POLL_MS", file: "dispatchIdlePollMs" },
   "dispatch-commit-timeout-ms": { env: "NARAD_DISPATCH_COMMIT_TIMEOUT_MS", file: "dispatchCommitTimeoutMs" },
+  "dispatch-max-pass-bytes": { env: "NARAD_DISPATCH_MAX_PASS_BYTES", file: "dispatchMaxPassBytes" },
   "topic-partitions": { env: "NARAD_TOPIC_PARTITIONS", file: "topicPartitions" },
   "retention-check-interval-ms": {
     env: "NARAD_RETENTION_CHECK_INTERVAL_MS",
@@ -145,6 +146,7 @@ Options (each also settable as the NARAD_* variable shown, or in --config JSON):
   --client-rate-burst N       bucket size per client     NARAD_CLIENT_RATE_BURST (default: the rate)
   --wal-segment-bytes N, --wal-sync-backstop-ms N, --log-segment-bytes N,
   --dispatch-idle-poll-ms N, --dispatch-commit-timeout-ms N, --topic-partitions N,
+  --dispatch-max-pass-bytes N (WAL bytes one dispatch pass holds in memory; default ${k.dispatchMaxBatchBytes * k.dispatchCommitFanout}),
   --retention-check-interval-ms N
   --auth on|off               HTTP authentication + RBAC NARAD_AUTH          (default off)
   --auth-file PATH            users file (JSON), reloaded on change          NARAD_AUTH_FILE
@@ -288,6 +290,7 @@ export function loadConfig(
       errorBackoffMs: k.dispatchErrorBackoffMs,
       commitFanout: k.dispatchCommitFanout,
       maxBatchBytes: k.dispatchMaxBatchBytes,
+      maxPassBytes: count("dispatch-max-pass-bytes", k.dispatchMaxBatchBytes * k.dispatchCommitFanout),
     },
     topicDefaults: {
       partitions: count("topic-partitions", k.topicPartitionsDefault),
@@ -316,6 +319,8 @@ export function loadConfig(
     );
   }
   if (config.admission.budgetBytes < 1) throw new ConfigError("--produce-memory-budget must be at least 1");
+  if ((config.dispatch.maxPassBytes ?? 1) < 1)
+    throw new ConfigError("--dispatch-max-pass-bytes must be at least 1");
   if (config.admission.timeoutMs < 1) throw new ConfigError("--admission-timeout-ms must be at least 1");
   if (maxBody < 1 || maxBody > k.walMaxRecordBytes) {
     throw new ConfigError(`--max-body-bytes must be between 1 and ${k.walMaxRecordBytes}`);

@@ -79,7 +79,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const metrics = deps.metrics ?? noopDispatchMetrics;
   // A pass holds at most this many record bytes: what fanout lanes of full
   // batches can carry, so memory follows the commit capacity.
-  const maxPassBytes = o.maxBatchBytes * o.commitFanout;
+  const maxPassBytes = o.maxPassBytes ?? o.maxBatchBytes * o.commitFanout;
 
   let checkpoint = wal.stats().checkpoint;
   let skip: SkipSet = [];

@@ -95,6 +95,8 @@ export interface DispatcherOptions {
   errorBackoffMs: number;
   commitFanout: number;
   maxBatchBytes: number;
+  /** WAL bytes one pass reads and holds (with their encoded copies): the dispatcher's memory bound. Default maxBatchBytes × commitFanout. */
+  maxPassBytes?: number;
 }
 
 export interface DispatcherStats {
