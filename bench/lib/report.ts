@@ -1,0 +1,85 @@
+// Shared reporting for the benchmark scripts: results as
+// [{name, value, unit, baseline, ratio}] in a JSON file and a markdown table
+// that replaces the README text between `<!-- <marker>:start -->` and
+// `<!-- <marker>:end -->` (skipped with BENCH_README=0).
+
+import { readFileSync, writeFileSync } from "node:fs";
+import { cpus } from "node:os";
+import { join } from "node:path";
+import { repoRoot } from "../../broker/test/harness/process.ts";
+
+export interface Result {
+  name: string;
+  value: number;
+  unit: string;
+  baseline: number | null;
+  ratio: number | null;
+}
+
+export class Report {
+  readonly results: Result[] = [];
+
+  record(name: string, value: number, unit: string, baseline: number | null = null): void {
+    this.results.push({ name, value, unit, baseline, ratio: baseline ? value / baseline : null });
+    process.stderr.write(
+      `  ${name}: ${value.toFixed(2)} ${unit}${baseline ? ` (ratio ${(value / baseline).toFixed(2)})` : ""}\n`,
+    );
+  }
+
+  /** Writes bench/<file> and the README table between the marker comments. */
+  write(file: string, marker: string, note: string): void {
+    const out = join(repoRoot, "bench", file);
+    writeFileSync(out, `${JSON.stringify(this.results, null, 2)}\n`);
+    const table = [
+      `Measured ${new Date().toISOString().slice(0, 10)} on ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}; ${note}.`,
+      "",
+      "| benchmark | value | unit | baseline | ratio |",
+      "|---|---:|---|---:|---:|",
+      ...this.results.map(
+        (r) =>
+          `| ${r.name} | ${r.value.toFixed(2)} | ${r.unit} | ${r.baseline?.toFixed(r.baseline < 10 ? 2 : 0) ?? ""} | ${r.ratio?.toFixed(2) ?? ""} |`,
+      ),
+    ].join("\n");
+    console.log(`\n${table}`);
+    if (process.env.BENCH_README !== "0") {
+      const readmePath = join(repoRoot, "README.md");
+      const readme = readFileSync(readmePath, "utf8");
+      const start = `<!-- ${marker}:start -->`;
+      const end = `<!-- ${marker}:end -->`;
+      const a = readme.indexOf(start);
+      const b = readme.indexOf(end);
+      if (a >= 0 && b > a) {
+        writeFileSync(readmePath, `${readme.slice(0, a + start.length)}\n${table}\n${readme.slice(b)}`);
+        console.log("updated README.md");
+      }
+    }
+    console.log(`\nwrote ${out}`);
+  }
+}
+
+export async function createTopic(url: string, name: string, partitions: number): Promise<void> {
+  const res = await fetch(`${url}/v1/topics`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ name, partitions }),
+  });
+  if (res.status !== 201) throw new Error(`create topic: ${res.status} ${await res.text()}`);
+}
+
+/** Samples a process's RSS every intervalMs until stopped; reports the peak. */
+export function rssSampler(sample: () => number, intervalMs = 100): { stop(): number } {
+  let peak = sample();
+  const t = setInterval(() => {
+    try {
+      peak = Math.max(peak, sample());
+    } catch {
+      // the process exited
+    }
+  }, intervalMs);
+  return {
+    stop: () => {
+      clearInterval(t);
+      return peak;
+    },
+  };
+}
