@@ -15,7 +15,7 @@ async function serve(argv: string[]): Promise<void> {
   const broker = await startBroker(config, logger);
   logger.info(
     { http: broker.httpAddress, dataDir: config.dataDir, metastore: config.metastore, dev: config.dev },
-    `narad ready on http://${broker.httpAddress}`,
+    `narad ready on ${config.security.tlsDir === undefined ? "http" : "https"}://${broker.httpAddress}`,
   );
   let stopping = false;
   const stop = (signal: string) => {
