@@ -95,7 +95,9 @@ function continuousProducer(nodes: Node[], topic: string, partitions: number) {
     for (let round = 0; !stop; round++) {
       const node = nodes[round % nodes.length]!;
       const ids = Array.from({ length: 40 }, () => next++);
-      if (await produceBatch(node, topic, ids, round % partitions)) acked.push(...ids);
+      // Every node produces into every partition (not node i → partition i).
+      const partition = (round + Math.floor(round / nodes.length)) % partitions;
+      if (await produceBatch(node, topic, ids, partition)) acked.push(...ids);
       await new Promise((r) => setTimeout(r, 5));
     }
   })();
@@ -157,6 +159,15 @@ async function waitState(node: Node, topic: string, p: number, state: string, ti
   return last;
 }
 
+/** Sum of a metric's samples (all label sets). */
+async function metric(node: Node, name: string): Promise<number> {
+  const text = (await req(node, "GET", "/metrics")).text;
+  let sum = 0;
+  for (const l of text.split("\n"))
+    if (l.startsWith(`${name}{`) || l.startsWith(`${name} `)) sum += Number(l.split(" ").pop());
+  return sum;
+}
+
 async function drained(nodes: Node[]): Promise<boolean> {
   for (const n of nodes) {
     const st = (await req(n, "GET", "/admin/v1/status")).json();
@@ -211,6 +222,17 @@ describe("partition moves (3 in-process brokers)", () => {
     await eventually("partition has 4 MiB", 60_000, async () => (await hwm(a, "m", p)) >= 4_000);
     const frontier = await consumeAndAck(a, "m", p, "g", 25);
     expect(frontier).toBe(25);
+
+    // Scale-down: the operator marks a Decommissioning. It refuses new
+    // produce (clients go elsewhere) but keeps serving reads and its WAL.
+    mc.setState("a", "Decommissioning");
+    const refused = await req(a, "POST", `/v1/topics/m/produce?partition=${p}`, JSON.stringify({ id: -1 }));
+    expect(refused.status, refused.text).toBe(503);
+    expect(refused.headers["retry-after"]).toBeDefined();
+    expect((await req(a, "GET", "/admin/v1/status")).json()).toMatchObject({
+      memberState: "Decommissioning",
+      ownedPartitions: 1,
+    });
 
     // Bad requests first: clear 4xx with a JSON error.
     expect((await req(b, "PUT", `/admin/v1/moves/m/${p}`, {})).status).toBe(400);
@@ -284,7 +306,10 @@ describe("partition moves (3 in-process brokers)", () => {
       async () => !existsSync(join(a.dir, "topics", "m", partitionDirName(p))),
     );
     const st = (await req(a, "GET", "/admin/v1/status")).json();
-    expect(st.ownedPartitions).toBe(mc.owners("m").filter((o) => o === "a").length);
+    expect(st.ownedPartitions).toBe(0);
+    expect(st.wal.pendingRecords).toBe(0);
+    // The freeze held records; it never made a dispatcher reroute them (keys stay together).
+    for (const n of nodes) expect(await metric(n, "narad_dispatch_rerouted_records_total")).toBe(0);
     console.log(
       `moved ${((done.copiedBytes as number) / 1024 / 1024).toFixed(1)} MiB (${frozenHwm} records, ${done.rounds} catch-up rounds) under produce: ready after ${readyMs} ms, done ${moveMs} ms after the PUT (swap at ready + 1.5 s)`,
     );
@@ -311,7 +336,7 @@ describe("partition moves (3 in-process brokers)", () => {
   }, 120_000);
 
   it("a destination killed while the source is frozen: the freeze lapses and the source commits again", async () => {
-    const { nodes, a, b, p } = await setup("k");
+    const { mc, nodes, a, b, p } = await setup("k");
     const producer = continuousProducer([a, nodes[2]!], "k", 3);
     await eventually("some data", 30_000, async () => (await hwm(a, "k", p)) >= 500);
     expect((await req(b, "PUT", `/admin/v1/moves/k/${p}`, { from: "a" })).status).toBe(202);
@@ -321,7 +346,57 @@ describe("partition moves (3 in-process brokers)", () => {
     const killedAt = Date.now();
     await eventually("a commits again after the ttl", 30_000, async () => (await hwm(a, "k", p)) > frozen);
     expect(Date.now() - killedAt).toBeGreaterThan(freezeTtlMs / 2);
+
+    // Restarted on its data dir, b resumes the move from its staged copy.
+    running.splice(running.indexOf(b.broker), 1);
+    const b2 = await startNode(mc, "b", b.dir);
+    const resumed = await waitState(b2, "k", p, "ready");
+    expect(resumed.sourceHwm).toBe(resumed.destHwm);
+    // Only what a took after the freeze lapsed was fetched again (records are ~1.05 KiB on disk).
+    expect(resumed.copiedBytes as number).toBeLessThan(
+      ((resumed.destHwm as number) - frozen) * 1_100 + 4_096,
+    );
+    const del = await req(b2, "DELETE", `/admin/v1/moves/k/${p}`);
+    expect(del.json().state).toBe("cancelled");
     await producer.stop();
+  }, 120_000);
+
+  it("moves a partition there and back; the old owner's leftovers never resurface", async () => {
+    const { mc, nodes, a, b, p } = await setup("r");
+    for (let i = 0; i < 10; i++)
+      expect(await produceBatch(nodes[i % 3]!, "r", [i * 2, i * 2 + 1], p)).toBe(true);
+    await eventually("visible", 30_000, async () => (await hwm(a, "r", p)) === 20);
+    const before = await readPartition(a, "r", p);
+    // The source must be the owner.
+    expect((await req(b, "PUT", `/admin/v1/moves/r/${p}`, { from: "c" })).status).toBe(409);
+
+    expect((await req(b, "PUT", `/admin/v1/moves/r/${p}`, { from: "a" })).status).toBe(202);
+    await waitState(b, "r", p, "ready");
+    mc.setOwner("r", p, "b");
+    await waitState(b, "r", p, "done");
+    await eventually(
+      "a deleted its copy",
+      30_000,
+      async () => !existsSync(join(a.dir, "topics", "r", partitionDirName(p))),
+    );
+    expect(await produceBatch(a, "r", [100, 101], p)).toBe(true);
+    await eventually("at b", 30_000, async () => (await hwm(b, "r", p)) === 22);
+
+    // And back to a (b's finished move from a does not block it).
+    expect((await req(a, "PUT", `/admin/v1/moves/r/${p}`, { from: "b" })).status).toBe(202);
+    await waitState(a, "r", p, "ready");
+    mc.setOwner("r", p, "a");
+    await waitState(a, "r", p, "done");
+    expect(await produceBatch(b, "r", [102, 103], p)).toBe(true);
+    await eventually("at a", 30_000, async () => (await hwm(a, "r", p)) === 24);
+    const after = await readPartition(a, "r", p);
+    expect(after.slice(0, 20)).toEqual(before);
+    expect(after.map(([, id]) => id).slice(20)).toEqual([100, 101, 102, 103]);
+    await eventually(
+      "b deleted its copy",
+      30_000,
+      async () => !existsSync(join(b.dir, "topics", "r", partitionDirName(p))),
+    );
   }, 120_000);
 
   it("a source killed after ready: cancel, and the restarted source owns and serves the partition", async () => {

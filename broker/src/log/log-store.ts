@@ -52,6 +52,8 @@ export interface LogStore {
   install(topic: string, partition: number, fromDir: string): Promise<void>;
   /** Closes and durably removes one partition's directory (a moved-away partition). */
   removePartition(topic: string, partition: number): Promise<void>;
+  /** Whether the partition has a directory (without opening or creating it). */
+  exists(topic: string, partition: number): Promise<boolean>;
   /** Whether the topic has a directory (found at open or created since). */
   has(topic: string): boolean;
   /** Topic names with a directory under topics/, sorted. */
@@ -238,6 +240,10 @@ class LogStoreImpl implements LogStore {
     await this.#io.fsyncDir(topicDir);
     this.#known.add(topic);
     this.#logger.info({ topic, partition }, "log store installed a moved partition");
+  }
+
+  exists(topic: string, partition: number): Promise<boolean> {
+    return this.#io.exists(this.partitionDir(topic, partition));
   }
 
   async removePartition(topic: string, partition: number): Promise<void> {

@@ -179,15 +179,17 @@ export class MoveManager {
       throw badRequest(`from "${from}" is not a member of the cluster`);
     const key = `${topic}/${partition}`;
     const existing = this.#moves.get(key);
-    if (existing !== undefined) {
-      if (existing.from === from && existing.state !== "failed" && existing.state !== "cancelled")
-        return existing.status();
-      if (!terminal(existing.state))
-        throw conflict(`a move of ${key} from "${existing.from}" is already running`);
-      if (existing.state === "done") throw conflict(`${key} was already moved here from "${existing.from}"`);
-    }
     const owner = this.#d.metastore.ownerOf(topic, partition);
-    if (owner === this.#d.nodeId && existing === undefined) throw conflict(`this node already owns ${key}`);
+    if (existing !== undefined && !terminal(existing.state)) {
+      if (existing.from === from) return existing.status();
+      throw conflict(`a move of ${key} from "${existing.from}" is already running`);
+    }
+    if (owner === this.#d.nodeId) {
+      if (existing?.state === "done" && existing.from === from) return existing.status();
+      throw conflict(`this node already owns ${key}`);
+    }
+    // A stale `from` would copy a partition that is not the live one.
+    if (owner !== from) throw conflict(`"${from}" does not own ${key} (owner: ${owner || "none"})`);
     await writeMarker(this.#d.dataDir, { topic, partition, from });
     const move = new Move(topic, partition, from);
     this.#launch(move);
@@ -292,11 +294,12 @@ export class MoveManager {
       } catch (err) {
         if (err instanceof Stopped) throw err;
         m.error = err instanceof Error ? err.message : String(err);
-        if (
+        // Fatal: the topic is gone, or the source has no copy / another move holds its freeze.
+        const gone =
           err instanceof NaradError &&
           err.code === "NOT_FOUND" &&
-          this.#d.metastore.getTopic(m.topic) === undefined
-        ) {
+          this.#d.metastore.getTopic(m.topic) === undefined;
+        if (gone || (err instanceof NaradError && err.code === "CONFLICT" && !this.#owner(m))) {
           await this.#fail(m, m.error);
           return;
         }

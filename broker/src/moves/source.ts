@@ -8,7 +8,7 @@
 // (nothing may land here any more) and the local copy is deleted after
 // deleteDelayMs, if this node still does not own it then.
 
-import { badRequest, conflict, notFound } from "../errors.ts";
+import { badRequest, conflict, NaradError, notFound } from "../errors.ts";
 import type { OpenedPartitionLog } from "../log/partition-log.ts";
 import type { Metastore } from "../meta/types.ts";
 import type { PbMoveManifest } from "../rpc/proto.ts";
@@ -19,6 +19,8 @@ export interface MoveSourceDeps {
   logs: {
     get(topic: string, partition: number): Promise<OpenedPartitionLog>;
     removePartition(topic: string, partition: number): Promise<void>;
+    /** Whether the partition has a directory here. */
+    exists(topic: string, partition: number): Promise<boolean>;
   };
   consumers: {
     freezePartition(topic: string, partition: number): Promise<void>;
@@ -50,15 +52,24 @@ export class MoveSource {
     d.metastore.onChange(() => this.#ownershipChanged());
   }
 
-  #check(topic: string, partition: number): void {
+  /**
+   * A move copies from the owner, or from a former owner that still has the
+   * partition (the destination finishing after the swap). Anything else
+   * would hand out an empty log as if it were the partition.
+   */
+  async #check(topic: string, partition: number): Promise<void> {
     const t = this.#d.metastore.getTopic(topic);
     if (t === undefined) throw notFound(`topic "${topic}" not found`);
     if (!Number.isInteger(partition) || partition < 0 || partition >= t.partitions)
       throw badRequest(`partition ${partition} out of range for topic "${topic}"`);
+    if (this.#d.metastore.ownerOf(topic, partition) === this.#d.nodeId) return;
+    if (this.#freezes.has(`${topic}/${partition}`)) return;
+    if (await this.#d.logs.exists(topic, partition)) return;
+    throw conflict(`node ${this.#d.nodeId} neither owns nor holds ${topic}/${partition}`);
   }
 
   async manifest(topic: string, partition: number, withFrontiers = false): Promise<PbMoveManifest> {
-    this.#check(topic, partition);
+    await this.#check(topic, partition);
     const log = await this.#d.logs.get(topic, partition);
     const st = log.stats();
     return {
@@ -71,7 +82,7 @@ export class MoveSource {
   }
 
   async fetch(topic: string, partition: number, base: number, position: number, maxBytes: number) {
-    this.#check(topic, partition);
+    await this.#check(topic, partition);
     const log = await this.#d.logs.get(topic, partition);
     const data = await log.readSegmentBytes(base, position, Math.min(maxBytes, this.#d.maxFetchBytes));
     return data === null ? { found: false, data: Buffer.alloc(0) } : { found: true, data };
@@ -79,7 +90,7 @@ export class MoveSource {
 
   /** Freezes or renews; resolves the manifest under the freeze (final HWM, flushed frontiers). */
   async freeze(topic: string, partition: number, token: string, ttlMs: number): Promise<PbMoveManifest> {
-    this.#check(topic, partition);
+    await this.#check(topic, partition);
     if (token.length === 0 || token.length > 64) throw badRequest("freeze token must be 1..64 characters");
     const key = `${topic}/${partition}`;
     const held = this.#freezes.get(key);
@@ -103,7 +114,7 @@ export class MoveSource {
     await log.freeze();
     await this.#d.consumers.freezePartition(topic, partition);
     if (this.#freezes.get(key) !== entry)
-      throw conflict(`the freeze of ${key} ended while it was being taken`);
+      throw new NaradError("UNAVAILABLE", `the freeze of ${key} ended while it was being taken; retry`);
     return this.manifest(topic, partition, true);
   }
 
