@@ -13,6 +13,8 @@ export const errorStatus = {
   UNSUPPORTED_MEDIA_TYPE: 415,
   TOO_MANY_REQUESTS: 429,
   UNAVAILABLE: 503,
+  /** The disk is full: nothing of the request was stored; retry once space is freed. */
+  INSUFFICIENT_STORAGE: 507,
   INTERNAL: 500,
 } as const;
 

@@ -28,6 +28,11 @@ export interface FaultRule {
   times?: number;
   /** errno code of the thrown error (default EIO). */
   code?: string;
+  /**
+   * For "write" only: write this many bytes of the request first, then fail
+   * (a disk that fills up in the middle of a write).
+   */
+  partialBytes?: number;
 }
 
 export interface FaultyIo extends FileIo {
@@ -79,14 +84,21 @@ export function createFaultyIo(inner: FileIo = nodeFileIo): FaultyIo {
       if (rule.op !== op || rule.left <= 0) continue;
       if (rule.pathIncludes !== undefined && !path.includes(rule.pathIncludes)) continue;
       rule.left--;
-      throw errnoError(rule.code ?? "EIO", op, path);
+      throw Object.assign(errnoError(rule.code ?? "EIO", op, path), { partialBytes: rule.partialBytes });
     }
   }
 
   function wrap(path: string, h: FileHandleIo): FileHandleIo {
     return {
       write: async (buf, offset, length, position) => {
-        await before("write", path);
+        try {
+          await before("write", path);
+        } catch (err) {
+          const partial = (err as { partialBytes?: number }).partialBytes;
+          if (partial !== undefined && partial > 0)
+            await h.write(buf, offset, Math.min(partial, length), position);
+          throw err;
+        }
         return h.write(buf, offset, length, position);
       },
       read: async (buf, offset, length, position) => {

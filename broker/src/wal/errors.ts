@@ -4,6 +4,12 @@
 export type WalErrorCode =
   /** A write or fdatasync failed earlier: this append was not (or is not known to be) durable. */
   | "WAL_POISONED"
+  /**
+   * The disk is full (ENOSPC on a group write, or creating its segment): the
+   * group was not written (its bytes were truncated away) and the WAL keeps
+   * working; a retry succeeds once space is freed.
+   */
+  | "DISK_FULL"
   /** One record's encoded size exceeds maxRecordBytes; rejected before staging. */
   | "RECORD_TOO_LARGE"
   /** A record field cannot be encoded (topic over 65535 bytes, partition not u32, …). */

@@ -13,6 +13,11 @@
 //   - the first write/fdatasync failure poisons the committer: that group and
 //     every staged or later append reject with WAL_POISONED; nothing is
 //     retried (a retried fdatasync can report success for lost pages).
+//   - except a full disk: the sink reports DISK_FULL only when the group's
+//     bytes never reached an fdatasync and were cut off again. Then that group
+//     and every staged append reject with DISK_FULL, the seq counter rewinds
+//     to the group's first seq (no seq of them was ever durable, and seqs must
+//     stay dense in the file), and later appends are tried again as normal.
 
 import type { WalRecordInput } from "../core/records.ts";
 import {
@@ -225,6 +230,10 @@ export class GroupCommitter {
   }
 
   #fail(group: readonly Staged[], err: unknown): void {
+    if (err instanceof WalError && err.code === "DISK_FULL") {
+      this.#refuseDiskFull(group, err);
+      return;
+    }
     this.#poison = new WalError("WAL_POISONED", "ingress WAL write or fdatasync failed; WAL poisoned", {
       cause: err,
     });
@@ -242,6 +251,25 @@ export class GroupCommitter {
     this.#notifyIdle();
   }
 
+  /** The group was not written (see DISK_FULL above): refuse it and everything staged, keep going. */
+  #refuseDiskFull(group: readonly Staged[], err: WalError): void {
+    const staged = this.#staged.slice(this.#head) as Staged[];
+    this.#staged = [];
+    this.#head = 0;
+    const first = group[0];
+    if (first !== undefined) this.#nextSeq = first.firstSeq;
+    this.#log.error(
+      { err: err.cause ?? err, records: group.length + staged.length },
+      "ingress WAL: disk full; refusing this group and the staged appends",
+    );
+    for (const s of [...group, ...staged])
+      s.reject(new WalError("DISK_FULL", err.message, { cause: err.cause }));
+    this.#busy = false;
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#notifyIdle();
+  }
+
   /**
    * Runs `fn` while holding the writer, only if nothing is staged or in
    * flight; resolves false without running it otherwise. A failure in `fn`
@@ -253,6 +281,13 @@ export class GroupCommitter {
     try {
       await fn();
     } catch (err) {
+      if (err instanceof WalError && err.code === "DISK_FULL") {
+        // Nothing was created (a roll that could not create its segment).
+        this.#busy = false;
+        this.#pump();
+        this.#notifyIdle();
+        return false;
+      }
       this.#fail([], err);
       throw this.#poison;
     }

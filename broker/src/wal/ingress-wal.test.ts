@@ -182,7 +182,8 @@ describe("ingress WAL: poison", () => {
       release = r;
     });
     io.setHook((op) => (op === "write" ? gate : undefined));
-    io.inject({ op: "write", code: "ENOSPC", pathIncludes: ".wal" });
+    // EIO (ENOSPC is retryable: see disk-full.test.ts).
+    io.inject({ op: "write", code: "EIO", pathIncludes: ".wal" });
     const first = wal.append([testRecord(1)]);
     await new Promise((r) => setTimeout(r, 10));
     const staged = Array.from({ length: 10 }, (_, i) => wal.append([testRecord(i)]));

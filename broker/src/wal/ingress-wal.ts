@@ -178,7 +178,19 @@ class IngressWalImpl implements IngressWal {
   async #commit(buf: Buffer, firstSeq: number, _lastSeq: number, roll: boolean): Promise<void> {
     if (roll) await this.#roll(firstSeq);
     const a = this.#active!;
-    await writeFully(a.handle!, buf, buf.length, a.size);
+    try {
+      await writeFully(a.handle!, buf, buf.length, a.size);
+    } catch (err) {
+      if (!isDiskFull(err)) throw err;
+      // ENOSPC on write: nothing of this group was fsynced. Cut any partial
+      // bytes off (truncate + fdatasync, so a crash cannot resurrect frames of
+      // a group whose callers were refused) and report DISK_FULL, which the
+      // committer treats as retryable. If the cut fails, the original error
+      // poisons the WAL as before.
+      await a.handle!.truncate(a.size).catch(() => Promise.reject(err));
+      await a.handle!.datasync().catch(() => Promise.reject(err));
+      throw diskFull(err);
+    }
     await a.handle!.datasync();
   }
 
@@ -206,7 +218,10 @@ class IngressWalImpl implements IngressWal {
    */
   async #roll(firstSeq: number): Promise<void> {
     const path = join(this.#o.dir, segmentFileName(firstSeq));
-    const h = await this.#io.open(path, "createExclusive");
+    // ENOSPC here creates nothing, so it is retryable like a failed write.
+    const h = await this.#io
+      .open(path, "createExclusive")
+      .catch((err: unknown) => Promise.reject(isDiskFull(err) ? diskFull(err) : err));
     try {
       await this.#io.fsyncDir(this.#o.dir);
     } catch (err) {
@@ -344,4 +359,13 @@ class IngressWalImpl implements IngressWal {
       if (seg.readers === 0) await closeSegment(seg);
     }
   }
+}
+
+function isDiskFull(err: unknown): boolean {
+  const code = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
+  return code === "ENOSPC" || code === "EDQUOT";
+}
+
+function diskFull(cause: unknown): WalError {
+  return new WalError("DISK_FULL", "disk full: the ingress WAL could not write this group", { cause });
 }

@@ -21,6 +21,14 @@ function fromStorage(err: CodedError): NaradError | undefined {
           retryAfterSeconds: 5,
         },
       );
+    case "DISK_FULL":
+    case "ENOSPC":
+    case "EDQUOT":
+      // A full disk is not the client's mistake but not a bug either: say so
+      // plainly, with a retry hint; nothing of the request was stored.
+      return new NaradError("INSUFFICIENT_STORAGE", "disk full: this node cannot store the request now", {
+        retryAfterSeconds: 5,
+      });
     case "RECORD_TOO_LARGE":
       return new NaradError("PAYLOAD_TOO_LARGE", err.message);
     case "OFFSET_EXPIRED":
