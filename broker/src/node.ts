@@ -31,6 +31,7 @@ import { type ClusterServer, type ClusterServerHooks, startClusterServer } from 
 import { acquireDataDirLock } from "./storage/data-dir-lock.ts";
 import { nodeFileIo } from "./storage/file-io.ts";
 import { meteredIo } from "./storage/metered-io.ts";
+import { withTestFaults } from "./testing/fault-seam.ts";
 import { openIngressWal } from "./wal/ingress-wal.ts";
 
 export interface RunningBroker {
@@ -88,7 +89,8 @@ export async function startBroker(
   const wal = await openIngressWal({
     dir: join(config.dataDir, "ingress", "produce"),
     ...config.wal,
-    io: meteredIo(nodeFileIo, {
+    // NARAD_TEST_FAULTS: test-only fault injection (broker/src/testing/fault-seam.ts); unset in production.
+    io: meteredIo(withTestFaults(nodeFileIo, process.env.NARAD_TEST_FAULTS), {
       write: (bytes) => metrics.walGroupBytes.observe(bytes),
       sync: (seconds) => metrics.walFsyncSeconds.observe(seconds),
     }),
@@ -178,12 +180,20 @@ export async function startBroker(
   };
   // Partition moves (cluster mode): the source side serves copies and
   // freezes; the destination side runs moves the operator asks for.
+  const partitions = createPartitionAccess({
+    nodeId: config.nodeId,
+    metastore,
+    logs,
+    peers,
+    retryAfterSeconds: k.retryAfterSeconds,
+  });
   const moveSource = clustered
     ? new MoveSource({
         nodeId: config.nodeId,
         metastore,
         logs,
         consumers,
+        ownerStats: (topic, partition) => partitions.stats(topic, partition),
         maxFreezeTtlMs: Math.max(k.moveFreezeTtlMs, moveTiming.freezeTtlMs),
         maxFetchBytes: k.moveChunkBytes,
         deleteDelayMs: opts.moveTiming?.sourceDeleteDelayMs ?? k.moveSourceDeleteDelayMs,
@@ -221,13 +231,7 @@ export async function startBroker(
     metastore,
     ingress: wal,
     logs,
-    partitions: createPartitionAccess({
-      nodeId: config.nodeId,
-      metastore,
-      logs,
-      peers,
-      retryAfterSeconds: k.retryAfterSeconds,
-    }),
+    partitions,
     // Cluster mode: consume/ack of a peer's partition go to its owner.
     consumers: clustered
       ? createClusterConsumers({
