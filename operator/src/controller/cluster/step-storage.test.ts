@@ -156,6 +156,19 @@ describe("volume expansion (storage step)", () => {
     expect(d?.message).toContain("cannot shrink");
   });
 
+  it("after an expansion, a size equal to the StatefulSet template again is a shrink", async () => {
+    const t = setup("fast", true);
+    await t.reconcile();
+    t.grow("2Gi");
+    await t.reconcile();
+    for (let i = 0; i < 3; i++) resize(t.storage, `data-demo-${i}`);
+    await t.reconcile();
+    t.grow("1Gi"); // the template's size
+    await t.reconcile();
+    expect(cond(t.cluster(), "Degraded")?.reason).toBe("VolumeShrinkUnsupported");
+    expect(t.storage.resizes).toHaveLength(3);
+  });
+
   it("expands a PVC created later at the old template size (scale-up after an expansion)", async () => {
     const t = setup("fast", true);
     await t.reconcile();

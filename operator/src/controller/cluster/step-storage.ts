@@ -27,25 +27,18 @@ export async function ensureStorage(ctx: ClusterContext): Promise<StepResult> {
   const stsName = resourceNames(ctx.name).statefulSet;
   const sts = deps.caches.statefulSets.get(ctx.namespace, stsName);
   if (sts === undefined) return NEXT; // its PVCs do not exist yet
-  const template = sts.spec?.volumeClaimTemplates?.find((c) => c.metadata?.name === BROKER_DATA_VOLUME);
-  const templateSize = template?.spec?.resources?.requests?.["storage"];
   const wasExpanding = getCondition(cluster.status?.conditions, "Progressing")?.reason === EXPANDING_REASON;
-  // Never expanded (the common case): claims are created at the template size.
-  if (
-    templateSize !== undefined &&
-    quantityBytes(templateSize) === quantityBytes(spec.storage.size) &&
-    !wasExpanding
-  ) {
-    ctx.storage = { kind: "settled" };
-    return NEXT;
-  }
-
+  // One list per reconcile, always: the template size says nothing about
+  // claims expanded earlier (a later spec equal to the template is a shrink).
   const namePattern = new RegExp(`^${BROKER_DATA_VOLUME}-${escapeRegExp(stsName)}-[0-9]+$`);
   const claims = (await deps.storage.listClaims(ctx.namespace, selectorString(ctx.name)))
     .filter((c) => namePattern.test(c.metadata?.name ?? "") && !c.metadata?.deletionTimestamp)
     .map(claimView);
+  // StorageClasses are read only when some claim has to grow.
+  const want = quantityBytes(spec.storage.size);
+  const growing = claims.filter((c) => c.request === undefined || quantityBytes(c.request) < want);
   const classes: StorageClassView[] = [];
-  for (const name of new Set(claims.map((c) => c.storageClassName))) {
+  for (const name of new Set(growing.map((c) => c.storageClassName))) {
     if (name === undefined) continue;
     const sc = await deps.storage.getStorageClass(name);
     if (sc !== undefined) classes.push({ name, allowVolumeExpansion: sc.allowVolumeExpansion === true });
