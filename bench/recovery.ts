@@ -6,7 +6,7 @@
 // record is visible in the partition logs (none may be missing).
 // RECOVERY_GIB (default 1) sets how much data is on disk at the kill.
 
-import { readdirSync, rmSync, statSync } from "node:fs";
+import { type Dirent, readdirSync, rmSync, statSync } from "node:fs";
 import { cpus } from "node:os";
 import { join } from "node:path";
 import { encodeBinaryBatch } from "../broker/src/core/batch-codec.ts";
@@ -22,7 +22,7 @@ const batchType = { "content-type": "application/vnd.narad.batch" };
 
 function duBytes(path: string): number {
   let total = 0;
-  let entries: ReturnType<typeof readdirSync>;
+  let entries: Dirent[];
   try {
     entries = readdirSync(path, { withFileTypes: true });
   } catch {
