@@ -316,7 +316,9 @@ describe("NaradCluster reconcile", () => {
     ).toBe("debug");
   });
 
-  it("refuses a scale-down and a volume change with conditions and Warnings", async () => {
+  it("refuses an unsafe scale-down and a volume change with conditions and Warnings", async () => {
+    // No pod is Ready: the members that would remain are not Active, so the
+    // scale-down may not start (the StatefulSet keeps 3).
     const t = setup();
     await t.reconcile();
     t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
@@ -327,11 +329,15 @@ describe("NaradCluster reconcile", () => {
     const sts = t.kube.statefulSets.get(NS, "demo");
     expect(sts?.spec?.replicas).toBe(3);
     expect(sts?.spec?.volumeClaimTemplates?.[0]?.spec?.storageClassName).toBeUndefined();
-    expect(t.recorder.reasons()).toEqual(expect.arrayContaining(["ScaleDownRefused", "VolumeChangeRefused"]));
+    expect(t.recorder.reasons()).toEqual(expect.arrayContaining(["ScaleDownBlocked", "VolumeChangeRefused"]));
     const degraded = cond(t.cluster(), "Degraded");
     expect(degraded?.status).toBe("True");
-    expect(degraded?.reason).toBe("ChangeRefused");
-    expect(degraded?.message).toContain("scale-down from 3 to 2 refused");
+    expect(degraded?.reason).toBe("ScaleDownBlocked");
+    expect(degraded?.message).toContain(
+      "scale-down to 2 refused: the remaining members must all be Active and Ready",
+    );
+    expect(degraded?.message).toContain("volume claim change refused");
+    expect(memberState(t.cluster(), "demo-2")).toBe("Joining");
   });
 
   it("a failed apply shows in Degraded, emits a Warning and throws for backoff", async () => {
@@ -507,5 +513,116 @@ describe("ServiceMonitor", () => {
     t.kube.writes.length = 0;
     await t.reconcile();
     expect(t.kube.writes.filter((w) => w.includes("ServiceMonitor"))).toEqual([]);
+  });
+});
+
+describe("Scaling", () => {
+  /** 3 Ready brokers and a topic of 6 partitions assigned over them. */
+  async function scaled(spec: NaradCluster["spec"] = { replicas: 3, image: "ghcr.io/narad/narad:1.0" }) {
+    const t = setup(spec);
+    await t.reconcile();
+    for (let i = 0; i < 3; i++) t.kube.addPod(NS, "demo", i, true);
+    await t.reconcile();
+    t.kube.create(t.kube.topics, {
+      apiVersion: "narad.dev/v1alpha1",
+      kind: "NaradTopic",
+      metadata: { name: "orders", namespace: NS },
+      spec: { cluster: "demo", partitions: 6 },
+    } satisfies NaradTopic);
+    await reconcileTopic(`${NS}/orders`, t.deps);
+    await reconcileTopic(`${NS}/orders`, t.deps);
+    const owners = () => (t.kube.topics.get(NS, "orders")?.status?.assignments ?? []).map((a) => a.owner);
+    /** One pass, then what the fake destinations and the StatefulSet controller would do. */
+    const pass = async () => {
+      await t.reconcile();
+      for (const [key, m] of t.brokers.moves) {
+        const [dest, , partition] = key.split("/");
+        if (owners()[Number(partition)] === dest && m.state === "ready") m.state = "done";
+        else if (m.state === "copying") m.state = "ready";
+      }
+      const sts = t.kube.statefulSets.get(NS, "demo")?.spec?.replicas ?? 0;
+      for (const p of t.kube.pods.list(NS)) {
+        const ord = Number(p.metadata?.name?.split("-")[1]);
+        if (ord >= sts) t.kube.pods.remove(NS, p.metadata?.name ?? "");
+      }
+      for (let i = 0; i < sts; i++)
+        if (t.kube.pods.get(NS, `demo-${i}`) === undefined) t.kube.addPod(NS, "demo", i, true);
+    };
+    return { ...t, owners, pass };
+  }
+
+  it("3 → 2: decommissions demo-2 (moves via the destinations, owner swaps), then shrinks the StatefulSet", async () => {
+    const t = await scaled();
+    expect(new Set(t.owners())).toEqual(new Set(["demo-0", "demo-1", "demo-2"]));
+    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
+      s.replicas = 2;
+    });
+    await t.pass();
+    expect(memberState(t.cluster(), "demo-2")).toBe("Decommissioning");
+    expect(t.cluster().status?.scale?.decommissioning).toBe("demo-2");
+    expect(t.kube.statefulSets.get(NS, "demo")?.spec?.replicas).toBe(3);
+    expect(cond(t.cluster(), "Progressing")?.reason).toBe("ScalingDown");
+    for (let i = 0; i < 30 && t.kube.statefulSets.get(NS, "demo")?.spec?.replicas !== 2; i++) await t.pass();
+    for (let i = 0; i < 3; i++) await t.pass();
+    expect(t.kube.statefulSets.get(NS, "demo")?.spec?.replicas).toBe(2);
+    expect(new Set(t.owners())).toEqual(new Set(["demo-0", "demo-1"]));
+    expect(t.cluster().status?.members?.map((m) => m.id)).toEqual(["demo-0", "demo-1"]);
+    expect(t.cluster().status?.scale).toBeUndefined();
+    expect(t.brokers.calls.filter((c) => c.startsWith("startMove")).length).toBe(2);
+    expect(t.recorder.reasons()).toEqual(
+      expect.arrayContaining([
+        "Decommissioning",
+        "MovePlanned",
+        "OwnerSwapped",
+        "PartitionMoved",
+        "MemberRemoved",
+      ]),
+    );
+    expect(t.cluster().status?.phase).toBe("Running");
+  });
+
+  it("scaling back up mid-decommission cancels the moves in flight and re-admits the member", async () => {
+    const t = await scaled();
+    t.brokers.moveStartState = "copying";
+    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
+      s.replicas = 2;
+    });
+    await t.reconcile(); // Decommissioning
+    await t.reconcile(); // moves planned
+    await t.reconcile(); // moves started (copying)
+    expect(t.brokers.calls.filter((c) => c.startsWith("startMove")).length).toBe(2);
+    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
+      s.replicas = 3;
+    });
+    await t.reconcile();
+    await t.reconcile();
+    expect(t.brokers.calls.filter((c) => c.startsWith("cancelMove")).length).toBe(2);
+    expect([...t.brokers.moves.values()].every((m) => m.state === "cancelled")).toBe(true);
+    expect(memberState(t.cluster(), "demo-2")).toBe("Active");
+    expect(t.cluster().status?.scale).toBeUndefined();
+    expect(t.recorder.reasons()).toContain("DecommissionCancelled");
+  });
+
+  it("refuses a scale-down while a remaining member is Down: StatefulSet and members unchanged", async () => {
+    const t = await scaled({
+      replicas: 3,
+      image: "ghcr.io/narad/narad:1.0",
+      rollout: { downGraceSeconds: 1 },
+    });
+    t.kube.pods.remove(NS, "demo-1");
+    await t.reconcile();
+    await t.clock.advance(2_000);
+    await t.reconcile();
+    expect(memberState(t.cluster(), "demo-1")).toBe("Down");
+    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
+      s.replicas = 2;
+    });
+    await t.reconcile();
+    await t.reconcile();
+    expect(t.kube.statefulSets.get(NS, "demo")?.spec?.replicas).toBe(3);
+    expect(memberState(t.cluster(), "demo-2")).toBe("Active");
+    expect(cond(t.cluster(), "Degraded")?.reason).toBe("ScaleDownBlocked");
+    expect(cond(t.cluster(), "Degraded")?.message).toContain("demo-1 is Down");
+    expect(t.recorder.events.filter((e) => e.reason === "ScaleDownBlocked").length).toBe(1);
   });
 });

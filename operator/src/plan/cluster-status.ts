@@ -1,6 +1,7 @@
 import type { Condition, MemberStatus, NaradClusterPhase } from "../api/v1alpha1/types.ts";
 import { type ConditionInput, setConditions } from "./conditions.ts";
 import type { RollAction } from "./roll.ts";
+import type { ScalePlan } from "./scale.ts";
 import type { StoragePlan } from "./storage.ts";
 
 // Phase and conditions of a NaradCluster from what the reconcile observed.
@@ -26,6 +27,8 @@ export interface ClusterFacts {
   everReady: boolean;
   /** Rolling restart facts (undefined: the roll step did not run and none is in flight). */
   roll?: RollFacts | undefined;
+  /** Scale step outcome (undefined: it did not run this pass). */
+  scale?: { progress: ScalePlan["progress"]; blocked: string | undefined } | undefined;
   /** Volume expansion (undefined: the storage step did not run this pass). */
   storage?: StoragePlan | undefined;
 }
@@ -57,9 +60,11 @@ export function clusterVerdict(
   const action = roll?.action;
   const stuck = action?.kind === "stuck" ? action : undefined;
   const down = facts.members.filter((m) => m.state === "Down").map((m) => m.id);
-  // The member in a planned restart is expected to be away: not a problem.
+  // The member in a planned restart is expected to be away: not a problem;
+  // nor are members leaving in a scale-down (ordinals past spec.replicas).
   const notActive = facts.members
     .filter((m) => m.state !== "Active" && !(m.id === inFlight && m.state === "Maintenance"))
+    .filter((m) => m.ordinal < facts.specReplicas)
     .map((m) => `${m.id}=${m.state}`);
   const allReady =
     facts.statefulSetExists && facts.readyPods + planned >= facts.specReplicas && notActive.length === 0;
@@ -101,6 +106,14 @@ export function clusterVerdict(
       status: "True",
       reason: "RollingUpdate",
       message: `restarting ${inFlight} (${facts.outdatedPods} pod(s) outdated)${rollWait ? `: ${rollWait}` : ""}`,
+      observedGeneration: g,
+    };
+  } else if (facts.scale?.progress !== undefined) {
+    progressing = {
+      type: "Progressing",
+      status: "True",
+      reason: facts.scale.progress.reason,
+      message: facts.scale.progress.message,
       observedGeneration: g,
     };
   } else if (!facts.statefulSetExists || facts.pods < facts.specReplicas) {
@@ -163,18 +176,21 @@ export function clusterVerdict(
   const storageRefused = facts.storage?.kind === "refused" ? facts.storage : undefined;
   if (storageRefused !== undefined) problems.push(storageRefused.message);
   problems.push(...facts.refused);
+  if (facts.scale?.blocked !== undefined) problems.push(facts.scale.blocked);
   const degradedReason =
     facts.stepError !== undefined
       ? "ReconcileError"
-      : stuck !== undefined
-        ? "RollBlocked"
-        : down.length > 0
-          ? "MemberDown"
-          : storageRefused !== undefined
-            ? storageRefused.reason
-            : facts.refused.length > 0
-              ? "ChangeRefused"
-              : "BrokersNotReady";
+      : facts.scale?.blocked !== undefined
+        ? "ScaleDownBlocked"
+        : stuck !== undefined
+          ? "RollBlocked"
+          : down.length > 0
+            ? "MemberDown"
+            : storageRefused !== undefined
+              ? storageRefused.reason
+              : facts.refused.length > 0
+                ? "ChangeRefused"
+                : "BrokersNotReady";
   const degraded: ConditionInput =
     problems.length > 0
       ? {
@@ -218,7 +234,8 @@ export function clusterVerdict(
   else if (degraded.status === "True") phase = "Degraded";
   else if (inFlight !== undefined || (facts.outdatedPods > 0 && roll !== undefined && !roll.paused))
     phase = "Rolling";
-  else if (facts.statefulSetReplicas !== facts.specReplicas) phase = "Scaling";
+  else if (facts.statefulSetReplicas !== facts.specReplicas || facts.scale?.progress !== undefined)
+    phase = "Scaling";
   else phase = allReady ? "Running" : "Degraded";
 
   return { phase, conditions: setConditions(previous, [ready, progressing, degraded, stableCond], nowIso) };

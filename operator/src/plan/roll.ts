@@ -45,6 +45,8 @@ export interface RollInput {
   drainTimeoutMs: number;
   /** Admin status of the pod in flight; undefined when none was asked (no roll, no pod IP). */
   inFlightBroker: BrokerProbe | undefined;
+  /** Partition moves in flight (rebalance), described; a roll does not start meanwhile. */
+  scaleBusy?: string | undefined;
 }
 
 /** Why a roll waits, for conditions (machine-readable) and messages. */
@@ -211,6 +213,8 @@ function gate(
       code: "Decommissioning",
       reason: `decommission running (${decommissioning.join(", ")})`,
     };
+  if (input.scaleBusy !== undefined && !inFlight)
+    return { kind: "wait", code: "Decommissioning", reason: input.scaleBusy };
   const notReady: string[] = [];
   for (let i = 0; i < input.replicas; i++) {
     const p = input.pods.find((x) => x.ordinal === i);

@@ -1,6 +1,7 @@
 import type { Logger } from "pino";
 import type { NaradCluster, ResolvedNaradClusterSpec, RollStatus } from "../../api/v1alpha1/types.ts";
 import type { RollAction } from "../../plan/roll.ts";
+import type { ScalePlan } from "../../plan/scale.ts";
 import type { StoragePlan } from "../../plan/storage.ts";
 import type { ReconcileDeps } from "../deps.ts";
 
@@ -18,6 +19,8 @@ export interface ClusterContext {
   configHash: string | undefined;
   /** Set by the roll step: what status.roll becomes and what the roll did this pass. */
   roll: RollOutcome | undefined;
+  /** Set by the scale step: status.scale to write, member holds, progress or refusal. */
+  scale?: ScalePlan | undefined;
   /** Set by the storage step: volume expansion progress or refusal (undefined: the step did not run). */
   storage?: StoragePlan | undefined;
   /** Earliest requeue asked for by a step that fell through (the roll while it runs). */

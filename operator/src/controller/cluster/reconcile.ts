@@ -6,6 +6,7 @@ import { type ReconcileDeps, splitKey } from "../deps.ts";
 import type { ClusterContext, StepResult } from "./context.ts";
 import { ensureBaseObjects } from "./step-base.ts";
 import { rollPods } from "./step-roll.ts";
+import { scaleCluster } from "./step-scale.ts";
 import { ensureSecurityObjects } from "./step-secrets.ts";
 import { ensureStatefulSet } from "./step-statefulset.ts";
 import { updateClusterStatus } from "./step-status.ts";
@@ -29,6 +30,9 @@ const STEPS: ReadonlyArray<{ name: string; run: (ctx: ClusterContext) => Promise
   { name: "statefulset", run: ensureStatefulSet },
   { name: "storage", run: ensureStorage },
   { name: "roll", run: rollPods },
+  // scale-down (decommission with partition moves) and rebalance, after the
+  // roll so it sees this pass's roll decision (the two never overlap)
+  { name: "scale", run: scaleCluster },
 ];
 
 export async function reconcileCluster(key: string, deps: ReconcileDeps): Promise<ReconcileResult> {

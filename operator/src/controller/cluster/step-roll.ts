@@ -53,6 +53,9 @@ export async function rollPods(ctx: ClusterContext): Promise<StepResult> {
     force: ctx.spec.rollout.force,
     drainTimeoutMs: ctx.spec.rollout.drainTimeoutSeconds * 1000,
     inFlightBroker: probe,
+    scaleBusy: cluster.status?.scale?.moves?.length
+      ? `${cluster.status.scale.moves.length} partition move(s) in flight`
+      : undefined,
   });
   const outdated = updateRevision === undefined ? 0 : outdatedPods(pods, updateRevision).length;
   let next: RollStatus | undefined = prevRoll;

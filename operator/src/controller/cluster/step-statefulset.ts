@@ -1,4 +1,5 @@
 import type { V1PersistentVolumeClaim, V1StatefulSet } from "@kubernetes/client-node";
+import { statefulSetReplicas } from "../../plan/scale.ts";
 import { resourceNames } from "../../specs/labels.ts";
 import { statefulSetSpec } from "../../specs/statefulset.ts";
 import { describeDiff, templateDiff } from "../../specs/template-diff.ts";
@@ -13,8 +14,9 @@ import { type ClusterContext, NEXT, type StepResult } from "./context.ts";
 // Two spec changes are refused here rather than sent to the API server,
 // which would reject the whole update (these StatefulSet fields are
 // immutable) and so block every other change:
-// - a scale-down: it needs the member decommissioned first (partitions and
-//   WAL moved off), which this operator version cannot do yet;
+// - a scale-down past members still holding data: replicas only drop past
+//   members the scale step (step-scale.ts) has decommissioned (Removed), one
+//   at a time, highest ordinal first (plan/scale.ts statefulSetReplicas);
 // - a change to the volume claim template. The live templates are always
 //   kept: a size change is carried out on the PVCs themselves by the storage
 //   step (step-storage.ts), a StorageClass change is refused.
@@ -48,11 +50,13 @@ function keepReplicasOnScaleDown(ctx: ClusterContext, current: V1StatefulSet, de
   const have = current.spec?.replicas ?? 0;
   const want = desired.spec?.replicas ?? 0;
   if (want >= have || desired.spec === undefined) return;
-  const msg = `scale-down from ${have} to ${want} refused: removing a broker needs its partitions and WAL moved off first (decommission), which this operator version does not do; keeping ${have} replicas`;
-  desired.spec.replicas = have;
-  ctx.refused.push(msg);
-  ctx.log.warn({ have, want }, msg);
-  ctx.deps.recorder.record(ctx.cluster, "Warning", "ScaleDownRefused", msg);
+  const keep = statefulSetReplicas(want, have, ctx.cluster.status?.members ?? []);
+  desired.spec.replicas = keep;
+  if (keep < have)
+    ctx.log.info(
+      { have, keep, want },
+      `shrinking the StatefulSet to ${keep}: ordinal ${keep} is decommissioned`,
+    );
 }
 
 function keepClaimTemplates(ctx: ClusterContext, current: V1StatefulSet, desired: V1StatefulSet): void {

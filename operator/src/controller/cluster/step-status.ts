@@ -56,6 +56,7 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
     notReadySinceMs: deps.memory.notReadySince.get(uid) ?? new Map(),
     port: BROKER_HTTP_PORT,
     maintenance: maintenanceHolds(roll, pods, updateRevision),
+    holds: ctx.scale?.holds,
   });
   deps.memory.notReadySince.set(uid, membership.notReadySinceMs);
   await fillWalPending(membership.members, pods, deps.brokers, ctx);
@@ -81,6 +82,8 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
           ? 0
           : live.filter((p) => p.revision !== undefined && p.revision !== updateRevision).length,
       refused: ctx.refused,
+      scale:
+        ctx.scale === undefined ? undefined : { progress: ctx.scale.progress, blocked: ctx.scale.blocked },
       storage: ctx.storage,
       stepError: stepError === undefined ? undefined : apiMessage(stepError),
       everReady,
@@ -109,6 +112,8 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
     selector: selectorString(ctx.name),
     // null clears it (merge patch)
     roll: roll ?? (null as unknown as undefined),
+    // The scale step decided it this pass; else the persisted one stands.
+    scale: (ctx.scale !== undefined ? ctx.scale.next : prev.scale) ?? (null as unknown as undefined),
   };
   if (sts?.status?.currentRevision !== undefined) status.currentRevision = sts.status.currentRevision;
   if (updateRevision !== undefined) status.updateRevision = updateRevision;
