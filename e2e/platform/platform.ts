@@ -24,6 +24,8 @@ export {
 } from "./helpers.ts";
 
 export const STORAGE_CLASS_NAME = "narad-local";
+/** Same provisioner, allowVolumeExpansion false: for tests of a refused expansion. */
+export const FIXED_STORAGE_CLASS_NAME = "narad-local-fixed";
 export const STORAGE_PROVISIONER = "narad.dev/local-dir";
 export const DEFAULT_NODE_NAME = "narad-node";
 export const NODE_AGENT_MAIN = join(dirname(fileURLToPath(import.meta.url)), "node-agent", "main.ts");
@@ -103,6 +105,12 @@ export function defaultStorageClass(): V1StorageClass {
   };
 }
 
+/** A non-default class on the same provisioner whose volumes cannot be expanded. */
+export function fixedStorageClass(): V1StorageClass {
+  const { metadata: _, ...rest } = defaultStorageClass();
+  return { ...rest, metadata: { name: FIXED_STORAGE_CLASS_NAME }, allowVolumeExpansion: false };
+}
+
 async function waitForNodeReady(
   kubeConfig: KubeConfig,
   nodeName: string,
@@ -134,7 +142,9 @@ export async function startPlatform(options: PlatformOptions): Promise<Platform>
   try {
     controlPlane = await startControlPlane({ dir, log, keep: options.keep, binaries });
     const client = clientFor(controlPlane.kubeconfigPath, binaries);
-    await client.kubeConfig.makeApiClient(StorageV1Api).createStorageClass({ body: defaultStorageClass() });
+    const storageApi = client.kubeConfig.makeApiClient(StorageV1Api);
+    await storageApi.createStorageClass({ body: defaultStorageClass() });
+    await storageApi.createStorageClass({ body: fixedStorageClass() });
 
     let nodeAgent: ManagedProcess | undefined;
     if (options.nodeAgent ?? true) {

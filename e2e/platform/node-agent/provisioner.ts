@@ -1,7 +1,8 @@
 // Dynamic provisioner for StorageClass provisioner `narad.dev/local-dir`:
 // a PersistentVolume is a hostPath directory under <state-dir>/volumes.
 // kcm's PV binder does the binding; this only creates PVs for pending claims,
-// deletes Released ones, and grows capacity when a claim is expanded.
+// deletes Released ones, and grows capacity when a claim is expanded (the
+// external-resizer's and the kubelet's part of a volume expansion).
 
 import fs from "node:fs/promises";
 import path from "node:path";
@@ -20,6 +21,8 @@ export const PROVISIONER_NAME = "narad.dev/local-dir";
 export const DEFAULT_CLASS_NAME = "narad-local";
 export const PROVISIONED_BY_ANNOTATION = "pv.kubernetes.io/provisioned-by";
 const DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class";
+/** The Event source of the resize stages a CSI external-resizer would run. */
+const RESIZER = `external-resizer ${PROVISIONER_NAME}`;
 
 /** PV name for a claim: deterministic, so two racing agents create the same object (one gets 409). */
 export function pvNameFor(pvc: V1PersistentVolumeClaim): string {
@@ -170,37 +173,110 @@ export class LocalDirProvisioner {
     await this.#maybeExpand(pvc, cls!);
   }
 
-  /** Acts as the external resizer: a directory has no size, so growing is bookkeeping only. */
+  /**
+   * Acts as the external resizer and then the kubelet, in the order and with
+   * the PVC conditions, allocatedResourceStatuses and Events they produce
+   * (controller expansion, then node/file-system expansion). A directory has
+   * no size, so each stage is bookkeeping only; a claim of a class without
+   * allowVolumeExpansion is never touched (the API server's admission
+   * already refuses raising its request).
+   */
   async #maybeExpand(pvc: V1PersistentVolumeClaim, cls: V1StorageClass): Promise<void> {
     if (!cls.allowVolumeExpansion || pvc.status?.phase !== "Bound" || !pvc.spec?.volumeName) return;
     const want = pvc.spec.resources?.requests?.["storage"];
     const have = pvc.status.capacity?.["storage"];
     if (!want || !have || !(quantityBytes(want) > quantityBytes(have))) return;
-    const pv = await this.#core.readPersistentVolume({ name: pvc.spec.volumeName });
+    const pvName = pvc.spec.volumeName;
+    const pv = await this.#core.readPersistentVolume({ name: pvName });
     if (pv.metadata?.annotations?.[PROVISIONED_BY_ANNOTATION] !== PROVISIONER_NAME) return;
+    const now = new Date().toISOString();
+    // 1. external-resizer: controller expansion in progress
+    await this.#claimStatus(pvc, {
+      allocatedResources: { storage: want },
+      allocatedResourceStatuses: { storage: "ControllerResizeInProgress" },
+      conditions: [{ type: "Resizing", status: "True", lastTransitionTime: now }],
+    });
+    await this.#event(pvc, "Resizing", `External resizer is resizing volume ${pvName}`, RESIZER);
     await this.#core.patchPersistentVolume(
-      { name: pvc.spec.volumeName, body: { spec: { capacity: { storage: want } } } },
+      { name: pvName, body: { spec: { capacity: { storage: want } } } },
       setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
     );
-    await this.#core.patchNamespacedPersistentVolumeClaimStatus(
-      {
-        name: pvc.metadata?.name ?? "",
-        namespace: pvc.metadata?.namespace ?? "default",
-        body: {
-          status: {
-            capacity: { storage: want },
-            allocatedResources: { storage: want },
-            allocatedResourceStatuses: null,
-            conditions: null,
-          },
+    // 2. controller side done; the file system on the node still has to grow
+    await this.#claimStatus(pvc, {
+      allocatedResourceStatuses: { storage: "NodeResizePending" },
+      conditions: [
+        {
+          type: "FileSystemResizePending",
+          status: "True",
+          lastTransitionTime: now,
+          message: "Waiting for user to (re-)start a pod to finish file system resize of volume on node.",
         },
-      },
-      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+      ],
+    });
+    await this.#event(
+      pvc,
+      "FileSystemResizeRequired",
+      "Require file system resize of volume on node",
+      RESIZER,
+    );
+    // 3. kubelet: node expansion (online, the pod keeps running)
+    await this.#claimStatus(pvc, {
+      capacity: { storage: want },
+      allocatedResourceStatuses: null,
+      conditions: null,
+    });
+    await this.#event(
+      pvc,
+      "FileSystemResizeSuccessful",
+      `MountVolume.NodeExpandVolume succeeded for volume "${pvName}"`,
+      "kubelet",
     );
     this.#log.info(
       { pvc: `${pvc.metadata?.namespace}/${pvc.metadata?.name}`, from: have, to: want },
       "PVC expanded",
     );
+  }
+
+  async #claimStatus(pvc: V1PersistentVolumeClaim, status: Record<string, unknown>): Promise<void> {
+    await this.#core.patchNamespacedPersistentVolumeClaimStatus(
+      { name: pvc.metadata?.name ?? "", namespace: pvc.metadata?.namespace ?? "default", body: { status } },
+      setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+    );
+  }
+
+  /** A Normal Event on the claim, as the resizer and the kubelet record them. */
+  async #event(
+    pvc: V1PersistentVolumeClaim,
+    reason: string,
+    message: string,
+    component: string,
+  ): Promise<void> {
+    const namespace = pvc.metadata?.namespace ?? "default";
+    const now = new Date();
+    try {
+      await this.#core.createNamespacedEvent({
+        namespace,
+        body: {
+          metadata: { generateName: `${pvc.metadata?.name ?? "pvc"}.`, namespace },
+          involvedObject: {
+            apiVersion: "v1",
+            kind: "PersistentVolumeClaim",
+            name: pvc.metadata?.name,
+            namespace,
+            uid: pvc.metadata?.uid,
+          },
+          reason,
+          message,
+          type: "Normal",
+          source: { component },
+          firstTimestamp: now,
+          lastTimestamp: now,
+          count: 1,
+        },
+      });
+    } catch (err) {
+      this.#log.warn({ err, reason }, "could not record a PVC event");
+    }
   }
 
   async #reconcileVolume(pv: V1PersistentVolume): Promise<void> {
