@@ -4,7 +4,7 @@
 import { Consumer, type ConsumerOptions } from "./consumer.ts";
 import { ClosedError } from "./errors.ts";
 import { Producer, type ProducerOptions } from "./producer.ts";
-import { Transport } from "./transport.ts";
+import { type ClientAuth, type ClientTls, Transport } from "./transport.ts";
 import {
   type GroupInfo,
   groupFromJson,
@@ -34,6 +34,10 @@ export interface NaradClientOptions {
   /** First backoff step; doubles per retry (with jitter), capped at maxBackoffMs. Default 100 ms. */
   backoffMs?: number;
   maxBackoffMs?: number;
+  /** Credentials sent with every request (brokers with --auth on). */
+  auth?: ClientAuth;
+  /** HTTPS: trust these CA certificates (PEM), e.g. a self-signed broker certificate. */
+  tls?: ClientTls;
 }
 
 export interface ProduceOptions {
@@ -62,6 +66,8 @@ export class NaradClient {
       retries: opts.retries ?? 3,
       backoffMs: opts.backoffMs ?? 100,
       maxBackoffMs: opts.maxBackoffMs ?? 10_000,
+      ...(opts.auth === undefined ? {} : { auth: opts.auth }),
+      ...(opts.tls === undefined ? {} : { tls: opts.tls }),
     });
   }
 

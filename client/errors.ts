@@ -12,6 +12,8 @@ export type NaradErrorCode =
   | "BAD_REQUEST"
   | "HTTP_ERROR"
   | "PRODUCER_FENCED"
+  | "UNAUTHENTICATED"
+  | "FORBIDDEN"
   | "CLOSED";
 
 export class NaradError extends Error {
@@ -53,6 +55,25 @@ export class PayloadTooLargeError extends NaradError {
       "split the message (the broker takes at most 1 MiB per record, --max-body-bytes) or store it elsewhere and send a reference",
     );
     this.name = "PayloadTooLargeError";
+  }
+}
+
+export class UnauthenticatedError extends NaradError {
+  constructor(message: string) {
+    super(
+      401,
+      "UNAUTHENTICATED",
+      message,
+      "give credentials: auth {username, password} or {token} (CLI: --user/--password, --token or NARAD_TOKEN)",
+    );
+    this.name = "UnauthenticatedError";
+  }
+}
+
+export class ForbiddenError extends NaradError {
+  constructor(message: string) {
+    super(403, "FORBIDDEN", message, "ask an admin for a grant of that action on the topic (users file)");
+    this.name = "ForbiddenError";
   }
 }
 
@@ -155,6 +176,10 @@ export function errorFromResponse(
     case 400:
     case 415:
       return new BadRequestError(message, status);
+    case 401:
+      return new UnauthenticatedError(message);
+    case 403:
+      return new ForbiddenError(message);
     case 404:
       if (ctx.topic !== undefined && /^topic .* not found/.test(message))
         return new TopicNotFoundError(ctx.topic, message);

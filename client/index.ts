@@ -14,6 +14,7 @@ export {
   BadRequestError,
   ClosedError,
   FencedProducerError,
+  ForbiddenError,
   NaradError,
   type NaradErrorCode,
   OffsetExpiredError,
@@ -21,9 +22,11 @@ export {
   StaleReceiptError,
   TopicExistsError,
   TopicNotFoundError,
+  UnauthenticatedError,
   UnavailableError,
 } from "./errors.ts";
 export { type Delivery, Producer, type ProducerOptions, type SendOptions, type Sent } from "./producer.ts";
+export type { ClientAuth, ClientTls } from "./transport.ts";
 export type {
   GroupInfo,
   Message,

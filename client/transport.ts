@@ -7,7 +7,12 @@
 // current one on, that is available now, else to the one available soonest,
 // after sleeping until then. One url: plain backoff. Several: a draining or
 // dead broker is skipped at once and retried later.
+//
+// Credentials (auth) go in an Authorization header on every request. With a
+// custom CA (tls.ca) requests go through node:https with a keep-alive agent
+// that trusts it, since fetch takes no TLS options.
 
+import { Agent, request as httpsRequest } from "node:https";
 import {
   type ErrorContext,
   errorFromResponse,
@@ -16,12 +21,64 @@ import {
   UnavailableError,
 } from "./errors.ts";
 
+/** Basic credentials, or a bearer token. */
+export type ClientAuth = { username: string; password: string } | { token: string };
+
+export interface ClientTls {
+  /** PEM CA certificate(s) to trust for https:// urls. */
+  ca: string | Buffer | ReadonlyArray<string | Buffer>;
+}
+
 export interface TransportOptions {
   urls: readonly string[];
   timeoutMs: number;
   retries: number;
   backoffMs: number;
   maxBackoffMs: number;
+  auth?: ClientAuth;
+  tls?: ClientTls;
+}
+
+export function authorizationHeader(auth: ClientAuth): string {
+  if ("token" in auth) return `Bearer ${auth.token}`;
+  if (auth.username.includes(":")) throw new TypeError("username must not contain ':'");
+  return `Basic ${Buffer.from(`${auth.username}:${auth.password}`, "utf8").toString("base64")}`;
+}
+
+interface RawReply {
+  status: number;
+  body: Buffer;
+  retryAfter: string | null;
+}
+
+/** One request over node:https (custom CA). */
+function httpsOnce(
+  url: string,
+  init: { method: string; headers: Record<string, string>; body?: Uint8Array | string; signal: AbortSignal },
+  agent: Agent,
+): Promise<RawReply> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      url,
+      { method: init.method, headers: init.headers, agent, signal: init.signal },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("error", reject);
+        res.on("end", () => {
+          const ra = res.headers["retry-after"];
+          resolve({
+            status: res.statusCode ?? 0,
+            body: Buffer.concat(chunks),
+            retryAfter: ra === undefined ? null : String(ra),
+          });
+        });
+      },
+    );
+    req.on("error", (err) => reject(init.signal.aborted ? init.signal.reason : err));
+    if (init.body !== undefined) req.write(init.body);
+    req.end();
+  });
 }
 
 export type QueryValue = string | number | boolean | undefined;
@@ -89,6 +146,8 @@ export class Transport {
   readonly urls: readonly string[];
   readonly #opts: TransportOptions;
   readonly #availableAt: number[];
+  readonly #authorization: string | undefined;
+  readonly #agent: Agent | undefined;
   #current = 0;
 
   constructor(opts: TransportOptions) {
@@ -96,6 +155,12 @@ export class Transport {
     this.urls = opts.urls.map(normalizeUrl);
     this.#opts = opts;
     this.#availableAt = this.urls.map(() => 0);
+    this.#authorization = opts.auth === undefined ? undefined : authorizationHeader(opts.auth);
+    const ca = opts.tls?.ca;
+    this.#agent =
+      ca === undefined
+        ? undefined
+        : new Agent({ keepAlive: true, ca: Array.isArray(ca) ? [...ca] : (ca as string | Buffer) });
   }
 
   backoff(attempt: number, baseMs = this.#opts.backoffMs): number {
@@ -183,19 +248,31 @@ export class Transport {
     const signal = call.signal === undefined ? timeout : AbortSignal.any([timeout, call.signal]);
     const headers: Record<string, string> = { ...call.headers };
     if (call.contentType !== undefined) headers["content-type"] = call.contentType;
-    const res = await fetch(this.#buildUrl(base, call), {
+    if (this.#authorization !== undefined) headers.authorization = this.#authorization;
+    const url = this.#buildUrl(base, call);
+    const init = {
       method: call.method,
       headers,
       ...(call.body === undefined ? {} : { body: call.body }),
       signal,
-    });
-    // Always read the body so the keep-alive connection goes back to the pool.
-    const body = Buffer.from(await res.arrayBuffer());
+    };
+    let raw: RawReply;
+    if (this.#agent !== undefined && url.startsWith("https://")) {
+      raw = await httpsOnce(url, init, this.#agent);
+    } else {
+      const res = await fetch(url, init);
+      // Always read the body so the keep-alive connection goes back to the pool.
+      raw = {
+        status: res.status,
+        body: Buffer.from(await res.arrayBuffer()),
+        retryAfter: res.headers.get("retry-after"),
+      };
+    }
     return {
-      status: res.status,
-      body,
+      status: raw.status,
+      body: raw.body,
       url: base,
-      retryAfterMs: parseRetryAfter(res.headers.get("retry-after")),
+      retryAfterMs: parseRetryAfter(raw.retryAfter),
     };
   }
 }

@@ -19,6 +19,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ForbiddenError, NaradClient, UnauthenticatedError } from "../../client/index.ts";
 import { basicHeader } from "../src/auth/credentials.ts";
 import { type RunningNarad, repoRoot, startNarad } from "./harness/process.ts";
 
@@ -219,6 +220,82 @@ describe("HTTP authentication", () => {
     expect((await call("GET", "/v1/topics", carol)).status).toBe(200);
     expect((await call("GET", "/v1/topics", admin)).status).toBe(200);
   }, 60_000);
+});
+
+/** Runs the narad CLI; contexts live in a temp config dir. */
+async function cli(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ code: number | null; out: string; err: string }> {
+  const child = spawn(process.execPath, [join(repoRoot, "broker/src/main.ts"), ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: {
+      ...process.env,
+      NARAD_URL: "",
+      NARAD_TOKEN: "",
+      NARAD_USER: "",
+      NARAD_PASSWORD: "",
+      NARAD_CONFIG_DIR: join(dir, "cli-config"),
+      ...env,
+    },
+  });
+  let out = "";
+  let err = "";
+  child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+  child.stderr.on("data", (d: Buffer) => (err += d.toString()));
+  const code = await new Promise<number | null>((r) => child.once("exit", (c) => r(c)));
+  return { code, out, err };
+}
+
+describe("client library and CLI credentials", () => {
+  it("NaradClient sends Basic or bearer credentials; typed errors for 401 and 403", async () => {
+    const c = new NaradClient({
+      url: narad.url,
+      auth: { username: "alice", password: "alice-pw" },
+      retries: 0,
+    });
+    const none = new NaradClient({ url: narad.url, retries: 0 });
+    const svc = new NaradClient({ url: narad.url, auth: { token }, retries: 0 });
+    try {
+      await c.produce("orders-eu", "from the client", { key: "k" });
+      await expect(c.produce("audit", "x")).rejects.toBeInstanceOf(ForbiddenError);
+      await expect(none.topics.list()).rejects.toBeInstanceOf(UnauthenticatedError);
+      expect((await svc.topics.create("svc-client", { partitions: 1 })).name).toBe("svc-client");
+      const producer = c.producer("orders-eu");
+      await producer.send("batched", { key: "b" });
+      await producer.flush();
+      await producer.close();
+    } finally {
+      await Promise.all([c.close(), none.close(), svc.close()]);
+    }
+  }, 60_000);
+
+  it("narad CLI: --user/--password, --token, NARAD_TOKEN and a context with credentials", async () => {
+    const url = ["--url", narad.url];
+    const denied = await cli(["topic", "ls", ...url]);
+    expect(denied.code).toBe(1);
+    expect(denied.err).toMatch(/authentication required/);
+    expect(denied.err).toMatch(/hint: give credentials/);
+    expect((await cli(["topic", "ls", ...url, "--user", "admin", "--password", "root-pw"])).code).toBe(0);
+    expect(
+      (await cli(["pub", "orders-eu", "hi", ...url, "--user", "alice", "--password", "alice-pw"])).code,
+    ).toBe(0);
+    const forbidden = await cli(["pub", "audit", "hi", ...url, "--user", "alice", "--password", "alice-pw"]);
+    expect(forbidden.code).toBe(1);
+    expect(forbidden.err).toMatch(/may not produce on topic "audit"/);
+    expect((await cli(["topic", "add", "svc-cli", ...url, "--token", token])).code).toBe(0);
+    expect((await cli(["topic", "info", "svc-cli", ...url], { NARAD_TOKEN: token })).code).toBe(0);
+    expect((await cli(["topic", "ls", ...url, "--user", "alice"])).code).toBe(2);
+
+    const add = await cli(["context", "add", "secure", ...url, "--user", "admin", "--password", "root-pw"]);
+    expect(add.code).toBe(0);
+    const ls = await cli(["context", "ls"]);
+    expect(ls.out).toMatch(/user admin/);
+    expect(ls.out).not.toMatch(/root-pw/);
+    expect((await cli(["topic", "ls"])).code).toBe(0);
+    // The context's credentials are not sent to a broker named with --url.
+    expect((await cli(["topic", "ls", ...url])).code).toBe(1);
+  }, 90_000);
 });
 
 describe("startup", () => {

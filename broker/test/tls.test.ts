@@ -20,6 +20,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TLSSocket } from "node:tls";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { NaradClient } from "../../client/index.ts";
 import { basicHeader } from "../src/auth/credentials.ts";
 import { freePort, repoRoot } from "./harness/process.ts";
 
@@ -187,6 +188,25 @@ describe("HTTPS listener", () => {
       () => "refused",
     );
     expect(plain === "refused" || plain === 400).toBe(true);
+  });
+
+  it("NaradClient over HTTPS trusts a given CA (tls.ca), and refuses an unknown one", async () => {
+    const url = `https://127.0.0.1:${port}`;
+    const trusted = new NaradClient({
+      url,
+      tls: { ca },
+      auth: { username: "admin", password: "pw" },
+      retries: 0,
+    });
+    const untrusted = new NaradClient({ url, auth: { username: "admin", password: "pw" }, retries: 0 });
+    try {
+      await trusted.topics.create("tls-topic", { partitions: 1 });
+      await trusted.produce("tls-topic", "over https");
+      expect((await trusted.topics.list()).map((t) => t.name)).toContain("tls-topic");
+      await expect(untrusted.topics.list()).rejects.toThrow(/certificate/);
+    } finally {
+      await Promise.all([trusted.close(), untrusted.close()]);
+    }
   });
 
   it("a replaced certificate is served to new connections without a restart; a mismatched pair keeps it", async () => {

@@ -1,9 +1,10 @@
 // The commands but bench: topic *, pub, sub, replay, cluster status, context *.
 
+import { resolve } from "node:path";
 import { createInterface } from "node:readline";
 import type { Message, ReceivedMessage, TopicInfo, TopicSettings } from "../../../client/index.ts";
 import { type Command, type Io, intOption, type Options, UsageError, type Values } from "./args.ts";
-import { loadContexts, saveContexts } from "./contexts.ts";
+import { type Context, loadContexts, saveContexts } from "./contexts.ts";
 import { bytes, duration, payloadText, table } from "./format.ts";
 
 function positionals(args: string[], names: string[], optional: string[] = []): string[] {
@@ -345,7 +346,15 @@ const contextAdd: Command = {
     for (const u of urls)
       if (!/^https?:\/\/[^/]+/.test(u)) throw new UsageError(`--url must be http(s)://HOST:PORT, got "${u}"`);
     const file = loadContexts(io.env);
-    file.contexts[name as string] = { urls };
+    const ctx: Context = { urls };
+    if (typeof values.token === "string") ctx.token = values.token;
+    if (typeof values.user === "string") {
+      if (typeof values.password !== "string") throw new UsageError("--user needs --password");
+      ctx.user = values.user;
+      ctx.password = values.password;
+    }
+    if (typeof values.ca === "string") ctx.ca = resolve(values.ca);
+    file.contexts[name as string] = ctx;
     file.current ??= name;
     saveContexts(io.env, file);
     contextOut(io, `context ${name}: ${urls.join(", ")}${file.current === name ? " (current)" : ""}\n`, {
@@ -382,6 +391,8 @@ const contextLs: Command = {
       name,
       urls: c.urls,
       current: name === file.current,
+      // Never the secret itself; absent without credentials.
+      ...(c.token !== undefined ? { auth: "token" } : c.user !== undefined ? { auth: `user ${c.user}` } : {}),
     }));
     if (io.json) io.out(`${JSON.stringify(list)}\n`);
     else if (list.length === 0)
@@ -389,8 +400,8 @@ const contextLs: Command = {
     else
       io.out(
         table(
-          ["CURRENT", "NAME", "URLS"],
-          list.map((c) => [c.current ? "*" : "", c.name, c.urls.join(",")]),
+          ["CURRENT", "NAME", "URLS", "AUTH"],
+          list.map((c) => [c.current ? "*" : "", c.name, c.urls.join(","), c.auth ?? ""]),
         ),
       );
     return 0;

@@ -5,9 +5,19 @@ import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 
+export interface Context {
+  urls: string[];
+  /** Basic credentials, or a bearer token (brokers with --auth on). The file is written 0600. */
+  user?: string;
+  password?: string;
+  token?: string;
+  /** PEM file of a CA to trust for https:// urls. */
+  ca?: string;
+}
+
 export interface ContextsFile {
   current?: string | undefined;
-  contexts: Record<string, { urls: string[] }>;
+  contexts: Record<string, Context>;
 }
 
 export function configDir(env: NodeJS.ProcessEnv): string {

@@ -2,12 +2,13 @@
 // replay, bench, cluster status and named contexts, all through the client
 // library (client/). main.ts dispatches here; `serve` stays in main.ts.
 
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { NaradClient, NaradError } from "../../../client/index.ts";
+import { type ClientAuth, NaradClient, NaradError } from "../../../client/index.ts";
 import { type Command, type Io, intOption, type Options, UsageError, type Values } from "./args.ts";
 import { bench } from "./bench.ts";
 import { commands } from "./commands.ts";
-import { loadContexts } from "./contexts.ts";
+import { type Context, loadContexts } from "./contexts.ts";
 import { cliUsage } from "./usage.ts";
 
 const globalOptions: Options = {
@@ -15,8 +16,56 @@ const globalOptions: Options = {
   context: { type: "string" },
   json: { type: "boolean" },
   "timeout-ms": { type: "string" },
+  user: { type: "string" },
+  password: { type: "string" },
+  token: { type: "string" },
+  ca: { type: "string" },
   help: { type: "boolean", short: "h" },
 };
+
+/** The context the urls come from (--context, else the current one unless --url or NARAD_URL win). */
+function urlContext(values: Values, env: NodeJS.ProcessEnv): Context | undefined {
+  const flag = values.url as string[] | undefined;
+  if (flag !== undefined && flag.length > 0) return undefined;
+  const file = loadContexts(env);
+  const named = values.context as string | undefined;
+  if (named !== undefined) return file.contexts[named];
+  if (env.NARAD_URL !== undefined && env.NARAD_URL.trim() !== "") return undefined;
+  return file.current === undefined ? undefined : file.contexts[file.current];
+}
+
+/**
+ * Credentials: --token > --user/--password > NARAD_TOKEN > NARAD_USER/NARAD_PASSWORD >
+ * the context the urls come from (a context's secrets never go to a --url broker).
+ */
+export function resolveAuth(values: Values, env: NodeJS.ProcessEnv): ClientAuth | undefined {
+  const str = (v: unknown) => (typeof v === "string" && v !== "" ? v : undefined);
+  const token = str(values.token);
+  if (token !== undefined) return { token };
+  const user = str(values.user);
+  if (user !== undefined) {
+    const password = str(values.password) ?? str(env.NARAD_PASSWORD);
+    if (password === undefined) throw new UsageError("--user needs --password (or NARAD_PASSWORD)");
+    return { username: user, password };
+  }
+  if (str(values.password) !== undefined) throw new UsageError("--password needs --user");
+  const envToken = str(env.NARAD_TOKEN);
+  if (envToken !== undefined) return { token: envToken };
+  const envUser = str(env.NARAD_USER);
+  if (envUser !== undefined) return { username: envUser, password: str(env.NARAD_PASSWORD) ?? "" };
+  const ctx = urlContext(values, env);
+  if (ctx?.token !== undefined) return { token: ctx.token };
+  if (ctx?.user !== undefined) return { username: ctx.user, password: ctx.password ?? "" };
+  return undefined;
+}
+
+/** --ca > NARAD_CA > the context's ca: a PEM file to trust for https:// urls. */
+export function resolveCaFile(values: Values, env: NodeJS.ProcessEnv): string | undefined {
+  const flag = values.ca;
+  if (typeof flag === "string" && flag !== "") return flag;
+  if (env.NARAD_CA !== undefined && env.NARAD_CA !== "") return env.NARAD_CA;
+  return urlContext(values, env)?.ca;
+}
 
 /** --url > --context > NARAD_URL > the current context > http://127.0.0.1:7942. */
 export function resolveUrls(values: Values, env: NodeJS.ProcessEnv): string[] {
@@ -105,7 +154,17 @@ export async function runCli(
         return urls;
       },
       client: () => {
-        client ??= new NaradClient({ urls: io.urls(), timeoutMs, retries: 2 });
+        if (client === undefined) {
+          const auth = resolveAuth(values, env);
+          const caFile = resolveCaFile(values, env);
+          client = new NaradClient({
+            urls: io.urls(),
+            timeoutMs,
+            retries: 2,
+            ...(auth === undefined ? {} : { auth }),
+            ...(caFile === undefined ? {} : { tls: { ca: readFileSync(caFile) } }),
+          });
+        }
         return client;
       },
     };

@@ -19,13 +19,18 @@ Commands:
   bench [--messages N] [--size B] [--concurrency C] [--partitions P] [--batch-size N] [--topic T]
                                             produce load through the client; msg/s, p50/p99
   cluster status                            /admin/v1/status of every broker of the context
-  context add <name> --url URL [--url URL...] | use <name> | ls | rm <name>
+  context add <name> --url URL [--url URL...] [--user U --password P | --token T] [--ca FILE]
+  context use <name> | ls | rm <name>
 
 Global options:
   --url URL        broker url (repeat, or comma-separate, for several)  env NARAD_URL
   --context NAME   a named context from contexts.json (NARAD_CONFIG_DIR, default ~/.config/narad)
   --json           machine-readable output (one JSON document; NDJSON for sub and replay)
   --timeout-ms N   per request (default 10000)
+  --user U --password P  Basic credentials (brokers with --auth on)  env NARAD_USER, NARAD_PASSWORD
+  --token T        bearer token instead                             env NARAD_TOKEN
+  --ca FILE        PEM CA to trust for https:// urls                env NARAD_CA
+                   (without these, the context's credentials apply when the urls come from it)
   -h, --help       this text
 
 Exit codes: 0 ok, 1 error (broker or network), 2 usage.
