@@ -180,12 +180,20 @@ export async function startBroker(
   };
   // Partition moves (cluster mode): the source side serves copies and
   // freezes; the destination side runs moves the operator asks for.
+  const partitions = createPartitionAccess({
+    nodeId: config.nodeId,
+    metastore,
+    logs,
+    peers,
+    retryAfterSeconds: k.retryAfterSeconds,
+  });
   const moveSource = clustered
     ? new MoveSource({
         nodeId: config.nodeId,
         metastore,
         logs,
         consumers,
+        ownerStats: (topic, partition) => partitions.stats(topic, partition),
         maxFreezeTtlMs: Math.max(k.moveFreezeTtlMs, moveTiming.freezeTtlMs),
         maxFetchBytes: k.moveChunkBytes,
         deleteDelayMs: opts.moveTiming?.sourceDeleteDelayMs ?? k.moveSourceDeleteDelayMs,
@@ -223,13 +231,7 @@ export async function startBroker(
     metastore,
     ingress: wal,
     logs,
-    partitions: createPartitionAccess({
-      nodeId: config.nodeId,
-      metastore,
-      logs,
-      peers,
-      retryAfterSeconds: k.retryAfterSeconds,
-    }),
+    partitions,
     // Cluster mode: consume/ack of a peer's partition go to its owner.
     consumers: clustered
       ? createClusterConsumers({

@@ -148,18 +148,18 @@ async function moveState(node: Node, topic: string, p: number): Promise<Record<s
 
 async function waitState(node: Node, topic: string, p: number, state: string, timeoutMs = 60_000) {
   let last: Record<string, unknown> = {};
-  await eventually(
-    `move ${topic}/${p} at ${node.id} ${state} (last ${JSON.stringify(last)})`,
-    timeoutMs,
-    async () => {
-      last = await moveState(node, topic, p);
-      return last.state === state;
-    },
-  );
-  return last;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    last = await moveState(node, topic, p);
+    if (last.state === state) return last;
+    if (Date.now() > deadline)
+      throw new Error(
+        `move ${topic}/${p} at ${node.id} not ${state} after ${timeoutMs} ms: ${JSON.stringify(last)}`,
+      );
+    await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
-/** Sum of a metric's samples (all label sets). */
 async function metric(node: Node, name: string): Promise<number> {
   const text = (await req(node, "GET", "/metrics")).text;
   let sum = 0;
@@ -359,6 +359,43 @@ describe("partition moves (3 in-process brokers)", () => {
     const del = await req(b2, "DELETE", `/admin/v1/moves/k/${p}`);
     expect(del.json().state).toBe("cancelled");
     await producer.stop();
+  }, 120_000);
+
+  it("a destination killed after ready, the swap made while it is down: it finishes on restart; the source keeps its copy until then", async () => {
+    const { mc, nodes, a, b, c, p } = await setup("w");
+    const producer = continuousProducer([a, c], "w", 3);
+    await eventually("some data", 30_000, async () => (await hwm(a, "w", p)) >= 500);
+    expect((await req(b, "PUT", `/admin/v1/moves/w/${p}`, { from: "a" })).status).toBe(202);
+    await waitState(b, "w", p, "ready");
+    const frozen = await hwm(a, "w", p);
+    const before = await readPartition(a, "w", p);
+    await b.broker.crash();
+    running.splice(running.indexOf(b.broker), 1);
+    mc.setOwner("w", p, "b");
+    // Well past the source's delete delay: a must keep the only complete copy.
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect(existsSync(join(a.dir, "topics", "w", partitionDirName(p)))).toBe(true);
+    const b2 = await startNode(mc, "b", b.dir);
+    const done = await waitState(b2, "w", p, "done");
+    expect(done.destHwm).toBeGreaterThanOrEqual(frozen);
+    await eventually(
+      "a deleted its copy",
+      30_000,
+      async () => !existsSync(join(a.dir, "topics", "w", partitionDirName(p))),
+    );
+    await producer.stop();
+    await eventually("every WAL drained", 60_000, () => drained([a, b2, c]));
+    const after = await readPartition(b2, "w", p);
+    expect(after.slice(0, before.length)).toEqual(before);
+    const ids = after.map(([, id]) => id);
+    expect(new Set(ids).size).toBe(ids.length);
+    const have = new Set<number>();
+    for (let q = 0; q < 3; q++) for (const [, id] of await readPartition(b2, "w", q)) have.add(id);
+    expect(
+      producer.acked.filter((id) => !have.has(id)),
+      "lost",
+    ).toEqual([]);
+    expect(nodes.length).toBe(3);
   }, 120_000);
 
   it("moves a partition there and back; the old owner's leftovers never resurface", async () => {

@@ -78,7 +78,7 @@ class Move {
   readonly topic: string;
   readonly partition: number;
   readonly from: string;
-  readonly token = randomBytes(8).toString("hex");
+  readonly token: string;
   state: MoveState = "copying";
   copiedBytes = 0;
   sourceHwm = 0;
@@ -92,10 +92,11 @@ class Move {
   run: Promise<void> = Promise.resolve();
   #wake: (() => void) | undefined;
 
-  constructor(topic: string, partition: number, from: string) {
+  constructor(topic: string, partition: number, from: string, token = randomBytes(8).toString("hex")) {
     this.topic = topic;
     this.partition = partition;
     this.from = from;
+    this.token = token;
   }
 
   status(): MoveStatus {
@@ -152,7 +153,7 @@ export class MoveManager {
         continue;
       }
       this.#d.logger.info({ ...m }, "resuming an interrupted partition move");
-      this.#launch(new Move(m.topic, m.partition, m.from));
+      this.#launch(new Move(m.topic, m.partition, m.from, m.token));
     }
   }
 
@@ -190,8 +191,8 @@ export class MoveManager {
     }
     // A stale `from` would copy a partition that is not the live one.
     if (owner !== from) throw conflict(`"${from}" does not own ${key} (owner: ${owner || "none"})`);
-    await writeMarker(this.#d.dataDir, { topic, partition, from });
     const move = new Move(topic, partition, from);
+    await writeMarker(this.#d.dataDir, { topic, partition, from, token: move.token });
     this.#launch(move);
     return move.status();
   }
@@ -369,7 +370,12 @@ export class MoveManager {
       } catch (err) {
         // A damaged staged copy: start it over (the freeze holds meanwhile).
         await discardStaged(this.#d.dataDir, m.topic, m.partition);
-        await writeMarker(this.#d.dataDir, { topic: m.topic, partition: m.partition, from: m.from });
+        await writeMarker(this.#d.dataDir, {
+          topic: m.topic,
+          partition: m.partition,
+          from: m.from,
+          token: m.token,
+        });
         throw err;
       }
       return;
@@ -437,8 +443,11 @@ export class MoveManager {
     m.state = "failed";
     m.error = reason;
     await this.#unfreeze(m);
-    await discardStaged(this.#d.dataDir, m.topic, m.partition).catch(() => undefined);
-    if (!this.#owner(m)) m.release?.();
+    // Owner already: the staged copy may be the best data there is; keep it (and the hold) for a person.
+    if (!this.#owner(m)) {
+      await discardStaged(this.#d.dataDir, m.topic, m.partition).catch(() => undefined);
+      m.release?.();
+    }
     this.#d.logger.error({ ...m.status() }, "partition move failed");
   }
 }

@@ -28,6 +28,8 @@ export interface MoveSourceDeps {
     dropPartition(topic: string, partition: number): void;
     frontiers(topic: string, partition: number): Promise<Array<{ group: string; offset: number }>>;
   };
+  /** The partition's stats at its current owner (a peer: over the RPC). */
+  ownerStats(topic: string, partition: number): Promise<{ highWatermark: number }>;
   /** Upper bound on a requested ttl (and on a fetch's bytes below). */
   maxFreezeTtlMs: number;
   maxFetchBytes: number;
@@ -46,6 +48,7 @@ export class MoveSource {
   readonly #d: MoveSourceDeps;
   readonly #freezes = new Map<string, Freeze>();
   readonly #deletions = new Map<string, NodeJS.Timeout>();
+  #closed = false;
 
   constructor(d: MoveSourceDeps) {
     this.#d = d;
@@ -115,6 +118,9 @@ export class MoveSource {
     await this.#d.consumers.freezePartition(topic, partition);
     if (this.#freezes.get(key) !== entry)
       throw new NaradError("UNAVAILABLE", `the freeze of ${key} ended while it was being taken; retry`);
+    // A former owner finishing a move after the swap: the freeze stays, the copy goes once installed.
+    if (this.#d.metastore.ownerOf(topic, partition) !== this.#d.nodeId)
+      this.#movedAway(topic, partition, entry);
     return this.manifest(topic, partition, true);
   }
 
@@ -154,45 +160,72 @@ export class MoveSource {
   #ownershipChanged(): void {
     for (const [key, f] of this.#freezes) {
       const [topic, p] = splitKey(key);
-      const owner = this.#d.metastore.ownerOf(topic, p);
       if (this.#d.metastore.getTopic(topic) === undefined) {
         clearTimeout(f.timer);
         this.#freezes.delete(key);
         continue;
       }
-      if (owner === this.#d.nodeId || f.movedAway) continue;
-      f.movedAway = true;
-      clearTimeout(f.timer);
-      this.#d.logger.info(
-        { topic, partition: p, owner },
-        "moved partition has a new owner; deleting the local copy soon",
-      );
-      const timer = setTimeout(() => void this.#delete(topic, p), this.#d.deleteDelayMs);
-      timer.unref();
-      this.#deletions.set(key, timer);
+      if (this.#d.metastore.ownerOf(topic, p) !== this.#d.nodeId) this.#movedAway(topic, p, f);
     }
+  }
+
+  /**
+   * The owner is someone else now: keep the freeze for good (a commit racing
+   * the swap must not land here) and delete the local copy once the new
+   * owner serves the partition with at least our HWM.
+   */
+  #movedAway(topic: string, partition: number, f: Freeze): void {
+    if (f.movedAway) return;
+    f.movedAway = true;
+    clearTimeout(f.timer);
+    this.#d.logger.info(
+      { topic, partition, owner: this.#d.metastore.ownerOf(topic, partition) },
+      "moved partition has a new owner; deleting the local copy once it serves the partition",
+    );
+    this.#scheduleDelete(topic, partition);
+  }
+
+  #scheduleDelete(topic: string, partition: number): void {
+    const key = `${topic}/${partition}`;
+    clearTimeout(this.#deletions.get(key));
+    const timer = setTimeout(() => void this.#delete(topic, partition), this.#d.deleteDelayMs);
+    timer.unref();
+    this.#deletions.set(key, timer);
   }
 
   async #delete(topic: string, partition: number): Promise<void> {
     const key = `${topic}/${partition}`;
     this.#deletions.delete(key);
+    if (this.#closed || this.#d.metastore.getTopic(topic) === undefined) return;
     if (this.#d.metastore.ownerOf(topic, partition) === this.#d.nodeId) {
       // Owned again (moved back): serve it.
+      const f = this.#freezes.get(key);
+      if (f !== undefined) f.movedAway = false;
       this.#end(topic, partition);
       return;
     }
     try {
+      // Never delete the only copy: the new owner must have installed it
+      // (until then it answers PARTITION_MOVING) with everything we had.
+      const ours = (await this.#d.logs.get(topic, partition)).stats().highWatermark;
+      const theirs = (await this.#d.ownerStats(topic, partition)).highWatermark;
+      if (theirs < ours) throw new Error(`the new owner's HWM ${theirs} is below ours (${ours})`);
       this.#d.consumers.dropPartition(topic, partition);
       await this.#d.logs.removePartition(topic, partition);
       this.#freezes.delete(key);
       this.#d.consumers.unfreezePartition(topic, partition);
       this.#d.logger.info({ topic, partition }, "deleted the local copy of a moved-away partition");
     } catch (err) {
-      this.#d.logger.warn({ topic, partition, err }, "deleting a moved-away partition failed");
+      this.#d.logger.info(
+        { topic, partition, err: err instanceof Error ? err.message : String(err) },
+        "keeping the moved-away partition: the new owner does not serve it yet",
+      );
+      this.#scheduleDelete(topic, partition);
     }
   }
 
   close(): void {
+    this.#closed = true;
     for (const f of this.#freezes.values()) clearTimeout(f.timer);
     for (const t of this.#deletions.values()) clearTimeout(t);
     this.#deletions.clear();

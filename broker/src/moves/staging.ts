@@ -40,6 +40,8 @@ export interface MoveMarker {
   topic: string;
   partition: number;
   from: string;
+  /** The move's freeze token: a restarted destination renews the same freeze. */
+  token: string;
 }
 
 /** Writes the in-progress marker durably (tmp → fsync → rename → fsync dir). */
@@ -67,7 +69,13 @@ export async function readMarkers(dataDir: string): Promise<MoveMarker[]> {
       if (!name.endsWith(".json")) continue;
       try {
         const m = JSON.parse(await fsp.readFile(join(movesRoot(dataDir), topic, name), "utf8")) as MoveMarker;
-        if (m.topic === topic && Number.isSafeInteger(m.partition) && typeof m.from === "string") out.push(m);
+        if (
+          m.topic === topic &&
+          Number.isSafeInteger(m.partition) &&
+          typeof m.from === "string" &&
+          typeof m.token === "string"
+        )
+          out.push(m);
       } catch {
         // torn or foreign file: the move is forgotten, its leftovers removed by discardAll
       }
