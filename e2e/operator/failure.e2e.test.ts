@@ -298,6 +298,12 @@ describe("unplanned broker failure", () => {
       await crash.stop();
       released = true;
       const tRelease = Date.now();
+      await waitFor(async () => podProcessPid(join(platform.dir, "node"), NS, VICTIM, "narad") !== null, {
+        timeoutMs: 60_000,
+        what: `the node agent to restart ${VICTIM}`,
+        intervalMs: 50,
+      });
+      const tStarted = Date.now();
       const up = await waitFor(
         async () => {
           const c = await cluster();
@@ -329,7 +335,7 @@ describe("unplanned broker failure", () => {
 
       const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
       console.log(
-        `failure-e2e: kill -9 of ${VICTIM} (grace ${DOWN_GRACE_SECONDS} s, ${crash.kills.length} kills in the crash loop): not Ready after ${secs(tNotReady - t0)}, Down after ${secs(tDown - t0)} (epoch ${epoch0} → ${epochDown}), survivors rerouting ${secs(tReroute - tDown)} after Down; ${window.length} records acked while dead, ${meantForVictim.length} of them keyed to its partitions [${owned.join(",")}], all on sibling partitions; produce while Down: ${errorsDown} errors of ${attemptsDown} attempts (${attemptsDown === 0 ? 0 : ((100 * errorsDown) / attemptsDown).toFixed(2)}%); released → Active after ${secs(tActive - tRelease)} (epoch ${up.status?.membershipEpoch}); whole run: ${producer.summary()}`,
+        `failure-e2e: kill -9 of ${VICTIM} (grace ${DOWN_GRACE_SECONDS} s, ${crash.kills.length} kills in the crash loop): not Ready after ${secs(tNotReady - t0)}, Down after ${secs(tDown - t0)} (epoch ${epoch0} → ${epochDown}), survivors rerouting ${secs(tReroute - tDown)} after Down; ${window.length} records acked while dead, ${meantForVictim.length} of them keyed to its partitions [${owned.join(",")}], all on sibling partitions; produce while Down: ${errorsDown} errors of ${attemptsDown} attempts (${attemptsDown === 0 ? 0 : ((100 * errorsDown) / attemptsDown).toFixed(2)}%); released → restarted by the agent after ${secs(tStarted - tRelease)} (crash-loop backoff) → Active ${secs(tActive - tStarted)} after the process started (epoch ${up.status?.membershipEpoch}); whole run: ${producer.summary()}`,
       );
     } finally {
       if (!released) await crash.stop();
