@@ -4,7 +4,9 @@
 // as busy), and a successful verification is remembered for `cacheMs`, so a
 // client sending Basic credentials on every request pays the hash once a
 // minute, not per request. The cache key is a digest of hash + password, so
-// a changed hash in a reloaded file misses it.
+// a changed hash in a reloaded file misses it. Identical checks already
+// running share one hash (a burst of connections with the same credentials
+// at startup costs one scrypt, not one each).
 
 import { randomBytes, scrypt, timingSafeEqual } from "node:crypto";
 import { type ScryptHash, type StoredPassword, sha256 } from "./users-file.ts";
@@ -45,6 +47,7 @@ export class PasswordChecker {
   readonly #queue: Array<() => void> = [];
   /** digest(hash, password) hex → expiry (ms); insertion order = age. */
   readonly #verified = new Map<string, number>();
+  readonly #inFlight = new Map<string, Promise<boolean>>();
 
   constructor(options: PasswordCheckerOptions) {
     this.#o = options;
@@ -55,6 +58,14 @@ export class PasswordChecker {
     const cacheKey = sha256(`${stored.encoded}\0${password}`).toString("hex");
     const expiry = this.#verified.get(cacheKey);
     if (expiry !== undefined && expiry > this.#o.nowMs()) return true;
+    const running = this.#inFlight.get(cacheKey);
+    if (running !== undefined) return running;
+    const check = this.#check(stored, password, cacheKey).finally(() => this.#inFlight.delete(cacheKey));
+    this.#inFlight.set(cacheKey, check);
+    return check;
+  }
+
+  async #check(stored: ScryptHash, password: string, cacheKey: string): Promise<boolean> {
     const key = await this.#limited(() => scryptAsync(password, stored));
     const ok = key.length === stored.key.length && timingSafeEqual(key, stored.key);
     if (ok) {
