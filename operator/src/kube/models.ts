@@ -10,6 +10,7 @@ export type {
   V1EnvVar,
   V1Lease,
   V1NetworkPolicy,
+  V1NetworkPolicyIngressRule,
   V1NetworkPolicyPeer,
   V1ObjectMeta,
   V1OwnerReference,

@@ -1,6 +1,6 @@
 import type { NaradCluster, ResolvedNaradClusterSpec } from "../api/v1alpha1/types.ts";
 import { BROKER_CLUSTER_PORT, BROKER_HTTP_PORT } from "../constants.ts";
-import type { V1NetworkPolicy } from "../kube/models.ts";
+import type { V1NetworkPolicy, V1NetworkPolicyIngressRule } from "../kube/models.ts";
 import { selectorLabels } from "./labels.ts";
 import { ownedMeta } from "./owner.ts";
 
@@ -24,10 +24,13 @@ export function networkPolicySpec(
   const name = cluster.metadata.name ?? "";
   const brokers = { podSelector: { matchLabels: selectorLabels(name) } };
   const tcp = (port: number) => [{ protocol: "TCP", port }];
-  const http =
+  // "_from": client-node's model name for the JSON field "from" (its
+  // serializer drops a plain "from"); the API server stores "from".
+  const http: V1NetworkPolicyIngressRule =
     np.allowFrom.length === 0
       ? { ports: tcp(BROKER_HTTP_PORT) }
-      : { ports: tcp(BROKER_HTTP_PORT), from: [brokers, ...np.allowFrom.map((p) => structuredClone(p))] };
+      : { ports: tcp(BROKER_HTTP_PORT), _from: [brokers, ...np.allowFrom.map((p) => structuredClone(p))] };
+  const rpc: V1NetworkPolicyIngressRule = { ports: tcp(BROKER_CLUSTER_PORT), _from: [brokers] };
   return {
     apiVersion: NETWORK_POLICY_API_VERSION,
     kind: NETWORK_POLICY_KIND,
@@ -35,7 +38,7 @@ export function networkPolicySpec(
     spec: {
       podSelector: { matchLabels: selectorLabels(name) },
       policyTypes: ["Ingress"],
-      ingress: [http, { ports: tcp(BROKER_CLUSTER_PORT), from: [brokers] }],
+      ingress: [http, rpc],
     },
   };
 }

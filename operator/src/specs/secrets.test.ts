@@ -109,8 +109,8 @@ describe("NetworkPolicy", () => {
     expect(np?.spec?.podSelector).toEqual(brokers.podSelector);
     expect(np?.spec?.policyTypes).toEqual(["Ingress"]);
     expect(np?.spec?.ingress).toEqual([
-      { ports: [{ protocol: "TCP", port: 7942 }], from: [brokers, peer] },
-      { ports: [{ protocol: "TCP", port: 7943 }], from: [brokers] },
+      { ports: [{ protocol: "TCP", port: 7942 }], _from: [brokers, peer] },
+      { ports: [{ protocol: "TCP", port: 7943 }], _from: [brokers] },
     ]);
   });
 
