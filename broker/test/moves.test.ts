@@ -90,11 +90,13 @@ async function produceBatch(node: Node, topic: string, ids: number[], partition:
 function continuousProducer(nodes: Node[], topic: string, partitions: number) {
   const acked: number[] = [];
   let stop = false;
+  let burst = true;
   let next = 0;
   const run = (async () => {
     for (let round = 0; !stop; round++) {
       const node = nodes[round % nodes.length]!;
-      const ids = Array.from({ length: 40 }, () => next++);
+      // Large batches fill the partitions first; then a steady trickle.
+      const ids = Array.from({ length: burst ? 300 : 40 }, () => next++);
       // Every node produces into every partition (not node i → partition i).
       const partition = (round + Math.floor(round / nodes.length)) % partitions;
       if (await produceBatch(node, topic, ids, partition)) acked.push(...ids);
@@ -103,6 +105,9 @@ function continuousProducer(nodes: Node[], topic: string, partitions: number) {
   })();
   return {
     acked,
+    calm: () => {
+      burst = false;
+    },
     stop: async () => {
       stop = true;
       await run;
@@ -220,6 +225,7 @@ describe("partition moves (3 in-process brokers)", () => {
     const producer = continuousProducer(nodes, "m", 3);
     // Some MiB in the partition before the move, and a consumer frontier.
     await eventually("partition has 4 MiB", 60_000, async () => (await hwm(a, "m", p)) >= 4_000);
+    producer.calm();
     const frontier = await consumeAndAck(a, "m", p, "g", 25);
     expect(frontier).toBe(25);
 
@@ -319,6 +325,7 @@ describe("partition moves (3 in-process brokers)", () => {
     const { nodes, a, b, p } = await setup("c");
     const producer = continuousProducer(nodes, "c", 3);
     await eventually("some data", 30_000, async () => (await hwm(a, "c", p)) >= 500);
+    producer.calm();
     expect((await req(b, "PUT", `/admin/v1/moves/c/${p}`, { from: "a" })).status).toBe(202);
     await waitState(b, "c", p, "ready");
     const frozen = await hwm(a, "c", p);
@@ -339,6 +346,7 @@ describe("partition moves (3 in-process brokers)", () => {
     const { mc, nodes, a, b, p } = await setup("k");
     const producer = continuousProducer([a, nodes[2]!], "k", 3);
     await eventually("some data", 30_000, async () => (await hwm(a, "k", p)) >= 500);
+    producer.calm();
     expect((await req(b, "PUT", `/admin/v1/moves/k/${p}`, { from: "a" })).status).toBe(202);
     await waitState(b, "k", p, "ready");
     const frozen = await hwm(a, "k", p);
@@ -365,6 +373,7 @@ describe("partition moves (3 in-process brokers)", () => {
     const { mc, nodes, a, b, c, p } = await setup("w");
     const producer = continuousProducer([a, c], "w", 3);
     await eventually("some data", 30_000, async () => (await hwm(a, "w", p)) >= 500);
+    producer.calm();
     expect((await req(b, "PUT", `/admin/v1/moves/w/${p}`, { from: "a" })).status).toBe(202);
     await waitState(b, "w", p, "ready");
     const frozen = await hwm(a, "w", p);
@@ -440,6 +449,7 @@ describe("partition moves (3 in-process brokers)", () => {
     const { mc, nodes, a, b, c, p } = await setup("s");
     const producer = continuousProducer([b, c], "s", 3);
     await eventually("some data", 30_000, async () => (await hwm(a, "s", p)) >= 500);
+    producer.calm();
     expect((await req(b, "PUT", `/admin/v1/moves/s/${p}`, { from: "a" })).status).toBe(202);
     await waitState(b, "s", p, "ready");
     const frozen = await hwm(a, "s", p);

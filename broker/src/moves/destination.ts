@@ -9,12 +9,19 @@
 // whose data is still on the source.
 
 import { randomBytes } from "node:crypto";
-import { type CatchUpLimits, catchUpStep, copyComplete, freshCatchUp, planCopy } from "../core/move-plan.ts";
+import {
+  type CatchUpLimits,
+  type Chunk,
+  catchUpStep,
+  copyComplete,
+  freshCatchUp,
+  planCopy,
+} from "../core/move-plan.ts";
 import { clusterAddressOf } from "../core/routing.ts";
 import { badRequest, conflict, NaradError, notFound } from "../errors.ts";
 import type { Metastore } from "../meta/types.ts";
 import type { PeerClient } from "../rpc/client.ts";
-import type { PbMoveManifest } from "../rpc/proto.ts";
+import type { PbMoveFetchResponse, PbMoveManifest } from "../rpc/proto.ts";
 import {
   discardOthers,
   discardStaged,
@@ -85,6 +92,8 @@ class Move {
   destHwm = 0;
   rounds = 0;
   error: string | undefined;
+  /** copiedBytes when the staged copy last passed verification (at destHwm). */
+  verifiedBytes: number | undefined;
   /** When the source last confirmed the freeze (ms); 0 when not frozen by us. */
   frozenAt = 0;
   stopping = false;
@@ -325,20 +334,31 @@ export class MoveManager {
     for (const base of plan.remove) await removeStagedSegment(dir, base);
     for (const base of plan.reset) await resetStagedSegment(dir, base);
     const src = this.#source(m);
-    for (const c of plan.fetch) {
-      this.#stopCheck(m);
-      const res = await src.moveFetch({
+    const fetch = (c: Chunk) =>
+      src.moveFetch({
         topic: m.topic,
         partition: m.partition,
         base: c.base,
         position: c.position,
         max_bytes: c.length,
       });
-      if (!res.found) return; // retention removed it on the source: the next manifest says so
-      if (res.data.length === 0) return;
-      await writeChunk(dir, c.base, c.position, res.data);
-      m.copiedBytes += res.data.length;
-      if (res.data.length < c.length) return;
+    // One chunk in flight while the previous one is written (writes stay in order,
+    // so the staged files are always a prefix of the source's).
+    let pending: Promise<PbMoveFetchResponse> | undefined;
+    try {
+      for (let i = 0; i < plan.fetch.length; i++) {
+        this.#stopCheck(m);
+        const c = plan.fetch[i]!;
+        const res = await (pending ?? fetch(c));
+        const next = plan.fetch[i + 1];
+        pending = next === undefined ? undefined : fetch(next);
+        if (!res.found || res.data.length === 0) return; // retention removed it: the next manifest says so
+        await writeChunk(dir, c.base, c.position, res.data);
+        m.copiedBytes += res.data.length;
+        if (res.data.length < c.length) return;
+      }
+    } finally {
+      pending?.catch(() => undefined);
     }
   }
 
@@ -361,12 +381,16 @@ export class MoveManager {
         if (attempt < 3) continue;
         throw new Error("staged copy does not match the frozen source after 3 attempts");
       }
+      // Nothing fetched since the last verification at this HWM: the staged copy is already proven.
+      if (m.verifiedBytes === m.copiedBytes && m.destHwm === manifest.high_watermark) return;
       try {
+        m.verifiedBytes = undefined;
         m.destHwm = await finalizeStaged(
           dir,
           { highWatermark: manifest.high_watermark, frontiers: manifest.frontiers },
           this.#d.log,
         );
+        m.verifiedBytes = m.copiedBytes;
       } catch (err) {
         // A damaged staged copy: start it over (the freeze holds meanwhile).
         await discardStaged(this.#d.dataDir, m.topic, m.partition);
