@@ -97,6 +97,15 @@ describe("planStorage", () => {
     if (p.kind === "expanding") expect(p.message).toContain("data-a-1: not bound yet");
   });
 
+  it("a new unbound claim already at the size is provisioning, not expanding", () => {
+    const p = planStorage({
+      size: "2Gi",
+      claims: [claim("data-a-0", "2Gi"), claim("data-a-1", "2Gi", undefined, { bound: false })],
+      classes: [],
+    });
+    expect(p).toEqual({ kind: "settled" });
+  });
+
   it("sorts claims by ordinal, not as strings", () => {
     const claims = [10, 9, 2].map((i) => claim(`data-a-${i}`, "1Gi"));
     const p = planStorage({ size: "2Gi", claims, classes: expandable });

@@ -10,8 +10,10 @@
 //   shrink a PVC); nothing is patched, not even claims that could grow.
 // - Only bound claims are patched (the API server allows resizing bound
 //   claims only); an unbound one waits.
-// - Expansion is done for a claim once its status.capacity reaches the size;
-//   until every claim is done the cluster shows the progress.
+// - Expansion is done for a claim once its status.capacity reaches the size
+//   (an unbound claim already requesting the size is being provisioned at
+//   it, not expanded); until every claim is done the cluster shows the
+//   progress.
 // The StatefulSet's volumeClaimTemplates are immutable and are left as they
 // were: a claim the StatefulSet creates later (scale-up) starts at the old
 // template size and is expanded by the same rules once bound.
@@ -95,7 +97,9 @@ export function planStorage(input: StorageInput): StoragePlan {
   }
 
   const patch = toGrow.filter((c) => c.bound).map((c) => c.name);
-  const pendingClaims = claims.filter((c) => below(c.capacity));
+  // An unbound claim already requesting the size is being provisioned at it,
+  // not expanded: only bound claims wait for capacity.
+  const pendingClaims = claims.filter((c) => below(c.request) || (c.bound && below(c.capacity)));
   if (pendingClaims.length === 0) return { kind: "settled" };
   const done = claims.length - pendingClaims.length;
   const detail = pendingClaims
