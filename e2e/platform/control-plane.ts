@@ -74,6 +74,10 @@ export interface ControlPlane {
   startComponent(spec: ComponentSpec): Promise<ManagedProcess>;
   /** SIGTERM, then SIGKILL after a few seconds; waits for exit; removes dir unless kept. */
   stop(options?: { keep?: boolean }): Promise<void>;
+  /** Fault injection: stops the kube-apiserver process (etcd and the rest keep running). */
+  stopApiserver(): Promise<void>;
+  /** Starts kube-apiserver again with the same flags and waits until it is ready (no-op when running). */
+  startApiserver(): Promise<void>;
 }
 
 export interface ComponentSpec {
@@ -146,6 +150,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     await removeInstance(id);
     log(`control plane in ${dir} stopped`);
   };
+  const procsNamed = (name: string) => running.procs.filter((p) => p.name === name);
   const launch = async (
     name: string,
     command: string,
@@ -213,7 +218,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     });
     log(`etcd ready on ${etcdUrl}`);
 
-    const apiserver = await launch("kube-apiserver", binaries.kubeApiserver, [
+    const apiserverArgs = [
       `--etcd-servers=${etcdUrl}`,
       `--bind-address=${LOOPBACK}`,
       `--advertise-address=${LOOPBACK}`,
@@ -237,7 +242,8 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       // apiserver address instead.
       "--endpoint-reconciler-type=none",
       "--profiling=false",
-    ]);
+    ];
+    const apiserver = await launch("kube-apiserver", binaries.kubeApiserver, apiserverArgs);
     const [ca, cert, key] = await Promise.all([
       readFile(pki.caCert),
       readFile(admin.cert),
@@ -290,6 +296,20 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
           running: p.exit === undefined,
         })),
       startComponent: (spec) => launch(spec.name, spec.command, spec.args, spec),
+      async stopApiserver() {
+        const live = procsNamed("kube-apiserver").filter((p) => p.exit === undefined);
+        for (const p of live) await p.stop();
+        log("kube-apiserver stopped (fault injection)");
+      },
+      async startApiserver() {
+        if (procsNamed("kube-apiserver").some((p) => p.exit === undefined)) return;
+        const again = await launch("kube-apiserver", binaries.kubeApiserver, apiserverArgs);
+        await waitUntilReady(again, "kube-apiserver", APISERVER_READY_TIMEOUT_MS, async () => {
+          const res = await probe(`${server}/readyz`, adminTls);
+          return res.status === 200;
+        });
+        log(`kube-apiserver started again on ${server}`);
+      },
       async issueKubeconfig(request) {
         const client = await issueClientCert(pki, {
           name: request.name,
