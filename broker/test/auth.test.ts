@@ -21,6 +21,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ForbiddenError, NaradClient, UnauthenticatedError } from "../../client/index.ts";
 import { basicHeader } from "../src/auth/credentials.ts";
+import { PasswordChecker } from "../src/auth/passwords.ts";
+import { parseScryptHash } from "../src/auth/users-file.ts";
 import { type RunningNarad, repoRoot, startNarad } from "./harness/process.ts";
 
 const token = "svc-token-0123456789abcdef";
@@ -295,7 +297,21 @@ describe("client library and CLI credentials", () => {
     expect((await cli(["topic", "ls"])).code).toBe(0);
     // The context's credentials are not sent to a broker named with --url.
     expect((await cli(["topic", "ls", ...url])).code).toBe(1);
-  }, 90_000);
+
+    // hash-password prints a passwordHash that verifies the password.
+    const hashed = await cli(["hash-password", "hunter2-pw"]);
+    expect(hashed.code).toBe(0);
+    const stored = parseScryptHash(hashed.out.trim());
+    const checker = new PasswordChecker({
+      concurrency: 1,
+      maxQueued: 1,
+      cacheMs: 0,
+      cacheEntries: 1,
+      nowMs: Date.now,
+    });
+    expect(await checker.verify(stored, "hunter2-pw")).toBe(true);
+    expect(await checker.verify(stored, "hunter3-pw")).toBe(false);
+  }, 240_000);
 });
 
 describe("startup", () => {

@@ -9,6 +9,7 @@ import { type Command, type Io, intOption, type Options, UsageError, type Values
 import { bench } from "./bench.ts";
 import { commands } from "./commands.ts";
 import { type Context, loadContexts } from "./contexts.ts";
+import { hashPasswordCommand } from "./hash-password.ts";
 import { cliUsage } from "./usage.ts";
 
 const globalOptions: Options = {
@@ -95,7 +96,7 @@ export function resolveUrls(values: Values, env: NodeJS.ProcessEnv): string[] {
 }
 
 function allCommands(): Record<string, Command> {
-  return { ...commands, bench };
+  return { ...commands, bench, "hash-password": hashPasswordCommand };
 }
 
 export async function runCli(

@@ -1,6 +1,15 @@
 // Usage text of the client commands (no imports: main.ts loads it eagerly).
 
-export const cliCommandNames = ["topic", "pub", "sub", "replay", "bench", "cluster", "context"] as const;
+export const cliCommandNames = [
+  "topic",
+  "pub",
+  "sub",
+  "replay",
+  "bench",
+  "cluster",
+  "context",
+  "hash-password",
+] as const;
 
 export const cliUsage = `Usage: narad <command> [options]
 
@@ -21,6 +30,7 @@ Commands:
   cluster status                            /admin/v1/status of every broker of the context
   context add <name> --url URL [--url URL...] [--user U --password P | --token T] [--ca FILE]
   context use <name> | ls | rm <name>
+  hash-password [password]                  scrypt passwordHash for a users file (--auth-file); stdin if omitted
 
 Global options:
   --url URL        broker url (repeat, or comma-separate, for several)  env NARAD_URL
