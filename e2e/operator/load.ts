@@ -280,3 +280,106 @@ export async function checkLedger(
     line,
   };
 }
+
+export interface QueueConsumerOptions {
+  topic: string;
+  group: string;
+  /** The brokers to consume from (e.g. the Ready pods' IPs). */
+  ips: () => string[];
+  workers?: number;
+  headers?: HeaderSource;
+  /** Long-poll wait per consume call (a Go duration). */
+  wait?: string;
+}
+
+/**
+ * Queue consumer with a delivery ledger: consume (lease) → record the key →
+ * ack with the receipt handle, round-robin over the given brokers. A message
+ * delivered again (its ack lost to a kill -9, or its lease expired) counts as
+ * a redelivery: queue consumption is at-least-once by design.
+ */
+export class QueueConsumer {
+  /** key → times delivered. */
+  readonly delivered = new Map<string, number>();
+  acks = 0;
+  ackFailures = 0;
+  readonly errorKinds = new Map<string, number>();
+  #running = true;
+  #rr = 0;
+  readonly #workers: Promise<void>[];
+  readonly #opts: QueueConsumerOptions;
+
+  constructor(opts: QueueConsumerOptions) {
+    this.#opts = opts;
+    this.#workers = Array.from({ length: opts.workers ?? 3 }, () => this.#work());
+  }
+
+  #err(kind: string): void {
+    this.errorKinds.set(kind, (this.errorKinds.get(kind) ?? 0) + 1);
+  }
+
+  async #work(): Promise<void> {
+    const headers = this.#opts.headers ?? noHeaders;
+    const base = (ip: string) => `http://${ip}:${BROKER_PORT}/v1/topics/${this.#opts.topic}`;
+    while (this.#running) {
+      const ips = this.#opts.ips();
+      const ip = ips[this.#rr++ % Math.max(1, ips.length)];
+      if (ip === undefined) {
+        await sleep(100);
+        continue;
+      }
+      try {
+        const r = await fetch(
+          `${base(ip)}/consume?group=${this.#opts.group}&wait=${this.#opts.wait ?? "1s"}`,
+          {
+            headers: headers(),
+            signal: AbortSignal.timeout(15_000),
+          },
+        );
+        if (r.status === 204) {
+          await r.body?.cancel();
+          continue;
+        }
+        if (r.status !== 200) {
+          await r.body?.cancel();
+          this.#err(`consume HTTP ${r.status}`);
+          await sleep(100);
+          continue;
+        }
+        const m = (await r.json()) as { key: string; receipt_handle: string };
+        this.delivered.set(m.key, (this.delivered.get(m.key) ?? 0) + 1);
+        const a = await fetch(`${base(ip)}/ack?receipt_handle=${encodeURIComponent(m.receipt_handle)}`, {
+          method: "POST",
+          headers: headers(),
+          signal: AbortSignal.timeout(10_000),
+        });
+        await a.body?.cancel();
+        if (a.status === 204) this.acks++;
+        else {
+          this.ackFailures++;
+          this.#err(`ack HTTP ${a.status}`);
+        }
+      } catch (err) {
+        this.#err((err as { cause?: { code?: string } }).cause?.code ?? (err as Error).name);
+        await sleep(100);
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.#running = false;
+    await Promise.all(this.#workers);
+  }
+
+  /** Deliveries beyond the first, summed over keys. */
+  redeliveries(): number {
+    let n = 0;
+    for (const c of this.delivered.values()) n += c - 1;
+    return n;
+  }
+
+  summary(): string {
+    const kinds = [...this.errorKinds].map(([k, v]) => `${k}×${v}`).join(", ") || "none";
+    return `${this.delivered.size} distinct delivered, ${this.redeliveries()} redeliveries, ${this.acks} acks, ${this.ackFailures} ack failures; errors: ${kinds}`;
+  }
+}
