@@ -1,6 +1,8 @@
 // Credentials for e2e suites that talk to brokers run by the operator: the
 // operator creates "<cluster>-users" (spec.security) with an admin user; a
 // suite reads it like a user would (kubectl get secret) and sends Basic auth.
+import { withClusterDefaults } from "../../operator/src/api/v1alpha1/defaults.ts";
+import type { NaradClusterSpec } from "../../operator/src/api/v1alpha1/types.ts";
 import type { CommandRunner } from "../platform/helpers.ts";
 import { waitFor } from "../platform/platform.ts";
 import type { HeaderSource } from "./load.ts";
@@ -55,13 +57,29 @@ export function basicAuth(username: string, password: string): Record<string, st
   return { authorization: `Basic ${Buffer.from(`${username}:${password}`).toString("base64")}` };
 }
 
-/** Header source (Basic admin) for load.ts helpers and direct fetches. */
+/** Whether the NaradCluster's brokers require credentials (spec.security.auth.enabled, else the operator's default). */
+export async function clusterAuthEnabled(
+  kubectl: CommandRunner,
+  namespace: string,
+  cluster: string,
+): Promise<boolean> {
+  const r = await kubectl(["-n", namespace, "get", "naradcluster", cluster, "-o", "json"]);
+  const spec = (JSON.parse(r.stdout) as { spec?: NaradClusterSpec }).spec;
+  return withClusterDefaults(spec).security.auth.enabled;
+}
+
+/**
+ * Header source for load.ts helpers and direct fetches: Basic admin from the
+ * users Secret when the cluster has auth on, no headers when it is off, so
+ * suites call it whatever the default is.
+ */
 export async function clusterCredentials(
   kubectl: CommandRunner,
   namespace: string,
   cluster: string,
   opts: { usersSecret?: string; timeoutMs?: number } = {},
 ): Promise<HeaderSource> {
+  if (!(await clusterAuthEnabled(kubectl, namespace, cluster))) return () => ({});
   const c = await adminCredentials(kubectl, namespace, cluster, opts);
   const headers = basicAuth(c.username, c.password);
   return () => ({ ...headers });

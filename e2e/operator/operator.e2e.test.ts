@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stderrLog } from "../platform/log.ts";
 import { type Platform, startPlatform } from "../platform/platform.ts";
 import { ensureBinaries } from "../platform/tools.ts";
+import { clusterCredentials } from "./credentials.ts";
 import { getJson, type OperatorProcess, prepareCluster, startOperator, waitFor } from "./harness.ts";
 
 const log = stderrLog("operator-e2e");
@@ -155,7 +156,9 @@ describe("narad-operator", () => {
   it("turns a 3-replica NaradCluster into 3 Ready brokers answering /readyz on their pod IPs", async () => {
     a = await operator("op-a");
     await a.waitForLine((l) => l.msg === "leading: reconciling", "leadership");
-    await platform.applyYaml(clusterYaml("demo", { replicas: 3, image: BROKER_IMAGE }));
+    await platform.applyYaml(
+      clusterYaml("demo", { replicas: 3, image: BROKER_IMAGE, security: { auth: { enabled: true } } }),
+    );
     const c = await waitClusterReady("demo");
     expect(c.status?.readyReplicas).toBe(3);
     expect(c.status?.members?.map((m) => [m.id, m.state])).toEqual([
@@ -223,10 +226,12 @@ describe("narad-operator", () => {
   it("the brokers serve /v1 as one cluster: create on one, produce to all, read everything from any", async () => {
     const ips = (await pods("demo")).map((p) => p.status.podIP as string);
     const [first, second, third] = ips as [string, string, string];
+    // Auth is on: the admin credentials from the Secret the operator created.
+    const auth = (await clusterCredentials(platform.kubectl, NS, "demo"))();
     // POST /v1/topics creates a NaradTopic and waits for the operator's assignments.
     const created = await fetch(`http://${first}:7942/v1/topics`, {
       method: "POST",
-      headers: { "content-type": "application/json" },
+      headers: { ...auth, "content-type": "application/json" },
       body: JSON.stringify({ name: "Orders_EU", partitions: 3 }),
     });
     expect(created.status).toBe(201);
@@ -235,6 +240,7 @@ describe("narad-operator", () => {
       for (let i = 0; i < perNode; i++) {
         const r = await fetch(`http://${ip}:7942/v1/topics/Orders_EU/produce?key=k${n}-${i}`, {
           method: "POST",
+          headers: auth,
           body: JSON.stringify({ n, i }),
         });
         expect(r.status).toBe(202);
@@ -246,6 +252,7 @@ describe("narad-operator", () => {
       for (let p = 0; p < 3; p++) {
         const r = await fetch(
           `http://${ip}:7942/v1/topics/Orders_EU/records?partition=${p}&offset=0&limit=1000`,
+          { headers: auth },
         );
         if (r.status !== 200) return undefined;
         got.push(...((await r.json()) as { records: unknown[] }).records);
