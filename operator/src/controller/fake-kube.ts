@@ -175,7 +175,8 @@ export class FakeKube implements KubeApi {
     const next = {
       ...obj,
       metadata: { ...obj.metadata, resourceVersion: this.nextRv() },
-      status: dropNulls({ ...obj.status, ...structuredClone(status) }),
+      // RFC 7386, as the API server does: nested objects merge, null deletes.
+      status: mergePatch(obj.status ?? {}, structuredClone(status) as Record<string, unknown>),
     };
     store.put(next);
     return next as unknown as T;
@@ -258,6 +259,18 @@ export class FakeKube implements KubeApi {
 }
 
 /** JSON merge patch: a null value removes the key. */
-function dropNulls(o: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== null));
+/** JSON merge patch (RFC 7386): objects merge key by key, null deletes, anything else replaces. */
+function mergePatch(target: object, patch: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...(target as Record<string, unknown>) };
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else if (typeof v === "object" && !Array.isArray(v)) {
+      const t = out[k];
+      out[k] = mergePatch(
+        typeof t === "object" && t !== null && !Array.isArray(t) ? t : {},
+        v as Record<string, unknown>,
+      );
+    } else out[k] = v;
+  }
+  return out;
 }

@@ -178,8 +178,8 @@ export function planScale(input: ScaleInput): ScalePlan {
   const victim = candidates[0];
   if (victim !== undefined) {
     // Moves left over from a rebalance finish first (they involve members that stay).
+    if ((plan.next?.moves ?? []).length > 0) advanceMoves(plan, input);
     if ((plan.next?.moves ?? []).length > 0) {
-      advanceMoves(plan, input);
       plan.progress = {
         reason: "ScalingDown",
         message: `waiting for ${(plan.next?.moves ?? []).length} rebalance move(s) to finish before decommissioning ${victim.id}`,

@@ -1,5 +1,5 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import type { MemberStatus, NaradClusterStatus, RollStatus } from "../../api/v1alpha1/types.ts";
+import type { MemberStatus, NaradClusterStatus, RollStatus, ScaleStatus } from "../../api/v1alpha1/types.ts";
 import type { BrokerClient } from "../../broker-client/types.ts";
 import {
   BROKER_HTTP_PORT,
@@ -113,7 +113,7 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
     // null clears it (merge patch)
     roll: roll ?? (null as unknown as undefined),
     // The scale step decided it this pass; else the persisted one stands.
-    scale: (ctx.scale !== undefined ? ctx.scale.next : prev.scale) ?? (null as unknown as undefined),
+    scale: scalePatch(prev.scale, ctx.scale !== undefined ? ctx.scale.next : prev.scale),
   };
   if (sts?.status?.currentRevision !== undefined) status.currentRevision = sts.status.currentRevision;
   if (updateRevision !== undefined) status.updateRevision = updateRevision;
@@ -162,6 +162,17 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
     (v): v is number => v !== undefined,
   );
   return { requeueAfterMs: candidates.length ? Math.min(...candidates) : undefined };
+}
+
+/**
+ * status.scale for a merge patch: null clears it, and a key it had that the
+ * new value lacks is sent as null (a merge patch keeps absent keys).
+ */
+function scalePatch(prev: ScaleStatus | undefined, next: ScaleStatus | undefined): ScaleStatus {
+  if (next === undefined) return null as unknown as ScaleStatus;
+  const out: Record<string, unknown> = { ...next };
+  for (const k of Object.keys(prev ?? {})) if (!(k in out)) out[k] = null;
+  return out as ScaleStatus;
 }
 
 /** Compares only the keys this step writes; others (e.g. roll) belong to other steps. */
