@@ -113,8 +113,8 @@ async function readPartitions(ip: string, partitions: readonly number[]): Promis
   return seen;
 }
 
-/** Sum of narad_dispatch_rerouted_records_total over its labels, from one broker's /metrics. */
-async function reroutedRecords(ip: string): Promise<number> {
+/** Sum of a metric over its labels, from one broker's /metrics. */
+async function metricSum(ip: string, name: string): Promise<number> {
   const r = await fetch(`http://${ip}:${BROKER_PORT}/metrics`, {
     headers: headers(),
     signal: AbortSignal.timeout(5_000),
@@ -122,10 +122,12 @@ async function reroutedRecords(ip: string): Promise<number> {
   const text = await r.text();
   let sum = 0;
   for (const line of text.split("\n")) {
-    if (line.startsWith("narad_dispatch_rerouted_records_total")) sum += Number(line.split(" ").pop());
+    if (line.startsWith(`${name} `) || line.startsWith(`${name}{`)) sum += Number(line.split(" ").pop());
   }
   return sum;
 }
+
+const reroutedRecords = (ip: string) => metricSum(ip, "narad_dispatch_rerouted_records_total");
 
 /**
  * SIGKILLs the container's process now and every process the node agent
@@ -229,6 +231,22 @@ describe("unplanned broker failure", () => {
       // kill: nothing acknowledged after that was dispatched to the dead owner.
       await sleep(Math.max(0, t0 + 1_000 - Date.now()));
       const windowStart = producer.acked.size;
+
+      // Within the grace the member is still Active: the survivors keep the
+      // records meant for its partitions in their WALs (retrying the owner)
+      // and reroute none.
+      await sleep(Math.max(0, t0 + (DOWN_GRACE_SECONDS - 3) * 1000 - Date.now()));
+      const inGrace = await cluster();
+      expect(member(inGrace, VICTIM)?.state).toBe("Active");
+      const pendingInGrace = (
+        await Promise.all(survivorIps.map((ip) => metricSum(ip, "narad_wal_pending_records")))
+      ).reduce((a, b) => a + b, 0);
+      const reroutedInGrace = (await Promise.all(survivorIps.map(reroutedRecords))).reduce(
+        (a, b) => a + b,
+        0,
+      );
+      expect(reroutedInGrace).toBe(reroutedBefore);
+      expect(pendingInGrace).toBeGreaterThan(0);
 
       // 2. Down after the grace period, epoch bumped, a MemberDown Event
       const down = await waitFor(
@@ -335,7 +353,7 @@ describe("unplanned broker failure", () => {
 
       const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
       console.log(
-        `failure-e2e: kill -9 of ${VICTIM} (grace ${DOWN_GRACE_SECONDS} s, ${crash.kills.length} kills in the crash loop): not Ready after ${secs(tNotReady - t0)}, Down after ${secs(tDown - t0)} (epoch ${epoch0} → ${epochDown}), survivors rerouting ${secs(tReroute - tDown)} after Down; ${window.length} records acked while dead, ${meantForVictim.length} of them keyed to its partitions [${owned.join(",")}], all on sibling partitions; produce while Down: ${errorsDown} errors of ${attemptsDown} attempts (${attemptsDown === 0 ? 0 : ((100 * errorsDown) / attemptsDown).toFixed(2)}%); released → restarted by the agent after ${secs(tStarted - tRelease)} (crash-loop backoff) → Active ${secs(tActive - tStarted)} after the process started (epoch ${up.status?.membershipEpoch}); whole run: ${producer.summary()}`,
+        `failure-e2e: kill -9 of ${VICTIM} (grace ${DOWN_GRACE_SECONDS} s, ${crash.kills.length} kills in the crash loop): not Ready after ${secs(tNotReady - t0)}, ${pendingInGrace} records pending in the survivors' WALs and none rerouted ${DOWN_GRACE_SECONDS - 3} s in, Down after ${secs(tDown - t0)} (epoch ${epoch0} → ${epochDown}), survivors rerouting ${secs(tReroute - tDown)} after Down; ${window.length} records acked while dead, ${meantForVictim.length} of them keyed to its partitions [${owned.join(",")}], all on sibling partitions; produce while Down: ${errorsDown} errors of ${attemptsDown} attempts (${attemptsDown === 0 ? 0 : ((100 * errorsDown) / attemptsDown).toFixed(2)}%); released → restarted by the agent after ${secs(tStarted - tRelease)} (crash-loop backoff) → Active ${secs(tActive - tStarted)} after the process started (epoch ${up.status?.membershipEpoch}); whole run: ${producer.summary()}`,
       );
     } finally {
       if (!released) await crash.stop();
