@@ -218,6 +218,7 @@ export async function startBroker(
       })
     : undefined;
   await moves?.recover();
+  await moveSource?.resume();
   // A Decommissioning member refuses new produce (clients go elsewhere) but
   // keeps dispatching its WAL and serving reads until it owns nothing.
   const decommissioning = (): boolean =>

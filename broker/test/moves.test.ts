@@ -407,6 +407,24 @@ describe("partition moves (3 in-process brokers)", () => {
     expect(nodes.length).toBe(3);
   }, 120_000);
 
+  it("a source restarted between the swap and deleting its copy deletes it after the restart", async () => {
+    const { mc, a, b, p } = await setup("o");
+    for (let i = 0; i < 5; i++) expect(await produceBatch(a, "o", [i], p)).toBe(true);
+    await eventually("visible", 30_000, async () => (await hwm(a, "o", p)) === 5);
+    expect((await req(b, "PUT", `/admin/v1/moves/o/${p}`, { from: "a" })).status).toBe(202);
+    await waitState(b, "o", p, "ready");
+    mc.setOwner("o", p, "b");
+    const dir = join(a.dir, "topics", "o", partitionDirName(p));
+    await eventually("a marked its copy", 10_000, async () => existsSync(join(dir, "moved-away")));
+    await a.broker.crash();
+    running.splice(running.indexOf(a.broker), 1);
+    expect(existsSync(dir)).toBe(true);
+    await waitState(b, "o", p, "done");
+    const a2 = await startNode(mc, "a", a.dir);
+    await eventually("restarted a deleted its copy", 30_000, async () => !existsSync(dir));
+    expect((await readPartition(a2, "o", p)).map(([, id]) => id)).toEqual([0, 1, 2, 3, 4]);
+  }, 120_000);
+
   it("moves a partition there and back; the old owner's leftovers never resurface", async () => {
     const { mc, nodes, a, b, p } = await setup("r");
     for (let i = 0; i < 10; i++)

@@ -8,6 +8,9 @@
 // (nothing may land here any more) and the local copy is deleted after
 // deleteDelayMs, if this node still does not own it then.
 
+import { existsSync } from "node:fs";
+import { rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 import { badRequest, conflict, NaradError, notFound } from "../errors.ts";
 import type { OpenedPartitionLog } from "../log/partition-log.ts";
 import type { Metastore } from "../meta/types.ts";
@@ -15,12 +18,13 @@ import type { PbMoveManifest } from "../rpc/proto.ts";
 
 export interface MoveSourceDeps {
   nodeId: string;
-  metastore: Pick<Metastore, "getTopic" | "ownerOf" | "onChange">;
+  metastore: Pick<Metastore, "getTopic" | "ownerOf" | "onChange" | "listTopics">;
   logs: {
     get(topic: string, partition: number): Promise<OpenedPartitionLog>;
     removePartition(topic: string, partition: number): Promise<void>;
     /** Whether the partition has a directory here. */
     exists(topic: string, partition: number): Promise<boolean>;
+    partitionDir(topic: string, partition: number): string;
   };
   consumers: {
     freezePartition(topic: string, partition: number): Promise<void>;
@@ -36,6 +40,9 @@ export interface MoveSourceDeps {
   deleteDelayMs: number;
   logger: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
 }
+
+/** File in a partition dir: this node gave the partition away and deletes it once the new owner serves it. */
+const movedAwayFile = "moved-away";
 
 interface Freeze {
   token: string;
@@ -178,6 +185,10 @@ export class MoveSource {
     if (f.movedAway) return;
     f.movedAway = true;
     clearTimeout(f.timer);
+    // Remembered on disk: a restart before the deletion must not leave an orphan copy.
+    writeFile(join(this.#d.logs.partitionDir(topic, partition), movedAwayFile), "").catch((err: unknown) =>
+      this.#d.logger.warn({ topic, partition, err }, "could not mark a moved-away partition"),
+    );
     this.#d.logger.info(
       { topic, partition, owner: this.#d.metastore.ownerOf(topic, partition) },
       "moved partition has a new owner; deleting the local copy once it serves the partition",
@@ -221,6 +232,30 @@ export class MoveSource {
         "keeping the moved-away partition: the new owner does not serve it yet",
       );
       this.#scheduleDelete(topic, partition);
+    }
+  }
+
+  /**
+   * After a restart: partitions this node gave away but had not deleted yet
+   * (their moved-away mark) are frozen again and deleted once the new owner
+   * serves them. A mark on a partition this node owns again is dropped.
+   */
+  async resume(): Promise<void> {
+    for (const t of this.#d.metastore.listTopics()) {
+      for (let p = 0; p < t.partitions; p++) {
+        const mark = join(this.#d.logs.partitionDir(t.name, p), movedAwayFile);
+        if (!(await this.#d.logs.exists(t.name, p)) || !existsSync(mark)) continue;
+        const owner = this.#d.metastore.ownerOf(t.name, p);
+        if (owner === this.#d.nodeId) {
+          await rm(mark, { force: true });
+          continue;
+        }
+        if (owner === "") continue;
+        await (await this.#d.logs.get(t.name, p)).freeze();
+        const f: Freeze = { token: "", timer: undefined, movedAway: false };
+        this.#freezes.set(`${t.name}/${p}`, f);
+        this.#movedAway(t.name, p, f);
+      }
     }
   }
 
