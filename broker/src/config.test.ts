@@ -58,3 +58,41 @@ describe("loadConfig", () => {
     expect(loadConfig([...kube, "--auth-file", "/u.json"], {}, "h").security.auth).toBe("on");
   });
 });
+
+describe("overload settings", () => {
+  it("defaults: 128 MiB budget, 15 s admission wait, no rate limits", () => {
+    const c = loadConfig([], {}, "h");
+    expect(c.admission).toEqual({ budgetBytes: 128 * 1024 * 1024, timeoutMs: 15_000 });
+    expect(c.rateLimits).toEqual({ topic: undefined, client: undefined });
+  });
+  it("reads flags and env; a burst defaults to one second's worth; fractional rates are allowed", () => {
+    const c = loadConfig(
+      ["--produce-memory-budget", "1048576", "--topic-rate-limit", "0.5", "--client-rate-limit", "100"],
+      { NARAD_ADMISSION_TIMEOUT_MS: "2000", NARAD_CLIENT_RATE_BURST: "300" },
+      "h",
+    );
+    expect(c.admission).toEqual({ budgetBytes: 1048576, timeoutMs: 2000 });
+    expect(c.rateLimits.topic).toEqual({ rate: 0.5, burst: 1 });
+    expect(c.rateLimits.client).toEqual({ rate: 100, burst: 300 });
+  });
+  it.each([
+    [["--produce-memory-budget", "0"], /produce-memory-budget/],
+    [["--admission-timeout-ms", "0"], /admission-timeout-ms/],
+    [["--topic-rate-limit", "fast"], /topic-rate-limit must be a non-negative number/],
+    [["--client-rate-limit", "5", "--client-rate-burst", "0"], /client-rate-burst must be at least 1/],
+    [["--dispatch-max-pass-bytes", "0"], /dispatch-max-pass-bytes/],
+  ])("rejects %j", (argv, message) => {
+    expect(() => loadConfig(argv, {}, "h")).toThrow(message);
+  });
+  it("lists the flags in narad help", async () => {
+    const { usage } = await import("./config.ts");
+    for (const flag of [
+      "--produce-memory-budget",
+      "--admission-timeout-ms",
+      "--topic-rate-limit",
+      "--client-rate-burst",
+    ]) {
+      expect(usage).toContain(flag);
+    }
+  });
+});

@@ -174,15 +174,22 @@ function parseCount(value: string | undefined, fallback: number, what: string): 
   return n;
 }
 
-/** A rate of 0 turns the limit off; the burst defaults to one second's worth. */
+/**
+ * A rate in messages/s (fractions allowed: 0.5 is one every 2 s); 0 or unset
+ * turns the limit off. The burst defaults to one second's worth, at least 1.
+ */
 function bucketLimit(
-  rate: number,
+  rateText: string | undefined,
   burst: string | undefined,
   what: string,
 ): { rate: number; burst: number } | undefined {
+  const rate = rateText === undefined ? 0 : Number(rateText);
+  if (!Number.isFinite(rate) || rate < 0) {
+    throw new ConfigError(`${what}-limit must be a non-negative number of messages/s, got "${rateText}"`);
+  }
   if (rate === 0) return undefined;
-  const b = parseCount(burst, rate, what);
-  if (b < 1) throw new ConfigError(`${what} must be at least 1`);
+  const b = parseCount(burst, Math.max(1, Math.ceil(rate)), `${what}-burst`);
+  if (b < 1) throw new ConfigError(`${what}-burst must be at least 1`);
   return { rate, burst: b };
 }
 
@@ -263,8 +270,8 @@ export function loadConfig(
       timeoutMs: count("admission-timeout-ms", k.admissionWaitMs),
     },
     rateLimits: {
-      topic: bucketLimit(count("topic-rate-limit", 0), get("topic-rate-burst"), "--topic-rate-burst"),
-      client: bucketLimit(count("client-rate-limit", 0), get("client-rate-burst"), "--client-rate-burst"),
+      topic: bucketLimit(get("topic-rate-limit"), get("topic-rate-burst"), "--topic-rate"),
+      client: bucketLimit(get("client-rate-limit"), get("client-rate-burst"), "--client-rate"),
     },
     wal: {
       segmentBytes: count("wal-segment-bytes", k.walSegmentBytes),

@@ -140,12 +140,14 @@ describe("rate limits", () => {
   beforeAll(async () => {
     narad = await startNarad({
       args: [
+        // Slow refill (one token per 10 s / 5 s) so a slow machine cannot
+        // refill a bucket while the test walks through it.
         "--topic-rate-limit",
-        "2",
+        "0.1",
         "--topic-rate-burst",
         "5",
         "--client-rate-limit",
-        "4",
+        "0.2",
         "--client-rate-burst",
         "8",
       ],
@@ -160,8 +162,10 @@ describe("rate limits", () => {
     }
     const r = await post(`${narad.url}/v1/topics/a/produce`, Buffer.from("over"));
     expect(r.status).toBe(429);
-    expect(JSON.parse(r.body).error).toMatch(/rate limit for topic a exceeded \(2 messages\/s, burst 5\)/);
-    expect(Number(r.retryAfter)).toBeGreaterThanOrEqual(1);
+    expect(JSON.parse(r.body).error).toMatch(/rate limit for topic a exceeded \(0\.1 messages\/s, burst 5\)/);
+    // One token comes back every 10 s.
+    expect(Number(r.retryAfter)).toBeGreaterThan(5);
+    expect(Number(r.retryAfter)).toBeLessThanOrEqual(10);
     // Another topic has its own bucket; a batch takes one token per record.
     const batch = encodeBinaryBatch([
       { partition: -1, key: Buffer.alloc(0), payload: Buffer.from("1") },
@@ -171,14 +175,17 @@ describe("rate limits", () => {
     expect((await post(`${narad.url}/v1/topics/b/produce-batch`, batch, { headers: batchType })).status).toBe(
       202,
     );
-    // The client has now sent 8 messages (its burst): it is refused on a fresh topic too.
+    // The client has now sent 8 messages (its burst; the refused one took no
+    // client token): it is refused on a fresh topic too.
     const c = await post(`${narad.url}/v1/topics/c/produce`, Buffer.from("client"));
     expect(c.status).toBe(429);
     expect(JSON.parse(c.body).error).toMatch(/rate limit for client 127\.0\.0\.1 exceeded/);
     const m = await scrape(narad.url);
     expect(m.get('narad_rate_limited_total{scope="topic"}')).toBe(1);
     expect(m.get('narad_rate_limited_total{scope="client"}')).toBe(1);
-    // After Retry-After the client has tokens again.
+    // After Retry-After (~5 s) the client has a token again.
+    expect(Number(c.retryAfter)).toBeGreaterThan(2);
+    expect(Number(c.retryAfter)).toBeLessThanOrEqual(5);
     await new Promise((r) => setTimeout(r, Number(c.retryAfter) * 1000));
     expect((await post(`${narad.url}/v1/topics/c/produce`, Buffer.from("later"))).status).toBe(202);
   });

@@ -60,12 +60,13 @@ export class AdmissionBudget {
   }
 
   /**
-   * Resolves with a lease for `bytes` (at once when the budget has room and
-   * nobody waits), or rejects: 413 when the share exceeds the whole budget,
-   * 429 with Retry-After when it was not granted within the timeout.
-   * `cancelled` lets the caller withdraw a waiter whose client went away.
+   * A lease for `bytes`: `now` when the budget has room and nobody waits
+   * (no promise, the common case), else `wait`, which rejects with 429 +
+   * Retry-After when not granted within the timeout; `cancel` withdraws a
+   * waiter whose client went away. Throws 413 when the share exceeds the
+   * whole budget.
    */
-  acquire(bytes: number): { lease: Promise<Lease>; cancel(): void } {
+  acquire(bytes: number): { now: Lease } | { wait: Promise<Lease>; cancel(): void } {
     const id = this.#nextId++;
     const start = this.#now();
     const outcome = this.#budget.acquire(id, bytes, start + this.timeoutMs);
@@ -75,12 +76,12 @@ export class AdmissionBudget {
         "PAYLOAD_TOO_LARGE",
         `request needs ${bytes} bytes of the produce memory budget but the whole budget is ${this.capacityBytes} bytes`,
       );
-      return { lease: Promise.reject(err), cancel: () => {} };
+      throw err;
     }
     if (outcome === "granted") {
       this.#report();
       this.#sink?.waited(0);
-      return { lease: Promise.resolve(this.#lease(bytes)), cancel: () => {} };
+      return { now: this.#lease(bytes) };
     }
     const lease = new Promise<Lease>((resolve, reject) => {
       const timer = setTimeout(() => this.#timeout(id), this.timeoutMs);
@@ -88,7 +89,7 @@ export class AdmissionBudget {
       this.#pending.set(id, { bytes, startMs: start, timer, resolve, reject });
     });
     this.#report();
-    return { lease, cancel: () => this.#cancel(id) };
+    return { wait: lease, cancel: () => this.#cancel(id) };
   }
 
   #lease(bytes: number): Lease {

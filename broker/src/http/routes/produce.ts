@@ -15,6 +15,7 @@ import type { TopicConfig } from "../../meta/types.ts";
 import { parseOptionalInt } from "../params.ts";
 import { holdAdmission, registerAdmission } from "../plugins/admission.ts";
 import { RateLimits } from "../plugins/rate-limit.ts";
+import { registerRawBody } from "../plugins/raw-body.ts";
 import {
   ProducerEpochCache,
   type ProducerHeader,
@@ -115,8 +116,7 @@ export function produceRoutes(s: BrokerServices) {
   return async (app: FastifyInstance): Promise<void> => {
     // Bodies are opaque bytes here, whatever their content type; this parser
     // is encapsulated in this plugin so /v1/topics keeps its JSON parser.
-    app.removeAllContentTypeParsers();
-    app.addContentTypeParser("*", { parseAs: "buffer" }, (_req, body, done) => done(null, body));
+    registerRawBody(app);
     registerAdmission(app, budget);
 
     app.post<{ Params: { topic: string }; Querystring: ProduceQuery }>(
