@@ -333,6 +333,34 @@ describe("planScale: decommission", () => {
     expect(sim.stsReplicas).toBe(5);
   });
 
+  it("cancelling keeps a move whose owner was already swapped (the destination must install it)", () => {
+    const mv = (partition: number, state: "ready" | "copying") => ({
+      topic: "a",
+      partition,
+      from: "demo-3",
+      to: "demo-1",
+      startedAt: "x",
+      state,
+    });
+    const p = planScale(
+      input({
+        replicas: 4,
+        members: [member(0), member(1), member(2), member(3, "Decommissioning")],
+        pods: [0, 1, 2, 3].map((i) => pod(i)),
+        scale: { decommissioning: "demo-3", moves: [mv(0, "ready"), mv(1, "copying")] },
+        topics: [topic("a", [1, 3])],
+        moveProbes: new Map<string, MoveProbe>([
+          ["a/0", { kind: "state", state: "ready" }],
+          ["a/1", { kind: "state", state: "copying" }],
+        ]),
+      }),
+    );
+    expect(p.cancel.map((m) => m.partition)).toEqual([1]);
+    expect(p.next?.moves?.map((m) => m.partition)).toEqual([0]);
+    expect(p.next?.decommissioning).toBeUndefined();
+    expect(p.holds.size).toBe(0);
+  });
+
   it("a member that never got a pod is removed without moves", () => {
     const p = planScale(
       input({

@@ -144,11 +144,18 @@ export function planScale(input: ScaleInput): ScalePlan {
 
   // Cancel: scaled back up over the member being decommissioned.
   if (cur !== undefined && cur.ordinal < input.replicas) {
+    // A move whose owner was already swapped is past the point of no return:
+    // the destination owns the partition and must install its copy; it stays
+    // tracked until done. The others are cancelled (the source unfreezes).
+    const swapped = (m: PartitionMoveStatus) =>
+      input.topics.find((t) => t.name === m.topic)?.assignments.find((a) => a.partition === m.partition)
+        ?.owner === m.to;
     const moves = plan.next?.moves ?? [];
-    plan.cancel.push(...moves);
-    plan.next = { ...plan.next, moves: [] };
+    const cancelled = moves.filter((m) => !swapped(m));
+    plan.cancel.push(...cancelled);
+    plan.next = { ...plan.next, moves: moves.filter(swapped) };
     delete plan.next.decommissioning;
-    const msg = `decommission of ${cur.id} cancelled: spec.replicas is ${input.replicas} again; ${moves.length} move(s) in flight cancelled, partitions already moved stay where they are`;
+    const msg = `decommission of ${cur.id} cancelled: spec.replicas is ${input.replicas} again; ${cancelled.length} move(s) in flight cancelled, partitions already moved stay where they are`;
     plan.events.push({ type: "Normal", reason: "DecommissionCancelled", message: msg });
     return finish(plan);
   }
