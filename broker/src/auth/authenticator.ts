@@ -4,13 +4,18 @@
 // file applies to the next request. The cluster shared secret is accepted as
 // a bearer token of the built-in principal "narad-cluster", which may do
 // everything (the operator calls /admin/v1 with it).
+//
+// Credentials that passed the check in the last minute are accepted before
+// the throttle is consulted: someone guessing a user's password locks out
+// new guesses, not the clients of that user that already logged in (a
+// guesser cannot get into that set without passing the throttled check).
 
 import { timingSafeEqual } from "node:crypto";
 import { parseAuthorization } from "./credentials.ts";
 import { allows, type Grant, rootUser } from "./grants.ts";
 import { BusyError, type PasswordChecker } from "./passwords.ts";
 import type { LoginThrottle } from "./throttle.ts";
-import { sha256, type UsersDb } from "./users-file.ts";
+import { sha256, type UserRecord, type UsersDb } from "./users-file.ts";
 
 export interface Principal {
   name: string;
@@ -44,6 +49,10 @@ export interface AuthenticatorDeps {
   nowMs: () => number;
 }
 
+/** How long verified credentials skip the throttle, and how many are remembered. */
+const knownGoodMs = 60_000;
+const knownGoodMax = 10_000;
+
 /** Compared against when the user does not exist, so both paths cost the same. */
 const absentDigest = sha256("narad: no such user");
 
@@ -51,8 +60,14 @@ export function principalAllows(p: Principal, action: Grant["action"], topic: st
   return p.root || allows({ name: p.name, grants: p.grants }, action, topic);
 }
 
+function principalOf(user: UserRecord, via: "basic" | "bearer"): Principal {
+  return { name: user.name, via, root: user.name === rootUser, grants: user.grants };
+}
+
 export class Authenticator {
   readonly #d: AuthenticatorDeps;
+  /** sha256(user, stored password identity, password) hex → expiry (ms); insertion order = age. */
+  readonly #knownGood = new Map<string, number>();
 
   constructor(deps: AuthenticatorDeps) {
     this.#d = deps;
@@ -85,14 +100,21 @@ export class Authenticator {
     const user = name === undefined ? undefined : db.users.get(name);
     if (user === undefined)
       return { ok: false, status: 401, reason: "bad_credentials", message: "invalid bearer token" };
-    return {
-      ok: true,
-      principal: { name: user.name, via: "bearer", root: user.name === rootUser, grants: user.grants },
-    };
+    return { ok: true, principal: principalOf(user, "bearer") };
   }
 
   async #basic(userName: string, password: string): Promise<AuthOutcome> {
     const now = this.#d.nowMs();
+    const user = this.#d.users().users.get(userName);
+    let knownKey: string | undefined;
+    if (user?.password !== undefined) {
+      // Keyed by the stored password too, so a password changed in a reloaded file misses.
+      const id =
+        user.password.kind === "plain" ? user.password.digest.toString("hex") : user.password.encoded;
+      knownKey = sha256(`${userName}\0${id}\0${password}`).toString("hex");
+      const expiry = this.#knownGood.get(knownKey);
+      if (expiry !== undefined && expiry > now) return { ok: true, principal: principalOf(user, "basic") };
+    }
     const gate = this.#d.throttle.begin(userName, now);
     if (!gate.allowed) {
       const retryAfterSeconds = Math.max(1, Math.ceil(gate.retryAfterMs / 1000));
@@ -104,7 +126,6 @@ export class Authenticator {
         retryAfterSeconds,
       };
     }
-    const user = this.#d.users().users.get(userName);
     let ok: boolean;
     try {
       ok =
@@ -116,14 +137,17 @@ export class Authenticator {
         return { ok: false, status: 503, reason: "busy", message: err.message, retryAfterSeconds: 1 };
       throw err;
     }
-    if (!ok || user === undefined) {
+    if (!ok || user === undefined || knownKey === undefined) {
       this.#d.throttle.failed(userName, this.#d.nowMs());
       return { ok: false, status: 401, reason: "bad_credentials", message: "invalid username or password" };
     }
     this.#d.throttle.succeeded(userName);
-    return {
-      ok: true,
-      principal: { name: user.name, via: "basic", root: user.name === rootUser, grants: user.grants },
-    };
+    this.#knownGood.delete(knownKey);
+    this.#knownGood.set(knownKey, this.#d.nowMs() + knownGoodMs);
+    if (this.#knownGood.size > knownGoodMax) {
+      const oldest = this.#knownGood.keys().next().value;
+      if (oldest !== undefined) this.#knownGood.delete(oldest);
+    }
+    return { ok: true, principal: principalOf(user, "basic") };
   }
 }

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { Authenticator } from "./authenticator.ts";
 import { basicHeader, parseAuthorization } from "./credentials.ts";
-import { hashPassword, PasswordChecker } from "./passwords.ts";
+import { BusyError, hashPassword, PasswordChecker } from "./passwords.ts";
 import { LoginThrottle } from "./throttle.ts";
-import { parseUsersFile, sha256, UsersFileError } from "./users-file.ts";
+import { parseScryptHash, parseUsersFile, sha256, UsersFileError } from "./users-file.ts";
 
 const token = "tok-0123456789abcdef";
 
@@ -127,5 +127,56 @@ describe("Authenticator", () => {
     expect(await auth.authenticate(basicHeader("ghost", "x"))).toMatchObject({ status: 429 });
     advance(12_000);
     expect((await auth.authenticate(basicHeader("hashed", "s3cret"))).ok).toBe(true);
+  });
+
+  it("clients that logged in before a lockout keep working; new guesses (and the new password after a change) wait", async () => {
+    let now = 0;
+    let db = parseUsersFile(JSON.stringify({ users: [{ name: "bob", password: "old-pw" }] }));
+    const auth = new Authenticator({
+      users: () => db,
+      clusterSecretDigest: () => undefined,
+      passwords: new PasswordChecker({
+        concurrency: 1,
+        maxQueued: 1,
+        cacheMs: 60_000,
+        cacheEntries: 10,
+        nowMs: () => now,
+      }),
+      throttle: new LoginThrottle(),
+      nowMs: () => now,
+    });
+    expect((await auth.authenticate(basicHeader("bob", "old-pw"))).ok).toBe(true);
+    for (let i = 0; i < 5; i++) await auth.authenticate(basicHeader("bob", `guess-${i}`));
+    expect(await auth.authenticate(basicHeader("bob", "guess-5"))).toMatchObject({ status: 429 });
+    expect((await auth.authenticate(basicHeader("bob", "old-pw"))).ok).toBe(true);
+    // The password changes in the users file: the old one is no longer known-good.
+    db = parseUsersFile(JSON.stringify({ users: [{ name: "bob", password: "new-pw" }] }));
+    expect(await auth.authenticate(basicHeader("bob", "old-pw"))).toMatchObject({ status: 429 });
+    now += 12_000;
+    expect((await auth.authenticate(basicHeader("bob", "new-pw"))).ok).toBe(true);
+    // Known-good entries expire after a minute.
+    for (let i = 0; i < 5; i++) await auth.authenticate(basicHeader("bob", `guess-${i}`));
+    now += 61_000;
+    expect((await auth.authenticate(basicHeader("bob", "new-pw"))).ok).toBe(true);
+  });
+});
+
+describe("PasswordChecker", () => {
+  it("runs at most `concurrency` scrypt checks, refuses past the queue, shares identical checks", async () => {
+    const hash = parseScryptHash(await hashPassword("pw", 16384));
+    const pc = new PasswordChecker({
+      concurrency: 1,
+      maxQueued: 2,
+      cacheMs: 60_000,
+      cacheEntries: 10,
+      nowMs: Date.now,
+    });
+    // Four different wrong passwords: one runs, two queue, the fourth is refused as busy.
+    const results = await Promise.allSettled(["a", "b", "c", "d"].map((p) => pc.verify(hash, p)));
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled", "fulfilled", "rejected"]);
+    expect((results[3] as PromiseRejectedResult).reason).toBeInstanceOf(BusyError);
+    // 50 identical checks at once are one hash (none refused).
+    const same = await Promise.all(Array.from({ length: 50 }, () => pc.verify(hash, "pw")));
+    expect(same.every((x) => x)).toBe(true);
   });
 });
