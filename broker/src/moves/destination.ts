@@ -61,7 +61,7 @@ export interface MoveTiming {
 export interface MoveManagerDeps {
   nodeId: string;
   dataDir: string;
-  metastore: Pick<Metastore, "getTopic" | "ownerOf" | "members" | "onChange">;
+  metastore: Pick<Metastore, "getTopic" | "ownerOf" | "members" | "onChange" | "caughtUp">;
   logs: {
     hold(topic: string, partition: number): () => void;
     install(topic: string, partition: number, fromDir: string): Promise<void>;
@@ -157,10 +157,7 @@ export class MoveManager {
     const markers = await readMarkers(this.#d.dataDir);
     await discardOthers(this.#d.dataDir, new Set(markers.map((m) => `${m.topic}/${m.partition}`)));
     for (const m of markers) {
-      if (this.#d.metastore.getTopic(m.topic) === undefined) {
-        await discardStaged(this.#d.dataDir, m.topic, m.partition);
-        continue;
-      }
+      // The loop fails (and discards) a move whose topic is gone, once the replica is known fresh.
       this.#d.logger.info({ ...m }, "resuming an interrupted partition move");
       this.#launch(new Move(m.topic, m.partition, m.from, m.token));
     }
@@ -270,6 +267,10 @@ export class MoveManager {
     for (;;) {
       this.#stopCheck(m);
       if (this.#d.metastore.getTopic(m.topic) === undefined) {
+        if (this.#d.metastore.caughtUp?.() === false) {
+          await m.sleep(this.#d.timing.retryMs);
+          continue;
+        }
         await this.#fail(m, "the topic was deleted");
         return;
       }
