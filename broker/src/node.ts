@@ -146,7 +146,6 @@ export async function startBroker(
     retryAfterSeconds: k.retryAfterSeconds,
     metrics: rpcMetrics,
     interceptors: security.rpcClientInterceptors,
-    ...(security.rpcTls ? { credentials: security.rpcTls.channel } : {}),
   });
   metastore.onChange(peerMembershipSync(peers, () => metastore.members()));
   const dispatcher = createDispatcher({
@@ -325,7 +324,6 @@ export async function startBroker(
           keepaliveTimeoutMs: k.rpcKeepaliveTimeoutMs,
           shutdownGraceMs: k.rpcShutdownGraceMs,
           interceptors: security.rpcServerInterceptors,
-          ...(security.rpcTls ? { credentials: security.rpcTls.server } : {}),
         },
       )
     : undefined;
