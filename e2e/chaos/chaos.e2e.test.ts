@@ -15,6 +15,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { prng } from "../../broker/src/testing/prng.ts";
+import { clusterCredentials } from "../operator/credentials.ts";
 import {
   getJson,
   type OperatorProcess,
@@ -66,7 +67,7 @@ let op: OperatorProcess | undefined;
 let opCount = 0;
 // Broker calls go through these headers, so credentials can be wired in when
 // the cluster requires them (spec.security); this suite runs without auth.
-const headers: HeaderSource = () => ({});
+let headers: HeaderSource = () => ({});
 
 const cluster = () => getJson<Cluster>(platform.kubectl, ["-n", NS, "naradcluster", NAME]);
 const cond = (c: Cluster | undefined, type: string) => c?.status?.conditions?.find((x) => x.type === type);
@@ -125,6 +126,8 @@ beforeAll(async () => {
     },
     { timeoutMs: 180_000, what: "the cluster to be Ready", intervalMs: 1000 },
   );
+  // Admin credentials when the cluster has auth on (none while it is off).
+  headers = await clusterCredentials(platform.kubectl, NS, NAME);
   const ip = (await pods())[0]!.ip!;
   const created = await fetch(`http://${ip}:7942/v1/topics`, {
     method: "POST",
