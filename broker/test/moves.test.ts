@@ -431,8 +431,15 @@ describe("partition moves (3 in-process brokers)", () => {
       expect(await produceBatch(nodes[i % 3]!, "r", [i * 2, i * 2 + 1], p)).toBe(true);
     await eventually("visible", 30_000, async () => (await hwm(a, "r", p)) === 20);
     const before = await readPartition(a, "r", p);
-    // The source must be the owner.
-    expect((await req(b, "PUT", `/admin/v1/moves/r/${p}`, { from: "c" })).status).toBe(409);
+    // The source must be the owner; bodies and unknown moves get clear 4xx.
+    const stale = await req(b, "PUT", `/admin/v1/moves/r/${p}`, { from: "c" });
+    expect(stale.status).toBe(409);
+    expect(stale.json().error).toMatch(/does not own/);
+    expect((await req(b, "PUT", `/admin/v1/moves/r/${p}`, [1])).status).toBe(400);
+    expect((await req(b, "PUT", `/admin/v1/moves/r/x`, { from: "a" })).status).toBe(400);
+    const unknown = await req(b, "DELETE", `/admin/v1/moves/r/${p}`);
+    expect(unknown.status).toBe(404);
+    expect(unknown.json().error).toMatch(/no move/);
 
     expect((await req(b, "PUT", `/admin/v1/moves/r/${p}`, { from: "a" })).status).toBe(202);
     await waitState(b, "r", p, "ready");
