@@ -17,8 +17,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stderrLog } from "../platform/log.ts";
 import { type Platform, startPlatform } from "../platform/platform.ts";
 import { ensureBinaries } from "../platform/tools.ts";
+import { clusterCredentials } from "./credentials.ts";
 import { getJson, type OperatorProcess, prepareCluster, startOperator, waitFor } from "./harness.ts";
-import { checkLedger, LoadProducer, listBrokerPods, type PodInfo, PodSampler, readTopic } from "./load.ts";
+import {
+  checkLedger,
+  type HeaderSource,
+  LoadProducer,
+  listBrokerPods,
+  type PodInfo,
+  PodSampler,
+  readTopic,
+} from "./load.ts";
 
 const log = stderrLog("roll-e2e");
 const REPO = resolve(import.meta.dirname, "../..");
@@ -51,6 +60,8 @@ let platform: Platform;
 let core: CoreV1Api;
 let logDir: string;
 const operators: OperatorProcess[] = [];
+/** Admin credentials from the operator-created users Secret (set once the cluster exists). */
+let headers: HeaderSource = () => ({});
 
 async function cluster(): Promise<Cluster | undefined> {
   return getJson<Cluster>(platform.kubectl, ["-n", NS, "naradcluster", NAME]);
@@ -88,14 +99,19 @@ async function brokerPid(pod: string): Promise<number> {
 /** Waits until every acked id is readable, then checks: none lost, none twice, also through a second broker. */
 async function verify(producer: LoadProducer, prefix: string): Promise<void> {
   const ips = (await pods()).filter((p) => p.ready && p.ip).map((p) => p.ip as string);
-  const report = await checkLedger(producer, { ip: ips[0]!, topic: TOPIC, partitions: PARTITIONS });
+  const report = await checkLedger(producer, {
+    ip: ips[0]!,
+    topic: TOPIC,
+    partitions: PARTITIONS,
+    headers,
+  });
   console.log(`roll-e2e: ${report.line}`);
   expect(producer.tag).toBe(prefix);
   expect(report.lost.slice(0, 10)).toEqual([]);
   expect(report.duplicated.slice(0, 10)).toEqual([]);
   expect(report.unknown.slice(0, 10)).toEqual([]);
   // the same through another broker (reads cross the cluster RPC)
-  const other = await readTopic(ips[1]!, TOPIC, PARTITIONS);
+  const other = await readTopic(ips[1]!, TOPIC, PARTITIONS, headers);
   expect([...producer.acked].filter((id) => !other?.has(id))).toEqual([]);
 }
 
@@ -148,6 +164,7 @@ beforeAll(async () => {
         image: IMAGE("0.1.0"),
         // short drain bound for the blocked-drain test; a frozen peer must not go Down meanwhile
         rollout: { drainTimeoutSeconds: 5, downGraceSeconds: 120 },
+        security: { auth: { enabled: true } },
       },
     }),
   );
@@ -158,10 +175,11 @@ beforeAll(async () => {
     },
     { timeoutMs: 180_000, what: "the cluster to be Ready", intervalMs: 1000 },
   );
+  headers = await clusterCredentials(platform.kubectl, NS, NAME);
   const ip = (await pods())[0]!.ip!;
   const created = await fetch(`http://${ip}:7942/v1/topics`, {
     method: "POST",
-    headers: { "content-type": "application/json" },
+    headers: { ...headers(), "content-type": "application/json" },
     body: JSON.stringify({ name: TOPIC, partitions: PARTITIONS }),
   });
   expect(created.status).toBe(201);
@@ -179,7 +197,7 @@ describe("drained rolling restart", () => {
     const pvcs = await pvcUids();
     expect(Object.keys(pvcs)).toHaveLength(3);
     const sampler = new PodSampler(() => 3, pods, log);
-    const producer = new LoadProducer({ tag: "r1", topic: TOPIC, ips: () => sampler.readyIps });
+    const producer = new LoadProducer({ tag: "r1", topic: TOPIC, ips: () => sampler.readyIps, headers });
     await sleep(2_000); // traffic before the roll
     const gen = ((await cluster())?.metadata.generation ?? 0) + 1;
     const fromRevision = (await cluster())?.status?.updateRevision ?? "";
@@ -217,7 +235,7 @@ describe("drained rolling restart", () => {
 
   it("an operator SIGKILLed mid-roll is replaced and the new one finishes the roll", async () => {
     const sampler = new PodSampler(() => 3, pods, log);
-    const producer = new LoadProducer({ tag: "r2", topic: TOPIC, ips: () => sampler.readyIps });
+    const producer = new LoadProducer({ tag: "r2", topic: TOPIC, ips: () => sampler.readyIps, headers });
     const gen = ((await cluster())?.metadata.generation ?? 0) + 1;
     const fromRevision = (await cluster())?.status?.updateRevision ?? "";
     const t0 = Date.now();
@@ -250,7 +268,7 @@ describe("drained rolling restart", () => {
 
   it("a drain that cannot finish blocks the roll (RollBlocked), deletes no other pod, and resumes once it drains", async () => {
     const sampler = new PodSampler(() => 3, pods, log);
-    const producer = new LoadProducer({ tag: "r3", topic: TOPIC, ips: () => sampler.readyIps });
+    const producer = new LoadProducer({ tag: "r3", topic: TOPIC, ips: () => sampler.readyIps, headers });
     // Stage the new template while paused, so the roll starts the moment we unpause.
     const gen = ((await cluster())?.metadata.generation ?? 0) + 2;
     const fromRevision = (await cluster())?.status?.updateRevision ?? "";
