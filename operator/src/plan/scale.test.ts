@@ -290,6 +290,32 @@ describe("planScale: decommission", () => {
     expect(q.next?.moves?.length).toBe(2);
   });
 
+  it("a pending move that finds an earlier move's end state on its destination starts anyway", () => {
+    for (const state of ["done", "cancelled", "failed"] as const) {
+      const move = {
+        topic: "a",
+        partition: 0,
+        from: "demo-3",
+        to: "demo-1",
+        startedAt: "x",
+        state: "pending" as const,
+      };
+      const p = planScale(
+        input({
+          replicas: 3,
+          members: [member(0), member(1), member(2), member(3, "Decommissioning")],
+          pods: [0, 1, 2, 3].map((i) => pod(i)),
+          scale: { decommissioning: "demo-3", moves: [move] },
+          topics: [topic("a", [3])],
+          moveProbes: new Map<string, MoveProbe>([["a/0", { kind: "state", state }]]),
+        }),
+      );
+      expect(p.start).toEqual([move]);
+      expect(p.cancel).toEqual([]);
+      expect(p.next?.moves).toEqual([move]);
+    }
+  });
+
   it("a failed move is cancelled and planned again", () => {
     const move = {
       topic: "a",

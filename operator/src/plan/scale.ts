@@ -395,8 +395,15 @@ function advanceMoves(plan: ScalePlan, input: ScaleInput): void {
       });
       continue;
     }
-    // Still owned by the source.
-    if (probe === undefined || probe.kind === "unknown") {
+    // Still owned by the source. A move not started yet ("pending") may find
+    // a finished one of an earlier move of the same partition on its
+    // destination: that is stale, start ours (a PUT over a finished move
+    // starts a new one).
+    const stale =
+      m.state === "pending" &&
+      probe?.kind === "state" &&
+      (probe.state === "done" || probe.state === "failed" || probe.state === "cancelled");
+    if (probe === undefined || probe.kind === "unknown" || stale) {
       plan.start.push(m);
       kept.push(m);
     } else if (probe.kind === "unreachable") {

@@ -1,0 +1,377 @@
+// Scaling against a real API server (the local platform) with the real
+// operator and brokers, under a continuous producer and a verifier that
+// reads every record back (e2e/operator/load.ts):
+//   1. 3 → 5 with spec.rebalance: the new members go Active and partitions
+//      move onto them; then 5 → 2: three decommissions, one at a time
+//      (partition moves, WAL drain, Removed, StatefulSet shrink, PVCs
+//      deleted per whenScaled: Delete); zero lost, zero duplicated, zero
+//      unknown;
+//   2. scaling back up while a member is being decommissioned cancels it;
+//   3. an unsafe scale-down (a remaining broker not Ready) is refused with
+//      Degraded=ScaleDownBlocked and a Warning, the StatefulSet unchanged;
+//      it proceeds once the broker is back; replicas 0 is refused by the CRD.
+// All on one cluster, in order. Numbers go to console.log ("scale-e2e:").
+import { mkdtemp, readFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { CoreV1Api } from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { stderrLog } from "../platform/log.ts";
+import { type Platform, startPlatform } from "../platform/platform.ts";
+import { ensureBinaries } from "../platform/tools.ts";
+import { clusterCredentials } from "./credentials.ts";
+import { getJson, type OperatorProcess, prepareCluster, startOperator, waitFor } from "./harness.ts";
+import {
+  checkLedger,
+  type HeaderSource,
+  LoadProducer,
+  listBrokerPods,
+  type PodInfo,
+  PodSampler,
+  readTopic,
+} from "./load.ts";
+
+const log = stderrLog("scale-e2e");
+const REPO = resolve(import.meta.dirname, "../..");
+const NS = "scaling";
+const LEASE_NS = "narad-system";
+const NAME = "sc";
+const TOPIC = "events";
+const PARTITIONS = 6;
+
+interface Condition {
+  type: string;
+  status: string;
+  reason: string;
+  message: string;
+}
+interface Member {
+  id: string;
+  state: string;
+}
+interface Cluster {
+  metadata: { generation?: number };
+  spec: { replicas?: number };
+  status?: {
+    phase?: string;
+    conditions?: Condition[];
+    members?: Member[];
+    membershipEpoch?: number;
+    scale?: { decommissioning?: string; moves?: Array<{ partition: number; from: string; to: string }> };
+  };
+}
+interface Topic {
+  status?: { assignments?: Array<{ partition: number; owner: string }> };
+}
+
+let platform: Platform;
+let core: CoreV1Api;
+let logDir: string;
+let op: OperatorProcess;
+/** Broker credentials; empty while auth is off (the security work wires them in). */
+let headers: HeaderSource = () => ({});
+
+async function cluster(): Promise<Cluster | undefined> {
+  return getJson<Cluster>(platform.kubectl, ["-n", NS, "naradcluster", NAME]);
+}
+const cond = (c: Cluster | undefined, type: string) => c?.status?.conditions?.find((x) => x.type === type);
+const state = (c: Cluster | undefined, id: string) => c?.status?.members?.find((m) => m.id === id)?.state;
+
+async function owners(): Promise<string[]> {
+  const list = await getJson<{ items: Topic[] }>(platform.kubectl, ["-n", NS, "naradtopics"]);
+  return (list?.items ?? []).flatMap((t) => (t.status?.assignments ?? []).map((a) => a.owner));
+}
+
+async function pods(): Promise<PodInfo[]> {
+  return listBrokerPods(core, NS, NAME);
+}
+
+async function stsReplicas(): Promise<number | undefined> {
+  const s = await getJson<{ spec?: { replicas?: number } }>(platform.kubectl, [
+    "-n",
+    NS,
+    "statefulset",
+    NAME,
+  ]);
+  return s?.spec?.replicas;
+}
+
+async function pvcNames(): Promise<string[]> {
+  const list = await core.listNamespacedPersistentVolumeClaim({ namespace: NS });
+  return list.items
+    .filter((p) => !p.metadata?.deletionTimestamp)
+    .map((p) => p.metadata?.name ?? "")
+    .sort();
+}
+
+async function patch(spec: Record<string, unknown>): Promise<void> {
+  await platform.kubectl([
+    "-n",
+    NS,
+    "patch",
+    "naradcluster",
+    NAME,
+    "--type=merge",
+    "-p",
+    JSON.stringify({ spec }),
+  ]);
+}
+
+async function events(reason: string): Promise<string> {
+  return (await platform.kubectl(["-n", NS, "get", "events", "--field-selector", `reason=${reason}`])).stdout;
+}
+
+async function brokerPid(pod: string): Promise<number> {
+  return Number(
+    (await readFile(join(platform.dir, "node", "pods", `${NS}_${pod}`, "narad.pid"), "utf8")).trim(),
+  );
+}
+
+/** Settled at n brokers: StatefulSet n, exactly members 0..n-1 all Active, no scale work left, n Ready pods. */
+async function waitSettled(n: number, timeoutMs: number, what: string): Promise<Cluster> {
+  return waitFor(
+    async () => {
+      const c = await cluster();
+      const list = await pods();
+      const ids = (c?.status?.members ?? []).map((m) => m.id).sort();
+      const want = Array.from({ length: n }, (_, i) => `${NAME}-${i}`).sort();
+      const ok =
+        (await stsReplicas()) === n &&
+        JSON.stringify(ids) === JSON.stringify(want) &&
+        (c?.status?.members ?? []).every((m) => m.state === "Active") &&
+        c?.status?.scale === undefined &&
+        list.length === n &&
+        list.every((p) => p.ready) &&
+        cond(c, "Ready")?.status === "True";
+      return ok ? c : undefined;
+    },
+    { timeoutMs, what, intervalMs: 500 },
+  );
+}
+
+/** Every acked id readable exactly once, through each remaining broker. */
+async function verify(producer: LoadProducer): Promise<void> {
+  const ips = (await pods()).filter((p) => p.ready && p.ip).map((p) => p.ip as string);
+  const report = await checkLedger(producer, {
+    ip: ips[0]!,
+    topic: TOPIC,
+    partitions: PARTITIONS,
+    headers,
+    timeoutMs: 90_000,
+  });
+  console.log(`scale-e2e: ${report.line}`);
+  expect(report.lost.slice(0, 10)).toEqual([]);
+  expect(report.duplicated.slice(0, 10)).toEqual([]);
+  expect(report.unknown.slice(0, 10)).toEqual([]);
+  for (const ip of ips.slice(1)) {
+    const other = await readTopic(ip, TOPIC, PARTITIONS, headers);
+    expect([...producer.acked].filter((id) => !other?.has(id))).toEqual([]);
+  }
+}
+
+beforeAll(async () => {
+  const binaries = await ensureBinaries(log);
+  logDir = await mkdtemp(join(tmpdir(), "narad-scale-e2e-"));
+  platform = await startPlatform({ dir: logDir, log, binaries, keep: process.env["NARAD_KEEP"] === "1" });
+  core = platform.kubeConfig.makeApiClient(CoreV1Api);
+  await prepareCluster(platform.kubectl, REPO, [NS, LEASE_NS]);
+  op = await startOperator({ kubeconfig: platform.kubeconfigPath, identity: "scale-a", logDir });
+  await op.waitForLine((l) => l.msg === "leading: reconciling", "leadership");
+  await platform.applyYaml(
+    JSON.stringify({
+      apiVersion: "narad.dev/v1alpha1",
+      kind: "NaradCluster",
+      metadata: { name: NAME, namespace: NS },
+      spec: {
+        replicas: 3,
+        image: "ghcr.io/narad/narad:0.1.0",
+        rebalance: true,
+        storage: { reclaimPolicy: { whenScaled: "Delete" } },
+        rollout: { downGraceSeconds: 120 },
+      },
+    }),
+  );
+  await waitSettled(3, 180_000, "the cluster to be Ready at 3");
+  // Admin credentials when the cluster has auth on (none while it is off).
+  headers = await clusterCredentials(platform.kubectl, NS, NAME);
+  const ip = (await pods())[0]!.ip!;
+  const created = await fetch(`http://${ip}:7942/v1/topics`, {
+    method: "POST",
+    headers: { ...headers(), "content-type": "application/json" },
+    body: JSON.stringify({ name: TOPIC, partitions: PARTITIONS }),
+  });
+  expect(created.status).toBe(201);
+  await waitFor(async () => (await owners()).length === PARTITIONS, {
+    timeoutMs: 60_000,
+    what: "the topic's partitions to be assigned",
+    intervalMs: 500,
+  });
+}, 600_000);
+
+afterAll(async () => {
+  await op?.kill("SIGKILL");
+  if (process.env["NARAD_KEEP"] === "1") log(`kept ${logDir} (operator logs, platform state)`);
+  await platform?.stop({ keep: process.env["NARAD_KEEP"] === "1" });
+});
+
+describe("scaling", () => {
+  it("3 → 5 (rebalance onto the new members) → 2 (three decommissions) under load: zero lost, zero duplicated", async () => {
+    let replicas = 3;
+    const sampler = new PodSampler(() => replicas, pods, log);
+    const producer = new LoadProducer({ tag: "s1", topic: TOPIC, ips: () => sampler.readyIps, headers });
+    await sleep(2_000);
+
+    const t0 = Date.now();
+    replicas = 5;
+    await patch({ replicas: 5 });
+    await waitSettled(5, 180_000, "5 Active members");
+    // rebalance: the new members own partitions now
+    await waitFor(
+      async () => {
+        const o = await owners();
+        return (
+          o.includes(`${NAME}-3`) && o.includes(`${NAME}-4`) && (await cluster())?.status?.scale === undefined
+        );
+      },
+      { timeoutMs: 120_000, what: "partitions rebalanced onto the new members", intervalMs: 500 },
+    );
+    const upMs = Date.now() - t0;
+    const spread = await owners();
+    console.log(
+      `scale-e2e: 3 → 5 with rebalance took ${(upMs / 1000).toFixed(1)} s; owners ${spread.join(",")}`,
+    );
+    expect(await events("Rebalanced")).toContain("partitions balanced over 5 member(s)");
+    await sleep(2_000); // traffic on 5
+
+    const t1 = Date.now();
+    replicas = 2;
+    const removedAt: Record<string, number> = {};
+    const watch = (async () => {
+      while (Object.keys(removedAt).length < 3 && Date.now() - t1 < 400_000) {
+        const c = await cluster();
+        for (const m of c?.status?.members ?? [])
+          if (m.state === "Removed" && removedAt[m.id] === undefined) removedAt[m.id] = Date.now() - t1;
+        // never two members leaving at once
+        const leaving = (c?.status?.members ?? []).filter((m) => m.state === "Decommissioning");
+        expect(leaving.length).toBeLessThanOrEqual(1);
+        await sleep(300);
+      }
+    })();
+    await patch({ replicas: 2 });
+    await waitSettled(2, 400_000, "the cluster settled at 2");
+    await watch;
+    const downMs = Date.now() - t1;
+    await sleep(1_000);
+    await producer.stop();
+    await sampler.stop();
+    console.log(
+      `scale-e2e: 5 → 2 took ${(downMs / 1000).toFixed(1)} s (Removed at ${Object.entries(removedAt)
+        .map(([id, ms]) => `${id} ${(ms / 1000).toFixed(1)} s`)
+        .join(", ")}); produce: ${producer.summary()}`,
+    );
+    // highest ordinal first, one at a time
+    const order = Object.entries(removedAt)
+      .sort((a, b) => a[1] - b[1])
+      .map(([id]) => id);
+    expect(order).toEqual([`${NAME}-4`, `${NAME}-3`, `${NAME}-2`]);
+    expect(new Set(await owners())).toEqual(new Set([`${NAME}-0`, `${NAME}-1`]));
+    expect(await stsReplicas()).toBe(2);
+    // whenScaled: Delete → the removed members' PVCs go
+    await waitFor(
+      async () => JSON.stringify(await pvcNames()) === JSON.stringify([`data-${NAME}-0`, `data-${NAME}-1`]),
+      { timeoutMs: 60_000, what: "PVCs of removed members deleted", intervalMs: 500 },
+    );
+    for (const reason of ["Decommissioning", "MovePlanned", "PartitionMoved", "MemberRemoved"])
+      expect(await events(reason), reason).not.toBe("");
+    expect(await events("OwnerSwapped")).toContain("destination ready");
+    await verify(producer);
+  });
+
+  it("scaling back up during a decommission cancels it cleanly", async () => {
+    await patch({ replicas: 3 });
+    await waitSettled(3, 180_000, "3 Active members");
+    await waitFor(
+      async () => (await owners()).includes(`${NAME}-2`) && (await cluster())?.status?.scale === undefined,
+      {
+        timeoutMs: 120_000,
+        what: `partitions rebalanced onto ${NAME}-2`,
+        intervalMs: 500,
+      },
+    );
+    const sampler = new PodSampler(() => 3, pods, log);
+    const live = new LoadProducer({ tag: "s2", topic: TOPIC, ips: () => sampler.readyIps, headers });
+    await patch({ replicas: 2 });
+    await waitFor(async () => state(await cluster(), `${NAME}-2`) === "Decommissioning", {
+      timeoutMs: 60_000,
+      what: `${NAME}-2 Decommissioning`,
+      intervalMs: 100,
+    });
+    const c = await cluster();
+    console.log(
+      `scale-e2e: cancelling with moves in flight: ${JSON.stringify(c?.status?.scale?.moves ?? [])}`,
+    );
+    await patch({ replicas: 3 });
+    await waitFor(
+      async () => (await events("DecommissionCancelled")).includes(`decommission of ${NAME}-2 cancelled`),
+      {
+        timeoutMs: 60_000,
+        what: "DecommissionCancelled",
+        intervalMs: 300,
+      },
+    );
+    await waitSettled(3, 120_000, "back to 3 Active members");
+    await live.stop();
+    await sampler.stop();
+    console.log(`scale-e2e: cancel: produce: ${live.summary()}`);
+    expect(sampler.deleted.size).toBe(0);
+    await verify(live);
+  });
+
+  it("an unsafe scale-down is refused (Degraded=ScaleDownBlocked, StatefulSet unchanged) and proceeds once safe", async () => {
+    const bad = await platform.kubectl(
+      [
+        "-n",
+        NS,
+        "patch",
+        "naradcluster",
+        NAME,
+        "--type=merge",
+        "-p",
+        JSON.stringify({ spec: { replicas: 0 } }),
+      ],
+      { allowFailure: true },
+    );
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/replicas/);
+
+    const stopped = `${NAME}-1`;
+    const pid = await brokerPid(stopped);
+    process.kill(pid, "SIGSTOP");
+    try {
+      await waitFor(async () => (await pods()).find((p) => p.name === stopped)?.ready === false, {
+        timeoutMs: 60_000,
+        what: `${stopped} not Ready`,
+        intervalMs: 300,
+      });
+      await patch({ replicas: 2 });
+      const blocked = await waitFor(
+        async () => {
+          const d = cond(await cluster(), "Degraded");
+          return d?.reason === "ScaleDownBlocked" ? d : undefined;
+        },
+        { timeoutMs: 60_000, what: "Degraded=ScaleDownBlocked", intervalMs: 300 },
+      );
+      console.log(`scale-e2e: refused: ${blocked.message}`);
+      expect(blocked.message).toContain(`${stopped}'s pod is not Ready`);
+      await sleep(3_000);
+      expect(await stsReplicas()).toBe(3);
+      expect(state(await cluster(), `${NAME}-2`)).toBe("Active");
+      expect(await events("ScaleDownBlocked")).toContain("scale-down to 2 refused");
+    } finally {
+      process.kill(pid, "SIGCONT");
+    }
+    await waitSettled(2, 240_000, "the scale-down to finish once every remaining broker is back");
+    expect(new Set(await owners())).toEqual(new Set([`${NAME}-0`, `${NAME}-1`]));
+  });
+});
