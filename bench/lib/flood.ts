@@ -53,7 +53,10 @@ export function post(
 }
 
 export interface FloodStats {
+  /** 2xx answers that arrived before stop() turned true (rates divide these by the window). */
   accepted: number;
+  /** 2xx answers to requests still in flight at the stop, which arrived after it. */
+  acceptedLate: number;
   rejected429: number;
   other: Map<number, number>;
   errors: number;
@@ -76,7 +79,14 @@ export async function flood(opts: {
   /** Requests per second for the whole flood (each loop paces itself); unset = back to back. */
   rate?: number;
 }): Promise<FloodStats> {
-  const stats: FloodStats = { accepted: 0, rejected429: 0, other: new Map(), errors: 0, acceptedMs: [] };
+  const stats: FloodStats = {
+    accepted: 0,
+    acceptedLate: 0,
+    rejected429: 0,
+    other: new Map(),
+    errors: 0,
+    acceptedMs: [],
+  };
   const perLoopGapMs = opts.rate === undefined ? 0 : (opts.connections * 1000) / opts.rate;
   const loop = async (i: number) => {
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
@@ -98,8 +108,11 @@ export async function flood(opts: {
             ...(opts.headers === undefined ? {} : { headers: opts.headers }),
           });
           if (r.status >= 200 && r.status < 300) {
-            stats.accepted++;
-            stats.acceptedMs.push(r.ms);
+            if (opts.stop()) stats.acceptedLate++;
+            else {
+              stats.accepted++;
+              stats.acceptedMs.push(r.ms);
+            }
           } else if (r.status === 429) {
             stats.rejected429++;
             const backoff = Math.min(Number(r.retryAfter ?? 1) * 1000, opts.maxBackoffMs ?? 1000);
