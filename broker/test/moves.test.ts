@@ -416,12 +416,21 @@ describe("partition moves (3 in-process brokers)", () => {
     mc.setOwner("o", p, "b");
     const dir = join(a.dir, "topics", "o", partitionDirName(p));
     await eventually("a marked its copy", 10_000, async () => existsSync(join(dir, "moved-away")));
+    expect((await req(a, "GET", "/admin/v1/status")).json()).toMatchObject({
+      ownedPartitions: 0,
+      movedAwayCopies: 1,
+    });
     await a.broker.crash();
     running.splice(running.indexOf(a.broker), 1);
     expect(existsSync(dir)).toBe(true);
     await waitState(b, "o", p, "done");
     const a2 = await startNode(mc, "a", a.dir);
     await eventually("restarted a deleted its copy", 30_000, async () => !existsSync(dir));
+    await eventually(
+      "status shows no copy kept",
+      10_000,
+      async () => (await req(a2, "GET", "/admin/v1/status")).json().movedAwayCopies === 0,
+    );
     expect((await readPartition(a2, "o", p)).map(([, id]) => id)).toEqual([0, 1, 2, 3, 4]);
   }, 120_000);
 

@@ -159,6 +159,13 @@ export class MoveSource {
     this.#end(topic, partition);
   }
 
+  /** Moved-away partitions whose local copy is still kept (waiting for the new owner to serve them). */
+  heldCopies(): number {
+    let n = 0;
+    for (const f of this.#freezes.values()) if (f.movedAway) n++;
+    return n;
+  }
+
   /** Whether a freeze (or a moved-away hold) is in place: status and tests. */
   frozen(topic: string, partition: number): boolean {
     return this.#freezes.has(`${topic}/${partition}`);

@@ -24,6 +24,8 @@ export function adminRoutes(s: BrokerServices) {
       nodeId: s.nodeId,
       memberState: s.metastore.members().find((m) => m.id === s.nodeId)?.state ?? null,
       ownedPartitions: ownedPartitions(),
+      // Moved-away partitions still kept here (the new owner has not installed them yet): keep the volume.
+      movedAwayCopies: s.moves?.heldCopies() ?? 0,
       ready: s.lifecycle.ready(),
       draining: s.lifecycle.draining(),
       drained: wal.pendingRecords === 0,

@@ -15,6 +15,8 @@ export interface MoveService {
   get(topic: string, partition: number): MoveStatus | undefined;
   list(): MoveStatus[];
   cancel(topic: string, partition: number): Promise<MoveStatus>;
+  /** Partitions moved away from this node whose local copy is kept until the new owner serves them. */
+  heldCopies(): number;
 }
 
 interface MoveParams {
