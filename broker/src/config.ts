@@ -55,6 +55,8 @@ export interface SecurityConfig {
   clusterSecretFile: string | undefined;
   /** Directory with tls.crt and tls.key: the HTTP listener serves HTTPS. */
   tlsDir: string | undefined;
+  /** Directory with ca.crt, tls.crt and tls.key: mutual TLS on the cluster RPC. */
+  clusterTlsDir: string | undefined;
 }
 
 /**
@@ -119,6 +121,7 @@ const settings = {
   "auth-file": { env: "NARAD_AUTH_FILE", file: "authFile" },
   "cluster-secret-file": { env: "NARAD_CLUSTER_SECRET_FILE", file: "clusterSecretFile" },
   "tls-dir": { env: "NARAD_TLS_DIR", file: "tlsDir" },
+  "cluster-tls-dir": { env: "NARAD_CLUSTER_TLS_DIR", file: "clusterTlsDir" },
 } as const;
 type SettingName = keyof typeof settings;
 
@@ -153,6 +156,7 @@ Options (each also settable as the NARAD_* variable shown, or in --config JSON):
                               (single node, auth on, none given: <data-dir>/auth.json is created)
   --cluster-secret-file PATH  shared secret of the cluster RPC               NARAD_CLUSTER_SECRET_FILE
   --tls-dir DIR               serve HTTPS with DIR/tls.crt + DIR/tls.key     NARAD_TLS_DIR
+  --cluster-tls-dir DIR       mutual TLS on the cluster RPC (ca.crt, tls.crt, tls.key) NARAD_CLUSTER_TLS_DIR
   --dev                       single node on 127.0.0.1 with data under ./data
 `;
 
@@ -314,6 +318,7 @@ export function loadConfig(
       authFile: get("auth-file") || undefined,
       clusterSecretFile: get("cluster-secret-file") || undefined,
       tlsDir: get("tls-dir") || undefined,
+      clusterTlsDir: get("cluster-tls-dir") || undefined,
     },
   };
   if (config.nodeId === "") throw new ConfigError("--node-id must not be empty");

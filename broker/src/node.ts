@@ -146,6 +146,7 @@ export async function startBroker(
     retryAfterSeconds: k.retryAfterSeconds,
     metrics: rpcMetrics,
     interceptors: security.rpcClientInterceptors,
+    ...(security.rpcTls ? { credentials: security.rpcTls.channel } : {}),
   });
   metastore.onChange(peerMembershipSync(peers, () => metastore.members()));
   const dispatcher = createDispatcher({
@@ -246,17 +247,7 @@ export async function startBroker(
           logger: logger.child({ component: "consume" }),
         })
       : consumers,
-    ...(moves !== undefined && moveSource !== undefined
-      ? {
-          moves: {
-            start: (t: string, p: number, from: string) => moves.start(t, p, from),
-            get: (t: string, p: number) => moves.get(t, p),
-            list: () => moves.list(),
-            cancel: (t: string, p: number) => moves.cancel(t, p),
-            heldCopies: () => moveSource.heldCopies(),
-          },
-        }
-      : {}),
+    ...(moves !== undefined ? { moves } : {}),
     lifecycle: {
       ready: () => ready && !draining,
       draining: () => draining || decommissioning(),
@@ -334,6 +325,7 @@ export async function startBroker(
           keepaliveTimeoutMs: k.rpcKeepaliveTimeoutMs,
           shutdownGraceMs: k.rpcShutdownGraceMs,
           interceptors: security.rpcServerInterceptors,
+          ...(security.rpcTls ? { credentials: security.rpcTls.server } : {}),
         },
       )
     : undefined;

@@ -5,7 +5,8 @@
 // a call without the metadata is refused; fixing the odd node's secret file
 // lets it in without a restart and its held produce arrives exactly once.
 
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { status } from "@grpc/grpc-js";
@@ -37,7 +38,12 @@ interface Node {
   secretFile: string;
 }
 
-async function startNode(mc: MemoryCluster, id: string, secret: string): Promise<Node> {
+async function startNode(
+  mc: MemoryCluster,
+  id: string,
+  secret: string,
+  extraArgs: string[] = [],
+): Promise<Node> {
   const dir = mkdtempSync(join(tmpdir(), `narad-auth-cluster-${id}-`));
   dirs.push(dir);
   const secretFile = join(dir, "cluster-secret");
@@ -46,6 +52,7 @@ async function startNode(mc: MemoryCluster, id: string, secret: string): Promise
     [
       ...["--data-dir", join(dir, "data"), "--addr", "127.0.0.1:0", "--cluster-addr", "127.0.0.1:0"],
       ...["--node-id", id, "--cluster-secret-file", secretFile],
+      ...extraArgs,
     ],
     {},
     id,
@@ -170,5 +177,80 @@ describe("cluster RPC shared secret", () => {
     process.stdout.write(`cluster secret reload let c in after ${Date.now() - fixedAt} ms\n`);
     expect((await readPartition(a, "t", pOf("a"))).ids).toEqual([2]);
     expect((await readPartition(a, "t", pOf("c"))).status).toBe(200);
+  }, 120_000);
+
+  it("mutual TLS (--cluster-tls-dir): members with certificates from the cluster CA talk; one from another CA is refused", async () => {
+    const certDir = mkdtempSync(join(tmpdir(), "narad-cluster-tls-"));
+    dirs.push(certDir);
+    const openssl = (...args: string[]) =>
+      execFileSync("openssl", args, { cwd: certDir, stdio: ["ignore", "ignore", "pipe"] });
+    const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+    for (const ca of ["ca-good", "ca-other"])
+      openssl(
+        "req",
+        "-x509",
+        ...ec,
+        "-keyout",
+        `${ca}.key`,
+        "-out",
+        `${ca}.crt`,
+        "-days",
+        "1",
+        "-subj",
+        `/CN=${ca}`,
+      );
+    /** A node's TLS dir: ca.crt is always the cluster CA; its own certificate comes from `issuer`. */
+    const nodeDir = (id: string, issuer: string): string => {
+      openssl("req", ...ec, "-keyout", `${id}.key`, "-out", `${id}.csr`, "-subj", `/CN=${id}`);
+      openssl(
+        "x509",
+        "-req",
+        "-in",
+        `${id}.csr`,
+        "-CA",
+        `${issuer}.crt`,
+        "-CAkey",
+        `${issuer}.key`,
+        "-CAcreateserial",
+        "-out",
+        `${id}.crt`,
+        "-days",
+        "1",
+      );
+      const d = join(certDir, id);
+      mkdirSync(d);
+      copyFileSync(join(certDir, "ca-good.crt"), join(d, "ca.crt"));
+      copyFileSync(join(certDir, `${id}.crt`), join(d, "tls.crt"));
+      copyFileSync(join(certDir, `${id}.key`), join(d, "tls.key"));
+      return d;
+    };
+    const mc = createMemoryCluster();
+    const a = await startNode(mc, "a", goodSecret, ["--cluster-tls-dir", nodeDir("a", "ca-good")]);
+    const b = await startNode(mc, "b", goodSecret, ["--cluster-tls-dir", nodeDir("b", "ca-good")]);
+    const c = await startNode(mc, "c", goodSecret, ["--cluster-tls-dir", nodeDir("c", "ca-other")]);
+    expect((await req(a, "POST", "/v1/topics", { name: "m", partitions: 3 })).status).toBe(201);
+    const owners = mc.owners("m");
+    const pOf = (id: string) => owners.indexOf(id);
+    expect(
+      (await req(a, "POST", `/v1/topics/m/produce?partition=${pOf("b")}`, JSON.stringify({ id: 7 }))).status,
+    ).toBe(202);
+    await eventually("a→b commit over mTLS", 30_000, async () =>
+      (await readPartition(b, "m", pOf("b"))).ids.includes(7),
+    );
+    expect((await readPartition(a, "m", pOf("b"))).ids).toEqual([7]);
+    // c's certificate is not from the cluster CA: a refuses it, so reads both ways fail.
+    expect((await readPartition(a, "m", pOf("c"))).status).toBe(503);
+    expect((await readPartition(c, "m", pOf("a"))).status).toBe(503);
+    // A plaintext client (with the right secret) gets nowhere either.
+    const plain = peerPool([clusterAuthClientInterceptor(() => clusterRpcToken(goodSecret))]);
+    const err = await plain
+      .peer(a.broker.cluster!.address)
+      .adminStatus()
+      .then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
+    plain.close();
+    expect(err).toBeInstanceOf(Error);
   }, 120_000);
 });

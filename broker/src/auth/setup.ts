@@ -11,6 +11,7 @@ import type { Config } from "../config.ts";
 import type { AppOptions } from "../http/app.ts";
 import { httpsServerFactory, loadTls, type TlsMaterial, watchTls } from "../http/tls.ts";
 import { clusterAuthClientInterceptor, clusterAuthServerInterceptor } from "../rpc/auth.ts";
+import { type ClusterTls, clusterTlsCredentials } from "../rpc/tls.ts";
 import { Authenticator } from "./authenticator.ts";
 import { type ClusterSecret, openClusterSecret } from "./cluster-secret.ts";
 import { PasswordChecker } from "./passwords.ts";
@@ -30,6 +31,8 @@ const rejectLogIntervalMs = 5000;
 export interface Security {
   rpcClientInterceptors: Interceptor[];
   rpcServerInterceptors: ServerInterceptor[];
+  /** Mutual TLS credentials of the cluster RPC (--cluster-tls-dir), else undefined. */
+  rpcTls: ClusterTls | undefined;
   appOptions(registry: Registry): AppOptions;
   /** After listen: start applying certificate changes to the HTTPS server. */
   startTlsReload(): void;
@@ -94,6 +97,8 @@ export async function openSecurity(
         ? [clusterAuthClientInterceptor(() => (clusterSecret as ClusterSecret).rpcToken())]
         : [],
     rpcServerInterceptors,
+    rpcTls:
+      sec.clusterTlsDir === undefined ? undefined : clusterTlsCredentials(sec.clusterTlsDir, securityPollMs),
     scheme: tls === undefined ? "http" : "https",
     appOptions(registry) {
       const opts: AppOptions = {};

@@ -4,7 +4,7 @@
 // (commits: the dispatcher's; others: rpcReadTimeoutMs). Failures surface as
 // NaradError (rpc/status.ts) so callers can answer HTTP directly.
 
-import { Client, credentials, type Interceptor, Metadata } from "@grpc/grpc-js";
+import { type ChannelCredentials, Client, credentials, type Interceptor, Metadata } from "@grpc/grpc-js";
 import type { CommitRecord } from "../core/records.ts";
 import { clusterAddressOf, type MemberView } from "../core/routing.ts";
 import type { NaradError } from "../errors.ts";
@@ -46,6 +46,8 @@ export interface PeerPoolOptions {
   nowMs?: () => number;
   /** More client interceptors, run after the built-in ones (e.g. the cluster-auth metadata). */
   interceptors?: Interceptor[];
+  /** TLS (rpc/tls.ts); insecure when absent. */
+  credentials?: ChannelCredentials;
 }
 
 export interface PeerClient {
@@ -182,7 +184,10 @@ export function createPeerPool(o: PeerPoolOptions): PeerPool {
     peer(address) {
       let entry = clients.get(address);
       if (entry === undefined) {
-        const client = new Client(address, credentials.createInsecure(), { ...channelOptions, interceptors });
+        const client = new Client(address, o.credentials ?? credentials.createInsecure(), {
+          ...channelOptions,
+          interceptors,
+        });
         entry = { client, peer: makePeer(address, client) };
         clients.set(address, entry);
       }

@@ -67,6 +67,8 @@ export interface ClusterServerOptions {
   shutdownGraceMs: number;
   /** Server interceptors (e.g. the cluster-auth check), run before any handler. */
   interceptors?: ServerInterceptor[];
+  /** TLS (rpc/tls.ts); insecure when absent. */
+  credentials?: ServerCredentials;
 }
 
 export interface ClusterServer {
@@ -260,8 +262,10 @@ export async function startClusterServer(
   };
   const bind = (server: Server, port: number): Promise<number> =>
     new Promise((resolve, reject) => {
-      server.bindAsync(formatHostPort(o.host, port), ServerCredentials.createInsecure(), (err, bound) =>
-        err ? reject(err) : resolve(bound),
+      server.bindAsync(
+        formatHostPort(o.host, port),
+        o.credentials ?? ServerCredentials.createInsecure(),
+        (err, bound) => (err ? reject(err) : resolve(bound)),
       );
     });
   const create = (): Server => {
