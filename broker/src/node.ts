@@ -66,6 +66,12 @@ export async function startBroker(
   opts: StartBrokerOptions = {},
 ): Promise<RunningBroker> {
   const nowMs = () => Date.now();
+  // Leases, visibility timeouts and long-poll deadlines run on a monotonic
+  // clock (epoch-like ms: wall time at process start + monotonic elapsed), so
+  // a wall-clock step (NTP, an operator setting the date) neither expires
+  // every lease at once nor keeps one for an hour. Record timestamps and
+  // retention stay on the wall clock.
+  const monoMs = () => performance.timeOrigin + performance.now();
   await mkdir(config.dataDir, { recursive: true });
   const lock = await acquireDataDirLock(config.dataDir);
   const metrics = createBrokerMetrics({ defaultMetrics: true });
@@ -119,7 +125,7 @@ export async function startBroker(
     dataDir: config.dataDir,
     logs,
     metastore,
-    nowMs,
+    nowMs: monoMs,
     logger: logger.child({ component: "consumer" }),
     metrics,
     groupPattern: k.topicNamePattern,
@@ -243,7 +249,7 @@ export async function startBroker(
           peers,
           retryAfterSeconds: k.retryAfterSeconds,
           reprobeIntervalMs: k.consumeReprobeIntervalMs,
-          nowMs,
+          nowMs: monoMs,
           logger: logger.child({ component: "consume" }),
         })
       : consumers,
