@@ -198,7 +198,14 @@ export class MoveManager {
     // A stale `from` would copy a partition that is not the live one.
     if (owner !== from) throw conflict(`"${from}" does not own ${key} (owner: ${owner || "none"})`);
     const move = new Move(topic, partition, from);
-    await writeMarker(this.#d.dataDir, { topic, partition, from, token: move.token });
+    // Registered before the first await, so a concurrent identical PUT finds it.
+    this.#moves.set(key, move);
+    try {
+      await writeMarker(this.#d.dataDir, { topic, partition, from, token: move.token });
+    } catch (err) {
+      this.#moves.delete(key);
+      throw err;
+    }
     this.#launch(move);
     return move.status();
   }
@@ -240,6 +247,8 @@ export class MoveManager {
       if (err instanceof Stopped) return;
       this.#d.logger.error({ topic: move.topic, partition: move.partition, err }, "partition move crashed");
       move.error = String(err);
+      move.state = "failed";
+      if (!this.#owner(move)) move.release?.();
     });
   }
 
