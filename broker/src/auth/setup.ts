@@ -54,8 +54,10 @@ export async function openSecurity(
   if (sec.clusterSecretFile !== undefined) {
     clusterSecret = await openClusterSecret(sec.clusterSecretFile, log, securityPollMs);
     closers.push(() => clusterSecret?.close());
-  } else if (config.metastore === "kubernetes") {
-    log.warn("no --cluster-secret-file: cluster RPC between brokers is not authenticated");
+  } else if (config.metastore === "kubernetes" && sec.clusterTlsDir === undefined) {
+    log.warn(
+      "no --cluster-secret-file or --cluster-tls-dir: cluster RPC between brokers is not authenticated",
+    );
   }
 
   let users: UsersStore | undefined;
