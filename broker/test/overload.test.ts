@@ -268,7 +268,9 @@ describe("a flood of large produces", () => {
         `RSS baseline ${(baseline / MiB).toFixed(0)} MiB peak ${(peak / MiB).toFixed(0)} MiB (+${(grown / MiB).toFixed(0)}), ` +
         `consume+ack+read p50 ${percentile(consumeMs, 0.5).toFixed(0)} ms p99 ${percentile(consumeMs, 0.99).toFixed(0)} ms max ${consumeMs.at(-1)?.toFixed(0)} ms (${consumeMs.length} rounds)`,
     );
-    expect(stats.accepted).toBeGreaterThan(10);
+    // Progress, not speed (the disk is shared): the budget turned over at
+    // least twice (4 × 8 MiB through a 16 MiB budget) inside the window.
+    expect(stats.accepted).toBeGreaterThanOrEqual(4);
     expect(stats.errors).toBe(0);
     expect([...stats.other.keys()]).toEqual([]);
     // Margin: fixed buffers that do not grow with the offered load — the
