@@ -29,6 +29,7 @@ import { stderrLog } from "../platform/log.ts";
 import { podProcessPid } from "../platform/node-agent/pids.ts";
 import { type Platform, startPlatform } from "../platform/platform.ts";
 import { ensureBinaries } from "../platform/tools.ts";
+import { clusterCredentials } from "./credentials.ts";
 import { getJson, type OperatorProcess, prepareCluster, startOperator, waitFor } from "./harness.ts";
 import {
   BROKER_PORT,
@@ -51,7 +52,8 @@ const PARTITIONS = 6;
 /** Short for the test, long enough that an ordinary restart (~1 s backoff + startup) stays within it. */
 const DOWN_GRACE_SECONDS = 10;
 const VICTIM = `${NAME}-1`;
-const headers: HeaderSource = () => ({});
+/** Admin credentials from the operator-created users Secret (set once the cluster exists). */
+let headers: HeaderSource = () => ({});
 
 interface Member {
   id: string;
@@ -174,7 +176,11 @@ beforeAll(async () => {
       apiVersion: "narad.dev/v1alpha1",
       kind: "NaradCluster",
       metadata: { name: NAME, namespace: NS },
-      spec: { replicas: 3, rollout: { downGraceSeconds: DOWN_GRACE_SECONDS } },
+      spec: {
+        replicas: 3,
+        rollout: { downGraceSeconds: DOWN_GRACE_SECONDS },
+        security: { auth: { enabled: true } },
+      },
     }),
   );
   await waitFor(
@@ -184,6 +190,7 @@ beforeAll(async () => {
     },
     { timeoutMs: 180_000, what: "the cluster to be Ready", intervalMs: 1000 },
   );
+  headers = await clusterCredentials(platform.kubectl, NS, NAME);
   const ip = (await pods())[0]!.ip!;
   const created = await fetch(`http://${ip}:${BROKER_PORT}/v1/topics`, {
     method: "POST",

@@ -8,10 +8,13 @@
 //   - authenticate cluster RPC with the shared secret: records produced on
 //     one broker are read back through the others (partitions on all three);
 //   - let the operator's own admin calls through (WAL counts in status).
+// A second, 1-broker cluster serves HTTPS from a kubernetes.io/tls Secret.
 // Also: the optional NetworkPolicy object as stored (the local platform has
 // no network plugin, so it is not enforced here), and the pods' security
 // context (carried in the spec; the node agent runs pods as root processes).
-import { mkdtemp } from "node:fs/promises";
+import { execFileSync } from "node:child_process";
+import { mkdtemp, readFile } from "node:fs/promises";
+import https from "node:https";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { CoreV1Api } from "@kubernetes/client-node";
@@ -116,7 +119,7 @@ describe("security on a NaradCluster", () => {
     expect(creds.password).toMatch(/^[0-9a-f]{48}$/);
     expect(creds.clusterSecret).toMatch(/^[0-9a-f]{64}$/);
     const sts = await getJson<Record<string, unknown>>(platform.kubectl, ["-n", NS, "statefulset", NAME]);
-    const template = JSON.stringify((sts?.["spec"] as { template: unknown }).template);
+    const template = JSON.stringify((sts?.["spec"] as { template?: unknown } | undefined)?.template);
     expect(template).not.toContain(creds.password);
     expect(template).not.toContain(creds.clusterSecret);
     expect(template).toContain('"NARAD_AUTH","value":"on"');
@@ -217,5 +220,91 @@ describe("security on a NaradCluster", () => {
       [7942, 2], // the cluster's brokers + allowFrom
       [7943, 1], // the cluster's brokers only
     ]);
+  });
+});
+
+describe("TLS on the API port", () => {
+  const TLS_NAME = "tls";
+
+  it("brokers serve HTTPS from a kubernetes.io/tls Secret; probes and the operator's admin calls use it (trusting ca.crt)", async () => {
+    // A self-signed certificate that is also its own CA (ca.crt = tls.crt).
+    const certDir = await mkdtemp(join(tmpdir(), "narad-tls-"));
+    const crt = join(certDir, "tls.crt");
+    const key = join(certDir, "tls.key");
+    execFileSync("openssl", [
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:prime256v1",
+      "-nodes",
+      "-keyout",
+      key,
+      "-out",
+      crt,
+      "-days",
+      "1",
+      "-subj",
+      "/CN=narad-e2e",
+      "-addext",
+      "basicConstraints=critical,CA:TRUE",
+    ]);
+    await platform.kubectl([
+      "-n",
+      NS,
+      "create",
+      "secret",
+      "generic",
+      "broker-tls",
+      "--type=kubernetes.io/tls",
+      `--from-file=tls.crt=${crt}`,
+      `--from-file=tls.key=${key}`,
+      `--from-file=ca.crt=${crt}`,
+    ]);
+    await platform.applyYaml(
+      JSON.stringify({
+        apiVersion: "narad.dev/v1alpha1",
+        kind: "NaradCluster",
+        metadata: { name: TLS_NAME, namespace: NS },
+        spec: {
+          replicas: 1,
+          image: "ghcr.io/narad/narad:0.1.0",
+          security: { auth: { enabled: true }, tls: { secretName: "broker-tls" } },
+        },
+      }),
+    );
+    // Ready means the node agent's HTTPS readiness probe passed.
+    const c = await waitFor(
+      async () => {
+        const x = await getJson<Cluster>(platform.kubectl, ["-n", NS, "naradcluster", TLS_NAME]);
+        const ready = x?.status?.conditions?.find((y) => y.type === "Ready")?.status === "True";
+        // WAL counts come from the operator's own status call over HTTPS with the bearer.
+        return ready && x?.status?.members?.[0]?.walPendingRecords !== undefined ? x : undefined;
+      },
+      { timeoutMs: 240_000, what: "the TLS cluster Ready with WAL counts", intervalMs: 1000 },
+    );
+    expect(c.status?.members).toHaveLength(1);
+    const ip = (await listBrokerPods(core, NS, TLS_NAME))[0]?.ip as string;
+    const ca = await readFile(crt, "utf8");
+    const get = (path: string, headers: Record<string, string> = {}) =>
+      new Promise<number>((resolveStatus, reject) => {
+        const req = https.request(
+          `https://${ip}:7942${path}`,
+          { ca, headers, checkServerIdentity: () => undefined },
+          (res) => {
+            res.resume();
+            resolveStatus(res.statusCode ?? 0);
+          },
+        );
+        req.on("error", reject);
+        req.end();
+      });
+    expect(await get("/healthz")).toBe(200);
+    expect(await get("/v1/topics")).toBe(401);
+    const creds = await adminCredentials(platform.kubectl, NS, TLS_NAME);
+    expect(await get("/v1/topics", basicAuth(creds.username, creds.password))).toBe(200);
+    // Plain HTTP on the same port is not served.
+    await expect(fetch(url(ip, "/healthz"), { signal: AbortSignal.timeout(5_000) })).rejects.toThrow();
   });
 });
