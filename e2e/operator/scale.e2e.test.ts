@@ -302,11 +302,14 @@ describe("scaling", () => {
     const sampler = new PodSampler(() => 3, pods, log);
     const live = new LoadProducer({ tag: "s2", topic: TOPIC, ips: () => sampler.readyIps, headers });
     await patch({ replicas: 2 });
-    await waitFor(async () => state(await cluster(), `${NAME}-2`) === "Decommissioning", {
-      timeoutMs: 60_000,
-      what: `${NAME}-2 Decommissioning`,
-      intervalMs: 100,
-    });
+    // wait until moves are in flight (persisted), so the cancel has something to cancel
+    await waitFor(
+      async () => {
+        const c = await cluster();
+        return state(c, `${NAME}-2`) === "Decommissioning" && (c?.status?.scale?.moves ?? []).length > 0;
+      },
+      { timeoutMs: 60_000, what: `${NAME}-2 Decommissioning with moves in flight`, intervalMs: 100 },
+    );
     const c = await cluster();
     console.log(
       `scale-e2e: cancelling with moves in flight: ${JSON.stringify(c?.status?.scale?.moves ?? [])}`,
