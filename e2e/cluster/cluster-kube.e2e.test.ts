@@ -11,7 +11,8 @@
 //     server (not a stale replica) says it is gone;
 //   - the API server unreachable for 60 s: produce and consume go on, topic
 //     creation is 503, membership does not move; afterwards creation works.
-import { mkdtemp, rm } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -96,6 +97,21 @@ async function setStates(changes: Record<string, MemberStatus["state"]>): Promis
   await sleep(300);
 }
 
+// Auth as the operator sets it up (issue #9): a users file with an admin
+// and a shared cluster RPC secret, both files; every request sends Basic admin.
+const ADMIN_PASSWORD = randomBytes(12).toString("hex");
+const AUTH_HEADER = `Basic ${Buffer.from(`admin:${ADMIN_PASSWORD}`).toString("base64")}`;
+const authFile = () => join(dir, "users.json");
+const clusterSecretFile = () => join(dir, "cluster-secret");
+
+async function writeSecurityFiles(): Promise<void> {
+  const users = {
+    users: [{ name: "admin", password: ADMIN_PASSWORD, grants: [{ action: "admin", topics: "*" }] }],
+  };
+  await writeFile(authFile(), JSON.stringify(users));
+  await writeFile(clusterSecretFile(), randomBytes(32).toString("hex"));
+}
+
 async function startBroker(b: Broker): Promise<void> {
   b.proc = await startNarad({
     port: b.httpPort,
@@ -115,6 +131,12 @@ async function startBroker(b: Broker): Promise<void> {
       `127.0.0.1:${b.httpPort + 1}`,
       "--drain-timeout-ms",
       "3000",
+      "--auth",
+      "on",
+      "--auth-file",
+      authFile(),
+      "--cluster-secret-file",
+      clusterSecretFile(),
     ],
     env: { KUBECONFIG: brokerKubeconfig, KUBERNETES_SERVICE_HOST: "" },
   });
@@ -123,6 +145,7 @@ async function startBroker(b: Broker): Promise<void> {
 beforeAll(async () => {
   const started = Date.now();
   dir = await mkdtemp(join(tmpdir(), "narad-cluster-kube-"));
+  await writeSecurityFiles();
   cp = await startControlPlane({ dir: join(dir, "cp"), log });
   kc = new KubeConfig();
   kc.loadFromFile(cp.kubeconfigPath);
@@ -164,10 +187,13 @@ async function http(b: Broker, method: string, path: string, body?: string | obj
   const res = await fetch(`${b.url}${path}`, {
     method,
     ...(body === undefined
-      ? {}
+      ? { headers: { authorization: AUTH_HEADER } }
       : typeof body === "string"
-        ? { body }
-        : { body: JSON.stringify(body), headers: { "content-type": "application/json" } }),
+        ? { body, headers: { authorization: AUTH_HEADER } }
+        : {
+            body: JSON.stringify(body),
+            headers: { authorization: AUTH_HEADER, "content-type": "application/json" },
+          }),
     signal: AbortSignal.timeout(20_000),
   });
   const text = await res.text();
