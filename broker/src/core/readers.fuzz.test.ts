@@ -130,7 +130,7 @@ describe(`reader fuzzing (seed ${seed})`, () => {
       }
     }
     expect(accepted).toBeGreaterThan(0);
-  });
+  }, 60_000);
 
   it("log frames: header, CRC, record walker and id scan never throw on mutated frames with a fixed CRC", () => {
     const r = prng(seed + 1);
@@ -160,7 +160,7 @@ describe(`reader fuzzing (seed ${seed})`, () => {
       } else expect(out).toEqual([]);
     }
     expect(decoded).toBeGreaterThan(0);
-  });
+  }, 60_000);
 
   it("batch bodies: binary and NDJSON decoders only ever refuse with a 400", () => {
     const r = prng(seed + 2);
@@ -183,7 +183,7 @@ describe(`reader fuzzing (seed ${seed})`, () => {
       const nd = r.bool(0.5) ? Buffer.from(lines.join("\n")) : mutate(r, Buffer.from(lines.join("\n")));
       onlyClientErrors(() => decodeNdjsonBatch(nd, r.pick([0, 10, 1 << 20])));
     }
-  });
+  }, 60_000);
 
   it("receipt handles: random and mutated strings are parsed or refused, never thrown", () => {
     const r = prng(seed + 3);
@@ -205,7 +205,7 @@ describe(`reader fuzzing (seed ${seed})`, () => {
         expect([".", ".."]).not.toContain(p.handle.group);
       }
     }
-  });
+  }, 60_000);
 
   it("topic specs: random JSON values are accepted as a valid topic or refused with a 400", () => {
     const r = prng(seed + 4);
@@ -260,7 +260,7 @@ describe(`reader fuzzing (seed ${seed})`, () => {
         expect(Number.isInteger(t.partitions) && t.partitions >= 1 && t.partitions <= 108).toBe(true);
       });
     }
-  });
+  }, 60_000);
 
   it("message JSON: any key and payload bytes render as valid JSON that gives the bytes back", () => {
     const r = prng(seed + 5);
@@ -319,5 +319,5 @@ describe(`reader fuzzing (seed ${seed})`, () => {
       if (parsed.ok) expect(m.payload).toEqual(parsed.value);
       else expect(m.payload).toBe(text);
     }
-  });
+  }, 60_000);
 });

@@ -15,7 +15,7 @@ import { openIngressWal } from "./ingress-wal.ts";
 import { makeTempDir, readAll, sameRecord, smallOptions, testRecord } from "./wal-test-helpers.ts";
 
 const seed = fuzzSeed(4242);
-const trials = 25;
+const trials = 20;
 
 function damage(r: Prng, b: Buffer): Buffer {
   switch (r.int(5)) {
@@ -89,7 +89,7 @@ describe(`recovery over random bytes (seed ${seed})`, () => {
       await reopened.close();
       await rm(dir, { recursive: true, force: true });
     }
-  });
+  }, 120_000);
 
   it("partition log: opens, serves only written records, commits again", async () => {
     const r = prng(seed + 1);
@@ -147,5 +147,5 @@ describe(`recovery over random bytes (seed ${seed})`, () => {
       await reopened.close();
       await rm(dir, { recursive: true, force: true });
     }
-  });
+  }, 120_000);
 });
