@@ -1,0 +1,219 @@
+// The Kubernetes API server down for minutes (NARAD_APISERVER_DOWN_SECONDS,
+// default 120) under a 3-broker cluster run by the real operator, with
+// continuous produce and queue consumption through every broker:
+//   - the data plane keeps serving: produce 202s, consume and ack work, every
+//     broker stays ready (brokers serve from their watch-fed replica);
+//   - topic changes are refused with a 503 while the metastore is unreachable;
+//   - no member is ever marked Down (during, or after the API server returns);
+//   - nothing acknowledged is lost or stored twice, and everything acknowledged
+//     is delivered to the consumer.
+// Numbers are printed with "apiserver-down-e2e:" for the README.
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { CoreV1Api } from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  getJson,
+  type OperatorProcess,
+  prepareCluster,
+  startOperator,
+  waitFor,
+} from "../operator/harness.ts";
+import {
+  BROKER_PORT,
+  checkLedger,
+  type HeaderSource,
+  LoadProducer,
+  listBrokerPods,
+  QueueConsumer,
+} from "../operator/load.ts";
+import { stderrLog } from "../platform/log.ts";
+import { type Platform, startPlatform } from "../platform/platform.ts";
+import { ensureBinaries } from "../platform/tools.ts";
+
+const log = stderrLog("apiserver-down-e2e");
+const REPO = resolve(import.meta.dirname, "../..");
+const NS = "apidown";
+const NAME = "apidown";
+const TOPIC = "events";
+const PARTITIONS = 6;
+const DOWN_SECONDS = Number(process.env["NARAD_APISERVER_DOWN_SECONDS"] ?? "120");
+
+interface Cluster {
+  status?: {
+    phase?: string;
+    conditions?: Array<{ type: string; status: string }>;
+    members?: Array<{ id: string; state: string }>;
+  };
+}
+
+let platform: Platform;
+let core: CoreV1Api;
+let logDir: string;
+let op: OperatorProcess;
+let ips: string[] = [];
+const headers: HeaderSource = () => ({});
+
+const cluster = () => getJson<Cluster>(platform.kubectl, ["-n", NS, "naradcluster", NAME]);
+
+beforeAll(async () => {
+  const binaries = await ensureBinaries(log);
+  logDir = await mkdtemp(join(tmpdir(), "narad-apidown-e2e-"));
+  platform = await startPlatform({ dir: logDir, log, binaries, keep: process.env["NARAD_KEEP"] === "1" });
+  core = platform.kubeConfig.makeApiClient(CoreV1Api);
+  await prepareCluster(platform.kubectl, REPO, [NS, "narad-system"]);
+  op = await startOperator({ kubeconfig: platform.kubeconfigPath, identity: "apidown-a", logDir });
+  await op.waitForLine((l) => l.msg === "leading: reconciling", "leadership");
+  await platform.applyYaml(
+    JSON.stringify({
+      apiVersion: "narad.dev/v1alpha1",
+      kind: "NaradCluster",
+      metadata: { name: NAME, namespace: NS },
+      spec: { replicas: 3, image: "ghcr.io/narad/narad:0.1.0" },
+    }),
+  );
+  await waitFor(
+    async () => {
+      const c = await cluster();
+      return (
+        c?.status?.conditions?.find((x) => x.type === "Ready")?.status === "True" &&
+        c.status.members?.length === 3 &&
+        c.status.members.every((m) => m.state === "Active")
+      );
+    },
+    { timeoutMs: 180_000, what: "the cluster to be Ready with 3 Active members", intervalMs: 1000 },
+  );
+  ips = (await listBrokerPods(core, NS, NAME))
+    .map((p) => p.ip)
+    .filter((ip): ip is string => ip !== undefined);
+  expect(ips).toHaveLength(3);
+  const created = await fetch(`http://${ips[0]}:${BROKER_PORT}/v1/topics`, {
+    method: "POST",
+    headers: { ...headers(), "content-type": "application/json" },
+    body: JSON.stringify({ name: TOPIC, partitions: PARTITIONS }),
+  });
+  expect(created.status).toBe(201);
+  // Every broker's replica has the topic before the outage.
+  await waitFor(
+    async () => {
+      for (const ip of ips) {
+        const r = await fetch(`http://${ip}:${BROKER_PORT}/v1/topics/${TOPIC}`, { headers: headers() });
+        await r.body?.cancel();
+        if (r.status !== 200) return false;
+      }
+      return true;
+    },
+    { timeoutMs: 60_000, what: "every broker to see the topic", intervalMs: 500 },
+  );
+}, 600_000);
+
+afterAll(async () => {
+  await platform?.controlPlane.startApiserver().catch(() => undefined);
+  await op?.kill("SIGKILL");
+  await platform?.stop({ keep: process.env["NARAD_KEEP"] === "1" });
+});
+
+describe("API server down", () => {
+  it(`for ${DOWN_SECONDS} s: produce and consume keep working, nobody goes Down, nothing is lost`, async () => {
+    const producer = new LoadProducer({ tag: "apidown", topic: TOPIC, ips: () => ips, headers, workers: 3 });
+    const consumer = new QueueConsumer({ topic: TOPIC, group: "g", ips: () => ips, headers });
+    const downSeen: string[] = [];
+    const memberStates = new Set<string>();
+    let watching = true;
+    const watch = (async () => {
+      while (watching) {
+        try {
+          for (const m of (await cluster())?.status?.members ?? []) {
+            memberStates.add(`${m.id}:${m.state}`);
+            if (m.state === "Down") downSeen.push(`${new Date().toISOString()} ${m.id}`);
+          }
+        } catch {
+          // API server down
+        }
+        await sleep(2000);
+      }
+    })();
+    let notReady = 0;
+    let readyProbes = 0;
+    let probing = false;
+    const probe = (async () => {
+      for (;;) {
+        if (probing)
+          for (const ip of ips) {
+            readyProbes++;
+            try {
+              const r = await fetch(`http://${ip}:${BROKER_PORT}/readyz`, {
+                signal: AbortSignal.timeout(5000),
+              });
+              await r.body?.cancel();
+              if (r.status !== 200) notReady++;
+            } catch {
+              notReady++;
+            }
+          }
+        if (!watching) return;
+        await sleep(1000);
+      }
+    })();
+
+    await sleep(10_000); // traffic before
+    const beforeAcked = producer.acked.size;
+    const beforeDelivered = consumer.delivered.size;
+    const beforeErrors = producer.errors;
+    await platform.controlPlane.stopApiserver();
+    const downAt = Date.now();
+    probing = true;
+    await sleep(5_000);
+    // Topic changes need the metastore: refused with a clear 503.
+    const create = await fetch(`http://${ips[1]}:${BROKER_PORT}/v1/topics`, {
+      method: "POST",
+      headers: { ...headers(), "content-type": "application/json" },
+      body: JSON.stringify({ name: "during-outage", partitions: 1 }),
+      signal: AbortSignal.timeout(60_000),
+    });
+    const createStatus = create.status;
+    const createBody = (await create.json()) as { error?: string };
+    await sleep(Math.max(0, DOWN_SECONDS * 1000 - (Date.now() - downAt)));
+    const duringAcked = producer.acked.size - beforeAcked;
+    const duringDelivered = consumer.delivered.size - beforeDelivered;
+    const duringErrors = producer.errors - beforeErrors;
+    probing = false;
+    await platform.controlPlane.startApiserver();
+    const upAt = Date.now();
+    // Keep going for a minute after the API server is back: long enough for a
+    // false "not ready" to turn into Down past the 30 s grace.
+    await sleep(60_000);
+    await producer.stop();
+    const report = await checkLedger(producer, {
+      ip: ips[2]!,
+      topic: TOPIC,
+      partitions: PARTITIONS,
+      headers,
+      timeoutMs: 120_000,
+    });
+    const deadline = Date.now() + 120_000;
+    const undelivered = () => [...producer.acked].filter((id) => !consumer.delivered.has(id));
+    while (undelivered().length > 0 && Date.now() < deadline) await sleep(1000);
+    await consumer.stop();
+    watching = false;
+    await watch;
+    await probe;
+
+    console.log(
+      `apiserver-down-e2e: API server down ${((upAt - downAt) / 1000).toFixed(0)} s: during it ${duringAcked} produced (202), ${duringErrors} produce errors, ${duringDelivered} consumed, readyz failures ${notReady}/${readyProbes}, topic create ${createStatus} "${createBody.error}"; members seen ${[...memberStates].sort().join(" ")}, Down ${downSeen.length}`,
+    );
+    console.log(
+      `apiserver-down-e2e: ${report.line}; consume ${consumer.summary()}; produce ${producer.summary()}`,
+    );
+    expect(duringAcked).toBeGreaterThan(100);
+    expect(duringDelivered).toBeGreaterThan(50);
+    expect(notReady).toBe(0);
+    expect(createStatus).toBe(503);
+    expect(downSeen).toEqual([]);
+    expect(report.lost.slice(0, 10)).toEqual([]);
+    expect(report.duplicated.slice(0, 10)).toEqual([]);
+    expect(undelivered().slice(0, 10)).toEqual([]);
+  }, 900_000);
+});
