@@ -14,6 +14,7 @@ import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { clusterCredentials } from "../operator/credentials.ts";
 import {
   getJson,
   type OperatorProcess,
@@ -54,7 +55,8 @@ let core: CoreV1Api;
 let logDir: string;
 let op: OperatorProcess;
 let ips: string[] = [];
-const headers: HeaderSource = () => ({});
+/** Admin credentials when the cluster has auth on (none while it is off); set before the outage. */
+let headers: HeaderSource = () => ({});
 
 const cluster = () => getJson<Cluster>(platform.kubectl, ["-n", NS, "naradcluster", NAME]);
 
@@ -85,6 +87,7 @@ beforeAll(async () => {
     },
     { timeoutMs: 180_000, what: "the cluster to be Ready with 3 Active members", intervalMs: 1000 },
   );
+  headers = await clusterCredentials(platform.kubectl, NS, NAME);
   ips = (await listBrokerPods(core, NS, NAME))
     .map((p) => p.ip)
     .filter((ip): ip is string => ip !== undefined);
