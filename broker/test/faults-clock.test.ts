@@ -3,20 +3,16 @@
 // real NTP step or `date -s`) moves the broker's wall clock an hour back and
 // two hours forward while it serves. Leases, visibility timeouts and
 // long-polls must not move with it; produce and consume keep working.
-// Needs the Debian package libfaketime (apt-get install libfaketime): the
-// test fails with that hint when the library is missing.
+// libfaketime comes from the system, or is fetched from the Debian archive
+// into ~/.cache on first use (harness/faketime.ts).
 
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, describe, expect, it } from "vitest";
+import { ensureFaketime } from "./harness/faketime.ts";
 import { type RunningNarad, startNarad } from "./harness/process.ts";
-
-const lib = [
-  "/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1",
-  "/usr/lib/aarch64-linux-gnu/faketime/libfaketimeMT.so.1",
-].find((p) => existsSync(p));
 
 const dir = mkdtempSync(join(tmpdir(), "narad-clock-"));
 const offsetFile = join(dir, "faketime");
@@ -45,7 +41,7 @@ async function consume(
 
 describe("wall-clock jumps", () => {
   it("an hour back and two forward: leases and long-polls keep their real durations", async () => {
-    if (lib === undefined) throw new Error("libfaketime is not installed (apt-get install libfaketime)");
+    const lib = ensureFaketime();
     jump("+0");
     broker = await startNarad({
       dataDir: join(dir, "data"),
