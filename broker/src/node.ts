@@ -253,7 +253,17 @@ export async function startBroker(
           logger: logger.child({ component: "consume" }),
         })
       : consumers,
-    ...(moves !== undefined ? { moves } : {}),
+    ...(moves !== undefined && moveSource !== undefined
+      ? {
+          moves: {
+            start: (t: string, p: number, from: string) => moves.start(t, p, from),
+            get: (t: string, p: number) => moves.get(t, p),
+            list: () => moves.list(),
+            cancel: (t: string, p: number) => moves.cancel(t, p),
+            heldCopies: () => moveSource.heldCopies(),
+          },
+        }
+      : {}),
     lifecycle: {
       ready: () => ready && !draining,
       draining: () => draining || decommissioning(),
