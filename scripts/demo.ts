@@ -100,6 +100,23 @@ async function sharedMetastore(p: Platform): Promise<boolean> {
   return /metastore[=" :\\]+kubernetes|NARAD_METASTORE[^}]*kubernetes/.test(text);
 }
 
+/**
+ * curl's `-u user:password` for the cluster's operator-created users Secret
+ * (auth is on by default in cluster mode), or "" when the cluster has none.
+ */
+async function curlCredentials(p: Platform): Promise<string> {
+  const secret = await p.kubectl(["-n", NAMESPACE, "get", "secret", `${CLUSTER}-users`, "-o", "json"], {
+    allowFailure: true,
+  });
+  if (secret.code !== 0) return "";
+  const data = (JSON.parse(secret.stdout) as { data?: Record<string, string> }).data ?? {};
+  const decode = (v: string | undefined) =>
+    v === undefined ? undefined : Buffer.from(v, "base64").toString();
+  const user = decode(data.username);
+  const password = decode(data.password);
+  return user !== undefined && password !== undefined ? ` -u '${user}:${password}'` : "";
+}
+
 async function main(): Promise<void> {
   const started = Date.now();
   const dir = await mkdtemp(join(tmpdir(), "narad-demo-"));
@@ -159,6 +176,7 @@ async function main(): Promise<void> {
 
   const urls = pods.map((pod) => `http://${pod.status?.podIP}:${HTTP_PORT}`);
   const shared = await sharedMetastore(p);
+  const u = await curlCredentials(p);
   const [first = "", second = first, third = first] = shared ? urls : [urls[0], urls[0], urls[0]];
   const how = shared
     ? "Try it (any broker accepts any request; reads are routed to the partition's owner):"
@@ -172,10 +190,10 @@ async function main(): Promise<void> {
     ...pods.map((pod, i) => `  ${pod.metadata.name}  ${urls[i]}`),
     "",
     how,
-    `  curl -sS -X POST ${first}/v1/topics -H 'content-type: application/json' -d '{"name":"orders","partitions":3}'`,
-    `  curl -sS -X POST '${second}/v1/topics/orders/produce?partition=0' --data-binary 'hello narad' -w '%{http_code}\\n'`,
-    `  curl -sS '${third}/v1/topics/orders/records?partition=0&offset=0'`,
-    `  curl -sS ${first}/v1/topics/orders`,
+    `  curl -sS${u} -X POST ${first}/v1/topics -H 'content-type: application/json' -d '{"name":"orders","partitions":3}'`,
+    `  curl -sS${u} -X POST '${second}/v1/topics/orders/produce?partition=0' --data-binary 'hello narad' -w '%{http_code}\\n'`,
+    `  curl -sS${u} '${third}/v1/topics/orders/records?partition=0&offset=0'`,
+    `  curl -sS${u} ${first}/v1/topics/orders`,
     "",
     "kubectl:",
     `  export KUBECONFIG=${p.kubeconfigPath}`,

@@ -52,6 +52,14 @@ describe("loadConfig", () => {
     });
     expect(() => loadConfig(["--auth", "maybe"], {}, "h")).toThrow(/--auth must be on or off/);
   });
+  it("auth is closed by default in cluster mode and open on a single node", () => {
+    expect(defaultAuthMode("kubernetes")).toBe("on");
+    expect(defaultAuthMode("file")).toBe("off");
+    const kube = ["--metastore", "kubernetes", "--cluster-name", "c1"];
+    expect(() => loadConfig(kube, {}, "h")).toThrow(/needs --auth-file/);
+    expect(loadConfig([...kube, "--auth-file", "/u.json"], {}, "h").security.auth).toBe("on");
+    expect(loadConfig(["--dev"], {}, "h").security.auth).toBe("off");
+  });
   it("auth on with the kubernetes metastore needs a users file", () => {
     const kube = ["--metastore", "kubernetes", "--cluster-name", "c1", "--auth", "on"];
     expect(() => loadConfig(kube, {}, "h")).toThrow(/needs --auth-file/);

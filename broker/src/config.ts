@@ -60,12 +60,12 @@ export interface SecurityConfig {
 }
 
 /**
- * Whether authentication is on when --auth is not given. Off everywhere for
- * now; the kubernetes metastore flips to "on" once the operator hands every
- * broker and client its credentials (issue #9).
+ * Whether authentication is on when --auth is not given: closed by default in
+ * cluster mode (the operator hands every broker its users Secret), open on a
+ * single node so the quickstart works without credentials.
  */
-export function defaultAuthMode(_metastoreKind: "file" | "kubernetes"): "on" | "off" {
-  return "off";
+export function defaultAuthMode(metastoreKind: "file" | "kubernetes"): "on" | "off" {
+  return metastoreKind === "kubernetes" ? "on" : "off";
 }
 
 export class ConfigError extends Error {}

@@ -89,8 +89,8 @@ describe("NaradCluster reconcile", () => {
     expect(cond(c, "Ready")?.status).toBe("False");
     expect(cond(c, "Progressing")?.reason).toBe("CreatingPods");
     expect(r.requeueAfterMs).toBe(5000);
-    // 8 owned objects + the generated cluster secret (auth off by default: no users Secret).
-    expect(t.recorder.reasons().filter((x) => x === "Created")).toHaveLength(9);
+    // 8 owned objects + the generated cluster secret and users Secret (auth on by default).
+    expect(t.recorder.reasons().filter((x) => x === "Created")).toHaveLength(10);
   });
 
   it("becomes Ready once pods are ready, then a quiet reconcile writes nothing", async () => {

@@ -29,8 +29,8 @@ export const clusterDefaults = {
   downGraceSeconds: 30,
   serviceMonitorEnabled: false,
   rebalance: false,
-  // Auth on the brokers' HTTP API in cluster mode (issue #9).
-  authEnabled: false,
+  // Auth on the brokers' HTTP API: closed by default in cluster mode.
+  authEnabled: true,
   networkPolicyEnabled: false,
 } as const;
 
