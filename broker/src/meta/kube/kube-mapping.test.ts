@@ -112,13 +112,22 @@ describe("metastore settings", () => {
   });
   it("takes kubernetes with a cluster name from flags or environment", () => {
     expect(
-      loadConfig(["--metastore", "kubernetes", "--cluster-name", "demo", "--namespace", "ns"], {}, "h"),
+      loadConfig(
+        ["--metastore", "kubernetes", "--cluster-name", "demo", "--namespace", "ns", "--auth", "off"],
+        {},
+        "h",
+      ),
     ).toMatchObject({
       metastore: "kubernetes",
       clusterName: "demo",
       namespace: "ns",
     });
-    const env = { NARAD_METASTORE: "kubernetes", NARAD_CLUSTER_NAME: "demo", POD_NAMESPACE: "from-pod" };
+    const env = {
+      NARAD_METASTORE: "kubernetes",
+      NARAD_CLUSTER_NAME: "demo",
+      POD_NAMESPACE: "from-pod",
+      NARAD_AUTH_FILE: "/users.json",
+    };
     expect(loadConfig([], env, "h", "/nonexistent")).toMatchObject({
       clusterName: "demo",
       namespace: "from-pod",
