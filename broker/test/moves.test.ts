@@ -16,6 +16,7 @@ import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../src/config.ts";
 import { partitionDirName } from "../src/log/log-store.ts";
+import type { Metastore } from "../src/meta/types.ts";
 import { type RunningBroker, startBroker } from "../src/node.ts";
 import { createMemoryCluster, type MemoryCluster } from "../src/testing/memory-metastore.ts";
 
@@ -35,7 +36,10 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-async function startNode(mc: MemoryCluster, id: string, dir?: string): Promise<Node> {
+/** Wraps a node's metastore view, e.g. to make its watch lag behind the others. */
+type ViewWrap = (view: Metastore) => Metastore;
+
+async function startNode(mc: MemoryCluster, id: string, dir?: string, wrap?: ViewWrap): Promise<Node> {
   const dataDir = dir ?? mkdtempSync(join(tmpdir(), `narad-moves-${id}-`));
   if (dir === undefined) dirs.push(dataDir);
   const base = loadConfig(
@@ -49,7 +53,7 @@ async function startNode(mc: MemoryCluster, id: string, dir?: string): Promise<N
     dispatch: { ...base.dispatch, commitTimeoutMs: 5_000, errorBackoffMs: 100 },
   };
   const broker = await startBroker(config, logger.child({ node: id }), {
-    metastore: mc.metastore(),
+    metastore: wrap ? wrap(mc.metastore()) : mc.metastore(),
     moveTiming: { freezeTtlMs, renewIntervalMs: 1_000, retryMs: 300, sourceDeleteDelayMs: 1_000 },
   });
   running.push(broker);
@@ -208,10 +212,11 @@ async function committed(node: Node, topic: string, p: number, group: string): P
   return g?.partitions.find((x) => x.partition === p)?.committed ?? -1;
 }
 
-async function setup(topic: string) {
+async function setup(topic: string, wrapA?: ViewWrap) {
   const mc = createMemoryCluster();
   const nodes: Node[] = [];
-  for (const id of ["a", "b", "c"]) nodes.push(await startNode(mc, id));
+  for (const id of ["a", "b", "c"])
+    nodes.push(await startNode(mc, id, undefined, id === "a" ? wrapA : undefined));
   const r = await req(nodes[0]!, "POST", "/v1/topics", { name: topic, partitions: 3 });
   expect(r.status, r.text).toBe(201);
   const p = mc.owners(topic).indexOf("a");
@@ -320,6 +325,47 @@ describe("partition moves (3 in-process brokers)", () => {
       `moved ${((done.copiedBytes as number) / 1024 / 1024).toFixed(1)} MiB (${frozenHwm} records, ${done.rounds} catch-up rounds) under produce: ready after ${readyMs} ms, done ${moveMs} ms after the PUT (swap at ready + 1.5 s)`,
     );
   }, 180_000);
+
+  it("a source whose view lags the swap stays frozen: what it holds lands at the new owner, not in its old copy", async () => {
+    // a's metastore view keeps naming a as the owner of (t, p) while `lag`
+    // is set, like a watch that has not delivered the swap yet.
+    let lag: { topic: string; partition: number } | undefined;
+    const lagging: ViewWrap = (view) =>
+      new Proxy(view, {
+        get(target, prop, receiver) {
+          if (prop === "ownerOf")
+            return (t: string, q: number) =>
+              lag !== undefined && lag.topic === t && lag.partition === q ? "a" : target.ownerOf(t, q);
+          const value = Reflect.get(target, prop, receiver);
+          return typeof value === "function" ? value.bind(target) : value;
+        },
+      });
+    const { mc, nodes, a, b, p } = await setup("l", lagging);
+    const acked: number[] = [];
+    let next = 0;
+    const batch = async (via: Node, n: number) => {
+      const ids = Array.from({ length: n }, () => next++);
+      if (await produceBatch(via, "l", ids, p)) acked.push(...ids);
+    };
+    for (let i = 0; i < 5; i++) await batch(i % 2 === 0 ? a : nodes[2]!, 100);
+    await eventually("a holds the records", 30_000, async () => (await hwm(a, "l", p)) >= 500);
+
+    expect((await req(b, "PUT", `/admin/v1/moves/l/${p}`, { from: "a" })).status).toBe(202);
+    await waitState(b, "l", p, "ready");
+    lag = { topic: "l", partition: p };
+    mc.setOwner("l", p, "b");
+    await waitState(b, "l", p, "done");
+    // a still believes it owns p: records it takes now must wait, not land
+    // in the copy it gave away.
+    await batch(a, 50);
+    await new Promise((r) => setTimeout(r, 1_500));
+    lag = undefined;
+    mc.setState("c", "Active"); // any metastore change wakes a's listeners, as a watch event would
+    await eventually("every WAL drained", 60_000, () => drained(nodes));
+    const ids = (await readPartition(b, "l", p)).map(([, id]) => id);
+    expect(acked.filter((id) => !ids.includes(id))).toEqual([]);
+    expect(new Set(ids).size).toBe(ids.length);
+  }, 120_000);
 
   it("cancel before the swap leaves the source a working owner", async () => {
     const { nodes, a, b, p } = await setup("c");

@@ -459,7 +459,11 @@ export class MoveManager {
     m.error = undefined;
     m.release?.();
     this.#d.logger.info({ ...m.status() }, "partition move done: installed the copy as the live partition");
-    await this.#unfreeze(m);
+    // The source's freeze is left to it: it turns into a permanent moved-away
+    // hold once the source's own metastore view shows the swap. Ending it
+    // from here could reopen the old copy to commits from nodes (the source's
+    // own dispatcher first) whose view still names the source as owner, and
+    // those records would land in a copy that is about to be deleted.
   }
 
   async #unfreeze(m: Move): Promise<void> {
@@ -476,7 +480,8 @@ export class MoveManager {
   async #fail(m: Move, reason: string): Promise<void> {
     m.state = "failed";
     m.error = reason;
-    await this.#unfreeze(m);
+    // After the swap the source must stay frozen (see #install).
+    if (!this.#owner(m)) await this.#unfreeze(m);
     // Owner already: the staged copy may be the best data there is; keep it (and the hold) for a person.
     if (!this.#owner(m)) {
       await discardStaged(this.#d.dataDir, m.topic, m.partition).catch(() => undefined);
