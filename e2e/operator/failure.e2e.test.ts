@@ -257,8 +257,9 @@ describe("unplanned broker failure", () => {
       let stateInGrace: string | undefined;
       for (;;) {
         const state = member(await cluster(), VICTIM)?.state;
-        // A read that returns after the grace ended may rightly say Down.
-        if (Date.now() >= t0 + DOWN_GRACE_SECONDS * 1000) break;
+        // A read that returns after the grace ended may rightly say Down (the
+        // grace starts from a timestamp with one-second resolution).
+        if (Date.now() >= t0 + (DOWN_GRACE_SECONDS - 1) * 1000) break;
         stateInGrace = state;
         const pending = (
           await Promise.all(survivorIps.map((ip) => metricSum(ip, "narad_wal_pending_records")))
@@ -287,20 +288,37 @@ describe("unplanned broker failure", () => {
       );
       const tDown = Date.now();
       const epochDown = down.status?.membershipEpoch ?? 0;
+      log(
+        `Down ${((tDown - t0) / 1000).toFixed(1)} s after the kill (epoch ${epoch0} → ${epochDown}); Degraded ${cond(down, "Degraded")?.status}`,
+      );
       expect(epochDown).toBeGreaterThan(epoch0);
-      expect(tDown - t0).toBeGreaterThanOrEqual(DOWN_GRACE_SECONDS * 1000);
-      expect(cond(down, "Degraded")?.status).toBe("True");
-      const events = await platform.kubectl([
-        "-n",
-        NS,
-        "get",
-        "events",
-        "--field-selector",
-        "reason=MemberDown",
-        "-o",
-        "json",
-      ]);
-      expect(events.stdout).toContain(`${VICTIM}: Active → Down`);
+      // The grace runs from the pod's Ready condition lastTransitionTime, and
+      // Kubernetes condition times have one-second resolution: Down may come
+      // up to a second before kill + grace, never earlier.
+      expect(tDown - t0).toBeGreaterThanOrEqual(DOWN_GRACE_SECONDS * 1000 - 1000);
+      // The Degraded condition and the MemberDown Event are written by the
+      // operator beside the member change, not necessarily in the same write.
+      await waitFor(async () => cond(await cluster(), "Degraded")?.status === "True", {
+        timeoutMs: 30_000,
+        what: "Degraded=True while a member is Down",
+        intervalMs: 250,
+      });
+      await waitFor(
+        async () => {
+          const events = await platform.kubectl([
+            "-n",
+            NS,
+            "get",
+            "events",
+            "--field-selector",
+            "reason=MemberDown",
+            "-o",
+            "json",
+          ]);
+          return events.stdout.includes(`${VICTIM}: Active → Down`);
+        },
+        { timeoutMs: 30_000, what: `a MemberDown Event for ${VICTIM}`, intervalMs: 500 },
+      );
       const attemptsAtDown = producer.attempts;
       const errorsAtDown = producer.errors;
 
