@@ -53,8 +53,10 @@ export function post(
 }
 
 export interface FloodStats {
-  /** 2xx answers that arrived before stop() turned true (rates divide these by the window). */
+  /** 2xx answers that arrived inside the measured window (rates divide these by the window). */
   accepted: number;
+  /** 2xx answers that arrived during the warm-up, before counting() turned true. */
+  acceptedWarmup: number;
   /** 2xx answers to requests still in flight at the stop, which arrived after it. */
   acceptedLate: number;
   rejected429: number;
@@ -75,12 +77,15 @@ export async function flood(opts: {
   connections: number;
   headers?: Record<string, string>;
   stop: () => boolean;
+  /** False during a warm-up whose answers are not measured; unset = always measured. */
+  counting?: () => boolean;
   maxBackoffMs?: number;
   /** Requests per second for the whole flood (each loop paces itself); unset = back to back. */
   rate?: number;
 }): Promise<FloodStats> {
   const stats: FloodStats = {
     accepted: 0,
+    acceptedWarmup: 0,
     acceptedLate: 0,
     rejected429: 0,
     other: new Map(),
@@ -109,12 +114,13 @@ export async function flood(opts: {
           });
           if (r.status >= 200 && r.status < 300) {
             if (opts.stop()) stats.acceptedLate++;
+            else if (opts.counting !== undefined && !opts.counting()) stats.acceptedWarmup++;
             else {
               stats.accepted++;
               stats.acceptedMs.push(r.ms);
             }
           } else if (r.status === 429) {
-            stats.rejected429++;
+            if (opts.counting === undefined || opts.counting()) stats.rejected429++;
             const backoff = Math.min(Number(r.retryAfter ?? 1) * 1000, opts.maxBackoffMs ?? 1000);
             await new Promise((res) => setTimeout(res, backoff));
           } else stats.other.set(r.status, (stats.other.get(r.status) ?? 0) + 1);

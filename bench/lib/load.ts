@@ -21,6 +21,8 @@ export async function load(opts: {
   pipelining?: number;
   /** Requests per second across all connections (a fixed offered load); unset = as fast as possible. */
   overallRate?: number;
+  /** An unmeasured run of this length (same load) first, so JIT and group commit settle. */
+  warmupSeconds?: number;
 }): Promise<LoadResult> {
   const result = await autocannon({
     url: opts.url,
@@ -29,6 +31,9 @@ export async function load(opts: {
     duration: opts.seconds,
     pipelining: opts.pipelining ?? 1,
     ...(opts.overallRate === undefined ? {} : { overallRate: opts.overallRate }),
+    ...(opts.warmupSeconds === undefined
+      ? {}
+      : { warmup: { connections: opts.connections, duration: opts.warmupSeconds } }),
     body: opts.body,
     headers: { "content-type": "application/octet-stream", ...opts.headers },
   });

@@ -27,11 +27,15 @@ export class FakeBrokerClient implements BrokerClient {
       s ?? {
         nodeId: ep.id,
         ready: true,
-        draining: false,
+        // A real broker refuses produce once its view shows it Decommissioning.
+        draining: this.decommissioning.has(ep.id),
         wal: { pendingRecords: 0, checkpoint: 0, nextSeq: 0 },
       }
     );
   }
+
+  /** Members whose (fake) metastore view shows them Decommissioning; tests keep it in sync. */
+  readonly decommissioning = new Set<string>();
 
   /** Members whose drain leaves this many records pending (default: drains at once). */
   readonly stuckDrain = new Map<string, number>();

@@ -236,5 +236,7 @@ export function parseStatus(memberId: string, body: unknown): BrokerStatus {
   };
   const owned = num(o["ownedPartitions"]);
   if (owned !== undefined) status.ownedPartitions = owned;
+  const held = num(o["movedAwayCopies"]);
+  if (held !== undefined) status.movedAwayCopies = held;
   return status;
 }

@@ -14,6 +14,11 @@ export interface BrokerStatus {
   wal: BrokerWalStatus;
   /** Partitions this broker still owns (reported by brokers with partition moves). */
   ownedPartitions?: number;
+  /**
+   * Moved-away partitions this broker still keeps because their new owner
+   * does not serve them with its HWM yet (brokers with partition moves).
+   */
+  movedAwayCopies?: number;
 }
 
 /** A partition move as the DESTINATION broker reports it (GET /admin/v1/moves/{topic}/{partition}). */

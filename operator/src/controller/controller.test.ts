@@ -535,6 +535,10 @@ describe("Scaling", () => {
     /** One pass, then what the fake destinations and the StatefulSet controller would do. */
     const pass = async () => {
       await t.reconcile();
+      // The brokers' views follow the member states the operator wrote.
+      t.brokers.decommissioning.clear();
+      for (const m of t.cluster().status?.members ?? [])
+        if (m.state === "Decommissioning") t.brokers.decommissioning.add(m.id);
       for (const [key, m] of t.brokers.moves) {
         const [dest, , partition] = key.split("/");
         if (owners()[Number(partition)] === dest && m.state === "ready") m.state = "done";

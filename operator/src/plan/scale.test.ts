@@ -131,6 +131,9 @@ class Sim {
   stsReplicas: number;
   broker = new Map<string, { state: "copying" | "ready" | "done"; swapped: boolean }>();
   pendingWal = new Map<string, number>();
+  /** Members whose broker has not seen its own Decommissioning yet. */
+  viewLags = new Set<string>();
+  heldCopies = new Map<string, number>();
   events: string[] = [];
   plans: ScalePlan[] = [];
   rebalance = false;
@@ -176,6 +179,11 @@ class Sim {
                   (n, t) => n + t.assignments.filter((a) => a.owner === dec).length,
                   0,
                 ),
+                // The broker sees Decommissioning one pass after the operator writes it.
+                refusingProduce:
+                  this.members.find((m) => m.id === dec)?.state === "Decommissioning" &&
+                  !this.viewLags.has(dec),
+                movedAwayCopies: this.heldCopies.get(dec) ?? 0,
               },
       }),
     );
@@ -385,6 +393,33 @@ describe("planScale: decommission", () => {
     expect(p.next?.moves?.map((m) => m.partition)).toEqual([0]);
     expect(p.next?.decommissioning).toBeUndefined();
     expect(p.holds.size).toBe(0);
+  });
+
+  it("Removed only after the broker refused produce on an earlier pass, with its WAL empty and no moved-away copy held", () => {
+    const sim = new Sim(3, [topic("a", [0, 1, 2])]);
+    sim.replicas = 2;
+    sim.viewLags.add("demo-2");
+    sim.heldCopies.set("demo-2", 1);
+    for (let i = 0; i < 20; i++) sim.pass();
+    expect(sim.owners().get("demo-2")).toBeUndefined();
+    expect(sim.members.find((m) => m.id === "demo-2")?.state).toBe("Decommissioning");
+    expect(sim.plans.at(-1)?.progress?.message).toMatch(/waiting for its broker to see Decommissioning/);
+    expect(sim.scale?.refusingProduceSince).toBeUndefined();
+
+    sim.viewLags.delete("demo-2");
+    sim.pass();
+    expect(sim.scale?.refusingProduceSince).toBe(new Date(NOW).toISOString());
+    expect(sim.plans.at(-1)?.progress?.message).toMatch(/confirming its WAL is empty on the next pass/);
+    expect(sim.plans.at(-1)?.holds.get("demo-2")).toBe("Decommissioning");
+
+    for (let i = 0; i < 5; i++) sim.pass();
+    expect(sim.plans.at(-1)?.progress?.message).toMatch(/1 moved-away copy\(ies\) kept/);
+    expect(sim.members.find((m) => m.id === "demo-2")?.state).toBe("Decommissioning");
+
+    sim.heldCopies.delete("demo-2");
+    for (let i = 0; i < 5; i++) sim.pass();
+    expect(sim.members.map((m) => m.id)).toEqual(["demo-0", "demo-1"]);
+    expect(sim.scale).toBeUndefined();
   });
 
   it("a member that never got a pod is removed without moves", () => {

@@ -57,7 +57,15 @@ export type MoveProbe =
 
 /** The decommissioning member's admin status this pass. */
 export type DecommissionProbe =
-  | { reachable: true; pendingRecords: number; ownedPartitions: number | undefined }
+  | {
+      reachable: true;
+      pendingRecords: number;
+      ownedPartitions: number | undefined;
+      /** The broker answers produce with 503 (it sees itself Decommissioning, or drains). */
+      refusingProduce: boolean;
+      /** Moved-away copies it still keeps (undefined: the broker does not report them). */
+      movedAwayCopies: number | undefined;
+    }
   | { reachable: false; error: string };
 
 export interface ScaleInput {
@@ -155,6 +163,7 @@ export function planScale(input: ScaleInput): ScalePlan {
     plan.cancel.push(...cancelled);
     plan.next = { ...plan.next, moves: moves.filter(swapped) };
     delete plan.next.decommissioning;
+    delete plan.next.refusingProduceSince;
     const msg = `decommission of ${cur.id} cancelled: spec.replicas is ${input.replicas} again; ${cancelled.length} move(s) in flight cancelled, partitions already moved stay where they are`;
     plan.events.push({ type: "Normal", reason: "DecommissionCancelled", message: msg });
     return finish(plan);
@@ -176,6 +185,7 @@ export function planScale(input: ScaleInput): ScalePlan {
     }
     plan.next = { ...plan.next, movesDone: 0 };
     delete plan.next.decommissioning;
+    delete plan.next.refusingProduceSince;
   }
 
   // Next member to decommission: the highest ordinal at or above spec.replicas not Removed.
@@ -200,6 +210,7 @@ export function planScale(input: ScaleInput): ScalePlan {
     }
     plan.holds.set(victim.id, "Decommissioning");
     plan.next = { ...plan.next, decommissioning: victim.id, moves: [], movesDone: 0 };
+    delete plan.next.refusingProduceSince;
     const owned = ownedBy(input.topics, victim.id).length;
     plan.events.push({
       type: "Normal",
@@ -277,10 +288,34 @@ function decommissionStep(plan: ScalePlan, input: ScaleInput, victim: MemberStat
     };
     return finish(plan);
   }
-  if (probe.pendingRecords > 0 || (probe.ownedPartitions ?? 0) > 0) {
+  // Its WAL counts only once no produce can add to it: the broker must refuse
+  // produce (its view shows Decommissioning), seen on an earlier pass, so a
+  // request admitted just before the refusal has reached the WAL by now.
+  if (!probe.refusingProduce) {
+    if (plan.next !== undefined) delete plan.next.refusingProduceSince;
     plan.progress = {
       reason: "ScalingDown",
-      message: `decommissioning ${victim.id}: draining its WAL (${probe.pendingRecords} record(s) pending${probe.ownedPartitions ? `, broker still reports ${probe.ownedPartitions} owned partition(s)` : ""})`,
+      message: `decommissioning ${victim.id}: partitions moved; waiting for its broker to see Decommissioning and refuse produce`,
+    };
+    return finish(plan);
+  }
+  if (plan.next?.refusingProduceSince === undefined) {
+    plan.next = { ...plan.next, refusingProduceSince: new Date(input.nowMs).toISOString() };
+    plan.progress = {
+      reason: "ScalingDown",
+      message: `decommissioning ${victim.id}: its broker refuses produce; confirming its WAL is empty on the next pass`,
+    };
+    return finish(plan);
+  }
+  const held = probe.movedAwayCopies ?? 0;
+  if (probe.pendingRecords > 0 || (probe.ownedPartitions ?? 0) > 0 || held > 0) {
+    const extra = [
+      probe.ownedPartitions ? `broker still reports ${probe.ownedPartitions} owned partition(s)` : "",
+      held > 0 ? `${held} moved-away copy(ies) kept until their new owner serves them` : "",
+    ].filter((x) => x !== "");
+    plan.progress = {
+      reason: "ScalingDown",
+      message: `decommissioning ${victim.id}: draining its WAL (${probe.pendingRecords} record(s) pending${extra.length > 0 ? `, ${extra.join(", ")}` : ""})`,
     };
     return finish(plan);
   }

@@ -156,6 +156,7 @@ const fullClusterStatus: Required<NaradClusterStatus> = {
       },
     ],
     movesDone: 1,
+    refusingProduceSince: "2026-01-01T00:00:00Z",
     rebalanceHandled: "2026-01-01T00:00:00Z",
   },
 };

@@ -450,6 +450,9 @@ const clusterStatus = obj("Observed state, written by the operator.", {
       ),
     ),
     movesDone: int64("Moves finished since this scale or rebalance began.", { minimum: 0 }),
+    refusingProduceSince: timestamp(
+      "When the decommissioning member was first seen refusing produce while owning nothing.",
+    ),
     rebalanceHandled: str("Value of the narad.dev/rebalance annotation last carried out."),
   }),
 });

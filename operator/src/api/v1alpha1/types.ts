@@ -290,6 +290,12 @@ export interface ScaleStatus {
   moves?: PartitionMoveStatus[];
   /** Moves finished since the operator started this scale or rebalance. */
   movesDone?: number;
+  /**
+   * When the decommissioning member's broker was first seen refusing produce
+   * while owning nothing; its WAL is judged empty only on a later pass, so a
+   * produce admitted just before the refusal is counted.
+   */
+  refusingProduceSince?: string;
   /** Value of the narad.dev/rebalance annotation last carried out (one-shot rebalance). */
   rebalanceHandled?: string;
 }

@@ -98,6 +98,8 @@ export async function scaleCluster(ctx: ClusterContext): Promise<StepResult> {
         reachable: true,
         pendingRecords: s.wal.pendingRecords,
         ownedPartitions: s.ownedPartitions,
+        refusingProduce: s.draining,
+        movedAwayCopies: s.movedAwayCopies,
       };
     } catch (err) {
       decommissionProbe = { reachable: false, error: apiMessage(err) };
