@@ -227,9 +227,14 @@ export async function startBroker(
   await moves?.recover();
   await moveSource?.resume();
   // A Decommissioning member refuses new produce (clients go elsewhere) but
-  // keeps dispatching its WAL and serving reads until it owns nothing.
+  // keeps dispatching its WAL and serving reads until it owns nothing. A
+  // Removed one refuses too: the operator judged its WAL empty and is about
+  // to delete its pod (and maybe its volume), so a 202 now would be a record
+  // only a SIGTERM drain stands between and loss.
   const decommissioning = (): boolean =>
-    metastore.members().some((m) => m.id === config.nodeId && m.state === "Decommissioning");
+    metastore
+      .members()
+      .some((m) => m.id === config.nodeId && (m.state === "Decommissioning" || m.state === "Removed"));
 
   let ready = false;
   let draining = false;

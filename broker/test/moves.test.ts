@@ -319,6 +319,19 @@ describe("partition moves (3 in-process brokers)", () => {
     const st = (await req(a, "GET", "/admin/v1/status")).json();
     expect(st.ownedPartitions).toBe(0);
     expect(st.wal.pendingRecords).toBe(0);
+    // Removed (the operator is about to delete its pod and volume): still no produce.
+    mc.setState("a", "Removed");
+    const afterRemoved = await req(
+      a,
+      "POST",
+      `/v1/topics/m/produce?partition=${p}`,
+      JSON.stringify({ id: -2 }),
+    );
+    expect(afterRemoved.status, afterRemoved.text).toBe(503);
+    expect((await req(a, "GET", "/admin/v1/status")).json()).toMatchObject({
+      memberState: "Removed",
+      draining: true,
+    });
     // The freeze held records; it never made a dispatcher reroute them (keys stay together).
     for (const n of nodes) expect(await metric(n, "narad_dispatch_rerouted_records_total")).toBe(0);
     console.log(

@@ -105,6 +105,8 @@ export interface LoadProducerOptions {
  */
 export class LoadProducer {
   readonly acked = new Set<string>();
+  /** Which broker answered 202 for an id, and when (to trace a lost record in the brokers' logs). */
+  readonly ackedVia = new Map<string, { ip: string; at: string }>();
   readonly ambiguous = new Set<string>();
   attempts = 0;
   errors = 0;
@@ -158,6 +160,7 @@ export class LoadProducer {
           await r.body?.cancel();
           if (r.status === 202) {
             this.acked.add(id);
+            this.ackedVia.set(id, { ip, at: new Date().toISOString() });
             break;
           }
           this.#err(`HTTP ${r.status}`);

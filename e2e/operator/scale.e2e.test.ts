@@ -162,6 +162,10 @@ async function verify(producer: LoadProducer): Promise<void> {
   });
   console.log(`scale-e2e: ${report.line}`);
   if (report.lost.length > 0) {
+    for (const id of report.lost.slice(0, 5)) {
+      const via = producer.ackedVia.get(id);
+      console.log(`scale-e2e: lost ${id} was acknowledged by ${via?.ip} at ${via?.at}`);
+    }
     // Where is it? Read through every broker, so the report says whether the
     // record is missing everywhere or only through one node.
     for (const ip of ips) {
