@@ -111,6 +111,7 @@ const settings = {
   "log-segment-bytes": { env: "NARAD_LOG_SEGMENT_BYTES", file: "logSegmentBytes" },
   "dispatch-idle-poll-ms": { env: "NARAD_DISPATCH_IDLE_POLL_MS", file: "dispatchIdlePollMs" },
   "dispatch-commit-timeout-ms": { env: "NARAD_DISPATCH_COMMIT_TIMEOUT_MS", file: "dispatchCommitTimeoutMs" },
+  "dispatch-in-doubt-hold-ms": { env: "NARAD_DISPATCH_IN_DOUBT_HOLD_MS", file: "dispatchInDoubtHoldMs" },
   "dispatch-max-pass-bytes": { env: "NARAD_DISPATCH_MAX_PASS_BYTES", file: "dispatchMaxPassBytes" },
   "topic-partitions": { env: "NARAD_TOPIC_PARTITIONS", file: "topicPartitions" },
   "retention-check-interval-ms": {
@@ -148,7 +149,7 @@ Options (each also settable as the NARAD_* variable shown, or in --config JSON):
                                                          NARAD_CLIENT_RATE_LIMIT (default 0 = off)
   --client-rate-burst N       bucket size per client     NARAD_CLIENT_RATE_BURST (default: the rate)
   --wal-segment-bytes N, --wal-sync-backstop-ms N, --log-segment-bytes N,
-  --dispatch-idle-poll-ms N, --dispatch-commit-timeout-ms N, --topic-partitions N,
+  --dispatch-idle-poll-ms N, --dispatch-commit-timeout-ms N, --dispatch-in-doubt-hold-ms N, --topic-partitions N,
   --dispatch-max-pass-bytes N (WAL bytes one dispatch pass holds in memory; default ${k.dispatchMaxBatchBytes * k.dispatchCommitFanout}),
   --retention-check-interval-ms N
   --auth on|off               HTTP authentication + RBAC NARAD_AUTH          (default off)
@@ -298,6 +299,7 @@ export function loadConfig(
       lookaheadWindows: k.dispatchLookaheadWindows,
       rerouteAfterPasses: k.dispatchRerouteAfterPasses,
       commitTimeoutMs: count("dispatch-commit-timeout-ms", k.dispatchCommitTimeoutMs),
+      inDoubtHoldMs: count("dispatch-in-doubt-hold-ms", k.dispatchInDoubtHoldMs),
       errorBackoffMs: k.dispatchErrorBackoffMs,
       commitFanout: k.dispatchCommitFanout,
       maxBatchBytes: k.dispatchMaxBatchBytes,

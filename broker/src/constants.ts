@@ -31,6 +31,8 @@ export const dispatchTargetPerPartition = 64;
 export const dispatchLookaheadWindows = 16;
 export const dispatchRerouteAfterPasses = 3;
 export const dispatchCommitTimeoutMs = 30_000;
+/** A commit that failed without an answer is kept for its Down owner this long before a reroute (dispatch-plan.ts I4). */
+export const dispatchInDoubtHoldMs = 120_000;
 export const dispatchErrorBackoffMs = 1_000;
 export const dispatchCommitFanout = 16;
 export const dispatchMaxBatchBytes = 8 * MiB;

@@ -24,6 +24,7 @@ export interface BrokerMetrics {
   dispatchErrors: Counter;
   dispatchPassErrors: Counter<"kind">;
   dispatchRerouted: Counter<"reason">;
+  dispatchInDoubtExpired: Counter;
   dispatchDiscarded: Counter;
   dispatchHeld: Gauge;
   logCommitSeconds: Histogram;
@@ -159,6 +160,11 @@ export function createBrokerMetrics(opts: { defaultMetrics: boolean }): BrokerMe
       labelNames: ["reason"],
       registers: r,
     }),
+    dispatchInDoubtExpired: new Counter({
+      name: "narad_dispatch_in_doubt_expired_records_total",
+      help: "Records whose commit failed without an answer, rerouted after their hold for the Down owner expired (each may be stored twice)",
+      registers: r,
+    }),
     dispatchDiscarded: new Counter({
       name: "narad_dispatch_discarded_records_total",
       help: "Records of confirmed-deleted topics discarded",
@@ -166,7 +172,7 @@ export function createBrokerMetrics(opts: { defaultMetrics: boolean }): BrokerMe
     }),
     dispatchHeld: new Gauge({
       name: "narad_dispatch_held_records",
-      help: "Records held for a Maintenance owner in the last pass",
+      help: "Records held in the last pass (Maintenance owner, no live sibling, in doubt for a Down owner)",
       registers: r,
     }),
     logCommitSeconds: new Histogram({

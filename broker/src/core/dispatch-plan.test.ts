@@ -299,6 +299,53 @@ describe("planDispatch", () => {
     for (const m of g.moves) expect(m.toPartition).toBe(chooseSibling(m.record.key, [1, 3]));
   });
 
+  it("holds in-doubt records for a Down owner and reroutes the rest (I4); a Removed owner has nothing in doubt", () => {
+    const owners = (state: MemberState) =>
+      cluster({
+        a: [
+          ["n1", state],
+          ["n2", "Active"],
+        ],
+      });
+    const records = range(1, 11).map((s) => rec(s, "a", 0));
+    const doubted = new Set([1, 2, 3]);
+    const inDoubt = (lane: string, seq: number) => lane === laneKey("a", 0, "n1") && doubted.has(seq);
+    const down = planDispatch({
+      records,
+      incarnation: INC,
+      localNodeId: "n0",
+      failures: new Map(),
+      inDoubt,
+      options: planOpts,
+      ...owners("Down"),
+    });
+    expect(down.held).toEqual([
+      {
+        laneKey: laneKey("a", 0, "n1"),
+        topic: "a",
+        partition: 0,
+        nodeId: "n1",
+        reason: "in-doubt",
+        count: 3,
+        firstSeq: 1,
+      },
+    ]);
+    expect(down.reroutes[0]!.moves.map((m) => m.record.seq)).toEqual(range(4, 11));
+    expect(accountedSeqs(down).length + 3).toBe(records.length); // I1: held + rerouted = all
+
+    const removed = planDispatch({
+      records,
+      incarnation: INC,
+      localNodeId: "n0",
+      failures: new Map(),
+      inDoubt,
+      options: planOpts,
+      ...owners("Removed"),
+    });
+    expect(removed.held).toEqual([]);
+    expect(removed.reroutes[0]!.moves.map((m) => m.record.seq)).toEqual(range(1, 11));
+  });
+
   it("reroutes a failing owner only after enough passes and when membership agrees", () => {
     const c = cluster({
       a: [

@@ -18,6 +18,14 @@
 //  I3  The checkpoint only moves over seqs that are done (committed, rerouted
 //      into the WAL, discarded after a confirmed topic deletion, or absent from
 //      the WAL); done seqs above it wait in the skip-set.
+//  I4  A record whose last commit to an owner failed without an answer (the
+//      owner may have made it durable before dying: "in doubt") is never
+//      rerouted away from a Down or failing owner while the dispatcher still
+//      holds it in doubt: a copy in a sibling partition next to one the owner
+//      did store is a duplicate that no dedup can see. It is held until the
+//      owner answers again (its dedup acknowledges what it already has) or
+//      the hold expires (dispatcher.ts bounds it). A Removed owner's data is
+//      gone, so nothing is in doubt there.
 
 import { fnv1a32 } from "./partitioner.ts";
 import type { CommitRecord, WalRecord } from "./records.ts";
@@ -152,7 +160,7 @@ export function lookaheadLimit(checkpoint: number, windowRecords: number, lookah
 // ---------------------------------------------------------------------------
 // Per-lane decision
 
-export type HoldReason = "maintenance" | "no-live-sibling";
+export type HoldReason = "maintenance" | "no-live-sibling" | "in-doubt";
 export type RerouteReason = "owner-down" | "owner-removed" | "owner-failing";
 
 export type LaneDecision =
@@ -277,6 +285,8 @@ export interface PlanInput {
   partitionCount: (topic: string) => number;
   /** Consecutive failed passes per lane key. */
   failures: ReadonlyMap<string, number>;
+  /** Whether a record's last commit on this lane ended without an answer and is still held in doubt (I4). */
+  inDoubt?: (laneKey: string, seq: number) => boolean;
   options: PlanOptions;
 }
 
@@ -410,7 +420,25 @@ export function planDispatch(input: PlanInput): DispatchPlan {
     if (decision.action === "reroute") {
       const live = liveSiblings(d.topic).filter((p) => p !== d.partition);
       if (live.length > 0) {
-        const moves = d.records.map((record) => ({ record, toPartition: chooseSibling(record.key, live)! }));
+        const inDoubt = input.inDoubt;
+        const doubted =
+          inDoubt === undefined || decision.reason === "owner-removed"
+            ? []
+            : d.records.filter((r) => inDoubt(key, r.seq));
+        if (doubted.length > 0) {
+          held.push({
+            laneKey: key,
+            topic: d.topic,
+            partition: d.partition,
+            nodeId: d.nodeId,
+            reason: "in-doubt",
+            count: doubted.length,
+            firstSeq: doubted[0]!.seq,
+          });
+        }
+        const rest = doubted.length === 0 ? d.records : d.records.filter((r) => !inDoubt?.(key, r.seq));
+        if (rest.length === 0) continue;
+        const moves = rest.map((record) => ({ record, toPartition: chooseSibling(record.key, live)! }));
         reroutes.push({
           laneKey: key,
           topic: d.topic,

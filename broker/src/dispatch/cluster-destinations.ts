@@ -6,10 +6,10 @@
 
 import type { CommitRecord } from "../core/records.ts";
 import { commitAddress, destinationOf } from "../core/routing.ts";
-import { NaradError } from "../errors.ts";
 import type { CommitResult, PartitionLog } from "../log/types.ts";
 import type { Metastore } from "../meta/types.ts";
 import type { PeerPool } from "../rpc/client.ts";
+import { CommitNotSentError } from "../rpc/status.ts";
 import type { Destinations } from "./types.ts";
 
 /** Test-only fault injection (never set in production wiring). */
@@ -50,7 +50,7 @@ export function clusterDestinations(d: ClusterDestinationsDeps): Destinations {
       // reached as soon as the membership replica says so.
       const addr = commitAddress(nodeId, d.metastore.members());
       if (!addr.ok) {
-        throw new NaradError("UNAVAILABLE", `cannot commit ${topic}/${partition}: ${addr.reason}`, {
+        throw new CommitNotSentError("UNAVAILABLE", `cannot commit ${topic}/${partition}: ${addr.reason}`, {
           retryAfterSeconds: d.retryAfterSeconds,
         });
       }

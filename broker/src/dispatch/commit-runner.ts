@@ -19,7 +19,8 @@ export interface LaneResult {
   duplicates: number;
   /** Records the owner dropped as fenced (producer epoch below the current one). */
   fenced: number;
-  failure?: { outcome: Exclude<BatchOutcome, "ok">; error?: unknown };
+  /** The batch that failed: `seqs` were sent and may or may not have reached the owner's log. */
+  failure?: { outcome: Exclude<BatchOutcome, "ok">; error?: unknown; seqs?: number[] };
 }
 
 export interface CommitLanesOptions {
@@ -105,7 +106,7 @@ async function commitLane(lane: CommitLane, o: CommitLanesOptions): Promise<Lane
     o.onBatch?.(lane, batch, failure === undefined ? outcome : failure.outcome, o.nowMs() - started);
     if (failure !== undefined) {
       res.ok = false;
-      res.failure = failure;
+      res.failure = { ...failure, seqs: batch.records.map((r) => r.seq) };
       return res;
     }
   }

@@ -2,7 +2,12 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createFakeDestinations, type FakeDestinations } from "../testing/fake-destinations.ts";
 import { createFakeWal, type FakeWal } from "../testing/fake-wal.ts";
 import { createDispatcher } from "./dispatcher.ts";
-import type { Dispatcher, DispatcherOptions, DispatchLogger } from "./types.ts";
+import {
+  type Dispatcher,
+  type DispatcherOptions,
+  type DispatchLogger,
+  noopDispatchMetrics,
+} from "./types.ts";
 
 // Small values so the suite runs in well under a second per test.
 const opts: DispatcherOptions = {
@@ -240,7 +245,7 @@ describe("dispatcher", () => {
   it("reroutes a failing owner after rerouteAfterPasses only when membership agrees it is not Active", async () => {
     const { wal, dest, d } = rig();
     dest.addTopic("a", ["n1", "n0"]);
-    dest.setBehaviour({ nodeId: "n1" }, "error");
+    dest.setBehaviour({ nodeId: "n1" }, "refuse");
     const seqs = wal.put("a", 0, 3);
     d.start();
     await until(() => dest.commitCalls.filter((c) => c.nodeId === "n1").length >= 5);
@@ -251,6 +256,61 @@ describe("dispatcher", () => {
     expect(d.stats().reroutedRecords).toBe(3);
     expectExactlyOnce(dest, keysOf(seqs));
     expect(dest.seqs("a", 1)).toHaveLength(3);
+  });
+
+  it("never reroutes records whose commit failed without an answer: held for the owner, whose dedup drops what it stored", async () => {
+    const { wal, dest, d } = rig();
+    dest.addTopic("a", ["n1", "n0"]);
+    // n1 stores the first batch and dies before answering.
+    dest.setBehaviour({ nodeId: "n1" }, "lost-answer");
+    const doubted = wal.put("a", 0, 5);
+    d.start();
+    await until(() => dest.commitCalls.some((c) => c.nodeId === "n1"));
+    dest.setBehaviour({ nodeId: "n1" }, "refuse"); // restarting: connection refused from now on
+    dest.setMember("n1", "Down");
+    const later = wal.put("a", 0, 5);
+    await until(() => d.stats().reroutedRecords === 5 && d.stats().heldRecords === 5);
+    expect(dest.seqs("a", 1)).toHaveLength(5); // the later records went to the sibling
+    expect(dest.seqs("a", 0)).toEqual(doubted); // n1 has the in-doubt ones, not acknowledged
+    await sleep(60);
+    expect(d.stats().reroutedRecords).toBe(5); // still held
+
+    // n1 is back: the held records go to it and its dedup acknowledges them without appending.
+    dest.setBehaviour({ nodeId: "n1" }, "ok");
+    dest.setMember("n1", "Active");
+    expect(await d.drain(3000)).toBe(true);
+    expectExactlyOnce(dest, keysOf([...doubted, ...later]));
+    expect(dest.seqs("a", 0)).toEqual(doubted);
+  });
+
+  it("reroutes in-doubt records once their hold expires, and counts them", async () => {
+    let expired = 0;
+    const wal = createFakeWal();
+    const dest = createFakeDestinations("n0");
+    const d = createDispatcher({
+      wal,
+      destinations: dest,
+      incarnation: wal.incarnation,
+      options: { ...opts, inDoubtHoldMs: 100 },
+      logger: quiet,
+      nowMs: () => Date.now(),
+      metrics: { ...noopDispatchMetrics, inDoubtExpired: (n) => (expired += n) },
+    });
+    running.push(d);
+    dest.addTopic("a", ["n1", "n0"]);
+    dest.setBehaviour({ nodeId: "n1" }, "error");
+    const seqs = wal.put("a", 0, 4);
+    d.start();
+    await until(() => dest.commitCalls.some((c) => c.nodeId === "n1"));
+    dest.setMember("n1", "Down");
+    await sleep(40);
+    expect(d.stats().reroutedRecords).toBe(0);
+    expect(d.stats().heldRecords).toBe(4);
+    expect(await d.drain(3000)).toBe(true);
+    expect(d.stats().reroutedRecords).toBe(4);
+    expect(expired).toBe(4);
+    expect(dest.seqs("a", 1)).toHaveLength(4);
+    expectExactlyOnce(dest, keysOf(seqs)); // "error" stored nothing at n1: one copy each
   });
 
   it("holds records for a partition frozen by a move without counting toward a reroute", async () => {

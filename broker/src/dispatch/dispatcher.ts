@@ -13,6 +13,15 @@
 //    seq; an abandoned (timed-out) commit's records are undone, so they are
 //    re-sent and the owner's (incarnation, seq) dedup drops what landed.
 //
+//
+// Never store twice across a reroute (dispatch-plan.ts I4): the seqs of a
+// batch whose commit failed without an answer are "in doubt" on that lane;
+// while they are, a reroute holds them for their owner (whose dedup answers
+// for whatever did land) instead of copying them into a sibling partition.
+// The hold is bounded (options.inDoubtHoldMs) and lives in memory: a restart
+// of this node forgets it, which reopens the seam only for a crash of this
+// node together with the owner.
+//
 // Order within a pass: commits (fanout lanes at once) → reroute append →
 // deletion checks → skip-set + checkpoint write. A crash anywhere before the
 // checkpoint write only means re-sending records, which the owners dedup.
@@ -31,7 +40,7 @@ import {
   skipSize,
 } from "../core/dispatch-plan.ts";
 import type { WalRecord, WalRecordInput } from "../core/records.ts";
-import { isPartitionMoving } from "../rpc/status.ts";
+import { commitNeverApplied, isPartitionMoving } from "../rpc/status.ts";
 import type { IngressWal } from "../wal/types.ts";
 import { commitLanes, type LaneResult } from "./commit-runner.ts";
 import {
@@ -85,6 +94,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let skip: SkipSet = [];
   let windowRecords = o.windowRecords;
   let failures = new Map<string, number>();
+  /** Lane key → seq → when its commit on that lane first failed without an answer. */
+  const inDoubt = new Map<string, Map<number, number>>();
+  const inDoubtHoldMs = o.inDoubtHoldMs ?? Number.POSITIVE_INFINITY;
 
   const st = { passes: 0, committedRecords: 0, lastPassMs: 0, heldRecords: 0, reroutedRecords: 0, errors: 0 };
 
@@ -232,6 +244,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       st.committedRecords += r.appended;
       if (r.appended + r.duplicates > 0) metrics.committed(r.appended, r.duplicates);
       if (r.fenced > 0) metrics.fenced?.(r.fenced);
+      // A refusal or no connection is an answer; a timeout, an abort or any other error leaves the batch in doubt.
+      const f = r.failure;
+      if (f !== undefined && !(f.outcome === "error" && commitNeverApplied(f.error)))
+        markInDoubt(r.lane.key, f.seqs ?? []);
       if (r.failure === undefined || r.failure.outcome === "aborted") continue;
       failed = true;
       if (moving) continue;
@@ -250,6 +266,57 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     }
     failures = nextFailures(failures, plan.laneKeys, attempted);
     return { seqs, failed };
+  }
+
+  function markInDoubt(lane: string, seqs: readonly number[]): void {
+    if (seqs.length === 0) return;
+    let m = inDoubt.get(lane);
+    if (m === undefined) {
+      m = new Map();
+      inDoubt.set(lane, m);
+    }
+    const now = nowMs();
+    for (const s of seqs) if (!m.has(s)) m.set(s, now);
+  }
+
+  function isInDoubt(lane: string, seq: number): boolean {
+    const since = inDoubt.get(lane)?.get(seq);
+    return since !== undefined && nowMs() - since < inDoubtHoldMs;
+  }
+
+  /** Forgets done seqs, seqs below the checkpoint and lanes that had no records this pass. */
+  function pruneInDoubt(plan: DispatchPlan, done: SkipSet, cp: number): void {
+    if (inDoubt.size === 0) return;
+    const seen = new Set(plan.laneKeys);
+    for (const [lane, m] of inDoubt) {
+      if (!seen.has(lane)) {
+        inDoubt.delete(lane);
+        continue;
+      }
+      for (const s of m.keys()) if (s < cp || skipHas(done, s)) m.delete(s);
+      if (m.size === 0) inDoubt.delete(lane);
+    }
+  }
+
+  /** Reroutes of records whose in-doubt hold ran out: the one place a record may now be stored twice. */
+  function reportExpiredDoubts(plan: DispatchPlan): void {
+    for (const g of plan.reroutes) {
+      const m = inDoubt.get(g.laneKey);
+      if (m === undefined) continue;
+      const expired = g.moves.filter((mv) => m.has(mv.record.seq)).length;
+      if (expired === 0) continue;
+      metrics.inDoubtExpired?.(expired);
+      logger.warn(
+        {
+          topic: g.topic,
+          partition: g.fromPartition,
+          nodeId: g.nodeId,
+          records: expired,
+          holdMs: inDoubtHoldMs,
+        },
+        "in-doubt records rerouted after their hold expired; the owner may also have stored them",
+      );
+    }
   }
 
   function reportHeld(plan: DispatchPlan): void {
@@ -305,6 +372,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         resolve: (t, p) => destinations.resolve(t, p),
         partitionCount: (t) => destinations.partitionCount(t),
         failures,
+        inDoubt: isInDoubt,
         options: o,
       });
     } catch (err) {
@@ -314,6 +382,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
 
     const committed = recordOutcomes(plan, await commitPlan(plan));
     const rerouted = await reroute(plan);
+    if (rerouted.length > 0) reportExpiredDoubts(plan);
     const deleted = await confirmDeletions(plan);
 
     const doneRanges: SeqRange[] = [
@@ -335,6 +404,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     }
     checkpoint = next.checkpoint;
     skip = next.skip;
+    pruneInDoubt(plan, skip, checkpoint);
 
     const done = committed.seqs.length + rerouted.length + deleted.seqs.length;
     const failed = committed.failed || deleted.failed || (plan.reroutes.length > 0 && rerouted.length === 0);

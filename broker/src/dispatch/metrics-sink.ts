@@ -20,6 +20,9 @@ export function dispatchMetricsSink(m: BrokerMetrics): DispatchMetricsSink {
     rerouted(records, reason) {
       m.dispatchRerouted.inc({ reason }, records);
     },
+    inDoubtExpired(records) {
+      m.dispatchInDoubtExpired.inc(records);
+    },
     discarded(records) {
       m.dispatchDiscarded.inc(records);
     },

@@ -63,9 +63,11 @@ export interface DispatchMetricsSink {
   /** Records the owner dropped because their producer epoch was fenced. */
   fenced?(records: number): void;
   rerouted(records: number, reason: RerouteReason): void;
+  /** In-doubt records rerouted because their hold expired (each may now be stored twice). */
+  inDoubtExpired?(records: number): void;
   /** Records of a confirmed-deleted topic that were discarded. */
   discarded(records: number): void;
-  /** Gauge: records held (Maintenance owner, no live sibling) in the last pass. */
+  /** Gauge: records held (Maintenance owner, no live sibling, in doubt) in the last pass. */
   held(records: number): void;
   /** Gauge: age of the oldest undone record seen in the last pass (0 when caught up). */
   lagSeconds(seconds: number): void;
@@ -95,6 +97,12 @@ export interface DispatcherOptions {
   errorBackoffMs: number;
   commitFanout: number;
   maxBatchBytes: number;
+  /**
+   * How long a record whose commit failed without an answer is kept for its
+   * owner when membership says reroute (dispatch-plan.ts I4); after that it is
+   * rerouted and may be stored twice. Unset: held until the owner answers.
+   */
+  inDoubtHoldMs?: number;
   /** WAL bytes one pass reads and holds (with their encoded copies): the dispatcher's memory bound. Default maxBatchBytes × commitFanout. */
   maxPassBytes?: number;
 }

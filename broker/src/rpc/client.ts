@@ -29,7 +29,7 @@ import {
   type PbReadRequest,
   type PbReadResponse,
 } from "./proto.ts";
-import { fromRpcError } from "./status.ts";
+import { fromRpcError, PartialCommitError } from "./status.ts";
 
 export interface PeerPoolOptions {
   maxMessageBytes: number;
@@ -158,7 +158,17 @@ export function createPeerPool(o: PeerPoolOptions): PeerPool {
     async commit(topic, partition, records, deadlineMs) {
       const results: CommitResult[] = [];
       for (const req of toCommitRequests(topic, partition, records, o.commitRequestBytes)) {
-        results.push(fromCommitResponse(await unary(client, address, "CommitBatch", req, deadlineMs)));
+        try {
+          results.push(fromCommitResponse(await unary(client, address, "CommitBatch", req, deadlineMs)));
+        } catch (err) {
+          if (results.length === 0) throw err;
+          // Earlier requests of this batch landed: whatever this one says, the batch is in doubt.
+          throw new PartialCommitError(
+            "UNAVAILABLE",
+            `commit to ${address} failed after ${results.length} acknowledged request(s): ${String(err)}`,
+            { retryAfterSeconds: o.retryAfterSeconds, cause: err },
+          );
+        }
       }
       return mergeCommitResults(results);
     },

@@ -57,6 +57,42 @@ export function isPartitionMoving(err: unknown): boolean {
   return isServiceError(cause) && movingPattern.test(cause.details ?? "");
 }
 
+/** A commit that failed before any request left this node (e.g. the owner has no address): nothing can have landed. */
+export class CommitNotSentError extends NaradError {}
+
+/** A commit split into several requests that failed after some of them were acknowledged. */
+export class PartialCommitError extends NaradError {}
+
+/** gRPC codes an owner answers only without having appended anything. */
+const refusals = new Set<number>([
+  status.FAILED_PRECONDITION,
+  status.NOT_FOUND,
+  status.INVALID_ARGUMENT,
+  status.OUT_OF_RANGE,
+  status.ALREADY_EXISTS,
+  status.RESOURCE_EXHAUSTED,
+  status.PERMISSION_DENIED,
+  status.UNAUTHENTICATED,
+]);
+
+/** grpc-js UNAVAILABLE details when the call never had a connection to go out on. */
+const neverConnected = /No connection established|ECONNREFUSED|EHOSTUNREACH|ENETUNREACH/;
+
+/**
+ * Whether a failed commit is known not to have reached the owner's log: a
+ * refusal the owner answered, or no connection at all. Everything else (a
+ * timeout, a connection dropped mid-call, an internal error, a partial
+ * success) leaves the records in doubt: the owner may have stored them.
+ */
+export function commitNeverApplied(err: unknown): boolean {
+  if (err instanceof PartialCommitError) return false;
+  if (err instanceof CommitNotSentError || isPartitionMoving(err)) return true;
+  const cause = err instanceof NaradError ? err.cause : err;
+  if (!isServiceError(cause)) return false;
+  if (refusals.has(cause.code)) return true;
+  return cause.code === status.UNAVAILABLE && neverConnected.test(cause.details ?? cause.message);
+}
+
 /** What the server answers for an error thrown by a handler. */
 export function toRpcFailure(err: unknown): RpcFailure {
   if (err instanceof NaradError)

@@ -10,11 +10,18 @@ import type { CommitRecord } from "../core/records.ts";
 import type { Destinations } from "../dispatch/types.ts";
 import type { CommitResult } from "../log/types.ts";
 
+/** grpc-js status.FAILED_PRECONDITION, spelled out so the fake needs no gRPC import. */
+const grpcFailedPrecondition = 9;
+
 /**
- * ok: commit at once; error: reject; frozen: reject as a partition move's
- * freeze does (code PARTITION_FROZEN); hang: stay pending until releaseHung() lands it late.
+ * ok: commit at once; error: reject without saying whether anything landed
+ * (in doubt); refuse: reject as an owner that stored nothing answers
+ * (FAILED_PRECONDITION, e.g. NOT_OWNER); lost-answer: store the records, then
+ * reject as if the owner died before answering; frozen: reject as a partition
+ * move's freeze does (code PARTITION_FROZEN); hang: stay pending until
+ * releaseHung() lands it late.
  */
-export type CommitBehaviour = "ok" | "error" | "frozen" | "hang";
+export type CommitBehaviour = "ok" | "error" | "refuse" | "lost-answer" | "frozen" | "hang";
 
 export interface CommitCall {
   nodeId: string;
@@ -101,7 +108,18 @@ export function createFakeDestinations(localNodeId = "n0"): FakeDestinations {
     commit(nodeId, topic, partition, records) {
       d.commitCalls.push({ nodeId, topic, partition, seqs: records.map((r) => r.seq) });
       const b = behaviours.get(`${topic}/${partition}`) ?? behaviours.get(nodeId) ?? "ok";
-      if (b === "error") return Promise.reject(new Error(`fake: ${nodeId} refuses ${topic}/${partition}`));
+      if (b === "error") return Promise.reject(new Error(`fake: ${nodeId} fails ${topic}/${partition}`));
+      if (b === "refuse")
+        return Promise.reject(
+          Object.assign(new Error(`fake: ${nodeId} refuses ${topic}/${partition}`), {
+            code: grpcFailedPrecondition,
+            details: "NOT_OWNER: fake",
+          }),
+        );
+      if (b === "lost-answer") {
+        apply(logOf(topic, partition), [...records]);
+        return Promise.reject(new Error(`fake: ${nodeId} died before answering for ${topic}/${partition}`));
+      }
       if (b === "frozen")
         return Promise.reject(
           Object.assign(new Error(`fake: ${topic}/${partition} is frozen`), { code: "PARTITION_FROZEN" }),
