@@ -2,7 +2,8 @@
 // in the same run (a no-op fastify POST route), prints a table and writes
 // bench/results.json as [{name, value, unit, baseline, ratio}].
 //
-// BENCH_SECONDS (default 10) sets the length of each load phase.
+// BENCH_SECONDS (default 10) sets the length of each load phase, after an
+// unmeasured warm-up of BENCH_WARMUP_SECONDS (default 5) on the same route.
 
 import { readFileSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
@@ -22,6 +23,7 @@ interface Result {
 }
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
+const warmupSeconds = Number(process.env.BENCH_WARMUP_SECONDS ?? 5);
 const results: Result[] = [];
 const record = (name: string, value: number, unit: string, baseline: number | null = null) => {
   results.push({ name, value, unit, baseline, ratio: baseline ? value / baseline : null });
@@ -63,6 +65,9 @@ async function main(): Promise<void> {
 
   process.stderr.write("baseline: no-op fastify POST route, 64 connections, 1 KiB bodies\n");
   const noop = await startNoop();
+  // Both sides get the same unmeasured warm-up (JIT, connection setup; for the
+  // broker also WAL segment preallocation), so the ratio compares steady states.
+  await load({ url: `${noop.url}/noop`, connections: 64, seconds: warmupSeconds, body: body1k });
   const base = await load({ url: `${noop.url}/noop`, connections: 64, seconds, body: body1k });
   await noop.stop();
   record("noop_route_req_per_sec", base.requestsPerSec, "req/s");
@@ -72,6 +77,12 @@ async function main(): Promise<void> {
   try {
     await createTopic(narad.url, "bench", 8);
     process.stderr.write("single-message produce: 64 connections, 1 KiB\n");
+    await load({
+      url: `${narad.url}/v1/topics/bench/produce`,
+      connections: 64,
+      seconds: warmupSeconds,
+      body: body1k,
+    });
     const before = await scrape(narad.url);
     const single = await load({
       url: `${narad.url}/v1/topics/bench/produce`,

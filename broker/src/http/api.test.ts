@@ -228,6 +228,24 @@ describe("drain and admin", () => {
     expect(text).toMatch(/narad_wal_fsync_seconds_count \d+/);
     expect(text).toContain("narad_wal_pending_records");
   });
+
+  it("counts requests per route template and status, unmatched URLs apart", async () => {
+    await req("POST", "/v1/topics", { name: "t", partitions: 1 });
+    for (let i = 0; i < 3; i++) await req("POST", "/v1/topics/t/produce", "x");
+    await req("POST", "/v1/topics/nope/produce", "x");
+    await req("GET", "/no/such/path");
+    const text = (await req("GET", "/metrics")).text;
+    expect(text).toContain(
+      'narad_http_requests_total{route="/v1/topics/:topic/produce",method="POST",status="202"} 3',
+    );
+    expect(text).toContain(
+      'narad_http_requests_total{route="/v1/topics/:topic/produce",method="POST",status="404"} 1',
+    );
+    expect(text).toContain('narad_http_requests_total{route="unmatched",method="GET",status="404"} 1');
+    expect(text).toContain(
+      'narad_http_request_duration_seconds_count{route="/v1/topics/:topic/produce",method="POST"} 4',
+    );
+  });
 });
 
 describe("idempotent produce", () => {
