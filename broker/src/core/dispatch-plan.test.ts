@@ -300,25 +300,24 @@ describe("planDispatch", () => {
   });
 
   it("holds in-doubt records for a Down owner and reroutes the rest (I4); a Removed owner has nothing in doubt", () => {
-    const owners = (state: MemberState) =>
-      cluster({
-        a: [
-          ["n1", state],
-          ["n2", "Active"],
-        ],
-      });
     const records = range(1, 11).map((s) => rec(s, "a", 0));
     const doubted = new Set([1, 2, 3]);
-    const inDoubt = (lane: string, seq: number) => lane === laneKey("a", 0, "n1") && doubted.has(seq);
-    const down = planDispatch({
-      records,
-      incarnation: INC,
-      localNodeId: "n0",
-      failures: new Map(),
-      inDoubt,
-      options: planOpts,
-      ...owners("Down"),
-    });
+    const withOwner = (state: MemberState) =>
+      planDispatch({
+        records,
+        incarnation: INC,
+        localNodeId: "n0",
+        failures: new Map(),
+        inDoubt: (lane, seq) => lane === laneKey("a", 0, "n1") && doubted.has(seq),
+        options: planOpts,
+        ...cluster({
+          a: [
+            ["n1", state],
+            ["n2", "Active"],
+          ],
+        }),
+      });
+    const down = withOwner("Down");
     expect(down.held).toEqual([
       {
         laneKey: laneKey("a", 0, "n1"),
@@ -333,15 +332,7 @@ describe("planDispatch", () => {
     expect(down.reroutes[0]!.moves.map((m) => m.record.seq)).toEqual(range(4, 11));
     expect(accountedSeqs(down).length + 3).toBe(records.length); // I1: held + rerouted = all
 
-    const removed = planDispatch({
-      records,
-      incarnation: INC,
-      localNodeId: "n0",
-      failures: new Map(),
-      inDoubt,
-      options: planOpts,
-      ...owners("Removed"),
-    });
+    const removed = withOwner("Removed");
     expect(removed.held).toEqual([]);
     expect(removed.reroutes[0]!.moves.map((m) => m.record.seq)).toEqual(range(1, 11));
   });
