@@ -21,19 +21,16 @@
 // restart (at the agent's backoff) lives.
 //
 // Numbers are printed with console.log ("failure-e2e:") for the README.
-import { mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { CoreV1Api } from "@kubernetes/client-node";
+import type { CoreV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { partitionForKey } from "../../broker/src/core/partitioner.ts";
 import { stderrLog } from "../platform/log.ts";
 import { podProcessPid } from "../platform/node-agent/pids.ts";
-import { type Platform, startPlatform } from "../platform/platform.ts";
-import { ensureBinaries } from "../platform/tools.ts";
+import type { Platform } from "../platform/platform.ts";
 import { clusterCredentials } from "./credentials.ts";
-import { getJson, type OperatorProcess, prepareCluster, startOperator, waitFor } from "./harness.ts";
+import { getJson, type OperatorProcess, startOperator, startSuitePlatform, waitFor } from "./harness.ts";
 import {
   BROKER_PORT,
   checkLedger,
@@ -46,7 +43,6 @@ import {
 } from "./load.ts";
 
 const log = stderrLog("failure-e2e");
-const REPO = resolve(import.meta.dirname, "../..");
 const NS = "failures";
 const LEASE_NS = "narad-system";
 const NAME = "fail";
@@ -167,11 +163,7 @@ class CrashLoop {
 }
 
 beforeAll(async () => {
-  const binaries = await ensureBinaries(log);
-  logDir = await mkdtemp(join(tmpdir(), "narad-failure-e2e-"));
-  platform = await startPlatform({ dir: logDir, log, binaries, keep: process.env["NARAD_KEEP"] === "1" });
-  core = platform.kubeConfig.makeApiClient(CoreV1Api);
-  await prepareCluster(platform.kubectl, REPO, [NS, LEASE_NS]);
+  ({ logDir, platform, core } = await startSuitePlatform("failure", log, [NS, LEASE_NS]));
   op = await startOperator({ kubeconfig: platform.kubeconfigPath, identity: "fail-a", logDir });
   await op.waitForLine((l) => l.msg === "leading: reconciling", "leadership");
   await platform.applyYaml(

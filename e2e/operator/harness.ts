@@ -2,10 +2,14 @@
 // against a kubeconfig, keep its log lines, and read objects as JSON.
 import { type ChildProcess, spawn } from "node:child_process";
 import { createWriteStream } from "node:fs";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import type { CommandRunner } from "../platform/platform.ts";
-import { waitFor } from "../platform/platform.ts";
+import { CoreV1Api } from "@kubernetes/client-node";
+import type { Log } from "../platform/log.ts";
+import { type CommandRunner, type Platform, startPlatform, waitFor } from "../platform/platform.ts";
 import { freePort } from "../platform/ports.ts";
+import { ensureBinaries } from "../platform/tools.ts";
 
 const REPO = resolve(import.meta.dirname, "../..");
 const NODE = join(REPO, "node_modules/.bin/node");
@@ -144,6 +148,28 @@ export async function prepareCluster(
     "crd/naradtopics.narad.dev",
   ]);
   for (const ns of namespaces) await kubectl(["create", "namespace", ns]);
+}
+
+/**
+ * What every operator suite starts from: the binaries, a log dir
+ * (/tmp/narad-<name>-e2e-*), the platform (kept with NARAD_KEEP=1), the CRDs
+ * and the namespaces.
+ */
+export async function startSuitePlatform(
+  name: string,
+  log: Log,
+  namespaces: string[],
+): Promise<{ logDir: string; platform: Platform; core: CoreV1Api }> {
+  const binaries = await ensureBinaries(log);
+  const logDir = await mkdtemp(join(tmpdir(), `narad-${name}-e2e-`));
+  const platform = await startPlatform({
+    dir: logDir,
+    log,
+    binaries,
+    keep: process.env["NARAD_KEEP"] === "1",
+  });
+  await prepareCluster(platform.kubectl, REPO, namespaces);
+  return { logDir, platform, core: platform.kubeConfig.makeApiClient(CoreV1Api) };
 }
 
 export { waitFor };

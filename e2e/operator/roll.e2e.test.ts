@@ -8,17 +8,15 @@
 //      unfreezing lets the roll finish.
 // The three rolls run on one cluster, in order. Numbers are printed with
 // console.log ("roll-e2e:") for the README.
-import { mkdtemp, readFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { CoreV1Api } from "@kubernetes/client-node";
+import type { CoreV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stderrLog } from "../platform/log.ts";
-import { type Platform, startPlatform } from "../platform/platform.ts";
-import { ensureBinaries } from "../platform/tools.ts";
+import type { Platform } from "../platform/platform.ts";
 import { clusterCredentials } from "./credentials.ts";
-import { getJson, type OperatorProcess, prepareCluster, startOperator, waitFor } from "./harness.ts";
+import { getJson, type OperatorProcess, startOperator, startSuitePlatform, waitFor } from "./harness.ts";
 import {
   checkLedger,
   type HeaderSource,
@@ -30,7 +28,6 @@ import {
 } from "./load.ts";
 
 const log = stderrLog("roll-e2e");
-const REPO = resolve(import.meta.dirname, "../..");
 const NS = "rolls";
 const LEASE_NS = "narad-system";
 const NAME = "roll";
@@ -147,11 +144,7 @@ async function operator(identity: string): Promise<OperatorProcess> {
 }
 
 beforeAll(async () => {
-  const binaries = await ensureBinaries(log);
-  logDir = await mkdtemp(join(tmpdir(), "narad-roll-e2e-"));
-  platform = await startPlatform({ dir: logDir, log, binaries, keep: process.env["NARAD_KEEP"] === "1" });
-  core = platform.kubeConfig.makeApiClient(CoreV1Api);
-  await prepareCluster(platform.kubectl, REPO, [NS, LEASE_NS]);
+  ({ logDir, platform, core } = await startSuitePlatform("roll", log, [NS, LEASE_NS]));
   const a = await operator("roll-a");
   await a.waitForLine((l) => l.msg === "leading: reconciling", "leadership");
   await platform.applyYaml(

@@ -11,17 +11,15 @@
 //      Degraded=ScaleDownBlocked and a Warning, the StatefulSet unchanged;
 //      it proceeds once the broker is back; replicas 0 is refused by the CRD.
 // All on one cluster, in order. Numbers go to console.log ("scale-e2e:").
-import { mkdtemp, readFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { CoreV1Api } from "@kubernetes/client-node";
+import type { CoreV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stderrLog } from "../platform/log.ts";
-import { type Platform, startPlatform } from "../platform/platform.ts";
-import { ensureBinaries } from "../platform/tools.ts";
+import type { Platform } from "../platform/platform.ts";
 import { clusterCredentials } from "./credentials.ts";
-import { getJson, type OperatorProcess, prepareCluster, startOperator, waitFor } from "./harness.ts";
+import { getJson, type OperatorProcess, startOperator, startSuitePlatform, waitFor } from "./harness.ts";
 import {
   checkLedger,
   type HeaderSource,
@@ -33,7 +31,6 @@ import {
 } from "./load.ts";
 
 const log = stderrLog("scale-e2e");
-const REPO = resolve(import.meta.dirname, "../..");
 const NS = "scaling";
 const LEASE_NS = "narad-system";
 const NAME = "sc";
@@ -196,11 +193,7 @@ async function verify(producer: LoadProducer): Promise<void> {
 // retried into green.
 describe("scaling", () => {
   beforeAll(async () => {
-    const binaries = await ensureBinaries(log);
-    logDir = await mkdtemp(join(tmpdir(), "narad-scale-e2e-"));
-    platform = await startPlatform({ dir: logDir, log, binaries, keep: process.env["NARAD_KEEP"] === "1" });
-    core = platform.kubeConfig.makeApiClient(CoreV1Api);
-    await prepareCluster(platform.kubectl, REPO, [NS, LEASE_NS]);
+    ({ logDir, platform, core } = await startSuitePlatform("scale", log, [NS, LEASE_NS]));
     op = await startOperator({ kubeconfig: platform.kubeconfigPath, identity: "scale-a", logDir });
     await op.waitForLine((l) => l.msg === "leading: reconciling", "leadership");
     await platform.applyYaml(
