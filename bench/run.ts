@@ -5,7 +5,7 @@
 // BENCH_SECONDS (default 10) sets the length of each load phase, after an
 // unmeasured warm-up of BENCH_WARMUP_SECONDS (default 5) on the same route.
 
-import { readFileSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { cpus } from "node:os";
 import { join } from "node:path";
 import { encodeBinaryBatch } from "../broker/src/core/batch-codec.ts";
@@ -13,6 +13,7 @@ import { repoRoot, startNarad, startNoop } from "../broker/test/harness/process.
 import { diskSyncMiBPerSec } from "./lib/disk.ts";
 import { load } from "./lib/load.ts";
 import { delta, scrape } from "./lib/metrics.ts";
+import { writeDocsTable } from "./lib/report.ts";
 
 interface Result {
   name: string;
@@ -165,19 +166,7 @@ async function main(): Promise<void> {
     ),
   ].join("\n");
   console.log(`\n${table}`);
-  if (process.env.BENCH_README !== "0") {
-    // Keep the README's numbers current: the table between the bench markers is rewritten.
-    const readmePath = join(repoRoot, "README.md");
-    const readme = readFileSync(readmePath, "utf8");
-    const start = "<!-- bench:start -->";
-    const end = "<!-- bench:end -->";
-    const a = readme.indexOf(start);
-    const b = readme.indexOf(end);
-    if (a >= 0 && b > a) {
-      writeFileSync(readmePath, `${readme.slice(0, a + start.length)}\n${table}\n${readme.slice(b)}`);
-      console.log("updated README.md");
-    }
-  }
+  writeDocsTable("bench", table);
   console.log(`\nwrote ${out}`);
 }
 

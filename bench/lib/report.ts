@@ -1,7 +1,7 @@
 // Shared reporting for the benchmark scripts: results as
 // [{name, value, unit, baseline, ratio}] in a JSON file and a markdown table
-// that replaces the README text between `<!-- <marker>:start -->` and
-// `<!-- <marker>:end -->` (skipped with BENCH_README=0).
+// that replaces the text of docs/benchmarks.md between `<!-- <marker>:start -->`
+// and `<!-- <marker>:end -->` (skipped with BENCH_DOCS=0).
 
 import { readFileSync, writeFileSync } from "node:fs";
 import { cpus } from "node:os";
@@ -26,7 +26,7 @@ export class Report {
     );
   }
 
-  /** Writes bench/<file> and the README table between the marker comments. */
+  /** Writes bench/<file> and the docs table between the marker comments. */
   write(file: string, marker: string, note: string): void {
     const out = join(repoRoot, "bench", file);
     writeFileSync(out, `${JSON.stringify(this.results, null, 2)}\n`);
@@ -41,20 +41,29 @@ export class Report {
       ),
     ].join("\n");
     console.log(`\n${table}`);
-    if (process.env.BENCH_README !== "0") {
-      const readmePath = join(repoRoot, "README.md");
-      const readme = readFileSync(readmePath, "utf8");
-      const start = `<!-- ${marker}:start -->`;
-      const end = `<!-- ${marker}:end -->`;
-      const a = readme.indexOf(start);
-      const b = readme.indexOf(end);
-      if (a >= 0 && b > a) {
-        writeFileSync(readmePath, `${readme.slice(0, a + start.length)}\n${table}\n${readme.slice(b)}`);
-        console.log("updated README.md");
-      }
-    }
+    writeDocsTable(marker, table);
     console.log(`\nwrote ${out}`);
   }
+}
+
+/** The page whose generated tables the benchmarks keep current. */
+const BENCH_PAGE = join(repoRoot, "docs", "benchmarks.md");
+
+/**
+ * Replaces the table between `<!-- marker:start -->` and `<!-- marker:end -->`
+ * in docs/benchmarks.md, so the page shows the numbers of the last run.
+ * BENCH_DOCS=0 (or the older BENCH_README=0) leaves the page alone.
+ */
+export function writeDocsTable(marker: string, table: string): void {
+  if (process.env.BENCH_DOCS === "0" || process.env.BENCH_README === "0") return;
+  const page = readFileSync(BENCH_PAGE, "utf8");
+  const start = `<!-- ${marker}:start -->`;
+  const end = `<!-- ${marker}:end -->`;
+  const a = page.indexOf(start);
+  const b = page.indexOf(end);
+  if (a < 0 || b < a) return;
+  writeFileSync(BENCH_PAGE, `${page.slice(0, a + start.length)}\n${table}\n${page.slice(b)}`);
+  console.log("updated docs/benchmarks.md");
 }
 
 export async function createTopic(url: string, name: string, partitions: number): Promise<void> {
