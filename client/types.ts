@@ -20,6 +20,7 @@ export interface Topic {
   visibilityTimeoutMs: number;
   maxInFlightPerPartition: number;
   maxAckedAheadPerPartition: number;
+  /** ISO-8601 creation time (the wire carries Unix seconds, as Narad does). */
   createdAt: string;
 }
 
@@ -97,6 +98,12 @@ export function settingsJson(s: TopicSettings): Json {
   return out;
 }
 
+/** Unix seconds (Narad's wire shape) or an ISO string (older brokers of this project). */
+function createdAtFromJson(v: unknown): string {
+  if (typeof v === "number") return new Date(v * 1000).toISOString();
+  return typeof v === "string" ? v : "";
+}
+
 export function topicFromJson(j: Json): Topic {
   return {
     name: j.name as string,
@@ -106,7 +113,7 @@ export function topicFromJson(j: Json): Topic {
     visibilityTimeoutMs: j.visibility_timeout_ms as number,
     maxInFlightPerPartition: j.max_in_flight_per_partition as number,
     maxAckedAheadPerPartition: j.max_acked_ahead_per_partition as number,
-    createdAt: j.created_at as string,
+    createdAt: createdAtFromJson(j.created_at),
   };
 }
 

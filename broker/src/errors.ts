@@ -5,6 +5,8 @@ export const errorStatus = {
   BAD_REQUEST: 400,
   UNAUTHORIZED: 401,
   NOT_FOUND: 404,
+  /** A known path with the wrong method; the answer carries `Allow`. */
+  METHOD_NOT_ALLOWED: 405,
   CONFLICT: 409,
   OFFSET_EXPIRED: 410,
   /** A receipt handle with no live lease (expired, settled, or from before a restart). */

@@ -5,10 +5,10 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom
 
 export interface BrokerMetrics {
   registry: Registry;
-  producedMessages: Counter<"topic">;
-  producedBytes: Counter<"topic">;
+  producedMessages: Counter<"topic" | "partition">;
+  producedBytes: Counter<"topic" | "partition">;
   produceRejected: Counter<"reason">;
-  consumedMessages: Counter<"topic">;
+  consumedMessages: Counter<"topic" | "partition">;
   httpRequests: Counter<"route" | "method" | "status">;
   httpDuration: Histogram<"route" | "method">;
   walGroupBytes: Histogram;
@@ -54,14 +54,14 @@ export function createBrokerMetrics(opts: { defaultMetrics: boolean }): BrokerMe
     registry,
     producedMessages: new Counter({
       name: "narad_messages_produced_total",
-      help: "Messages accepted (202) per topic",
-      labelNames: ["topic"],
+      help: "Messages accepted (202) per topic and partition",
+      labelNames: ["topic", "partition"],
       registers: r,
     }),
     producedBytes: new Counter({
       name: "narad_bytes_produced_total",
-      help: "Payload bytes accepted per topic",
-      labelNames: ["topic"],
+      help: "Payload bytes accepted per topic and partition",
+      labelNames: ["topic", "partition"],
       registers: r,
     }),
     produceRejected: new Counter({
@@ -72,8 +72,8 @@ export function createBrokerMetrics(opts: { defaultMetrics: boolean }): BrokerMe
     }),
     consumedMessages: new Counter({
       name: "narad_messages_consumed_total",
-      help: "Messages returned to readers per topic",
-      labelNames: ["topic"],
+      help: "Messages returned to readers per topic and partition",
+      labelNames: ["topic", "partition"],
       registers: r,
     }),
     httpRequests: new Counter({

@@ -79,6 +79,8 @@ interface TopicEntry {
 
 export const staleHandleMessage =
   "receipt handle is stale: no live lease with that nonce (expired, already settled, or from before a restart)";
+/** Narad (Go)'s receipt handle shape: partition:offset:nonce, all decimal. */
+const naradGoHandle = /^\d{1,16}:\d{1,16}:\d{1,20}$/;
 
 /** A group's settings: its declared subscription's, each unset field (or an undeclared group) taking the topic's. */
 export interface GroupSettings {
@@ -219,7 +221,12 @@ export class ConsumerManager {
   /** Acks, extends or nacks the lease a receipt handle names. */
   settle(topic: TopicConfig, rawHandle: string, action: SettleAction): void {
     const parsed = parseHandle(rawHandle, this.#o.groupPattern);
-    if (!parsed.ok) throw badRequest(parsed.reason);
+    if (!parsed.ok) {
+      // A Narad (Go) handle, partition:offset:nonce, is well formed there and
+      // can only be stale here (from another broker or before a migration).
+      if (naradGoHandle.test(rawHandle)) throw new NaradError("GONE", staleHandleMessage);
+      throw badRequest(parsed.reason);
+    }
     const h = parsed.handle;
     this.#assertNotFrozen(topic.name, h.partition);
     if (h.partition >= topic.partitions)
@@ -228,6 +235,12 @@ export class ConsumerManager {
     const q =
       entry?.createdAt === topic.created_at ? entry.groups.get(h.group)?.open.get(h.partition) : undefined;
     if (q === undefined || q.epoch !== h.epoch) throw new NaradError("GONE", staleHandleMessage);
+    // A lease past its visibility timeout is gone even if the 1 s purge has
+    // not run yet: its offset may already be promised to another consumer.
+    if (q.state.purge(this.#o.nowMs()) > 0) {
+      q.blocked = false;
+      this.#waiters.wake(topic.name, h.partition, h.group);
+    }
     const limits = limitsOf(topic, h.group);
     if (action === "extend") {
       if (!q.state.extend(h.offset, h.nonce, this.#o.nowMs(), limits))

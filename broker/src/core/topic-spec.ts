@@ -129,17 +129,20 @@ export function parseTopicCreate(body: unknown, d: TopicDefaults, now: Date): To
   if (!validTopicName(obj.name, d.namePattern)) {
     throw badRequest(`name must match ${d.namePattern.source}`);
   }
-  const big = Number.MAX_SAFE_INTEGER;
-  // retention_ms 0 means the default, as in Narad v1's code.
-  const retention = intField(obj, "retention_ms", 0, big);
+  // As in Narad v1: 0 (or absent) for retention, visibility and the two caps
+  // means the broker's default.
+  const orDefault = (field: string, fallback: number): number => {
+    const v = intField(obj, field, 0, Number.MAX_SAFE_INTEGER);
+    return v === undefined || v === 0 ? fallback : v;
+  };
   return {
     name: obj.name,
     partitions: intField(obj, "partitions", d.partitionsMin, d.partitionsMax) ?? d.partitions,
-    retention_ms: retention === undefined || retention === 0 ? d.retentionMs : retention,
-    retention_bytes: intField(obj, "retention_bytes", 0, big) ?? 0,
-    visibility_timeout_ms: intField(obj, "visibility_timeout_ms", 1, big) ?? d.visibilityTimeoutMs,
-    max_in_flight_per_partition: intField(obj, "max_in_flight_per_partition", 1, big) ?? d.maxInFlight,
-    max_acked_ahead_per_partition: intField(obj, "max_acked_ahead_per_partition", 1, big) ?? d.maxAckedAhead,
+    retention_ms: orDefault("retention_ms", d.retentionMs),
+    retention_bytes: intField(obj, "retention_bytes", 0, Number.MAX_SAFE_INTEGER) ?? 0,
+    visibility_timeout_ms: orDefault("visibility_timeout_ms", d.visibilityTimeoutMs),
+    max_in_flight_per_partition: orDefault("max_in_flight_per_partition", d.maxInFlight),
+    max_acked_ahead_per_partition: orDefault("max_acked_ahead_per_partition", d.maxAckedAhead),
     created_at: now.toISOString(),
     ...(obj.subscriptions === undefined || obj.subscriptions === null
       ? {}
@@ -151,11 +154,14 @@ export function parseTopicPatch(body: unknown, current: TopicConfig, d: TopicDef
   const obj = asObject(body);
   if ("visibility_timeout_ms" in obj) throw badRequest("visibility_timeout_ms cannot be changed");
   checkFields(obj, patchFields);
+  if (Object.keys(obj).length === 0) throw badRequest("patch names no field to change");
   const big = Number.MAX_SAFE_INTEGER;
   const patch: TopicPatch = {};
   const partitions = intField(obj, "partitions", d.partitionsMin, d.partitionsMax);
   if (partitions !== undefined) {
-    if (partitions < current.partitions) throw badRequest("partitions can only be increased");
+    // Narad v1 refuses a patch that does not grow the partition count.
+    if (partitions <= current.partitions)
+      throw badRequest(`partitions can only be increased (the topic has ${current.partitions})`);
     patch.partitions = partitions;
   }
   const retention = intField(obj, "retention_ms", 0, big);

@@ -224,7 +224,7 @@ describe("drain and admin", () => {
     await req("POST", "/v1/topics", { name: "t", partitions: 1 });
     await req("POST", "/v1/topics/t/produce", "x");
     const text = (await req("GET", "/metrics")).text;
-    expect(text).toContain('narad_messages_produced_total{topic="t"} 1');
+    expect(text).toContain('narad_messages_produced_total{topic="t",partition="0"} 1');
     expect(text).toMatch(/narad_wal_fsync_seconds_count \d+/);
     expect(text).toContain("narad_wal_pending_records");
   });
@@ -236,14 +236,14 @@ describe("drain and admin", () => {
     await req("GET", "/no/such/path");
     const text = (await req("GET", "/metrics")).text;
     expect(text).toContain(
-      'narad_http_requests_total{route="/v1/topics/:topic/produce",method="POST",status="202"} 3',
+      'narad_http_requests_total{route="POST /v1/topics/{topic}/produce",method="POST",status="202"} 3',
     );
     expect(text).toContain(
-      'narad_http_requests_total{route="/v1/topics/:topic/produce",method="POST",status="404"} 1',
+      'narad_http_requests_total{route="POST /v1/topics/{topic}/produce",method="POST",status="404"} 1',
     );
     expect(text).toContain('narad_http_requests_total{route="unmatched",method="GET",status="404"} 1');
     expect(text).toContain(
-      'narad_http_request_duration_seconds_count{route="/v1/topics/:topic/produce",method="POST"} 4',
+      'narad_http_request_duration_seconds_count{route="POST /v1/topics/{topic}/produce",method="POST"} 4',
     );
   });
 });

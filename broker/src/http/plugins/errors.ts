@@ -4,6 +4,7 @@
 
 import type { FastifyError, FastifyInstance } from "fastify";
 import { NaradError } from "../../errors.ts";
+import { createRouteTable } from "../route-table.ts";
 
 interface CodedError {
   code?: unknown;
@@ -68,7 +69,18 @@ export function registerErrorHandling(app: FastifyInstance): void {
     if (mapped.status >= 500) request.log.warn({ code: mapped.code }, mapped.message);
     return reply.code(mapped.status).send({ error: mapped.message });
   });
+  // Every route registered after this point is recorded, so a known path
+  // asked with the wrong method gets 405 and `Allow` (as Narad answers)
+  // instead of 404.
+  const routes = createRouteTable();
+  app.addHook("onRoute", (route) => routes.add(route.method, route.url));
   app.setNotFoundHandler((request, reply) => {
-    reply.code(404).send({ error: `no route for ${request.method} ${request.url.split("?")[0]}` });
+    const path = request.url.split("?")[0] ?? "";
+    const allowed = routes.methodsFor(path);
+    if (allowed.length > 0) {
+      reply.header("allow", allowed.join(", "));
+      return reply.code(405).send({ error: `method ${request.method} not allowed for ${path}` });
+    }
+    return reply.code(404).send({ error: `no route for ${request.method} ${path}` });
   });
 }

@@ -175,7 +175,7 @@ describe("queue consume", () => {
     expect(full.status).toBe(503);
     expect(full.headers["retry-after"]).toBeDefined();
     expect(await consume("ahead")).toBeUndefined(); // offset 3 is not the frontier
-    expect((await ack("ahead", m[0]!.receipt_handle!, "false")).status).toBe(204);
+    expect((await ack("ahead", m[0]!.receipt_handle!, "0")).status).toBe(204);
     const frontier = (await consume("ahead")) as Msg;
     expect(frontier.offset).toBe(0);
     expect((await ack("ahead", frontier.receipt_handle!)).status).toBe(204);
@@ -223,7 +223,9 @@ describe("queue consume", () => {
     expect((await ack("h", "garbage")).status).toBe(400);
     expect((await ack("h", "0:0:zzzzzzzzzzzz.1")).status).toBe(400);
     expect((await ack("h", "5:0:0123456789ab.1")).status).toBe(400); // no partition 5
-    expect((await ack("h", "0:0:0123456789ab.1", "maybe")).status).toBe(400);
+    // Narad's rule: any extend other than true/1/0 acks, here an unknown lease.
+    expect((await ack("h", "0:0:0123456789ab.1", "maybe")).status).toBe(410);
+    expect((await ack("h", "0:0:1")).status).toBe(410); // a Narad (Go) handle: stale here
     const gone = await ack("h", "0:0:0123456789ab.1");
     expect(gone.status).toBe(410);
     expect(gone.json().error).toMatch(/stale/);

@@ -1,7 +1,7 @@
 // Queue consumption (Narad v1):
 //   GET  /v1/topics/:topic/consume?wait=&partition=&group=   one leased message (200) or 204
 //   GET  /v1/topics/:topic/consume?partition=&offset=        replay by offset (read-only, no handle)
-//   POST /v1/topics/:topic/ack?receipt_handle=&extend=       ack / extend (true|1) / nack (false|0): 204
+//   POST /v1/topics/:topic/ack?receipt_handle=&extend=       extend (true|1) / nack (0) / ack (anything else): 204
 //   GET  /v1/topics/:topic/groups                            groups with per-partition committed, in_flight, lag
 //   GET  /v1/topics/:topic/groups                            (+ declared, effective settings)
 //   PUT  /v1/topics/:topic/groups/:group                     declare a subscription / update its settings: 200
@@ -34,11 +34,14 @@ function parseGroup(s: BrokerServices, raw: string | undefined): string {
   return raw;
 }
 
-function parseSettle(extend: string | undefined): "ack" | "extend" | "nack" {
-  if (extend === undefined) return "ack";
+/**
+ * Narad (Go)'s rule, which its clients depend on: `true` or `1` extends the
+ * lease, `0` nacks it, and anything else (absent, empty, `false`) acks.
+ */
+export function parseSettle(extend: string | undefined): "ack" | "extend" | "nack" {
   if (extend === "true" || extend === "1") return "extend";
-  if (extend === "false" || extend === "0") return "nack";
-  throw badRequest("extend must be true, 1, false or 0 (absent acks)");
+  if (extend === "0") return "nack";
+  return "ack";
 }
 
 export function consumeRoutes(s: BrokerServices) {
@@ -53,19 +56,20 @@ export function consumeRoutes(s: BrokerServices) {
           if (offset >= hwm) return reply.code(204).send();
           const [record] = await log.read(offset, 1, readMaxBytes);
           if (record === undefined) return reply.code(204).send();
-          s.metrics.consumedMessages.inc({ topic: topic.name });
+          s.metrics.consumedMessages.inc({ topic: topic.name, partition: String(partition) });
           return reply.type("application/json").send(messageJson(record, { topic: topic.name, partition }));
         }
         const topic = requireTopic(s, request.params.topic);
         const partition = parseOptionalInt(q.partition, "partition", 0, topic.partitions - 1);
         const group = parseGroup(s, q.group);
-        const waitMs = Math.min(parseDurationMs(q.wait, "wait") ?? 0, consumeMaxWaitMs);
+        // Narad (Go) treats a negative wait as no wait, and caps long ones.
+        const waitMs = Math.min(Math.max(parseDurationMs(q.wait, "wait") ?? 0, 0), consumeMaxWaitMs);
         // A client that hangs up stops its long-poll (no message is leased for it).
         const abort = new AbortController();
         reply.raw.once("close", () => abort.abort());
         const d = await s.consumers.consume(topic, group, partition, waitMs, abort.signal);
         if (d === undefined) return reply.code(204).send();
-        s.metrics.consumedMessages.inc({ topic: topic.name });
+        s.metrics.consumedMessages.inc({ topic: topic.name, partition: String(d.partition) });
         return reply.type("application/json").send(
           messageJson(d.record, {
             topic: topic.name,

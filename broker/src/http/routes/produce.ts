@@ -106,11 +106,20 @@ export function produceRoutes(s: BrokerServices) {
     }
   };
 
+  // Counted per (topic, partition), as Narad labels them.
   const accepted = (topic: string, records: readonly WalRecordInput[]): void => {
-    let bytes = 0;
-    for (const r of records) bytes += r.payload.length;
-    s.metrics.producedMessages.inc({ topic }, records.length);
-    s.metrics.producedBytes.inc({ topic }, bytes);
+    const perPartition = new Map<number, { messages: number; bytes: number }>();
+    for (const r of records) {
+      const c = perPartition.get(r.partition) ?? { messages: 0, bytes: 0 };
+      c.messages++;
+      c.bytes += r.payload.length;
+      perPartition.set(r.partition, c);
+    }
+    for (const [p, c] of perPartition) {
+      const labels = { topic, partition: String(p) };
+      s.metrics.producedMessages.inc(labels, c.messages);
+      s.metrics.producedBytes.inc(labels, c.bytes);
+    }
   };
 
   return async (app: FastifyInstance): Promise<void> => {
@@ -133,6 +142,8 @@ export function produceRoutes(s: BrokerServices) {
         if (producer !== undefined && key === undefined && pinned < 0) throw needsStablePartition();
         const partition = partitionFor(topic, key, pinned);
         const payload = (request.body as Buffer | undefined) ?? emptyBody;
+        // Narad v1 refuses an empty message; a client relying on that gets the same 400.
+        if (payload.length === 0) throw badRequest("message required");
         const record: WalRecordInput = {
           topic: topic.name,
           key: key ?? Buffer.from(generateKey(++keyCounter), "latin1"),

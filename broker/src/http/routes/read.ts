@@ -79,7 +79,7 @@ export function readRoutes(s: BrokerServices) {
         );
         const last = records[records.length - 1];
         const next = last === undefined ? Math.max(offset, Math.min(offset, hwm)) : last.offset + 1;
-        s.metrics.consumedMessages.inc({ topic: topic.name }, records.length);
+        s.metrics.consumedMessages.inc({ topic: topic.name, partition: String(partition) }, records.length);
         const body =
           `{"topic":${JSON.stringify(topic.name)},"partition":${partition},"next_offset":${next}` +
           `,"high_watermark":${hwm},"records":[${records.map((r) => messageJson(r, { topic: topic.name, partition })).join(",")}]}`;

@@ -8,6 +8,7 @@ import { badRequest, notFound } from "../../errors.ts";
 import type { TopicConfig } from "../../meta/types.ts";
 import { parseOptionalInt } from "../params.ts";
 import type { BrokerServices } from "../services.ts";
+import { topicToWire } from "../topic-wire.ts";
 
 interface TopicParams {
   topic: string;
@@ -19,11 +20,35 @@ export function requireTopic(s: BrokerServices, name: string): TopicConfig {
   return topic;
 }
 
-function decodePageToken(token: string | undefined): string {
+/**
+ * The page token is the last topic name of the previous page, raw, as in
+ * Narad (Go), whose clients build it themselves. Names are validated like
+ * topic names so a token cannot smuggle anything else.
+ */
+function decodePageToken(s: BrokerServices, token: string | undefined): string {
   if (token === undefined || token === "") return "";
-  const name = Buffer.from(token, "base64url").toString("utf8");
-  if (name === "") throw badRequest("page_token is invalid");
-  return name;
+  if (!s.config.topicDefaults.namePattern.test(token)) throw badRequest("page_token is invalid");
+  return token;
+}
+
+/**
+ * Topic bodies are JSON whatever the Content-Type says: Narad (Go) reads
+ * them so, and `curl -d` sends form-urlencoded. An empty body reads as none.
+ */
+function registerLenientJson(app: FastifyInstance): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser("*", { parseAs: "string" }, (_request, body, done) => {
+    const text = typeof body === "string" ? body : body.toString("utf8");
+    if (text.trim() === "") {
+      done(null, undefined);
+      return;
+    }
+    try {
+      done(null, JSON.parse(text));
+    } catch {
+      done(badRequest("request body must be JSON"), undefined);
+    }
+  });
 }
 
 async function partitionStats(s: BrokerServices, topic: TopicConfig, only: number | undefined) {
@@ -47,17 +72,18 @@ async function partitionStats(s: BrokerServices, topic: TopicConfig, only: numbe
 
 export function topicRoutes(s: BrokerServices) {
   return async (app: FastifyInstance): Promise<void> => {
+    registerLenientJson(app);
     app.post("/v1/topics", async (request, reply) => {
       const topic = parseTopicCreate(request.body, s.config.topicDefaults, new Date(s.nowMs()));
       const created = await s.metastore.createTopic(topic);
       request.log.info({ topic: created.name, partitions: created.partitions }, "topic created");
-      return reply.code(201).send(created);
+      return reply.code(201).send(topicToWire(created));
     });
 
     app.get<{ Querystring: { limit?: string; page_token?: string } }>("/v1/topics", async (request) => {
       const limit =
         parseOptionalInt(request.query.limit, "limit", 1, Number.MAX_SAFE_INTEGER) ?? topicListLimitDefault;
-      const after = decodePageToken(request.query.page_token);
+      const after = decodePageToken(s, request.query.page_token);
       const all = s.metastore.listTopics();
       // Keyset pagination: the token is the last name returned, so pages stay
       // stable while topics are created or deleted between calls.
@@ -70,9 +96,8 @@ export function topicRoutes(s: BrokerServices) {
       const more = start + page.length < all.length;
       const last = page[page.length - 1];
       return {
-        topics: page,
-        next_page_token:
-          more && last !== undefined ? Buffer.from(last.name, "utf8").toString("base64url") : "",
+        topics: page.map(topicToWire),
+        next_page_token: more && last !== undefined ? last.name : "",
       };
     });
 
@@ -81,7 +106,7 @@ export function topicRoutes(s: BrokerServices) {
       async (request) => {
         const topic = requireTopic(s, request.params.topic);
         const only = parseOptionalInt(request.query.partition, "partition", 0, topic.partitions - 1);
-        return { ...topic, partition_stats: await partitionStats(s, topic, only) };
+        return { ...topicToWire(topic), partition_stats: await partitionStats(s, topic, only) };
       },
     );
 
@@ -90,7 +115,7 @@ export function topicRoutes(s: BrokerServices) {
       const patch = parseTopicPatch(request.body, topic, s.config.topicDefaults);
       const updated = await s.metastore.updateTopic(topic.name, patch);
       request.log.info({ topic: topic.name, patch }, "topic updated");
-      return updated;
+      return topicToWire(updated);
     });
 
     app.delete<{ Params: TopicParams }>("/v1/topics/:topic", async (request, reply) => {
