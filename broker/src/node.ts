@@ -11,6 +11,7 @@ import { openSecurity } from "./auth/setup.ts";
 import type { Config } from "./config.ts";
 import * as k from "./constants.ts";
 import { ConsumerManager } from "./consumer/manager.ts";
+import { clusterAddressOf } from "./core/routing.ts";
 import { type ClusterDestinationHooks, clusterDestinations } from "./dispatch/cluster-destinations.ts";
 import { createDispatcher } from "./dispatch/dispatcher.ts";
 import { dispatchMetricsSink } from "./dispatch/metrics-sink.ts";
@@ -200,7 +201,13 @@ export async function startBroker(
         metastore,
         logs,
         consumers,
-        ownerStats: (topic, partition) => partitions.stats(topic, partition),
+        ownerVerify: (topic, partition, segments) => {
+          const owner = metastore.members().find((m) => m.id === metastore.ownerOf(topic, partition));
+          const address = owner === undefined ? undefined : clusterAddressOf(owner);
+          if (address === undefined)
+            return Promise.reject(new Error(`the owner of ${topic}/${partition} has no cluster address`));
+          return peers.peer(address).moveVerify({ topic, partition, segments });
+        },
         maxFreezeTtlMs: Math.max(k.moveFreezeTtlMs, moveTiming.freezeTtlMs),
         maxFetchBytes: k.moveChunkBytes,
         deleteDelayMs: opts.moveTiming?.sourceDeleteDelayMs ?? k.moveSourceDeleteDelayMs,
@@ -215,6 +222,7 @@ export async function startBroker(
         logs,
         consumers,
         peers,
+        onInstalled: (topic, partition) => moveSource?.forget(topic, partition),
         log: {
           segmentBytes: config.log.segmentBytes,
           indexIntervalBytes: config.log.indexIntervalBytes,
