@@ -285,6 +285,44 @@ describe("dispatcher", () => {
     expect(dest.seqs("a", 0)).toEqual(doubted);
   });
 
+  it("keeps a lane's in-doubt seqs when a shrinking window no longer reaches them (issue #13 item 6)", async () => {
+    // Lookahead 0: a pass reads [checkpoint, checkpoint + window). The window
+    // grows with the partitions of the last pass and shrinks back; one held
+    // record pins the checkpoint, so the in-doubt lane falls out of reach.
+    const { wal, dest, d } = rig({
+      windowRecords: 8,
+      windowCapRecords: 64,
+      targetPerPartition: 8,
+      lookaheadWindows: 0,
+    });
+    dest.addTopic("a", ["n1", "n2", "n0", "n0", "n0", "n0", "n0", "n0", "n0"]);
+    dest.setMember("n2", "Maintenance");
+    dest.setBehaviour({ nodeId: "n1" }, "lost-answer");
+    const pinned = wal.put("a", 1, 1);
+    const spread: number[] = [];
+    for (let p = 2; p <= 8; p++) spread.push(...wal.put("a", p, 1));
+    // Pass 1 (window 8) sees 8 partitions → window 64; pass 2 reaches seqs
+    // 31, 32 of the in-doubt lane and sees 3 partitions → window 24, which
+    // from the pinned checkpoint no longer reaches them.
+    const filler = wal.put("a", 2, 23);
+    const doubted = wal.put("a", 0, 2);
+    d.start();
+    await until(() => dest.commitCalls.some((c) => c.nodeId === "n1"));
+    dest.setBehaviour({ nodeId: "n1" }, "refuse");
+    dest.setMember("n1", "Down");
+    await until(() => filler.every((s) => dest.allKeys().includes(`k${s}`)));
+    await sleep(100); // passes that see only the pinned record: the window shrinks to 8
+    dest.setMember("n2", "Active");
+    await until(() => dest.seqs("a", 1).length === 1);
+    await sleep(150);
+    // The in-doubt records are held for n1, not copied to a sibling next to the copy n1 stored.
+    expect(d.stats().reroutedRecords).toBe(0);
+    dest.setBehaviour({ nodeId: "n1" }, "ok");
+    dest.setMember("n1", "Active");
+    expect(await d.drain(3000)).toBe(true);
+    expectExactlyOnce(dest, keysOf([...pinned, ...spread, ...filler, ...doubted]));
+  });
+
   it("reroutes in-doubt records once their hold expires, and counts them", async () => {
     let expired = 0;
     const wal = createFakeWal();

@@ -284,15 +284,17 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     return since !== undefined && nowMs() - since < inDoubtHoldMs;
   }
 
-  /** Forgets done seqs, seqs below the checkpoint and lanes that had no records this pass. */
-  function pruneInDoubt(plan: DispatchPlan, done: SkipSet, cp: number): void {
+  /**
+   * Forgets seqs that are done (below the checkpoint or in the skip-set),
+   * and nothing else. A lane missing from this pass is not evidence: a
+   * window that shrank, the pass byte budget or the lookahead may simply not
+   * have reached its records, which are still undone. Forgetting them there
+   * reopened the duplicate seam (issue #13 item 6). The map stays bounded by
+   * the undone records above the checkpoint.
+   */
+  function pruneInDoubt(done: SkipSet, cp: number): void {
     if (inDoubt.size === 0) return;
-    const seen = new Set(plan.laneKeys);
     for (const [lane, m] of inDoubt) {
-      if (!seen.has(lane)) {
-        inDoubt.delete(lane);
-        continue;
-      }
       for (const s of m.keys()) if (s < cp || skipHas(done, s)) m.delete(s);
       if (m.size === 0) inDoubt.delete(lane);
     }
@@ -404,7 +406,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     }
     checkpoint = next.checkpoint;
     skip = next.skip;
-    pruneInDoubt(plan, skip, checkpoint);
+    pruneInDoubt(skip, checkpoint);
 
     const done = committed.seqs.length + rerouted.length + deleted.seqs.length;
     const failed = committed.failed || deleted.failed || (plan.reroutes.length > 0 && rerouted.length === 0);
