@@ -82,6 +82,15 @@ export interface MoveManagerDeps {
 
 const terminal = (s: MoveState): boolean => s === "done" || s === "failed" || s === "cancelled";
 
+/**
+ * Finished moves (done, failed, cancelled) kept for GET and an idempotent
+ * PUT; beyond this the oldest finished are forgotten (GET answers 404, as
+ * after a restart). The operator runs a handful of moves at a time and
+ * reads each one's end within seconds, so this is far more than it needs,
+ * and the map no longer grows with every move a long-lived node ever ran.
+ */
+export const maxFinishedMoves = 256;
+
 class Stopped extends Error {}
 
 class Move {
@@ -152,6 +161,9 @@ export class MoveManager {
   readonly #moves = new Map<string, Move>();
   #closed = false;
 
+  /** Finished moves' keys, oldest finish first (the eviction order). */
+  readonly #finished = new Set<string>();
+
   constructor(d: MoveManagerDeps) {
     this.#d = d;
     d.metastore.onChange(() => {
@@ -171,11 +183,25 @@ export class MoveManager {
   }
 
   get(topic: string, partition: number): MoveStatus | undefined {
+    this.#pruneFinished();
     return this.#moves.get(`${topic}/${partition}`)?.status();
   }
 
   list(): MoveStatus[] {
+    this.#pruneFinished();
     return [...this.#moves.values()].map((m) => m.status());
+  }
+
+  /** Notes newly finished moves and forgets the oldest beyond maxFinishedMoves. */
+  #pruneFinished(): void {
+    for (const [key, m] of this.#moves)
+      if (terminal(m.state) && !this.#finished.has(key)) this.#finished.add(key);
+    for (const key of this.#finished) {
+      if (this.#finished.size <= maxFinishedMoves) break;
+      this.#finished.delete(key);
+      const m = this.#moves.get(key);
+      if (m !== undefined && terminal(m.state)) this.#moves.delete(key);
+    }
   }
 
   /** PUT: starts a move (idempotent for the same source). */
@@ -207,6 +233,8 @@ export class MoveManager {
     const move = new Move(topic, partition, from);
     // Registered before the first await, so a concurrent identical PUT finds it.
     this.#moves.set(key, move);
+    this.#finished.delete(key);
+    this.#pruneFinished();
     try {
       await writeMarker(this.#d.dataDir, { topic, partition, from, token: move.token });
     } catch (err) {
