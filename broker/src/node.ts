@@ -15,6 +15,7 @@ import { clusterAddressOf } from "./core/routing.ts";
 import { type ClusterDestinationHooks, clusterDestinations } from "./dispatch/cluster-destinations.ts";
 import { createDispatcher } from "./dispatch/dispatcher.ts";
 import { dispatchMetricsSink } from "./dispatch/metrics-sink.ts";
+import { defaultParkedMaxBytes, openParkedStore } from "./dispatch/parked-store.ts";
 import { buildApp } from "./http/app.ts";
 import type { BrokerServices } from "./http/services.ts";
 import { openLogStore } from "./log/log-store.ts";
@@ -156,7 +157,16 @@ export async function startBroker(
     ...(security.rpcTls ? { credentials: security.rpcTls.channel } : {}),
   });
   metastore.onChange(peerMembershipSync(peers, () => metastore.members()));
+  // Stalled lanes' records leave the WAL for here so the rest keeps flowing (dispatch/parked-store.ts).
+  const parked = await openParkedStore({
+    dir: join(config.dataDir, "parked"),
+    incarnation: wal.incarnation,
+    walCheckpoint: wal.stats().checkpoint,
+    maxBytes: defaultParkedMaxBytes,
+    logger: logger.child({ component: "parked" }),
+  });
   const dispatcher = createDispatcher({
+    parked,
     wal,
     destinations: clusterDestinations({
       nodeId: config.nodeId,
@@ -291,6 +301,7 @@ export async function startBroker(
       },
       waitDrained: (timeoutMs) => dispatcher.drain(timeoutMs),
     },
+    dispatch: dispatcher,
     metrics,
     nowMs,
   };
@@ -334,7 +345,7 @@ export async function startBroker(
               node_id: config.nodeId,
               ready: services.lifecycle.ready(),
               draining,
-              wal_pending_records: w.pendingRecords,
+              wal_pending_records: w.pendingRecords + parked.size,
               checkpoint_seq: w.checkpoint,
               last_accepted_seq: w.nextSeq - 1,
               owned_partitions: owned,

@@ -1,7 +1,11 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createFakeDestinations, type FakeDestinations } from "../testing/fake-destinations.ts";
 import { createFakeWal, type FakeWal } from "../testing/fake-wal.ts";
 import { createDispatcher } from "./dispatcher.ts";
+import { openParkedStore, type ParkedStore } from "./parked-store.ts";
 import {
   type Dispatcher,
   type DispatcherOptions,
@@ -47,7 +51,11 @@ afterEach(async () => {
  * every seq below it is accounted for: stored in some log (by its key, which
  * survives a reroute's new seq), or deliberately discarded.
  */
-function rig(o: Partial<DispatcherOptions> = {}, discardable: (seq: number) => boolean = () => false): Rig {
+function rig(
+  o: Partial<DispatcherOptions> = {},
+  discardable: (seq: number) => boolean = () => false,
+  parked?: ParkedStore,
+): Rig {
   const wal = createFakeWal();
   const dest = createFakeDestinations("n0");
   const setCheckpoint = wal.setCheckpoint.bind(wal);
@@ -56,6 +64,7 @@ function rig(o: Partial<DispatcherOptions> = {}, discardable: (seq: number) => b
     for (let s = wal.stats().checkpoint; s < n; s++) {
       const r = wal.record(s);
       if (r === undefined || discardable(s)) continue; // absent (dropped frame) or confirmed deleted
+      if (parked?.has(s) === true) continue; // durable in the parked store
       if (stored.has(r.key.toString())) continue;
       // A rerouted record is done once its copy (same key, higher seq) is in the WAL.
       let copied = false;
@@ -76,6 +85,7 @@ function rig(o: Partial<DispatcherOptions> = {}, discardable: (seq: number) => b
     options: { ...opts, ...o },
     logger: quiet,
     nowMs: () => Date.now(),
+    ...(parked !== undefined ? { parked } : {}),
   });
   running.push(d);
   return { wal, dest, d };
@@ -444,6 +454,46 @@ describe("dispatcher", () => {
     dest.setBehaviour({ nodeId: "n1" }, "ok");
     expect(await d.drain(3000)).toBe(true);
     expectExactlyOnce(dest, keysOf([...stuck, ...rest]));
+  });
+
+  it("parks a held lane so the other partitions keep flowing past the lookahead (issue #13 item 5)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "narad-parked-"));
+    try {
+      const store = await openParkedStore({
+        dir,
+        incarnation: "0123456789abcdef",
+        walCheckpoint: 1,
+        maxBytes: 1 << 20,
+        logger: quiet,
+      });
+      const { wal, dest, d } = rig(
+        { windowRecords: 8, windowCapRecords: 8, lookaheadWindows: 2 },
+        undefined,
+        store,
+      );
+      dest.addTopic("a", ["n1", "n0"]);
+      dest.setMember("n1", "Maintenance");
+      const stuck = wal.put("a", 0, 3);
+      const rest = wal.put("a", 1, 100);
+      const later = wal.put("a", 0, 2); // behind the parked ones, same partition: order must hold
+      d.start();
+      // Without parking only the 23 records within 3 windows of the stuck one get through.
+      await until(() => dest.seqs("a", 1).length === 100);
+      expect(d.stats().checkpoint).toBeGreaterThan(stuck[0]!);
+      expect(d.stats().parkedRecords).toBe(3); // the 2 later ones are within reach: nothing to unblock
+      // Parked records still count as pending (a drain or a decommission waits for them).
+      await until(() => d.stats().pendingRecords === 5);
+      const lane = d.stalledLanes().find((l) => l.partition === 0);
+      expect(lane?.reason).toBe("maintenance");
+      expect(lane?.records).toBe(5);
+      dest.setMember("n1", "Active");
+      expect(await d.drain(3000)).toBe(true);
+      expect(dest.seqs("a", 0)).toEqual([...stuck, ...later]); // in seq order
+      expectExactlyOnce(dest, keysOf([...stuck, ...rest, ...later]));
+      expect(store.size).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("steps over seqs the WAL no longer has (dropped corrupt frames)", async () => {
