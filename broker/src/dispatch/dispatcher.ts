@@ -524,7 +524,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   }
 
   function classify(out: PassOutcome): Next {
-    if (out.failed) return "backoff";
+    // A failing lane alone backs off; with parking, other lanes still moved
+    // in this pass, and backing off would throttle them to one pass per backoff.
+    if (out.failed && out.done === 0) return "backoff";
     if (out.done > 0) return "now"; // maybe more; an empty follow-up pass is cheap
     if (out.records > 0) return "stuck"; // held or unconfirmed: retry later, sooner if new records come
     return "idle";
