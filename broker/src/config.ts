@@ -113,6 +113,11 @@ const settings = {
   "dispatch-commit-timeout-ms": { env: "NARAD_DISPATCH_COMMIT_TIMEOUT_MS", file: "dispatchCommitTimeoutMs" },
   "dispatch-in-doubt-hold-ms": { env: "NARAD_DISPATCH_IN_DOUBT_HOLD_MS", file: "dispatchInDoubtHoldMs" },
   "dispatch-max-pass-bytes": { env: "NARAD_DISPATCH_MAX_PASS_BYTES", file: "dispatchMaxPassBytes" },
+  "dispatch-window-records": { env: "NARAD_DISPATCH_WINDOW_RECORDS", file: "dispatchWindowRecords" },
+  "dispatch-lookahead-windows": {
+    env: "NARAD_DISPATCH_LOOKAHEAD_WINDOWS",
+    file: "dispatchLookaheadWindows",
+  },
   "topic-partitions": { env: "NARAD_TOPIC_PARTITIONS", file: "topicPartitions" },
   "retention-check-interval-ms": {
     env: "NARAD_RETENTION_CHECK_INTERVAL_MS",
@@ -151,6 +156,8 @@ Options (each also settable as the NARAD_* variable shown, or in --config JSON):
   --wal-segment-bytes N, --wal-sync-backstop-ms N, --log-segment-bytes N,
   --dispatch-idle-poll-ms N, --dispatch-commit-timeout-ms N, --dispatch-in-doubt-hold-ms N, --topic-partitions N,
   --dispatch-max-pass-bytes N (WAL bytes one dispatch pass holds in memory; default ${k.dispatchMaxBatchBytes * k.dispatchCommitFanout}),
+  --dispatch-window-records N (base records per dispatch pass; default ${k.dispatchWindowRecords}),
+  --dispatch-lookahead-windows N (windows a pass may read past a stuck record; default ${k.dispatchLookaheadWindows}),
   --retention-check-interval-ms N
   --auth on|off               HTTP authentication + RBAC NARAD_AUTH          (default off)
   --auth-file PATH            users file (JSON), reloaded on change          NARAD_AUTH_FILE
@@ -293,10 +300,10 @@ export function loadConfig(
     },
     dispatch: {
       idlePollMs: count("dispatch-idle-poll-ms", k.dispatchIdlePollMs),
-      windowRecords: k.dispatchWindowRecords,
+      windowRecords: count("dispatch-window-records", k.dispatchWindowRecords),
       windowCapRecords: k.dispatchWindowCapRecords,
       targetPerPartition: k.dispatchTargetPerPartition,
-      lookaheadWindows: k.dispatchLookaheadWindows,
+      lookaheadWindows: count("dispatch-lookahead-windows", k.dispatchLookaheadWindows),
       rerouteAfterPasses: k.dispatchRerouteAfterPasses,
       commitTimeoutMs: count("dispatch-commit-timeout-ms", k.dispatchCommitTimeoutMs),
       inDoubtHoldMs: count("dispatch-in-doubt-hold-ms", k.dispatchInDoubtHoldMs),
@@ -335,6 +342,10 @@ export function loadConfig(
   if (config.admission.budgetBytes < 1) throw new ConfigError("--produce-memory-budget must be at least 1");
   if ((config.dispatch.maxPassBytes ?? 1) < 1)
     throw new ConfigError("--dispatch-max-pass-bytes must be at least 1");
+  if (config.dispatch.windowRecords < 1 || config.dispatch.windowRecords > config.dispatch.windowCapRecords)
+    throw new ConfigError(
+      `--dispatch-window-records must be between 1 and ${config.dispatch.windowCapRecords}`,
+    );
   if (config.admission.timeoutMs < 1) throw new ConfigError("--admission-timeout-ms must be at least 1");
   if (maxBody < 1 || maxBody > k.walMaxRecordBytes) {
     throw new ConfigError(`--max-body-bytes must be between 1 and ${k.walMaxRecordBytes}`);

@@ -27,6 +27,9 @@ export interface BrokerMetrics {
   dispatchInDoubtExpired: Counter;
   dispatchDiscarded: Counter;
   dispatchHeld: Gauge;
+  dispatchStalledLaneRecords: Gauge;
+  dispatchOldestStalledSeconds: Gauge;
+  dispatchParkedRecords: Gauge;
   logCommitSeconds: Histogram;
   consumerLag: Gauge<"topic" | "partition" | "group">;
   consumerInflight: Gauge<"topic" | "partition" | "group">;
@@ -173,6 +176,22 @@ export function createBrokerMetrics(opts: { defaultMetrics: boolean }): BrokerMe
     dispatchHeld: new Gauge({
       name: "narad_dispatch_held_records",
       help: "Records held in the last pass (Maintenance owner, no live sibling, in doubt for a Down owner)",
+      registers: r,
+    }),
+    dispatchStalledLaneRecords: new Gauge({
+      name: "narad_dispatch_stalled_lane_records",
+      help: "Records of each lane the last pass left undone, by reason (maintenance, no-live-sibling, in-doubt, commit-failing, moving)",
+      labelNames: ["topic", "partition", "reason"],
+      registers: r,
+    }),
+    dispatchOldestStalledSeconds: new Gauge({
+      name: "narad_dispatch_oldest_stalled_seconds",
+      help: "Age of the oldest record of any lane the last pass left undone (0 when none)",
+      registers: r,
+    }),
+    dispatchParkedRecords: new Gauge({
+      name: "narad_dispatch_parked_records",
+      help: "Records of stalled lanes moved from the WAL into the parked store (still to dispatch)",
       registers: r,
     }),
     logCommitSeconds: new Histogram({

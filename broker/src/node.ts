@@ -11,9 +11,11 @@ import { openSecurity } from "./auth/setup.ts";
 import type { Config } from "./config.ts";
 import * as k from "./constants.ts";
 import { ConsumerManager } from "./consumer/manager.ts";
+import { clusterAddressOf } from "./core/routing.ts";
 import { type ClusterDestinationHooks, clusterDestinations } from "./dispatch/cluster-destinations.ts";
 import { createDispatcher } from "./dispatch/dispatcher.ts";
 import { dispatchMetricsSink } from "./dispatch/metrics-sink.ts";
+import { defaultParkedMaxBytes, openParkedStore } from "./dispatch/parked-store.ts";
 import { buildApp } from "./http/app.ts";
 import type { BrokerServices } from "./http/services.ts";
 import { openLogStore } from "./log/log-store.ts";
@@ -155,7 +157,16 @@ export async function startBroker(
     ...(security.rpcTls ? { credentials: security.rpcTls.channel } : {}),
   });
   metastore.onChange(peerMembershipSync(peers, () => metastore.members()));
+  // Stalled lanes' records leave the WAL for here so the rest keeps flowing (dispatch/parked-store.ts).
+  const parked = await openParkedStore({
+    dir: join(config.dataDir, "parked"),
+    incarnation: wal.incarnation,
+    walCheckpoint: wal.stats().checkpoint,
+    maxBytes: defaultParkedMaxBytes,
+    logger: logger.child({ component: "parked" }),
+  });
   const dispatcher = createDispatcher({
+    parked,
     wal,
     destinations: clusterDestinations({
       nodeId: config.nodeId,
@@ -200,7 +211,13 @@ export async function startBroker(
         metastore,
         logs,
         consumers,
-        ownerStats: (topic, partition) => partitions.stats(topic, partition),
+        ownerVerify: (topic, partition, segments) => {
+          const owner = metastore.members().find((m) => m.id === metastore.ownerOf(topic, partition));
+          const address = owner === undefined ? undefined : clusterAddressOf(owner);
+          if (address === undefined)
+            return Promise.reject(new Error(`the owner of ${topic}/${partition} has no cluster address`));
+          return peers.peer(address).moveVerify({ topic, partition, segments });
+        },
         maxFreezeTtlMs: Math.max(k.moveFreezeTtlMs, moveTiming.freezeTtlMs),
         maxFetchBytes: k.moveChunkBytes,
         deleteDelayMs: opts.moveTiming?.sourceDeleteDelayMs ?? k.moveSourceDeleteDelayMs,
@@ -215,6 +232,7 @@ export async function startBroker(
         logs,
         consumers,
         peers,
+        onInstalled: (topic, partition) => moveSource?.forget(topic, partition),
         log: {
           segmentBytes: config.log.segmentBytes,
           indexIntervalBytes: config.log.indexIntervalBytes,
@@ -283,6 +301,7 @@ export async function startBroker(
       },
       waitDrained: (timeoutMs) => dispatcher.drain(timeoutMs),
     },
+    dispatch: dispatcher,
     metrics,
     nowMs,
   };
@@ -326,7 +345,7 @@ export async function startBroker(
               node_id: config.nodeId,
               ready: services.lifecycle.ready(),
               draining,
-              wal_pending_records: w.pendingRecords,
+              wal_pending_records: w.pendingRecords + parked.size,
               checkpoint_seq: w.checkpoint,
               last_accepted_seq: w.nextSeq - 1,
               owned_partitions: owned,

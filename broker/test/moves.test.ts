@@ -9,7 +9,7 @@
 // `ready` (cancel; the restarted source owns and serves the partition).
 // crash() is the in-process kill -9: no drain, no flush.
 
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, rmSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
@@ -369,15 +369,44 @@ describe("partition moves (3 in-process brokers)", () => {
     mc.setOwner("l", p, "b");
     await waitState(b, "l", p, "done");
     // a still believes it owns p: records it takes now must wait, not land
-    // in the copy it gave away.
+    // in the copy it gave away. The view lags past the freeze's ttl, so a
+    // freeze that lapsed on a timer would let a's own dispatcher commit them
+    // locally (issue #13 item 4: those records were stranded in the old copy).
+    await batch(a, 50);
+    await new Promise((r) => setTimeout(r, freezeTtlMs + 2_000));
     await batch(a, 50);
     await new Promise((r) => setTimeout(r, 1_500));
+    expect(await hwm(a, "l", p)).toBe(500); // nothing landed in the given-away copy
     lag = undefined;
     mc.setState("c", "Active"); // any metastore change wakes a's listeners, as a watch event would
     await eventually("every WAL drained", 60_000, () => drained(nodes));
     const ids = (await readPartition(b, "l", p)).map(([, id]) => id);
     expect(acked.filter((id) => !ids.includes(id))).toEqual([]);
     expect(new Set(ids).size).toBe(ids.length);
+  }, 120_000);
+
+  it("the source keeps its copy while the new owner's bytes differ from it, whatever HWM it reports", async () => {
+    const { mc, nodes, a, b, p } = await setup("v");
+    const acked: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const ids = Array.from({ length: 50 }, (_, j) => i * 50 + j);
+      if (await produceBatch(nodes[i % 3]!, "v", ids, p)) acked.push(...ids);
+    }
+    await eventually("a holds the records", 30_000, async () => (await hwm(a, "v", p)) >= acked.length);
+    expect((await req(b, "PUT", `/admin/v1/moves/v/${p}`, { from: "a" })).status).toBe(202);
+    await waitState(b, "v", p, "ready");
+    mc.setOwner("v", p, "b");
+    await waitState(b, "v", p, "done");
+    // Damage b's installed copy in the middle (its HWM stays what it was).
+    const segDir = join(b.dir, "topics", "v", partitionDirName(p));
+    const seg = readdirSync(segDir).find((n) => n.endsWith(".log"))!;
+    const fd = openSync(join(segDir, seg), "r+");
+    writeSync(fd, Buffer.alloc(4096), 0, 4096, 8192);
+    closeSync(fd);
+    expect(await hwm(b, "v", p)).toBeGreaterThanOrEqual(acked.length);
+    // The source checks every second (sourceDeleteDelayMs); a HWM check alone deleted it here.
+    await new Promise((r) => setTimeout(r, 4_000));
+    expect(existsSync(join(a.dir, "topics", "v", partitionDirName(p)))).toBe(true);
   }, 120_000);
 
   it("cancel before the swap leaves the source a working owner", async () => {

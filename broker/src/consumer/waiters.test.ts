@@ -38,4 +38,20 @@ describe("WaiterSet", () => {
     expect(await b).toBe("closed");
     expect(await w.wait("t", "g", 0, 5_000, 0)).toBe("closed");
   });
+
+  it("remembers versions of a bounded number of topics, and an eviction never loses a wake-up (issue #13 item 10)", async () => {
+    const w = new WaiterSet(10, 8);
+    // Topic churn: 10,000 topics woken once each (created, used, deleted).
+    for (let i = 0; i < 10_000; i++) w.wake(`t${i}`, 0);
+    expect(w.trackedTopics).toBe(8);
+    // A consumer snapshots x, x is woken and then evicted by churn: wait() still sees the wake.
+    const before = w.version("x");
+    w.wake("x", 0);
+    for (let i = 0; i < 100; i++) w.wake(`u${i}`, 0);
+    expect(w.trackedTopics).toBe(8);
+    expect(await w.wait("x", "g", 0, 1_000, before)).toBe("woken");
+    // Without a wake in between, a snapshot of a tracked topic still sleeps until its deadline.
+    const v = w.version("u99");
+    expect(await w.wait("u99", "g", 0, 20, v)).toBe("timeout");
+  });
 });

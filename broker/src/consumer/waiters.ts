@@ -6,6 +6,14 @@
 // Lost-wakeup guard: each topic has a version bumped by every wake. A
 // consumer snapshots it before trying, and wait() returns at once when it
 // moved in between.
+//
+// Bounded memory: versions are kept for at most maxTrackedTopics topics
+// (least recently woken evicted first), so topic churn cannot grow the map
+// forever. A version is a value of one node-wide counter, and an evicted
+// topic reads as the highest version ever evicted (the floor): a topic's
+// version therefore never goes down and rises on every wake of it, so an
+// eviction can cause a spurious wake-up (the consumer simply tries again),
+// never a lost one.
 
 export type WaitOutcome = "woken" | "timeout" | "closed";
 
@@ -17,23 +25,47 @@ interface Waiter {
   timer: ReturnType<typeof setTimeout>;
 }
 
+/** Default bound on the topics whose wake version is remembered. */
+export const defaultMaxTrackedTopics = 4096;
+
 export class WaiterSet {
   readonly #max: number;
+  readonly #maxTracked: number;
   readonly #byTopic = new Map<string, Set<Waiter>>();
+  /** Insertion order = least recently woken first (a wake re-inserts). */
   readonly #versions = new Map<string, number>();
+  #clock = 0;
+  /** Highest version evicted from #versions: what an untracked topic reads as. */
+  #floor = 0;
   #count = 0;
   #closed = false;
 
-  constructor(maxWaiters: number) {
+  constructor(maxWaiters: number, maxTrackedTopics = defaultMaxTrackedTopics) {
     this.#max = maxWaiters;
+    this.#maxTracked = Math.max(1, maxTrackedTopics);
   }
 
   get size(): number {
     return this.#count;
   }
 
+  /** Topics whose version is remembered (bounded by maxTrackedTopics). */
+  get trackedTopics(): number {
+    return this.#versions.size;
+  }
+
   version(topic: string): number {
-    return this.#versions.get(topic) ?? 0;
+    return this.#versions.get(topic) ?? this.#floor;
+  }
+
+  #bump(topic: string): void {
+    this.#versions.delete(topic);
+    this.#versions.set(topic, ++this.#clock);
+    while (this.#versions.size > this.#maxTracked) {
+      const [oldest, v] = this.#versions.entries().next().value as [string, number];
+      this.#versions.delete(oldest);
+      if (v > this.#floor) this.#floor = v;
+    }
   }
 
   /** Whether another waiter fits. */
@@ -81,7 +113,7 @@ export class WaiterSet {
    * when undefined, as for new records).
    */
   wake(topic: string, partition: number, group?: string): void {
-    this.#versions.set(topic, this.version(topic) + 1);
+    this.#bump(topic);
     const set = this.#byTopic.get(topic);
     if (set === undefined) return;
     for (const w of [...set]) {
@@ -93,7 +125,7 @@ export class WaiterSet {
 
   /** Wakes every waiter of a topic (it was deleted or recreated). */
   wakeTopic(topic: string): void {
-    this.#versions.set(topic, this.version(topic) + 1);
+    this.#bump(topic);
     for (const w of [...(this.#byTopic.get(topic) ?? [])]) w.resolve("woken");
   }
 

@@ -495,3 +495,98 @@ export function nextFailures(
   }
   return next;
 }
+
+// ---------------------------------------------------------------------------
+// Parking held lanes (issue #13 item 5). Kept apart from the planning above:
+// these decide which undone records leave the WAL for the parked store
+// (dispatch/parked-store.ts) so the checkpoint can pass them, and how parked
+// records re-enter a pass. Pure, for the dispatcher and the simulation.
+
+/** Why a pass's WAL read stopped (dispatch/window-reader.ts). */
+export type ReadStop = "end" | "window" | "bytes" | "limit";
+
+/**
+ * Merges parked records (all below the read's records or in its skip-set, so
+ * the two never share a seq) with the pass's WAL records into one seq-ordered
+ * list. A parked partition's records are always a prefix of its undone
+ * records (parking takes every undone record of the pass up to where the
+ * read stopped), so a lane built from this list is still in seq order (I2).
+ */
+export function mergeBySeq(a: readonly WalRecord[], b: readonly WalRecord[]): WalRecord[] {
+  if (a.length === 0) return b as WalRecord[];
+  if (b.length === 0) return a as WalRecord[];
+  const out: WalRecord[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length || j < b.length) {
+    if (j >= b.length || (i < a.length && a[i]!.seq < b[j]!.seq)) out.push(a[i++]!);
+    else out.push(b[j++]!);
+  }
+  return out;
+}
+
+/**
+ * The records a pass parks: when the read could not reach the end of the
+ * WAL (the window, the byte budget or the lookahead stopped it), every
+ * record of the pass still undone after it (held, failing, unconfirmed
+ * deletion) and not parked yet. Parking them lets the checkpoint, and so
+ * the lookahead, move on; a read that reached the end has nothing to
+ * unblock, and parking there would only cost an fsync.
+ */
+export function recordsToPark(input: {
+  stoppedBy: ReadStop;
+  records: readonly WalRecord[];
+  isDone: (seq: number) => boolean;
+  isParked: (seq: number) => boolean;
+}): WalRecord[] {
+  if (input.stoppedBy === "end") return [];
+  return input.records.filter((r) => !input.isDone(r.seq) && !input.isParked(r.seq));
+}
+
+export type StallReason = HoldReason | "commit-failing" | "moving";
+
+/** One lane that made no progress in a pass, for metrics and /admin/v1/status. */
+export interface StalledLane {
+  topic: string;
+  partition: number;
+  nodeId: string;
+  reason: StallReason;
+  records: number;
+  /** createdMs of its oldest record. */
+  oldestCreatedMs: number;
+}
+
+/**
+ * The lanes a pass left undone: held groups, and committed lanes whose
+ * commit failed (reason "commit-failing", or "moving" for a move's freeze).
+ */
+export function stalledLanes(
+  plan: Pick<DispatchPlan, "held" | "lanes">,
+  failed: ReadonlyMap<string, "commit-failing" | "moving">,
+  createdMsOf: (seq: number) => number | undefined,
+): StalledLane[] {
+  const out: StalledLane[] = [];
+  for (const h of plan.held)
+    out.push({
+      topic: h.topic,
+      partition: h.partition,
+      nodeId: h.nodeId,
+      reason: h.reason,
+      records: h.count,
+      oldestCreatedMs: createdMsOf(h.firstSeq) ?? 0,
+    });
+  for (const l of plan.lanes) {
+    const reason = failed.get(l.key);
+    if (reason === undefined) continue;
+    const first = l.batches[0]?.records[0];
+    out.push({
+      topic: l.topic,
+      partition: l.partition,
+      nodeId: l.nodeId,
+      reason,
+      records: l.records,
+      oldestCreatedMs: first?.createdMs ?? 0,
+    });
+  }
+  return out;
+}

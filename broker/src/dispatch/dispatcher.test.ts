@@ -1,7 +1,11 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createFakeDestinations, type FakeDestinations } from "../testing/fake-destinations.ts";
 import { createFakeWal, type FakeWal } from "../testing/fake-wal.ts";
 import { createDispatcher } from "./dispatcher.ts";
+import { openParkedStore, type ParkedStore } from "./parked-store.ts";
 import {
   type Dispatcher,
   type DispatcherOptions,
@@ -47,7 +51,11 @@ afterEach(async () => {
  * every seq below it is accounted for: stored in some log (by its key, which
  * survives a reroute's new seq), or deliberately discarded.
  */
-function rig(o: Partial<DispatcherOptions> = {}, discardable: (seq: number) => boolean = () => false): Rig {
+function rig(
+  o: Partial<DispatcherOptions> = {},
+  discardable: (seq: number) => boolean = () => false,
+  parked?: ParkedStore,
+): Rig {
   const wal = createFakeWal();
   const dest = createFakeDestinations("n0");
   const setCheckpoint = wal.setCheckpoint.bind(wal);
@@ -56,6 +64,7 @@ function rig(o: Partial<DispatcherOptions> = {}, discardable: (seq: number) => b
     for (let s = wal.stats().checkpoint; s < n; s++) {
       const r = wal.record(s);
       if (r === undefined || discardable(s)) continue; // absent (dropped frame) or confirmed deleted
+      if (parked?.has(s) === true) continue; // durable in the parked store
       if (stored.has(r.key.toString())) continue;
       // A rerouted record is done once its copy (same key, higher seq) is in the WAL.
       let copied = false;
@@ -76,6 +85,7 @@ function rig(o: Partial<DispatcherOptions> = {}, discardable: (seq: number) => b
     options: { ...opts, ...o },
     logger: quiet,
     nowMs: () => Date.now(),
+    ...(parked !== undefined ? { parked } : {}),
   });
   running.push(d);
   return { wal, dest, d };
@@ -285,6 +295,44 @@ describe("dispatcher", () => {
     expect(dest.seqs("a", 0)).toEqual(doubted);
   });
 
+  it("keeps a lane's in-doubt seqs when a shrinking window no longer reaches them (issue #13 item 6)", async () => {
+    // Lookahead 0: a pass reads [checkpoint, checkpoint + window). The window
+    // grows with the partitions of the last pass and shrinks back; one held
+    // record pins the checkpoint, so the in-doubt lane falls out of reach.
+    const { wal, dest, d } = rig({
+      windowRecords: 8,
+      windowCapRecords: 64,
+      targetPerPartition: 8,
+      lookaheadWindows: 0,
+    });
+    dest.addTopic("a", ["n1", "n2", "n0", "n0", "n0", "n0", "n0", "n0", "n0"]);
+    dest.setMember("n2", "Maintenance");
+    dest.setBehaviour({ nodeId: "n1" }, "lost-answer");
+    const pinned = wal.put("a", 1, 1);
+    const spread: number[] = [];
+    for (let p = 2; p <= 8; p++) spread.push(...wal.put("a", p, 1));
+    // Pass 1 (window 8) sees 8 partitions → window 64; pass 2 reaches seqs
+    // 31, 32 of the in-doubt lane and sees 3 partitions → window 24, which
+    // from the pinned checkpoint no longer reaches them.
+    const filler = wal.put("a", 2, 23);
+    const doubted = wal.put("a", 0, 2);
+    d.start();
+    await until(() => dest.commitCalls.some((c) => c.nodeId === "n1"));
+    dest.setBehaviour({ nodeId: "n1" }, "refuse");
+    dest.setMember("n1", "Down");
+    await until(() => filler.every((s) => dest.allKeys().includes(`k${s}`)));
+    await sleep(100); // passes that see only the pinned record: the window shrinks to 8
+    dest.setMember("n2", "Active");
+    await until(() => dest.seqs("a", 1).length === 1);
+    await sleep(150);
+    // The in-doubt records are held for n1, not copied to a sibling next to the copy n1 stored.
+    expect(d.stats().reroutedRecords).toBe(0);
+    dest.setBehaviour({ nodeId: "n1" }, "ok");
+    dest.setMember("n1", "Active");
+    expect(await d.drain(3000)).toBe(true);
+    expectExactlyOnce(dest, keysOf([...pinned, ...spread, ...filler, ...doubted]));
+  });
+
   it("reroutes in-doubt records once their hold expires, and counts them", async () => {
     let expired = 0;
     const wal = createFakeWal();
@@ -406,6 +454,46 @@ describe("dispatcher", () => {
     dest.setBehaviour({ nodeId: "n1" }, "ok");
     expect(await d.drain(3000)).toBe(true);
     expectExactlyOnce(dest, keysOf([...stuck, ...rest]));
+  });
+
+  it("parks a held lane so the other partitions keep flowing past the lookahead (issue #13 item 5)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "narad-parked-"));
+    try {
+      const store = await openParkedStore({
+        dir,
+        incarnation: "0123456789abcdef",
+        walCheckpoint: 1,
+        maxBytes: 1 << 20,
+        logger: quiet,
+      });
+      const { wal, dest, d } = rig(
+        { windowRecords: 8, windowCapRecords: 8, lookaheadWindows: 2 },
+        undefined,
+        store,
+      );
+      dest.addTopic("a", ["n1", "n0"]);
+      dest.setMember("n1", "Maintenance");
+      const stuck = wal.put("a", 0, 3);
+      const rest = wal.put("a", 1, 100);
+      const later = wal.put("a", 0, 2); // behind the parked ones, same partition: order must hold
+      d.start();
+      // Without parking only the 23 records within 3 windows of the stuck one get through.
+      await until(() => dest.seqs("a", 1).length === 100);
+      expect(d.stats().checkpoint).toBeGreaterThan(stuck[0]!);
+      expect(d.stats().parkedRecords).toBe(3); // the 2 later ones are within reach: nothing to unblock
+      // Parked records still count as pending (a drain or a decommission waits for them).
+      await until(() => d.stats().pendingRecords === 5);
+      const lane = d.stalledLanes().find((l) => l.partition === 0);
+      expect(lane?.reason).toBe("maintenance");
+      expect(lane?.records).toBe(5);
+      dest.setMember("n1", "Active");
+      expect(await d.drain(3000)).toBe(true);
+      expect(dest.seqs("a", 0)).toEqual([...stuck, ...later]); // in seq order
+      expectExactlyOnce(dest, keysOf([...stuck, ...rest, ...later]));
+      expect(store.size).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("steps over seqs the WAL no longer has (dropped corrupt frames)", async () => {

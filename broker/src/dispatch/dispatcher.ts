@@ -30,19 +30,24 @@ import {
   advanceCheckpoint,
   type DispatchPlan,
   lookaheadLimit,
+  mergeBySeq,
   nextFailures,
   planDispatch,
+  recordsToPark,
   type SeqRange,
   type SkipSet,
+  type StalledLane,
   seqsToRanges,
   skipAddRanges,
   skipHas,
   skipSize,
+  stalledLanes,
 } from "../core/dispatch-plan.ts";
 import type { WalRecord, WalRecordInput } from "../core/records.ts";
 import { commitNeverApplied, isPartitionMoving } from "../rpc/status.ts";
 import type { IngressWal } from "../wal/types.ts";
 import { commitLanes, type LaneResult } from "./commit-runner.ts";
+import type { ParkedStore } from "./parked-store.ts";
 import {
   type Destinations,
   type DispatchErrorKind,
@@ -52,6 +57,7 @@ import {
   type DispatchLogger,
   type DispatchMetricsSink,
   noopDispatchMetrics,
+  type StalledLaneStatus,
 } from "./types.ts";
 import { readWindow } from "./window-reader.ts";
 
@@ -64,6 +70,12 @@ export interface DispatcherDeps {
   logger: DispatchLogger;
   metrics?: DispatchMetricsSink;
   nowMs: () => number;
+  /**
+   * Where lanes that cannot progress are parked so the checkpoint passes
+   * them (parked-store.ts). Absent: nothing is parked, and a stuck record
+   * stops the pass's reach lookaheadWindows windows past it.
+   */
+  parked?: ParkedStore;
 }
 
 /** What the loop does after a pass. */
@@ -98,7 +110,20 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const inDoubt = new Map<string, Map<number, number>>();
   const inDoubtHoldMs = o.inDoubtHoldMs ?? Number.POSITIVE_INFINITY;
 
-  const st = { passes: 0, committedRecords: 0, lastPassMs: 0, heldRecords: 0, reroutedRecords: 0, errors: 0 };
+  const parked = deps.parked;
+  const st = {
+    passes: 0,
+    committedRecords: 0,
+    lastPassMs: 0,
+    heldRecords: 0,
+    reroutedRecords: 0,
+    errors: 0,
+    parkedRecords: parked?.size ?? 0,
+    parkRefusedRecords: 0,
+  };
+  let stalled: StalledLane[] = [];
+  /** Records still to dispatch: parked ones are off the WAL's books but not done. */
+  const pending = (): number => wal.stats().pendingRecords + (parked?.size ?? 0);
 
   let running = false;
   let loopDone: Promise<void> = Promise.resolve();
@@ -132,7 +157,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   }
 
   function settleDrains(): void {
-    if (drainWaiters.size === 0 || wal.stats().pendingRecords > 0) return;
+    if (drainWaiters.size === 0 || pending() > 0) return;
     for (const w of drainWaiters) {
       clearTimeout(w.timer);
       w.resolve(true);
@@ -232,9 +257,13 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     return { seqs, failed };
   }
 
-  function recordOutcomes(plan: DispatchPlan, results: LaneResult[]): { seqs: number[]; failed: boolean } {
+  function recordOutcomes(
+    plan: DispatchPlan,
+    results: LaneResult[],
+  ): { seqs: number[]; failed: boolean; failedLanes: Map<string, "commit-failing" | "moving"> } {
     const seqs: number[] = [];
     let failed = false;
+    const failedLanes = new Map<string, "commit-failing" | "moving">();
     const attempted = new Map<string, boolean>();
     for (const r of results) {
       // A partition move's freeze is a hold, not a failing owner: it never counts toward a reroute.
@@ -250,6 +279,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         markInDoubt(r.lane.key, f.seqs ?? []);
       if (r.failure === undefined || r.failure.outcome === "aborted") continue;
       failed = true;
+      failedLanes.set(r.lane.key, moving ? "moving" : "commit-failing");
       if (moving) continue;
       countError(r.failure.outcome === "timeout" ? "timeout" : "commit");
       logger.warn(
@@ -265,7 +295,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       );
     }
     failures = nextFailures(failures, plan.laneKeys, attempted);
-    return { seqs, failed };
+    return { seqs, failed, failedLanes };
   }
 
   function markInDoubt(lane: string, seqs: readonly number[]): void {
@@ -284,16 +314,19 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     return since !== undefined && nowMs() - since < inDoubtHoldMs;
   }
 
-  /** Forgets done seqs, seqs below the checkpoint and lanes that had no records this pass. */
-  function pruneInDoubt(plan: DispatchPlan, done: SkipSet, cp: number): void {
+  /**
+   * Forgets seqs that are done (below the checkpoint or in the skip-set),
+   * and nothing else. A lane missing from this pass is not evidence: a
+   * window that shrank, the pass byte budget or the lookahead may simply not
+   * have reached its records, which are still undone. Forgetting them there
+   * reopened the duplicate seam (issue #13 item 6). The map stays bounded by
+   * the undone records above the checkpoint.
+   */
+  function pruneInDoubt(done: SkipSet, cp: number): void {
     if (inDoubt.size === 0) return;
-    const seen = new Set(plan.laneKeys);
     for (const [lane, m] of inDoubt) {
-      if (!seen.has(lane)) {
-        inDoubt.delete(lane);
-        continue;
-      }
-      for (const s of m.keys()) if (s < cp || skipHas(done, s)) m.delete(s);
+      // A parked seq is below the checkpoint or in the skip-set but not done.
+      for (const s of m.keys()) if ((s < cp || skipHas(done, s)) && parked?.has(s) !== true) m.delete(s);
       if (m.size === 0) inDoubt.delete(lane);
     }
   }
@@ -341,6 +374,83 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     metrics.lagSeconds(lagMs / 1000);
   }
 
+  /**
+   * Forgets parked records that are done now, then parks what this pass
+   * left undone if its read could not reach the WAL's end. Resolves the WAL
+   * seqs parked: durable in the parked store, so they count as done for the
+   * checkpoint (never before park() resolved).
+   */
+  async function parkAndRelease(
+    stoppedBy: Awaited<ReturnType<typeof readWindow>>["stoppedBy"],
+    records: readonly WalRecord[],
+    doneSeqs: readonly number[],
+  ): Promise<number[]> {
+    if (parked === undefined) return [];
+    const releasable = doneSeqs.filter((s) => parked.has(s));
+    if (releasable.length > 0) {
+      try {
+        await parked.release(releasable);
+      } catch (err) {
+        // The records are done; a file left behind only re-sends them after a restart (deduped).
+        logger.warn({ err, records: releasable.length }, "could not delete a parked file");
+      }
+    }
+    const done = new Set(doneSeqs);
+    const toPark = recordsToPark({
+      stoppedBy,
+      records,
+      isDone: (s) => done.has(s),
+      isParked: (s) => parked.has(s),
+    });
+    st.parkedRecords = parked.size;
+    if (toPark.length === 0 || abort.signal.aborted) return [];
+    let bytes = 0;
+    for (const r of toPark) bytes += r.key.length + r.payload.length;
+    if (!parked.hasRoom(bytes)) {
+      st.parkRefusedRecords += toPark.length;
+      logger.warn(
+        { records: toPark.length, parkedBytes: parked.bytes },
+        "parked store full; stuck records stay in the WAL (dispatch reaches only the lookahead past them)",
+      );
+      return [];
+    }
+    try {
+      await parked.park(toPark);
+    } catch (err) {
+      countError("park");
+      logger.error({ err, records: toPark.length }, "parking records failed; they stay in the WAL");
+      return [];
+    }
+    st.parkedRecords = parked.size;
+    logger.info({ records: toPark.length, parked: parked.size }, "parked records of stalled lanes");
+    return toPark.map((r) => r.seq);
+  }
+
+  function reportStalled(
+    plan: DispatchPlan,
+    failedLanes: ReadonlyMap<string, "commit-failing" | "moving">,
+    records: readonly WalRecord[],
+  ): void {
+    const createdMsOf = (seq: number): number | undefined => {
+      let lo = 0;
+      let hi = records.length - 1;
+      while (lo <= hi) {
+        const mid = (lo + hi) >>> 1;
+        const r = records[mid]!;
+        if (r.seq === seq) return r.createdMs;
+        if (r.seq < seq) lo = mid + 1;
+        else hi = mid - 1;
+      }
+      return undefined;
+    };
+    stalled = stalledLanes(plan, failedLanes, createdMsOf);
+    const now = nowMs();
+    metrics.stalled?.(
+      stalled.map((l) => ({ ...l, oldestAgeMs: Math.max(0, now - l.oldestCreatedMs) })),
+      parked?.size ?? 0,
+    );
+  }
+
   async function pass(): Promise<PassOutcome> {
     const cp = checkpoint;
     let read: Awaited<ReturnType<typeof readWindow>>;
@@ -363,10 +473,12 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       );
     }
 
+    // Parked records are planned with the window's (their lanes may be able to move now).
+    const records = mergeBySeq(parked?.records() ?? [], read.records);
     let plan: DispatchPlan;
     try {
       plan = planDispatch({
-        records: read.records,
+        records,
         incarnation,
         localNodeId: destinations.localNodeId,
         resolve: (t, p) => destinations.resolve(t, p),
@@ -385,13 +497,13 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     if (rerouted.length > 0) reportExpiredDoubts(plan);
     const deleted = await confirmDeletions(plan);
 
-    const doneRanges: SeqRange[] = [
-      ...read.absent,
-      ...seqsToRanges([...committed.seqs, ...rerouted, ...deleted.seqs]),
-    ];
+    const doneSeqs = [...committed.seqs, ...rerouted, ...deleted.seqs];
+    const parkedNow = await parkAndRelease(read.stoppedBy, records, doneSeqs);
+    const doneRanges: SeqRange[] = [...read.absent, ...seqsToRanges([...doneSeqs, ...parkedNow])];
     skip = skipAddRanges(skip, doneRanges);
     windowRecords = plan.nextWindowRecords;
     reportLag(read.records, skipAddRanges([], doneRanges));
+    reportStalled(plan, committed.failedLanes, records);
 
     const next = advanceCheckpoint(cp, skip);
     if (next.checkpoint > cp) {
@@ -404,15 +516,17 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     }
     checkpoint = next.checkpoint;
     skip = next.skip;
-    pruneInDoubt(plan, skip, checkpoint);
+    pruneInDoubt(skip, checkpoint);
 
-    const done = committed.seqs.length + rerouted.length + deleted.seqs.length;
+    const done = doneSeqs.length + parkedNow.length;
     const failed = committed.failed || deleted.failed || (plan.reroutes.length > 0 && rerouted.length === 0);
     return { records: read.records.length, done, failed };
   }
 
   function classify(out: PassOutcome): Next {
-    if (out.failed) return "backoff";
+    // A failing lane alone backs off; with parking, other lanes still moved
+    // in this pass, and backing off would throttle them to one pass per backoff.
+    if (out.failed && out.done === 0) return "backoff";
     if (out.done > 0) return "now"; // maybe more; an empty follow-up pass is cheap
     if (out.records > 0) return "stuck"; // held or unconfirmed: retry later, sooner if new records come
     return "idle";
@@ -421,7 +535,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   async function loop(): Promise<void> {
     while (running) {
       let next: Next = "idle";
-      if (wal.stats().nextSeq > checkpoint) {
+      if (wal.stats().nextSeq > checkpoint || (parked?.size ?? 0) > 0) {
         durableSinceSleep = false;
         const started = nowMs();
         try {
@@ -468,13 +582,13 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       await loopDone;
       for (const w of drainWaiters) {
         clearTimeout(w.timer);
-        w.resolve(wal.stats().pendingRecords === 0);
+        w.resolve(pending() === 0);
       }
       drainWaiters.clear();
     },
 
     drain(timeoutMs) {
-      if (wal.stats().pendingRecords === 0) return Promise.resolve(true);
+      if (pending() === 0) return Promise.resolve(true);
       return new Promise((resolve) => {
         const w = {
           timer: setTimeout(() => {
@@ -491,10 +605,23 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     stats(): DispatcherStats {
       return {
         ...st,
-        pendingRecords: wal.stats().pendingRecords,
+        pendingRecords: pending(),
         checkpoint,
         skipSetRecords: skipSize(skip),
+        parkedRecords: parked?.size ?? 0,
       };
+    },
+
+    stalledLanes(): StalledLaneStatus[] {
+      const now = nowMs();
+      return stalled.map((l) => ({
+        topic: l.topic,
+        partition: l.partition,
+        nodeId: l.nodeId,
+        reason: l.reason,
+        records: l.records,
+        oldestAgeMs: Math.max(0, now - l.oldestCreatedMs),
+      }));
     },
   };
 }

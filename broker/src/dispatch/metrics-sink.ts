@@ -32,6 +32,20 @@ export function dispatchMetricsSink(m: BrokerMetrics): DispatchMetricsSink {
     lagSeconds(seconds) {
       m.dispatchLagSeconds.set(seconds);
     },
+    stalled(lanes, parkedRecords) {
+      // Reset each pass: a lane that moved again must not keep its last value.
+      m.dispatchStalledLaneRecords.reset();
+      let oldestMs = 0;
+      for (const l of lanes) {
+        m.dispatchStalledLaneRecords.inc(
+          { topic: l.topic, partition: String(l.partition), reason: l.reason },
+          l.records,
+        );
+        if (l.oldestAgeMs > oldestMs) oldestMs = l.oldestAgeMs;
+      }
+      m.dispatchOldestStalledSeconds.set(oldestMs / 1000);
+      m.dispatchParkedRecords.set(parkedRecords);
+    },
     error(kind) {
       m.dispatchPassErrors.inc({ kind });
     },

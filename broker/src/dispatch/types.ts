@@ -49,7 +49,27 @@ export interface DispatchLogger {
   error(obj: object, msg: string): void;
 }
 
-export type DispatchErrorKind = "read" | "plan" | "commit" | "timeout" | "reroute" | "confirm" | "checkpoint";
+export type DispatchErrorKind =
+  | "read"
+  | "plan"
+  | "commit"
+  | "timeout"
+  | "reroute"
+  | "confirm"
+  | "checkpoint"
+  | "park";
+
+/** A lane that made no progress in the last pass (status and metrics). */
+export interface StalledLaneStatus {
+  topic: string;
+  partition: number;
+  nodeId: string;
+  /** maintenance | no-live-sibling | in-doubt | commit-failing | moving */
+  reason: string;
+  records: number;
+  /** Age of its oldest record. */
+  oldestAgeMs: number;
+}
 export type BatchOutcome = "ok" | "error" | "timeout" | "aborted";
 
 /** Callbacks for metrics; metrics.ts maps them onto prom-client. */
@@ -71,6 +91,8 @@ export interface DispatchMetricsSink {
   held(records: number): void;
   /** Gauge: age of the oldest undone record seen in the last pass (0 when caught up). */
   lagSeconds(seconds: number): void;
+  /** Gauges: the lanes the last pass left undone, and the records in the parked store. */
+  stalled?(lanes: readonly StalledLaneStatus[], parkedRecords: number): void;
   error(kind: DispatchErrorKind): void;
 }
 
@@ -111,7 +133,7 @@ export interface DispatcherStats {
   passes: number;
   /** Records newly appended at owners (duplicates excluded), since start. */
   committedRecords: number;
-  /** The WAL's pending count (nextSeq - checkpoint). */
+  /** Records still to dispatch: the WAL's pending count (nextSeq - checkpoint) plus parked records. */
   pendingRecords: number;
   /** Duration of the last pass. */
   lastPassMs: number;
@@ -124,6 +146,8 @@ export interface DispatcherStats {
   checkpoint: number;
   /** Done seqs above the checkpoint (bounded by the lookahead). */
   skipSetRecords: number;
+  /** Records in the parked store (counted in pendingRecords too). */
+  parkedRecords: number;
 }
 
 export interface Dispatcher {
@@ -133,4 +157,6 @@ export interface Dispatcher {
   /** Resolves true once the WAL has nothing pending, false after timeoutMs (or on stop). */
   drain(timeoutMs: number): Promise<boolean>;
   stats(): DispatcherStats;
+  /** The lanes the last pass left undone, with why and how old their oldest record is. */
+  stalledLanes(): StalledLaneStatus[];
 }

@@ -75,6 +75,18 @@ export interface BrokerServices {
   consumers: Consumers;
   /** Partition moves into this node (cluster mode only). */
   moves?: MoveService;
+  /** The dispatcher's stalled lanes and parked records (/admin/v1/status). */
+  dispatch?: {
+    stats(): { parkedRecords: number };
+    stalledLanes(): Array<{
+      topic: string;
+      partition: number;
+      nodeId: string;
+      reason: string;
+      records: number;
+      oldestAgeMs: number;
+    }>;
+  };
   metrics: BrokerMetrics;
   nowMs: () => number;
 }

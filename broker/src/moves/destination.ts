@@ -22,6 +22,7 @@ import { badRequest, conflict, NaradError, notFound } from "../errors.ts";
 import type { Metastore } from "../meta/types.ts";
 import type { PeerClient } from "../rpc/client.ts";
 import type { PbMoveFetchResponse, PbMoveManifest } from "../rpc/proto.ts";
+import { chunkChecksum, type SegmentChecksum } from "./checksum.ts";
 import {
   discardOthers,
   discardStaged,
@@ -67,6 +68,8 @@ export interface MoveManagerDeps {
     install(topic: string, partition: number, fromDir: string): Promise<void>;
   };
   consumers: { dropPartition(topic: string, partition: number): void };
+  /** This node installed a moved-in copy (the source side forgets any freeze of an older copy here). */
+  onInstalled?(topic: string, partition: number): void;
   peers: { peer(address: string): PeerClient };
   log: StagedLogOptions;
   timing: MoveTiming;
@@ -78,6 +81,15 @@ export interface MoveManagerDeps {
 }
 
 const terminal = (s: MoveState): boolean => s === "done" || s === "failed" || s === "cancelled";
+
+/**
+ * Finished moves (done, failed, cancelled) kept for GET and an idempotent
+ * PUT; beyond this the oldest finished are forgotten (GET answers 404, as
+ * after a restart). The operator runs a handful of moves at a time and
+ * reads each one's end within seconds, so this is far more than it needs,
+ * and the map no longer grows with every move a long-lived node ever ran.
+ */
+export const maxFinishedMoves = 256;
 
 class Stopped extends Error {}
 
@@ -94,6 +106,10 @@ class Move {
   error: string | undefined;
   /** copiedBytes when the staged copy last passed verification (at destHwm). */
   verifiedBytes: number | undefined;
+  /** The source's checksums the staged copy last matched (re-verified at install). */
+  verifiedChecksums: SegmentChecksum[] = [];
+  /** The source confirmed the handoff (its freeze can no longer lapse). */
+  handedOff = false;
   /** When the source last confirmed the freeze (ms); 0 when not frozen by us. */
   frozenAt = 0;
   stopping = false;
@@ -145,6 +161,9 @@ export class MoveManager {
   readonly #moves = new Map<string, Move>();
   #closed = false;
 
+  /** Finished moves' keys, oldest finish first (the eviction order). */
+  readonly #finished = new Set<string>();
+
   constructor(d: MoveManagerDeps) {
     this.#d = d;
     d.metastore.onChange(() => {
@@ -164,11 +183,25 @@ export class MoveManager {
   }
 
   get(topic: string, partition: number): MoveStatus | undefined {
+    this.#pruneFinished();
     return this.#moves.get(`${topic}/${partition}`)?.status();
   }
 
   list(): MoveStatus[] {
+    this.#pruneFinished();
     return [...this.#moves.values()].map((m) => m.status());
+  }
+
+  /** Notes newly finished moves and forgets the oldest beyond maxFinishedMoves. */
+  #pruneFinished(): void {
+    for (const [key, m] of this.#moves)
+      if (terminal(m.state) && !this.#finished.has(key)) this.#finished.add(key);
+    for (const key of this.#finished) {
+      if (this.#finished.size <= maxFinishedMoves) break;
+      this.#finished.delete(key);
+      const m = this.#moves.get(key);
+      if (m !== undefined && terminal(m.state)) this.#moves.delete(key);
+    }
   }
 
   /** PUT: starts a move (idempotent for the same source). */
@@ -200,6 +233,8 @@ export class MoveManager {
     const move = new Move(topic, partition, from);
     // Registered before the first await, so a concurrent identical PUT finds it.
     this.#moves.set(key, move);
+    this.#finished.delete(key);
+    this.#pruneFinished();
     try {
       await writeMarker(this.#d.dataDir, { topic, partition, from, token: move.token });
     } catch (err) {
@@ -363,6 +398,11 @@ export class MoveManager {
         const next = plan.fetch[i + 1];
         pending = next === undefined ? undefined : fetch(next);
         if (!res.found || res.data.length === 0) return; // retention removed it: the next manifest says so
+        // A chunk damaged on the way (or in the source's memory) is never written.
+        if (chunkChecksum(res.data) !== res.crc32c)
+          throw new Error(
+            `chunk ${c.base}@${c.position} (${res.data.length} bytes) failed its CRC-32C; fetching again`,
+          );
         await writeChunk(dir, c.base, c.position, res.data);
         m.copiedBytes += res.data.length;
         if (res.data.length < c.length) return;
@@ -373,7 +413,7 @@ export class MoveManager {
   }
 
   /** Freeze (or renew) the source, copy what is left, verify: the staged copy then equals the source. */
-  async #finalize(m: Move, dir: string): Promise<void> {
+  async #finalize(m: Move, dir: string, handoff = false): Promise<void> {
     const src = this.#source(m);
     for (let attempt = 0; ; attempt++) {
       this.#stopCheck(m);
@@ -382,8 +422,10 @@ export class MoveManager {
         partition: m.partition,
         token: m.token,
         ttl_ms: this.#d.timing.freezeTtlMs,
+        handoff,
       });
       m.frozenAt = Date.now();
+      if (handoff) m.handedOff = true;
       m.sourceHwm = manifest.high_watermark;
       await this.#copy(m, dir, manifest);
       const staged = await stagedExtents(dir);
@@ -395,11 +437,20 @@ export class MoveManager {
       if (m.verifiedBytes === m.copiedBytes && m.destHwm === manifest.high_watermark) return;
       try {
         m.verifiedBytes = undefined;
+        // The source checksums exactly what we hold; finalizeStaged compares.
+        const proof = await src.moveVerify({ topic: m.topic, partition: m.partition, segments: staged });
+        const sourceChecksums = proof.segments.map((x) => ({
+          base: x.base,
+          bytes: x.bytes,
+          found: x.found,
+          crc32c: x.crc32c,
+        }));
         m.destHwm = await finalizeStaged(
           dir,
-          { highWatermark: manifest.high_watermark, frontiers: manifest.frontiers },
+          { highWatermark: manifest.high_watermark, frontiers: manifest.frontiers, sourceChecksums },
           this.#d.log,
         );
+        m.verifiedChecksums = sourceChecksums;
         m.verifiedBytes = m.copiedBytes;
       } catch (err) {
         // A damaged staged copy: start it over (the freeze holds meanwhile).
@@ -441,29 +492,64 @@ export class MoveManager {
    */
   async #install(m: Move, dir: string): Promise<void> {
     try {
-      await this.#finalize(m, dir);
+      // The handoff: from this answer on the source's freeze never lapses,
+      // even while its own metastore view still names it owner (its
+      // dispatcher would otherwise commit into the copy given away).
+      await this.#finalize(m, dir, true);
     } catch (err) {
       if (m.frozenAt + this.#d.timing.freezeTtlMs <= Date.now()) throw err;
       this.#d.logger.warn(
         { topic: m.topic, partition: m.partition, err },
         "source unreachable at install; the copy matched it within the freeze, installing",
       );
-      // finalizeStaged may have left the staged copy incomplete only when it threw before verifying; re-verify.
-      m.destHwm = await finalizeStaged(dir, { highWatermark: m.destHwm, frontiers: [] }, this.#d.log);
+      // Re-verify against the checksums the source gave at the last verification.
+      m.destHwm = await finalizeStaged(
+        dir,
+        { highWatermark: m.destHwm, frontiers: [], sourceChecksums: m.verifiedChecksums },
+        this.#d.log,
+      );
     }
     this.#stopCheck(m);
     await this.#d.logs.install(m.topic, m.partition, dir);
     await discardStaged(this.#d.dataDir, m.topic, m.partition);
     this.#d.consumers.dropPartition(m.topic, m.partition);
+    this.#d.onInstalled?.(m.topic, m.partition);
     m.state = "done";
     m.error = undefined;
     m.release?.();
     this.#d.logger.info({ ...m.status() }, "partition move done: installed the copy as the live partition");
-    // The source's freeze is left to it: it turns into a permanent moved-away
-    // hold once the source's own metastore view shows the swap. Ending it
-    // from here could reopen the old copy to commits from nodes (the source's
-    // own dispatcher first) whose view still names the source as owner, and
-    // those records would land in a copy that is about to be deleted.
+    // The source's freeze is never ended from here: it is a permanent
+    // moved-away hold since the handoff. Ending it could reopen the old copy
+    // to commits from nodes (the source's own dispatcher first) whose view
+    // still names the source as owner, stranding them in a copy about to be
+    // deleted. A source unreachable at install has not heard the handoff:
+    // keep telling it, or its freeze lapses ttl after the last renewal.
+    if (!m.handedOff) void this.#handOffLater(m);
+  }
+
+  async #handOffLater(m: Move): Promise<void> {
+    while (!this.#closed && !m.handedOff) {
+      await m.sleep(this.#d.timing.retryMs);
+      if (this.#closed) return;
+      try {
+        await this.#source(m).moveFreeze({
+          topic: m.topic,
+          partition: m.partition,
+          token: m.token,
+          ttl_ms: this.#d.timing.freezeTtlMs,
+          handoff: true,
+        });
+        m.handedOff = true;
+        this.#d.logger.info({ topic: m.topic, partition: m.partition }, "source confirmed the handoff");
+      } catch (err) {
+        // The source no longer has the partition at all (deleted, or the topic is gone): nothing to freeze.
+        if (err instanceof NaradError && (err.code === "CONFLICT" || err.code === "NOT_FOUND")) return;
+        this.#d.logger.warn(
+          { topic: m.topic, partition: m.partition, err },
+          "handoff to the source failed; retrying",
+        );
+      }
+    }
   }
 
   async #unfreeze(m: Move): Promise<void> {

@@ -4,17 +4,20 @@
 // WALs and retry) and queue leasing/settling on the partition, and lapses
 // ttl after its last renewal, so a dead destination or operator never wedges
 // a partition. When the metastore says this node no longer owns a frozen
-// partition (the operator swapped the owner), the freeze is kept for good
-// (nothing may land here any more) and the local copy is deleted after
-// deleteDelayMs, if this node still does not own it then.
+// partition (the operator swapped the owner), or the destination says it
+// installed the copy (a handoff: this node's own view may still lag), the
+// freeze is kept for good (nothing may land here any more) and the local
+// copy is deleted once the new owner proves, by checksum, that it holds
+// every byte of it (never on the strength of an HWM it reports).
 
 import { existsSync } from "node:fs";
-import { rm, writeFile } from "node:fs/promises";
+import { readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { badRequest, conflict, NaradError, notFound } from "../errors.ts";
 import type { OpenedPartitionLog } from "../log/partition-log.ts";
 import type { Metastore } from "../meta/types.ts";
-import type { PbMoveManifest } from "../rpc/proto.ts";
+import type { PbMoveManifest, PbMoveVerifyResponse, PbSegmentExtent } from "../rpc/proto.ts";
+import { checksumMismatch, chunkChecksum, type SegmentChecksum, segmentChecksums } from "./checksum.ts";
 
 export interface MoveSourceDeps {
   nodeId: string;
@@ -32,8 +35,8 @@ export interface MoveSourceDeps {
     dropPartition(topic: string, partition: number): void;
     frontiers(topic: string, partition: number): Promise<Array<{ group: string; offset: number }>>;
   };
-  /** The partition's stats at its current owner (a peer: over the RPC). */
-  ownerStats(topic: string, partition: number): Promise<{ highWatermark: number }>;
+  /** MoveVerify at the partition's current owner (a peer): its checksums of these segment prefixes. */
+  ownerVerify(topic: string, partition: number, segments: PbSegmentExtent[]): Promise<PbMoveVerifyResponse>;
   /** Upper bound on a requested ttl (and on a fetch's bytes below). */
   maxFreezeTtlMs: number;
   maxFetchBytes: number;
@@ -41,14 +44,22 @@ export interface MoveSourceDeps {
   logger: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
 }
 
-/** File in a partition dir: this node gave the partition away and deletes it once the new owner serves it. */
+/**
+ * File in a partition dir: this node gave the partition away and deletes it
+ * once the new owner serves it. Its content is "handoff" when the
+ * destination confirmed the install: then the freeze holds even while this
+ * node's view still names it owner.
+ */
 const movedAwayFile = "moved-away";
+const handoffMark = "handoff";
 
 interface Freeze {
   token: string;
   timer: NodeJS.Timeout | undefined;
   /** Set once the owner moved away: the freeze no longer lapses. */
   movedAway: boolean;
+  /** The destination installed the copy: only a new install here (forget) ends the freeze. */
+  handedOff: boolean;
 }
 
 export class MoveSource {
@@ -95,22 +106,41 @@ export class MoveSource {
     await this.#check(topic, partition);
     const log = await this.#d.logs.get(topic, partition);
     const data = await log.readSegmentBytes(base, position, Math.min(maxBytes, this.#d.maxFetchBytes));
-    return data === null ? { found: false, data: Buffer.alloc(0) } : { found: true, data };
+    return data === null
+      ? { found: false, data: Buffer.alloc(0), crc32c: 0 }
+      : { found: true, data, crc32c: chunkChecksum(data) };
+  }
+
+  /** MoveVerify: CRC-32C of the first `bytes` of each named segment of this node's copy. */
+  async verify(topic: string, partition: number, segments: readonly PbSegmentExtent[]) {
+    await this.#check(topic, partition);
+    const log = await this.#d.logs.get(topic, partition);
+    const st = log.stats();
+    const sums = await segmentChecksums((b, p, n) => log.readSegmentBytes(b, p, n), segments);
+    return { segments: sums, high_watermark: st.highWatermark, oldest_offset: st.oldestOffset };
   }
 
   /** Freezes or renews; resolves the manifest under the freeze (final HWM, flushed frontiers). */
-  async freeze(topic: string, partition: number, token: string, ttlMs: number): Promise<PbMoveManifest> {
+  async freeze(
+    topic: string,
+    partition: number,
+    token: string,
+    ttlMs: number,
+    handoff = false,
+  ): Promise<PbMoveManifest> {
     await this.#check(topic, partition);
     if (token.length === 0 || token.length > 64) throw badRequest("freeze token must be 1..64 characters");
     const key = `${topic}/${partition}`;
     const held = this.#freezes.get(key);
-    if (held !== undefined && held.token !== token)
+    // A given-away copy stays frozen for good, so any move may renew it (a
+    // restarted source re-freezes it under no token of the move finishing).
+    if (held !== undefined && held.token !== token && !held.movedAway)
       throw conflict(`${key} is frozen by another partition move`);
     const log = await this.#d.logs.get(topic, partition);
     const ttl = Math.max(1_000, Math.min(ttlMs, this.#d.maxFreezeTtlMs));
     let f = this.#freezes.get(key);
     if (f === undefined) {
-      f = { token, timer: undefined, movedAway: false };
+      f = { token, timer: undefined, movedAway: false, handedOff: false };
       this.#freezes.set(key, f);
       this.#d.logger.info({ topic, partition, ttlMs: ttl }, "partition frozen for a move");
     }
@@ -125,10 +155,39 @@ export class MoveSource {
     await this.#d.consumers.freezePartition(topic, partition);
     if (this.#freezes.get(key) !== entry)
       throw new NaradError("UNAVAILABLE", `the freeze of ${key} ended while it was being taken; retry`);
+    // The destination installed the copy: whatever our view says, nothing may land here again.
+    if (handoff) this.#handOff(topic, partition, entry);
     // A former owner finishing a move after the swap: the freeze stays, the copy goes once installed.
-    if (this.#d.metastore.ownerOf(topic, partition) !== this.#d.nodeId)
+    else if (this.#d.metastore.ownerOf(topic, partition) !== this.#d.nodeId)
       this.#movedAway(topic, partition, entry);
     return this.manifest(topic, partition, true);
+  }
+
+  #handOff(topic: string, partition: number, f: Freeze): void {
+    if (f.handedOff) return;
+    f.handedOff = true;
+    if (f.movedAway) {
+      // Already moved away by our own view: only the mark's content changes.
+      this.#mark(topic, partition, true);
+      return;
+    }
+    this.#movedAway(topic, partition, f);
+  }
+
+  /**
+   * This node installed a fresh copy of the partition (a move back): the
+   * old freeze, its deletion and its moved-away state belong to a log that
+   * is gone.
+   */
+  forget(topic: string, partition: number): void {
+    const key = `${topic}/${partition}`;
+    const f = this.#freezes.get(key);
+    if (f === undefined) return;
+    clearTimeout(f.timer);
+    clearTimeout(this.#deletions.get(key));
+    this.#deletions.delete(key);
+    this.#freezes.delete(key);
+    this.#d.consumers.unfreezePartition(topic, partition);
   }
 
   #lapse(topic: string, partition: number, f: Freeze): void {
@@ -192,15 +251,20 @@ export class MoveSource {
     if (f.movedAway) return;
     f.movedAway = true;
     clearTimeout(f.timer);
-    // Remembered on disk: a restart before the deletion must not leave an orphan copy.
-    writeFile(join(this.#d.logs.partitionDir(topic, partition), movedAwayFile), "").catch((err: unknown) =>
-      this.#d.logger.warn({ topic, partition, err }, "could not mark a moved-away partition"),
-    );
+    this.#mark(topic, partition, f.handedOff);
     this.#d.logger.info(
       { topic, partition, owner: this.#d.metastore.ownerOf(topic, partition) },
       "moved partition has a new owner; deleting the local copy once it serves the partition",
     );
     this.#scheduleDelete(topic, partition);
+  }
+
+  /** Remembered on disk: a restart before the deletion must not leave an orphan copy. */
+  #mark(topic: string, partition: number, handedOff: boolean): void {
+    const path = join(this.#d.logs.partitionDir(topic, partition), movedAwayFile);
+    writeFile(path, handedOff ? handoffMark : "").catch((err: unknown) =>
+      this.#d.logger.warn({ topic, partition, err }, "could not mark a moved-away partition"),
+    );
   }
 
   #scheduleDelete(topic: string, partition: number): void {
@@ -215,19 +279,31 @@ export class MoveSource {
     const key = `${topic}/${partition}`;
     this.#deletions.delete(key);
     if (this.#closed || this.#d.metastore.getTopic(topic) === undefined) return;
+    const f = this.#freezes.get(key);
     if (this.#d.metastore.ownerOf(topic, partition) === this.#d.nodeId) {
+      if (f?.handedOff === true) {
+        // Our view lags the swap the destination already acted on: stay frozen, look again later.
+        this.#scheduleDelete(topic, partition);
+        return;
+      }
       // Owned again (moved back): serve it.
-      const f = this.#freezes.get(key);
       if (f !== undefined) f.movedAway = false;
       this.#end(topic, partition);
       return;
     }
     try {
       // Never delete the only copy: the new owner must have installed it
-      // (until then it answers PARTITION_MOVING) with everything we had.
-      const ours = (await this.#d.logs.get(topic, partition)).stats().highWatermark;
-      const theirs = (await this.#d.ownerStats(topic, partition)).highWatermark;
-      if (theirs < ours) throw new Error(`the new owner's HWM ${theirs} is below ours (${ours})`);
+      // (until then it answers PARTITION_MOVING) with every byte we have,
+      // proven by its own checksums of our segments, not by its HWM.
+      const log = await this.#d.logs.get(topic, partition);
+      const ours = log.segmentExtents();
+      const hwm = log.stats().highWatermark;
+      const mine = await segmentChecksums((b, p, n) => log.readSegmentBytes(b, p, n), ours);
+      const theirs = await this.#d.ownerVerify(topic, partition, ours);
+      if (theirs.high_watermark < hwm)
+        throw new Error(`the new owner's HWM ${theirs.high_watermark} is below ours (${hwm})`);
+      const mismatch = checksumMismatch(mine, theirs.segments as SegmentChecksum[], theirs.oldest_offset);
+      if (mismatch !== undefined) throw new Error(`the new owner's copy differs from ours: ${mismatch}`);
       this.#d.consumers.dropPartition(topic, partition);
       await this.#d.logs.removePartition(topic, partition);
       this.#freezes.delete(key);
@@ -253,13 +329,16 @@ export class MoveSource {
         const mark = join(this.#d.logs.partitionDir(t.name, p), movedAwayFile);
         if (!(await this.#d.logs.exists(t.name, p)) || !existsSync(mark)) continue;
         const owner = this.#d.metastore.ownerOf(t.name, p);
-        if (owner === this.#d.nodeId) {
+        // A handed-off copy stays frozen even if our view names us owner: it
+        // lags the install (a move back would have replaced the directory, mark and all).
+        const handedOff = (await readFile(mark, "utf8").catch(() => "")) === handoffMark;
+        if (owner === this.#d.nodeId && !handedOff) {
           await rm(mark, { force: true });
           continue;
         }
-        if (owner === "") continue;
+        if (owner === "" && !handedOff) continue;
         await (await this.#d.logs.get(t.name, p)).freeze();
-        const f: Freeze = { token: "", timer: undefined, movedAway: false };
+        const f: Freeze = { token: "", timer: undefined, movedAway: false, handedOff };
         this.#freezes.set(`${t.name}/${p}`, f);
         this.#movedAway(t.name, p, f);
       }

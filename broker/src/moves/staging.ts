@@ -2,21 +2,25 @@
 // <dataDir>/moves/<topic>/pNNNNN/ holds segment files copied byte for byte
 // from the source, and <dataDir>/moves/<topic>/pNNNNN.json marks a move in
 // progress (so a restarted destination resumes it instead of opening an
-// empty log for a partition it may already own). At finalize the staged
-// directory gets the source's consumer frontiers and HWM, is fsynced and
-// opened once as a partition log (recovery CRC-checks every frame) before
-// the log store renames it into topics/.
+// empty log for a partition it may already own). Every chunk is fdatasync'd
+// as it is written (a restarted destination resumes from the staged lengths,
+// so they must not outrun the bytes on disk). At finalize the staged copy
+// must checksum the same as the source (moves/checksum.ts), and its HWM is
+// what recovery finds in its frames, never a number written beforehand;
+// then it gets the consumer frontiers and the log store renames it into
+// topics/.
 
 import { constants as fsConstants } from "node:fs";
 import * as fsp from "node:fs/promises";
 import { join } from "node:path";
 import { writeFrontier } from "../consumer/frontier-file.ts";
 import type { Extent } from "../core/move-plan.ts";
-import { HwmFile } from "../log/hwm.ts";
+import { HwmFile, hwmFileName } from "../log/hwm.ts";
 import { nodeLogIo } from "../log/log-io.ts";
 import { partitionDirName } from "../log/log-store.ts";
 import { openPartitionLog } from "../log/partition-log.ts";
 import { parseSegmentFileName, segmentFileName } from "../log/segment.ts";
+import { checksumMismatch, type SegmentChecksum, segmentChecksums } from "./checksum.ts";
 
 export interface StagedLogOptions {
   segmentBytes: number;
@@ -120,31 +124,77 @@ export async function resetStagedSegment(dir: string, base: number): Promise<voi
   await fsp.truncate(join(dir, segmentFileName(base)), 0);
 }
 
-/** Writes source bytes at their own position in the staged segment (no fsync: finalize syncs). */
+/**
+ * Writes source bytes at their own position in the staged segment and
+ * fdatasyncs them: after a crash the staged file's length is where the copy
+ * resumes, so a length whose bytes never reached the disk (a hole of zeros)
+ * would be skipped for good. A new file's directory entry is fsynced too.
+ */
 export async function writeChunk(dir: string, base: number, position: number, data: Buffer): Promise<void> {
   await fsp.mkdir(dir, { recursive: true });
-  const h = await fsp.open(join(dir, segmentFileName(base)), fsConstants.O_RDWR | fsConstants.O_CREAT, 0o644);
+  const path = join(dir, segmentFileName(base));
+  const created = !(await nodeLogIo.exists(path));
+  const h = await fsp.open(path, fsConstants.O_RDWR | fsConstants.O_CREAT, 0o644);
   try {
     let done = 0;
     while (done < data.length) {
       const { bytesWritten } = await h.write(data, done, data.length - done, position + done);
       done += bytesWritten;
     }
+    await h.datasync();
+  } finally {
+    await h.close();
+  }
+  if (created) await nodeLogIo.fsyncDir(dir);
+}
+
+/** Reads [position, position+length) of a staged segment file (shorter at its end, null when missing). */
+async function readStaged(
+  dir: string,
+  base: number,
+  position: number,
+  length: number,
+): Promise<Buffer | null> {
+  let h: fsp.FileHandle;
+  try {
+    h = await fsp.open(join(dir, segmentFileName(base)), "r");
+  } catch {
+    return null;
+  }
+  try {
+    const buf = Buffer.allocUnsafe(length);
+    const { bytesRead } = await h.read(buf, 0, length, position);
+    return buf.subarray(0, bytesRead);
   } finally {
     await h.close();
   }
 }
 
+/** CRC-32C of the staged segments' prefixes (what the source is asked to match). */
+export function stagedChecksums(
+  dir: string,
+  extents: ReadonlyArray<{ base: number; bytes: number }>,
+): Promise<SegmentChecksum[]> {
+  return segmentChecksums((b, p, n) => readStaged(dir, b, p, n), extents);
+}
+
 export interface FinalizeInput {
+  /** The frozen source's HWM. */
   highWatermark: number;
   frontiers: ReadonlyArray<{ group: string; offset: number }>;
+  /** The source's CRC-32C of every segment, over the lengths the copy has (MoveVerify). */
+  sourceChecksums: readonly SegmentChecksum[];
 }
 
 /**
- * Makes the staged copy a complete partition directory and proves it: every
- * segment fdatasync'd, consumer frontiers and the HWM written, then one open
- * as a partition log, whose recovery must find nothing torn and the same HWM.
- * Resolves that HWM.
+ * Makes the staged copy a complete partition directory and proves it:
+ * every segment fdatasync'd, then the same CRC-32C as the source over every
+ * byte of every segment (a missing, zeroed or corrupt frame anywhere fails),
+ * then one open as a partition log with no hwm file, so its HWM is the end
+ * of the frames recovery actually found; it must equal the source's HWM and
+ * nothing may be torn. Only then are the frontiers (and, when the source's
+ * HWM is a floor above its own last frame, that floor) written. Resolves
+ * the HWM.
  */
 export async function finalizeStaged(
   dir: string,
@@ -161,10 +211,16 @@ export async function finalizeStaged(
       await h.close();
     }
   }
-  for (const f of input.frontiers) await writeFrontier(dir, f.group, f.offset);
-  const hwm = await HwmFile.open(nodeLogIo, dir, input.highWatermark);
-  await hwm.close();
-  await nodeLogIo.fsyncDir(dir);
+  const extents = await stagedExtents(dir);
+  const mine = await stagedChecksums(dir, extents);
+  const mismatch =
+    checksumMismatch(input.sourceChecksums, mine) ??
+    // The copy may not hold segments the source did not vouch for either.
+    checksumMismatch(mine, input.sourceChecksums);
+  if (mismatch !== undefined) throw new Error(`staged copy failed verification: ${mismatch}`);
+  // An hwm file from an earlier finalize would become the HWM floor: gone
+  // before the open, so the HWM below comes from the frames alone.
+  await fsp.rm(join(dir, hwmFileName), { force: true });
   const log = await openPartitionLog({
     dir,
     segmentBytes: o.segmentBytes,
@@ -173,16 +229,36 @@ export async function finalizeStaged(
     hwmPersistIntervalMs: 60_000,
     nowMs: () => Date.now(),
   });
+  let recoveredEnd: number;
   try {
     const r = log.recovery;
-    const got = log.stats().highWatermark;
-    if (r.truncatedBytes > 0 || r.corruptTailBytes > 0 || got !== input.highWatermark) {
+    recoveredEnd = r.recoveredEnd;
+    if (r.truncatedBytes > 0 || r.corruptTailBytes > 0 || r.hwmFile !== null) {
       throw new Error(
-        `staged copy failed verification: hwm ${got} (source ${input.highWatermark}), truncated ${r.truncatedBytes}, corrupt tail ${r.corruptTailBytes}`,
+        `staged copy failed verification: truncated ${r.truncatedBytes}, corrupt tail ${r.corruptTailBytes}, hwm file ${r.hwmFile}`,
       );
     }
-    return got;
+    // A source whose own HWM floor is above its last frame (it lost data
+    // before and never reuses those offsets) hands that floor on; a copy
+    // whose frames end short of the source's HWM for any other reason is
+    // incomplete. The checksums above prove the bytes are the source's, so
+    // a recovered end below the HWM can only be the source's own floor when
+    // the source's last segment ends where ours does.
+    if (recoveredEnd > input.highWatermark) {
+      throw new Error(
+        `staged copy failed verification: frames end at ${recoveredEnd}, past the source's HWM ${input.highWatermark}`,
+      );
+    }
   } finally {
     await log.close();
   }
+  if (recoveredEnd < input.highWatermark) {
+    // Bytes proven identical: the source's frames end here too, and its
+    // hwm floor must survive the move (offsets below it may have been served).
+    const hwm = await HwmFile.open(nodeLogIo, dir, input.highWatermark);
+    await hwm.close();
+  }
+  for (const f of input.frontiers) await writeFrontier(dir, f.group, f.offset);
+  await nodeLogIo.fsyncDir(dir);
+  return input.highWatermark;
 }

@@ -25,6 +25,8 @@ import {
   type PbMoveFreezeRequest,
   type PbMoveManifest,
   type PbMoveUnfreezeRequest,
+  type PbMoveVerifyRequest,
+  type PbMoveVerifyResponse,
   type PbPartitionStats,
   type PbReadRequest,
   type PbReadResponse,
@@ -80,6 +82,8 @@ export interface PeerClient {
   moveFetch(req: PbMoveFetchRequest): Promise<PbMoveFetchResponse>;
   moveFreeze(req: PbMoveFreezeRequest): Promise<PbMoveManifest>;
   moveUnfreeze(req: PbMoveUnfreezeRequest): Promise<void>;
+  /** CRC-32C of segment prefixes of the node's copy (moves/checksum.ts). */
+  moveVerify(req: PbMoveVerifyRequest): Promise<PbMoveVerifyResponse>;
 }
 
 export interface PeerPool {
@@ -185,6 +189,7 @@ export function createPeerPool(o: PeerPoolOptions): PeerPool {
       unary(client, address, "MoveManifest", { topic, partition }, nowMs() + o.readTimeoutMs),
     moveFetch: (req) => unary(client, address, "MoveFetch", req, nowMs() + o.readTimeoutMs),
     moveFreeze: (req) => unary(client, address, "MoveFreeze", req, nowMs() + o.readTimeoutMs),
+    moveVerify: (req) => unary(client, address, "MoveVerify", req, nowMs() + o.readTimeoutMs),
     moveUnfreeze: async (req) => {
       await unary(client, address, "MoveUnfreeze", req, nowMs() + o.readTimeoutMs);
     },

@@ -148,6 +148,7 @@ export interface PbMoveFetchRequest {
 export interface PbMoveFetchResponse {
   found: boolean;
   data: Buffer;
+  crc32c: number;
 }
 
 export interface PbMoveFreezeRequest {
@@ -155,12 +156,32 @@ export interface PbMoveFreezeRequest {
   partition: number;
   token: string;
   ttl_ms: number;
+  handoff?: boolean;
 }
 
 export interface PbMoveUnfreezeRequest {
   topic: string;
   partition: number;
   token: string;
+}
+
+export interface PbMoveVerifyRequest {
+  topic: string;
+  partition: number;
+  segments: PbSegmentExtent[];
+}
+
+export interface PbSegmentChecksum {
+  base: number;
+  bytes: number;
+  found: boolean;
+  crc32c: number;
+}
+
+export interface PbMoveVerifyResponse {
+  segments: PbSegmentChecksum[];
+  high_watermark: number;
+  oldest_offset: number;
 }
 
 /** Request and response type of each method of the Cluster service. */
@@ -175,6 +196,7 @@ export interface ClusterMethods {
   MoveFetch: { req: PbMoveFetchRequest; res: PbMoveFetchResponse };
   MoveFreeze: { req: PbMoveFreezeRequest; res: PbMoveManifest };
   MoveUnfreeze: { req: PbMoveUnfreezeRequest; res: PbEmpty };
+  MoveVerify: { req: PbMoveVerifyRequest; res: PbMoveVerifyResponse };
 }
 export type ClusterMethod = keyof ClusterMethods;
 

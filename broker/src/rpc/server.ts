@@ -49,7 +49,7 @@ export interface ClusterServerDeps {
   /** Queue consumption of the partitions this node owns (Consume, Ack); absent, those calls answer UNAVAILABLE. */
   consumers?: Pick<ConsumerManager, "consume" | "settle" | "validGroup">;
   /** Source side of partition moves; absent, the Move* calls answer UNAVAILABLE. */
-  moves?: Pick<MoveSource, "manifest" | "fetch" | "freeze" | "unfreeze">;
+  moves?: Pick<MoveSource, "manifest" | "fetch" | "freeze" | "unfreeze" | "verify">;
   readMaxRecords: number;
   readMaxBytes: number;
   metrics?: RpcMetrics;
@@ -162,8 +162,10 @@ export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementat
     ),
 
     MoveFreeze: unary("MoveFreeze", async (req) =>
-      moves().freeze(req.topic, req.partition, req.token, req.ttl_ms),
+      moves().freeze(req.topic, req.partition, req.token, req.ttl_ms, req.handoff === true),
     ),
+
+    MoveVerify: unary("MoveVerify", async (req) => moves().verify(req.topic, req.partition, req.segments)),
 
     MoveUnfreeze: unary("MoveUnfreeze", async (req) => {
       moves().unfreeze(req.topic, req.partition, req.token);

@@ -20,6 +20,9 @@ export function adminRoutes(s: BrokerServices) {
 
   const status = () => {
     const wal = s.ingress.stats();
+    // Parked records left the WAL's books but are not dispatched: a node is drained only without them.
+    const parked = s.dispatch?.stats().parkedRecords ?? 0;
+    const stalled = s.dispatch?.stalledLanes() ?? [];
     return {
       nodeId: s.nodeId,
       memberState: s.metastore.members().find((m) => m.id === s.nodeId)?.state ?? null,
@@ -28,16 +31,22 @@ export function adminRoutes(s: BrokerServices) {
       movedAwayCopies: s.moves?.heldCopies() ?? 0,
       ready: s.lifecycle.ready(),
       draining: s.lifecycle.draining(),
-      drained: wal.pendingRecords === 0,
+      drained: wal.pendingRecords + parked === 0,
       wal: {
         incarnation: wal.incarnation,
-        pendingRecords: wal.pendingRecords,
+        pendingRecords: wal.pendingRecords + parked,
         checkpoint: wal.checkpoint,
         nextSeq: wal.nextSeq,
         segments: wal.segments,
         diskBytes: wal.diskBytes,
         corruptFrames: wal.corruptFrames,
         poisoned: wal.poisoned,
+      },
+      dispatch: {
+        parkedRecords: parked,
+        stalledRecords: stalled.reduce((n, l) => n + l.records, 0),
+        oldestStalledAgeMs: stalled.reduce((n, l) => Math.max(n, l.oldestAgeMs), 0),
+        stalledLanes: stalled,
       },
     };
   };
