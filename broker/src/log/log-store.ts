@@ -11,6 +11,7 @@
 import { join } from "node:path";
 import { LogError } from "./log-errors.ts";
 import { type LogIo, nodeLogIo } from "./log-io.ts";
+import type { ProducerSequenceLimits } from "../core/producer-sequence.ts";
 import { type LogLogger, type OpenedPartitionLog, openPartitionLog, silentLogger } from "./partition-log.ts";
 
 export interface LogStoreOptions {
@@ -24,6 +25,9 @@ export interface LogStoreOptions {
   nowMs: () => number;
   logger?: LogLogger;
   io?: LogIo;
+  /** See OpenPartitionLogOptions.producerEpoch / producerLimits. */
+  producerEpoch?: (producerId: string) => number | undefined;
+  producerLimits?: Partial<ProducerSequenceLimits>;
 }
 
 export interface RetentionPolicy {
@@ -180,6 +184,8 @@ class LogStoreImpl implements LogStore {
       nowMs: this.#opts.nowMs,
       io: this.#io,
       logger: this.#logger,
+      ...(this.#opts.producerEpoch !== undefined ? { producerEpoch: this.#opts.producerEpoch } : {}),
+      ...(this.#opts.producerLimits !== undefined ? { producerLimits: this.#opts.producerLimits } : {}),
     });
   }
 
