@@ -364,5 +364,8 @@ export function scanFrameIds(buf: Buffer, pos: number, h: FrameHeader): FrameIds
  * record that reuses its (producer, epoch, seq).
  */
 export function recordFingerprint(key: Uint8Array, payload: Uint8Array): number {
-  return crc32c(Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength), crc32c(Buffer.from(key.buffer, key.byteOffset, key.byteLength)));
+  return crc32c(
+    Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength),
+    crc32c(Buffer.from(key.buffer, key.byteOffset, key.byteLength)),
+  );
 }

@@ -147,7 +147,8 @@ export class ProducerSequences {
         }
       }
       if (v.kind === "fresh") {
-        const next = st !== undefined && st.epoch === s.epoch ? st : { epoch: s.epoch, lastSeq: s.seq, seqs: new Map() };
+        const next =
+          st !== undefined && st.epoch === s.epoch ? st : { epoch: s.epoch, lastSeq: s.seq, seqs: new Map() };
         next.lastSeq = s.seq;
         next.seqs.set(s.seq, [fingerprint, i]);
         staged.set(s.id, next);

@@ -9,9 +9,9 @@
 // never reappears); a leftover trash entry is removed at the next open.
 
 import { join } from "node:path";
+import type { ProducerSequenceLimits } from "../core/producer-sequence.ts";
 import { LogError } from "./log-errors.ts";
 import { type LogIo, nodeLogIo } from "./log-io.ts";
-import type { ProducerSequenceLimits } from "../core/producer-sequence.ts";
 import { type LogLogger, type OpenedPartitionLog, openPartitionLog, silentLogger } from "./partition-log.ts";
 
 export interface LogStoreOptions {

@@ -45,11 +45,11 @@ import {
   recordFrameBytes,
   verifyFrameCrc,
 } from "../core/log-codec.ts";
+import { type ProducerSequenceLimits, ProducerSequences } from "../core/producer-sequence.ts";
 import type { CommitRecord, ProducerStamp, StoredRecord } from "../core/records.ts";
 import { HwmFile, readHwmFile } from "./hwm.ts";
 import { LogError } from "./log-errors.ts";
 import { type LogIo, nodeLogIo } from "./log-io.ts";
-import { type ProducerSequenceLimits, ProducerSequences } from "../core/producer-sequence.ts";
 import { RecentOffsets } from "./recent-offsets.ts";
 import { recoverSegment, type SegmentRecovery } from "./recovery.ts";
 import { parseSegmentFileName, Segment, segmentFileName } from "./segment.ts";
@@ -375,7 +375,8 @@ class PartitionLogImpl implements OpenedPartitionLog {
     const outcomes = new Array<number>(records.length).fill(commitOutcome.duplicateUnknownOffset);
     // Pass 1: (incarnation, seq) dedup; collect the stamped candidates.
     const candidates: number[] = [];
-    const items: Array<{ stamp: ProducerStamp; fingerprint: number; registryEpoch?: number | undefined }> = [];
+    const items: Array<{ stamp: ProducerStamp; fingerprint: number; registryEpoch?: number | undefined }> =
+      [];
     const fingerprints = new Array<number>(records.length).fill(0);
     for (let i = 0; i < records.length; i++) {
       const r = records[i]!;
@@ -398,7 +399,11 @@ class PartitionLogImpl implements OpenedPartitionLog {
       seen.set(r.incarnation, r.seq);
       candidates.push(i);
       if (p !== undefined)
-        items.push({ stamp: p, fingerprint: fingerprints[i]!, registryEpoch: this.#opts.producerEpoch?.(p.id) });
+        items.push({
+          stamp: p,
+          fingerprint: fingerprints[i]!,
+          registryEpoch: this.#opts.producerEpoch?.(p.id),
+        });
     }
     // Pass 2: producer sequence and epoch checks, in order.
     const verdicts = this.#producers.checkBatch(items);

@@ -47,7 +47,11 @@ export function initNamed(
 }
 
 /** The epoch of an issued id, or undefined when this state never issued it. */
-export function epochIn(state: RegistryState, byId: ReadonlyMap<string, number>, id: string): number | undefined {
+export function epochIn(
+  state: RegistryState,
+  byId: ReadonlyMap<string, number>,
+  id: string,
+): number | undefined {
   const named = byId.get(id);
   if (named !== undefined) return named;
   const n = idNumber(id);

@@ -46,7 +46,10 @@ export class RegistryConflict extends Error {}
 export const defaultIdBlock = 1000;
 
 /** A registry over `store`; inits are serialised, unnamed ids come from blocks of `block`. */
-export async function openProducerRegistry(store: RegistryStore, block = defaultIdBlock): Promise<ProducerRegistry> {
+export async function openProducerRegistry(
+  store: RegistryStore,
+  block = defaultIdBlock,
+): Promise<ProducerRegistry> {
   let { state, rev } = await store.load();
   let byId = indexById(state);
   let blockNext = 0;
@@ -141,7 +144,8 @@ export function fileRegistryStore(dataDir: string): RegistryStore {
       try {
         return { state: JSON.parse(await readFile(file, "utf8")) as RegistryState, rev: "file" };
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === "ENOENT") return { state: emptyRegistryState(), rev: "file" };
+        if ((err as NodeJS.ErrnoException).code === "ENOENT")
+          return { state: emptyRegistryState(), rev: "file" };
         throw err;
       }
     },
