@@ -347,10 +347,7 @@ export function scanFrameIds(buf: Buffer, pos: number, h: FrameHeader): FrameIds
         stamp: producer,
         offset: h.baseOffset + i,
         commitMs,
-        fingerprint: recordFingerprint(
-          buf.subarray(keyStart, keyStart + keyLen),
-          buf.subarray(payloadStart, start + len),
-        ),
+        fingerprint: recordFingerprint(buf.subarray(payloadStart, start + len)),
       });
     }
   });
@@ -359,13 +356,11 @@ export function scanFrameIds(buf: Buffer, pos: number, h: FrameHeader): FrameIds
 }
 
 /**
- * Content fingerprint of a record (CRC-32C of key, then payload): the owner
- * compares it to tell an exact retry of an idempotent record from another
- * record that reuses its (producer, epoch, seq).
+ * Content fingerprint of a record (CRC-32C of its payload): the owner compares
+ * it to tell an exact retry of an idempotent record from another record that
+ * reuses its (producer, epoch, seq). Not the key: a keyless record pinned to
+ * a partition gets a new generated key on every attempt.
  */
-export function recordFingerprint(key: Uint8Array, payload: Uint8Array): number {
-  return crc32c(
-    Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength),
-    crc32c(Buffer.from(key.buffer, key.byteOffset, key.byteLength)),
-  );
+export function recordFingerprint(payload: Uint8Array): number {
+  return crc32c(Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength));
 }

@@ -384,7 +384,7 @@ class PartitionLogImpl implements OpenedPartitionLog {
         throw new LogError("INVALID_RECORD", `bad incarnation/seq ${r.incarnation}/${r.seq}`);
       }
       const p = r.producer;
-      if (p !== undefined) fingerprints[i] = recordFingerprint(r.key, r.payload);
+      if (p !== undefined) fingerprints[i] = recordFingerprint(r.payload);
       const highest = seen.get(r.incarnation) ?? this.#dedup.get(r.incarnation) ?? -1;
       if (r.seq <= highest) {
         // A re-sent record: answer with the offset it got, if still known.
