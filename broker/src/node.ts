@@ -12,7 +12,7 @@ import type { Config } from "./config.ts";
 import * as k from "./constants.ts";
 import { ConsumerManager } from "./consumer/manager.ts";
 import { type ClusterDestinationHooks, clusterDestinations } from "./dispatch/cluster-destinations.ts";
-import { CommitWaiters, withCommitWaiters } from "./dispatch/commit-waiters.ts";
+import { CommitWaiters, commitOutcomeMetrics, withCommitWaiters } from "./dispatch/commit-waiters.ts";
 import { createDispatcher } from "./dispatch/dispatcher.ts";
 import { dispatchMetricsSink } from "./dispatch/metrics-sink.ts";
 import { buildApp } from "./http/app.ts";
@@ -183,6 +183,7 @@ export async function startBroker(
         ...(opts.testHooks?.destinations ? { hooks: opts.testHooks.destinations } : {}),
       }),
       commitWaiters,
+      commitOutcomeMetrics(metrics.registry),
     ),
     incarnation: wal.incarnation,
     options: config.dispatch,

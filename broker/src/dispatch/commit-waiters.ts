@@ -6,6 +6,7 @@
 // dispatcher does: a request that stops waiting (timeout, hang-up) leaves its
 // records in the WAL, committed as usual.
 
+import { Counter, type Registry } from "prom-client";
 import type { CommitResult } from "../log/types.ts";
 import type { Destinations } from "./types.ts";
 
@@ -97,8 +98,28 @@ export class CommitWaiters {
   }
 }
 
-/** Destinations whose commit answers also settle `waiters`. */
-export function withCommitWaiters(d: Destinations, waiters: CommitWaiters): Destinations {
+/** Counts, per record the owner did not append, why (from the commit outcomes this node's dispatcher got). */
+export interface CommitOutcomeSink {
+  notAppended(reason: "duplicate" | "fenced" | "out_of_order", records: number): void;
+}
+
+/** narad_commit_not_appended_records_total{reason}: every record an owner answered without appending it. */
+export function commitOutcomeMetrics(registry: Registry): CommitOutcomeSink {
+  const c = new Counter({
+    name: "narad_commit_not_appended_records_total",
+    help: "Records this node dispatched that their owner did not append: duplicate (answered with the original offset), fenced or out_of_order (refused)",
+    labelNames: ["reason"],
+    registers: [registry],
+  });
+  return { notAppended: (reason, n) => c.inc({ reason }, n) };
+}
+
+/** Destinations whose commit answers also settle `waiters` (and count what was not appended). */
+export function withCommitWaiters(
+  d: Destinations,
+  waiters: CommitWaiters,
+  sink?: CommitOutcomeSink,
+): Destinations {
   return {
     ...d,
     localNodeId: d.localNodeId,
@@ -110,6 +131,13 @@ export function withCommitWaiters(d: Destinations, waiters: CommitWaiters): Dest
       const outcomes = result.outcomes;
       if (outcomes !== undefined && outcomes.length === records.length) {
         for (let i = 0; i < records.length; i++) waiters.notify(records[i]!.seq, outcomes[i]!);
+      }
+      if (sink !== undefined) {
+        const fenced = result.fenced ?? 0;
+        const outOfOrder = result.outOfOrder ?? 0;
+        if (result.duplicates > 0) sink.notAppended("duplicate", result.duplicates);
+        if (fenced > 0) sink.notAppended("fenced", fenced);
+        if (outOfOrder > 0) sink.notAppended("out_of_order", outOfOrder);
       }
       return result;
     },
