@@ -42,10 +42,13 @@ describe("ProducerSequences", () => {
 
   it("a seq far below the highest is never taken as a duplicate of nothing (the old 1,024 window)", () => {
     const d = new ProducerSequences();
-    // batch k+1 (seqs 1000..1999) commits before batch k (0..999): k is out of order, not dropped.
-    expect(d.check(s(1000), 1000)).toEqual({ kind: "fresh" }); // unknown producer: taken as is
-    commitRun(d, 1000, 1999, 0, 1);
-    expect(d.check(s(0), 0).kind).toBe("out_of_order");
+    // batch k+1 (seqs 1000..1999) arriving before batch k (0..999) is refused, never taken as a duplicate.
+    expect(d.check(s(1000), 1000)).toEqual({ kind: "out_of_order", expectedSeq: 0, epoch: 0 });
+    commitRun(d, 0, 999, 0, 1);
+    expect(d.check(s(1000), 1000)).toEqual({ kind: "fresh" });
+    commitRun(d, 1000, 1999, 1000, 2);
+    expect(d.check(s(0), 0)).toEqual({ kind: "duplicate", offset: 0 }); // still remembered (2 batches)
+    expect(d.check(s(2000 - 1024), 976)).toEqual({ kind: "duplicate", offset: 976 });
   });
 
   it("fences a lower epoch, from the state or from the registry; a new epoch starts at 0", () => {
@@ -84,6 +87,7 @@ describe("ProducerSequences", () => {
 
   it("bounds producers: the least recently used is evicted beyond maxProducers, idle ones by time", () => {
     const d = new ProducerSequences({ maxProducers: 2, idleEvictMs: 1000 });
+    expect(d.check(s(5, 0, "a"), 5)).toEqual({ kind: "out_of_order", expectedSeq: 0, epoch: 0 }); // unknown: starts at 0
     d.commit(s(0, 0, "a"), 0, 0, 1, 0);
     d.commit(s(0, 0, "b"), 1, 0, 1, 0);
     d.commit(s(1, 0, "a"), 2, 1, 2, 500);

@@ -11,8 +11,9 @@
 // Rules for a record with stamp (id, epoch, seq) and content fingerprint f:
 //  - epoch below the producer's epoch here, or below the epoch the durable
 //    producer registry knows (`registryEpoch`): fenced;
-//  - unknown producer (never seen, or evicted): fresh, whatever its seq (the
-//    first batch after an eviction is taken as the next one);
+//  - unknown producer here (never wrote to this partition, or evicted): fresh
+//    only at seq 0, else out of order (expected 0): a producer whose state
+//    was evicted gets out_of_order_sequence and must re-initialise;
 //  - epoch above the current one: fresh when seq is 0 (a new instance starts
 //    at 0), else out of order;
 //  - seq == last + 1: fresh;
@@ -103,7 +104,8 @@ export class ProducerSequences {
     const w = this.#producers.get(s.id);
     if (registryEpoch !== undefined && s.epoch < registryEpoch)
       return { kind: "fenced", currentEpoch: registryEpoch };
-    if (w === undefined) return { kind: "fresh" };
+    if (w === undefined)
+      return s.seq === 0 ? { kind: "fresh" } : { kind: "out_of_order", expectedSeq: 0, epoch: s.epoch };
     if (s.epoch < w.epoch) return { kind: "fenced", currentEpoch: w.epoch };
     if (s.epoch > w.epoch) {
       return s.seq === 0 ? { kind: "fresh" } : { kind: "out_of_order", expectedSeq: 0, epoch: s.epoch };
