@@ -248,6 +248,7 @@ class PartitionLogImpl implements OpenedPartitionLog {
   #hwmTimer: NodeJS.Timeout | null = null;
   #frozen = false;
   #commitCount = 0;
+  #lastEvictMs = 0;
   readonly #recent = new RecentOffsets();
 
   constructor(
@@ -342,6 +343,11 @@ class PartitionLogImpl implements OpenedPartitionLog {
     }
     this.#publish(seg, start, frames, seen, commitMs);
     const commitId = ++this.#commitCount;
+    // Idle producers are evicted at most once a minute, on the commit clock (#13 item 10).
+    if (commitMs - this.#lastEvictMs >= 60_000) {
+      this.#lastEvictMs = commitMs;
+      this.#producers.evictIdle(commitMs);
+    }
     for (let i = 0; i < fresh.length; i++) {
       const r = fresh[i]!;
       const offset = baseOffset + i;
