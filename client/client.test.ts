@@ -4,8 +4,10 @@ import { decodeBinaryBatch } from "../broker/src/core/batch-codec.ts";
 import { partitionForKey } from "../broker/src/core/partitioner.ts";
 import {
   BadRequestError,
+  BufferFullError,
   FencedProducerError,
   NaradClient,
+  OutOfOrderSequenceError,
   PayloadTooLargeError,
   StaleReceiptError,
   TopicNotFoundError,
@@ -35,6 +37,10 @@ async function fakeWithTopic(
   const f = await startFakeBroker((q, res) => {
     if (q.method === "GET" && q.path === "/v1/topics/t") return json(res, 200, topicJson("t", 3));
     if (q.path === "/v1/topics/t/produce-batch") return onBatch(q, res);
+    if (q.method === "POST" && q.path === "/v1/producers") {
+      const name = (JSON.parse(q.body.toString("utf8") || "{}") as { name?: string }).name;
+      return json(res, 201, { producer_id: name === undefined ? "p-7" : `p-${name}`, epoch: 3 });
+    }
     return json(res, 404, { error: `no route for ${q.method} ${q.path}` });
   });
   fakes.push(f);
@@ -60,7 +66,10 @@ describe("Producer", () => {
     await Promise.all(sent.map((s) => s.delivered));
     expect(batches(f).map((b) => b.length)).toEqual([10, 10]);
     for (const b of batches(f)) expect(new Set(b.map((e) => e.partition)).size).toBe(1);
-    expect(batches(f)[0]?.[0]?.partition).not.toBe(batches(f)[1]?.[0]?.partition);
+    // Keyless records stick to one partition until a batch of them succeeded, then rotate.
+    expect(batches(f)[0]?.[0]?.partition).toBe(batches(f)[1]?.[0]?.partition);
+    const after = await p.send("z");
+    expect(after.partition).not.toBe(batches(f)[0]?.[0]?.partition);
 
     for (const key of ["user-1", "user-2", "user-3", "user-4"]) {
       const s = await p.send("x", { key });
@@ -70,7 +79,7 @@ describe("Producer", () => {
     expect(pinned.partition).toBe(2);
     await p.flush();
     const later = batches(f).slice(2).flat();
-    expect(later).toHaveLength(5);
+    expect(later).toHaveLength(6);
     for (const e of later) {
       if (e.key.length > 0) expect(e.partition).toBe(partitionForKey(e.key, 3));
     }
@@ -226,64 +235,107 @@ describe("idempotent Producer", () => {
     partition: decodeBinaryBatch(r.body, 1 << 20)[0]?.partition,
   });
 
-  it("stamps batches with per-partition sequences and retries with the same ones", async () => {
+  /** acks=all answer: offsets base.. for the batch's records. */
+  const acked = (q: SeenRequest, res: ServerResponse, base = 0) =>
+    json(res, 200, {
+      results: decodeBinaryBatch(q.body, 1 << 20).map((e, i) => ({
+        partition: e.partition,
+        offset: base + i,
+      })),
+    });
+
+  it("gets its identity from the broker, stamps per-partition sequences, retries with the same ones", async () => {
     let n = 0;
     const f = await fakeWithTopic((q, res) => {
       n++;
       // The second request is "lost": the connection drops after the broker got it.
       if (n === 2) return void res.socket?.destroy();
-      json(res, 202, { accepted: decodeBinaryBatch(q.body, 1 << 20).length });
+      acked(q, res, 100);
     });
     const p = client([f.url], { retries: 3, backoffMs: 5 }).producer("t", {
       idempotent: true,
-      producerId: "orders-1",
-      epoch: 9,
+      producerName: "orders",
       batchSize: 2,
       lingerMs: 10_000,
     });
-    expect(p.identity).toEqual({ producerId: "orders-1", epoch: 9 });
     const sent = [];
     for (let i = 0; i < 4; i++) sent.push(await p.send(`a${i}`, { partition: 0 }));
     for (let i = 0; i < 2; i++) sent.push(await p.send(`b${i}`, { partition: 2 }));
-    await Promise.all(sent.map((s) => s.delivered));
-    const stamps = f.requests.filter((r) => r.path.endsWith("/produce-batch")).map(stampOf);
+    const deliveries = await Promise.all(sent.map((s) => s.delivered));
+    expect(p.identity).toEqual({ producerId: "p-orders", epoch: 3 });
+    expect(deliveries.every((d) => typeof d.offset === "number")).toBe(true);
+    const reqs = f.requests.filter((r) => r.path.endsWith("/produce-batch"));
+    expect(reqs.every((r) => r.query.get("acks") === "all")).toBe(true);
+    const stamps = reqs.map(stampOf);
     const of = (part: number) => stamps.filter((s) => s.partition === part).map((s) => [s.seq, s.n]);
-    // Request 2 (partition 0's second batch or partition 2's first) was retried with the same seq.
-    const p0 = of(0);
-    const p2 = of(2);
-    expect(p0.length + p2.length).toBe(4);
-    expect(p0.slice(0, 2)).toEqual([
-      ["0", 2],
-      ["2", 2],
-    ]);
-    expect(new Set(p0.map(String))).toEqual(new Set(["0,2", "2,2"]));
-    expect(new Set(p2.map(String))).toEqual(new Set(["0,2"]));
-    expect(new Set(stamps.map((s) => `${s.id}/${s.epoch}`))).toEqual(new Set(["orders-1/9"]));
+    expect(new Set(of(0).map(String))).toEqual(new Set(["0,2", "2,2"]));
+    expect(new Set(of(2).map(String))).toEqual(new Set(["0,2"]));
+    expect(stamps.length).toBe(4); // one retried with the same seq
+    expect(new Set(stamps.map((s) => `${s.id}/${s.epoch}`))).toEqual(new Set(["p-orders/3"]));
+    expect(p.metrics.recordsRetried).toBe(2);
+    expect(p.metrics.recordsSent).toBe(6);
   });
 
-  it("generates an id and an epoch; plain producers send no producer headers", async () => {
+  it("advances sequences only after success: a failed batch's re-send reuses its sequences", async () => {
+    let fail = true;
+    const f = await fakeWithTopic((q, res) => {
+      if (fail) return json(res, 503, { error: "down" });
+      acked(q, res);
+    });
+    const p = client([f.url], { retries: 0, backoffMs: 1 }).producer("t", { idempotent: true, lingerMs: 0 });
+    const first = await (await p.send("x", { partition: 1 })).delivered.catch((e: unknown) => e);
+    expect(first).toBeInstanceOf(UnavailableError);
+    await p.flush().catch(() => {});
+    fail = false;
+    await (await p.send("x", { partition: 1 })).delivered;
+    const seqs = f.requests.filter((r) => r.path.endsWith("/produce-batch")).map((r) => stampOf(r).seq);
+    expect(seqs).toEqual(["0", "0"]);
+    expect(p.metrics.recordsFailed).toBe(1);
+  });
+
+  it("acks: wal sends no acks parameter and resolves without offsets; 0 carries no offset", async () => {
     const f = await fakeWithTopic();
     const c = client([f.url]);
-    const p = c.producer("t", { idempotent: true, lingerMs: 0 });
-    expect(p.identity?.producerId).toMatch(/^[A-Za-z0-9._-]{1,64}$/);
-    expect(p.identity?.epoch).toBeGreaterThan(1_700_000_000);
-    await (await p.send("x", { key: "k" })).delivered;
-    const plain = c.producer("t", { lingerMs: 0 });
-    await (await plain.send("y")).delivered;
+    const wal = c.producer("t", { lingerMs: 0 });
+    expect((await (await wal.send("y")).delivered).offset).toBeUndefined();
+    const zero = c.producer("t", { lingerMs: 0, acks: "0" });
+    expect((await (await zero.send("y")).delivered).offset).toBeUndefined();
     const reqs = f.requests.filter((r) => r.path.endsWith("/produce-batch"));
-    expect(reqs[0]!.headers["narad-producer-id"]).toBe(p.identity?.producerId);
-    expect(reqs[1]!.headers["narad-producer-id"]).toBeUndefined();
-    expect(() => c.producer("t", { producerId: "x" })).toThrow(BadRequestError);
-    expect(() => c.producer("t", { idempotent: true, producerId: "bad id" })).toThrow(BadRequestError);
+    expect(reqs[0]!.headers["narad-producer-id"]).toBeUndefined();
+    expect(reqs[0]!.query.get("acks")).toBeNull();
+    expect(reqs[1]!.query.get("acks")).toBe("0");
+    expect(() => c.producer("t", { producerName: "x" })).toThrow(BadRequestError);
+    expect(() => c.producer("t", { idempotent: true, acks: "wal" })).toThrow(BadRequestError);
   });
 
-  it("fails a fenced batch with FencedProducerError and a hint", async () => {
-    const f = await fakeWithTopic((_q, res) => json(res, 409, { error: "producer fenced: epoch 1 < 2" }));
-    const p = client([f.url]).producer("t", { idempotent: true, producerId: "p", epoch: 1, lingerMs: 0 });
+  it("a full buffer raises BufferFullError after maxBlockMs", async () => {
+    const f = await fakeWithTopic(() => {}); // never answers
+    const p = client([f.url]).producer("t", { maxBufferBytes: 100, maxBlockMs: 50, lingerMs: 0 });
+    await p.send("x".repeat(80), { partition: 0 });
+    const started = Date.now();
+    await expect(p.send("y".repeat(80), { partition: 0 })).rejects.toBeInstanceOf(BufferFullError);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(45);
+    expect(p.metrics.bufferedBytes).toBe(80);
+  });
+
+  it("fails a fenced batch with FencedProducerError (by code) and closes the producer", async () => {
+    const f = await fakeWithTopic((_q, res) =>
+      json(res, 409, { error: "producer fenced: epoch 1 < 2", code: "producer_fenced" }),
+    );
+    const p = client([f.url]).producer("t", { idempotent: true, lingerMs: 0 });
     const err = await (await p.send("x", { partition: 0 })).delivered.catch((e: unknown) => e);
     expect(err).toBeInstanceOf(FencedProducerError);
     expect((err as FencedProducerError).code).toBe("PRODUCER_FENCED");
-    expect((err as FencedProducerError).hint).toMatch(/higher epoch/);
     await expect(p.flush()).rejects.toBeInstanceOf(FencedProducerError);
+    await expect(p.send("y", { partition: 0 })).rejects.toBeInstanceOf(FencedProducerError);
+  });
+
+  it("maps out_of_order_sequence to OutOfOrderSequenceError", async () => {
+    const f = await fakeWithTopic((_q, res) =>
+      json(res, 409, { error: "out of order", code: "out_of_order_sequence" }),
+    );
+    const p = client([f.url]).producer("t", { idempotent: true, lingerMs: 0 });
+    const err = await (await p.send("x", { partition: 0 })).delivered.catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(OutOfOrderSequenceError);
   });
 });

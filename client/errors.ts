@@ -12,6 +12,9 @@ export type NaradErrorCode =
   | "BAD_REQUEST"
   | "HTTP_ERROR"
   | "PRODUCER_FENCED"
+  | "OUT_OF_ORDER_SEQUENCE"
+  | "BUFFER_FULL"
+  | "DELIVERY_TIMEOUT"
   | "UNAUTHENTICATED"
   | "FORBIDDEN"
   | "CLOSED";
@@ -142,6 +145,40 @@ export class FencedProducerError extends NaradError {
   }
 }
 
+/** 409 out_of_order_sequence: the owner refused the batch's sequences (gap, overlap, older or reused seq); nothing of it was stored. Fatal for the batch. */
+export class OutOfOrderSequenceError extends NaradError {
+  constructor(message: string) {
+    super(
+      409,
+      "OUT_OF_ORDER_SEQUENCE",
+      message,
+      "the producer's sequences and the broker's disagree (an earlier batch of this partition failed, or the identity is shared): close this producer and start a new one",
+    );
+    this.name = "OutOfOrderSequenceError";
+  }
+}
+
+/** The producer's buffer (maxBufferBytes) stayed full for maxBlockMs. Retriable by the application. */
+export class BufferFullError extends NaradError {
+  constructor(message: string) {
+    super(0, "BUFFER_FULL", message, "send slower, raise maxBufferBytes or maxBlockMs, or check the broker");
+    this.name = "BufferFullError";
+  }
+}
+
+/** A record was not delivered within deliveryTimeoutMs (buffered, in flight and retried). */
+export class DeliveryTimeoutError extends NaradError {
+  constructor(message: string) {
+    super(
+      0,
+      "DELIVERY_TIMEOUT",
+      message,
+      "the broker was unavailable too long; the record may or may not be stored",
+    );
+    this.name = "DeliveryTimeoutError";
+  }
+}
+
 export class ClosedError extends NaradError {
   constructor(what: string) {
     super(0, "CLOSED", `${what} is closed`, "create a new one; close() is final");
@@ -171,7 +208,11 @@ export function errorFromResponse(
   message: string,
   retryAfterMs: number | undefined,
   ctx: ErrorContext,
+  code?: string,
 ): NaradError {
+  // The broker's machine-readable code wins over the status where it says more.
+  if (code === "producer_fenced") return new FencedProducerError(message);
+  if (code === "out_of_order_sequence") return new OutOfOrderSequenceError(message);
   switch (status) {
     case 400:
     case 415:

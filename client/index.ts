@@ -12,12 +12,15 @@ export {
 } from "./consumer.ts";
 export {
   BadRequestError,
+  BufferFullError,
   ClosedError,
+  DeliveryTimeoutError,
   FencedProducerError,
   ForbiddenError,
   NaradError,
   type NaradErrorCode,
   OffsetExpiredError,
+  OutOfOrderSequenceError,
   PayloadTooLargeError,
   StaleReceiptError,
   TopicExistsError,
@@ -25,7 +28,14 @@ export {
   UnauthenticatedError,
   UnavailableError,
 } from "./errors.ts";
-export { type Delivery, Producer, type ProducerOptions, type SendOptions, type Sent } from "./producer.ts";
+export {
+  type Delivery,
+  Producer,
+  type ProducerMetrics,
+  type ProducerOptions,
+  type SendOptions,
+  type Sent,
+} from "./producer.ts";
 export type { ClientAuth, ClientTls } from "./transport.ts";
 export type {
   GroupInfo,

@@ -11,20 +11,40 @@
 // The buffer is bounded: send() waits for space while maxBufferedRecords are
 // buffered or in flight (backpressure, never unbounded).
 //
-// Idempotent mode ({ idempotent: true }): the producer has an id (random
-// unless given) and an epoch (seconds since the epoch unless given). When a
-// batch is sealed it takes the next per-partition sequences; every attempt of
-// that batch (transport retries after 503/429/network errors, including a
-// response lost after the broker stored the batch) sends the SAME
-// narad-producer-id/-epoch/-seq headers, and the partition owner drops the
-// copies it already committed. A 409 "producer fenced" (a newer epoch of the
-// same id has written) fails the batch with FencedProducerError.
+// Acknowledgements (`acks`): "wal" (default: the broker answers after its WAL
+// fsync, no offsets), "all" (after the partition owner committed the batch:
+// each record's delivery carries its offset), "0" (answered on receipt, no
+// promise at all).
+//
+// Idempotent mode ({ idempotent: true }, implies acks "all"): the identity
+// (producer id, epoch) comes from the broker (POST /v1/producers, optionally
+// with `producerName`: re-initialising a name fences every earlier instance).
+// Sequences are per partition; a batch takes the partition's next sequence
+// when it is first sent and the sequence advances only after the batch
+// succeeded, so every attempt (transport retries, and an application's
+// re-send of a failed batch) carries the same (id, epoch, seq) and the owner
+// answers a retry with its original offsets instead of storing it twice.
+// Errors by the broker's `code`: producer_fenced closes the producer
+// (FencedProducerError, later sends fail), out_of_order_sequence fails the
+// batch (OutOfOrderSequenceError), 503/429/network errors are retried.
+//
+// Buffer: maxBufferBytes (payload + key) buffered or in flight; send() blocks
+// up to maxBlockMs for space, then throws BufferFullError. A record that is
+// not delivered within deliveryTimeoutMs of send() fails with
+// DeliveryTimeoutError (checked before each attempt of its batch).
 
-import { randomBytes } from "node:crypto";
 import { encodeBinaryBatch } from "../broker/src/core/batch-codec.ts";
 import { createRotator, partitionForKey } from "../broker/src/core/partitioner.ts";
 import type { NaradClient } from "./client.ts";
-import { BadRequestError, ClosedError, type NaradError, PayloadTooLargeError } from "./errors.ts";
+import {
+  BadRequestError,
+  BufferFullError,
+  ClosedError,
+  DeliveryTimeoutError,
+  FencedProducerError,
+  type NaradError,
+  PayloadTooLargeError,
+} from "./errors.ts";
 import { payloadBytes } from "./types.ts";
 
 export interface ProducerOptions {
@@ -36,6 +56,14 @@ export interface ProducerOptions {
   lingerMs?: number;
   /** Records buffered or in flight before send() waits. Default 20,000. */
   maxBufferedRecords?: number;
+  /** Bytes (payload + key) buffered or in flight before send() waits. Default 32 MiB. */
+  maxBufferBytes?: number;
+  /** How long send() waits for buffer space before BufferFullError. Default 60 s. */
+  maxBlockMs?: number;
+  /** A record not delivered this long after send() fails with DeliveryTimeoutError. Default 120 s. */
+  deliveryTimeoutMs?: number;
+  /** "wal" (default), "all" (offsets in deliveries; forced by idempotent) or "0". */
+  acks?: "0" | "wal" | "all";
   /** Retries of a batch after 503/429/network errors. Default: the client's. */
   retries?: number;
   /** First backoff step (doubles per retry). Default: the client's. */
@@ -49,10 +77,12 @@ export interface ProducerOptions {
    * store a record twice. Default false.
    */
   idempotent?: boolean;
-  /** 1-64 chars of [A-Za-z0-9._-]. Default: random. Reuse it with a higher epoch to fence an old instance. */
-  producerId?: string;
-  /** u32. Default: seconds since 1970 (a restarted producer gets a higher epoch). */
-  epoch?: number;
+  /**
+   * Idempotent: the stable name of this producer (1-128 of [A-Za-z0-9._-]).
+   * The broker keeps its id; each new producer with the name gets the next
+   * epoch and fences the previous one. Default: none (a fresh id).
+   */
+  producerName?: string;
 }
 
 export interface SendOptions {
@@ -63,6 +93,23 @@ export interface SendOptions {
 export interface Delivery {
   topic: string;
   partition: number;
+  /** acks "all": the record's offset (null when the broker no longer knew it for a retried record). */
+  offset?: number | null;
+}
+
+/** Counters of one producer. */
+export interface ProducerMetrics {
+  recordsSent: number;
+  recordsRetried: number;
+  recordsFailed: number;
+  batchesSent: number;
+  /** Mean records per sent batch. */
+  batchSizeAvg: number;
+  bufferedBytes: number;
+  bufferedRecords: number;
+  /** Mean and last produce-batch request latency (ms, all attempts of a batch). */
+  requestLatencyAvgMs: number;
+  requestLatencyLastMs: number;
 }
 
 export interface Sent {
@@ -74,6 +121,7 @@ export interface Sent {
 interface Pending {
   key: Buffer;
   payload: Buffer;
+  deadlineMs: number;
   resolve: (d: Delivery) => void;
   reject: (err: unknown) => void;
 }
@@ -85,7 +133,7 @@ interface Batch {
   timer: NodeJS.Timeout | undefined;
   /** Its linger passed while the partition had a batch in flight. */
   due: boolean;
-  /** Idempotent mode: producer seq of the batch's first record, fixed when sealed. */
+  /** Idempotent mode: producer seq of the batch's first record, fixed when first sent. */
   firstSeq?: number;
 }
 
@@ -103,10 +151,20 @@ export class Producer {
   readonly #backoffMs: number | undefined;
   readonly #maxRecordBytes: number;
   readonly #metadataMaxAgeMs: number;
-  /** Idempotent identity, undefined for a plain producer. */
-  readonly #identity: { producerId: string; epoch: number } | undefined;
-  /** Next producer seq per partition. */
+  readonly #maxBufferBytes: number;
+  readonly #maxBlockMs: number;
+  readonly #deliveryTimeoutMs: number;
+  readonly #acks: "0" | "wal" | "all";
+  readonly #idempotent: boolean;
+  readonly #producerName: string | undefined;
+  /** Idempotent identity from the broker, once initialised. */
+  #identity: { producerId: string; epoch: number } | undefined;
+  #identityLoad: Promise<{ producerId: string; epoch: number }> | undefined;
+  /** Next producer seq per partition: advanced only when a batch succeeded. */
   readonly #nextSeq = new Map<number, number>();
+  #bufferedBytes = 0;
+  #fenced: NaradError | undefined;
+  readonly #m = { sent: 0, retried: 0, failed: 0, batches: 0, latencyTotal: 0, latencyLast: 0 };
 
   readonly #open = new Map<number, Batch>();
   readonly #ready = new Map<number, Batch[]>();
@@ -134,22 +192,67 @@ export class Producer {
     this.#backoffMs = opts.backoffMs;
     this.#maxRecordBytes = opts.maxRecordBytes ?? 1024 * 1024;
     this.#metadataMaxAgeMs = opts.metadataMaxAgeMs ?? 30_000;
-    if (opts.idempotent === true) {
-      const producerId = opts.producerId ?? `p-${randomBytes(12).toString("hex")}`;
-      if (!/^[A-Za-z0-9._-]{1,64}$/.test(producerId)) {
-        throw new BadRequestError("producerId must be 1-64 chars of [A-Za-z0-9._-]", 0);
-      }
-      const epoch = opts.epoch ?? Math.floor(Date.now() / 1000);
-      if (!Number.isInteger(epoch) || epoch < 0 || epoch > 0xffff_ffff) {
-        throw new BadRequestError("epoch must be an integer in [0, 2^32)", 0);
-      }
-      this.#identity = { producerId, epoch };
-    } else if (opts.producerId !== undefined || opts.epoch !== undefined) {
-      throw new BadRequestError("producerId and epoch need idempotent: true", 0);
+    this.#maxBufferBytes = Math.max(1, opts.maxBufferBytes ?? 32 * 1024 * 1024);
+    this.#maxBlockMs = Math.max(0, opts.maxBlockMs ?? 60_000);
+    this.#deliveryTimeoutMs = Math.max(1, opts.deliveryTimeoutMs ?? 120_000);
+    this.#idempotent = opts.idempotent === true;
+    if (this.#idempotent && opts.acks !== undefined && opts.acks !== "all")
+      throw new BadRequestError('an idempotent producer needs acks "all"', 0);
+    this.#acks = this.#idempotent ? "all" : (opts.acks ?? "wal");
+    if (opts.producerName !== undefined) {
+      if (!this.#idempotent) throw new BadRequestError("producerName needs idempotent: true", 0);
+      if (!/^[A-Za-z0-9._-]{1,128}$/.test(opts.producerName))
+        throw new BadRequestError("producerName must be 1-128 chars of [A-Za-z0-9._-]", 0);
     }
+    this.#producerName = opts.producerName;
   }
 
-  /** The idempotent identity (undefined for a plain producer). */
+  /** Gets (once) this producer's identity from the broker. */
+  async #identityOf(): Promise<{ producerId: string; epoch: number }> {
+    if (this.#identity !== undefined) return this.#identity;
+    this.#identityLoad ??= this.#client.transport
+      .request({
+        method: "POST",
+        path: "/v1/producers",
+        contentType: "application/json",
+        body: Buffer.from(
+          JSON.stringify(this.#producerName === undefined ? {} : { name: this.#producerName }),
+        ),
+        ...(this.#retries === undefined ? {} : { retries: this.#retries }),
+      })
+      .then((reply) => {
+        const r = JSON.parse(reply.body.toString("utf8")) as { producer_id: string; epoch: number };
+        this.#identity = { producerId: r.producer_id, epoch: r.epoch };
+        return this.#identity;
+      })
+      .finally(() => {
+        this.#identityLoad = undefined;
+      });
+    return this.#identityLoad;
+  }
+
+  /** Initialises the idempotent identity now (otherwise done before the first batch). */
+  async init(): Promise<{ producerId: string; epoch: number } | undefined> {
+    return this.#idempotent ? this.#identityOf() : undefined;
+  }
+
+  /** Counters (records sent, retried, failed, batch size, buffer use, request latency). */
+  get metrics(): ProducerMetrics {
+    const m = this.#m;
+    return {
+      recordsSent: m.sent,
+      recordsRetried: m.retried,
+      recordsFailed: m.failed,
+      batchesSent: m.batches,
+      batchSizeAvg: m.batches === 0 ? 0 : m.sent / m.batches,
+      bufferedBytes: this.#bufferedBytes,
+      bufferedRecords: this.#buffered,
+      requestLatencyAvgMs: m.batches === 0 ? 0 : m.latencyTotal / m.batches,
+      requestLatencyLastMs: m.latencyLast,
+    };
+  }
+
+  /** The idempotent identity (undefined for a plain producer, or before init). */
   get identity(): { producerId: string; epoch: number } | undefined {
     return this.#identity;
   }
@@ -189,6 +292,7 @@ export class Producer {
    * records nobody awaits are also reported by flush() and close().
    */
   async send(payload: unknown, opts: SendOptions = {}): Promise<Sent> {
+    if (this.#fenced !== undefined) throw this.#fenced;
     if (this.#closed) throw new ClosedError("producer");
     const bytes = payloadBytes(payload);
     if (bytes.length > this.#maxRecordBytes) {
@@ -213,12 +317,36 @@ export class Producer {
         );
       }
     }
-    while (this.#buffered >= this.#maxBuffered) {
-      await new Promise<void>((resolve) => this.#spaceWaiters.push(resolve));
+    const size = bytes.length + key.length;
+    const blockUntil = Date.now() + this.#maxBlockMs;
+    while (
+      this.#buffered >= this.#maxBuffered ||
+      (this.#bufferedBytes > 0 && this.#bufferedBytes + size > this.#maxBufferBytes)
+    ) {
+      const left = blockUntil - Date.now();
+      if (left <= 0) {
+        throw new BufferFullError(
+          `producer buffer full (${this.#buffered} records, ${this.#bufferedBytes} of ${this.#maxBufferBytes} bytes) for ${this.#maxBlockMs} ms`,
+        );
+      }
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(() => {
+          const i = this.#spaceWaiters.indexOf(wake);
+          if (i >= 0) this.#spaceWaiters.splice(i, 1);
+          resolve();
+        }, left);
+        const wake = (): void => {
+          clearTimeout(t);
+          resolve();
+        };
+        this.#spaceWaiters.push(wake);
+      });
+      if (this.#fenced !== undefined) throw this.#fenced;
       if (this.#closed) throw new ClosedError("producer");
     }
     // No await between the check above and this reservation.
     this.#buffered++;
+    this.#bufferedBytes += size;
     let partition: number;
     if (opts.partition !== undefined) partition = opts.partition;
     else if (key.length > 0) partition = partitionForKey(key, partitions);
@@ -229,7 +357,7 @@ export class Producer {
     }
     let pending!: Pending;
     const delivered = new Promise<Delivery>((resolve, reject) => {
-      pending = { key, payload: bytes, resolve, reject };
+      pending = { key, payload: bytes, deadlineMs: Date.now() + this.#deliveryTimeoutMs, resolve, reject };
     });
     delivered.catch(noop); // reported by flush()/close() when nobody awaits it
     this.#append(partition, pending);
@@ -258,12 +386,6 @@ export class Producer {
     if (batch === undefined) return;
     this.#open.delete(partition);
     if (batch.timer !== undefined) clearTimeout(batch.timer);
-    if (this.#sticky === partition) this.#sticky = undefined;
-    if (this.#identity !== undefined) {
-      const first = this.#nextSeq.get(partition) ?? 0;
-      batch.firstSeq = first;
-      this.#nextSeq.set(partition, first + batch.records.length);
-    }
     let queue = this.#ready.get(partition);
     if (queue === undefined) {
       queue = [];
@@ -286,46 +408,105 @@ export class Producer {
     this.#inFlight.add(partition);
     void this.#sendBatch(batch).finally(() => {
       this.#inFlight.delete(partition);
-      this.#release(batch.records.length);
+      this.#release(batch.records);
       this.#pump(partition);
     });
   }
 
   async #sendBatch(batch: Batch): Promise<void> {
+    const started = Date.now();
+    const fail = (err: unknown, records: Pending[]): void => {
+      this.#errors.push(err);
+      this.#m.failed += records.length;
+      for (const r of records) r.reject(err);
+    };
+    // deliveryTimeoutMs: records whose time is up are not sent.
+    const live = batch.records.filter((r) => r.deadlineMs > started);
+    if (live.length < batch.records.length) {
+      fail(
+        new DeliveryTimeoutError(`record not delivered within ${this.#deliveryTimeoutMs} ms`),
+        batch.records.filter((r) => r.deadlineMs <= started),
+      );
+    }
+    if (live.length === 0) return;
+    if (this.#fenced !== undefined) return fail(this.#fenced, live);
+    let headers: Record<string, string> | undefined;
+    if (this.#idempotent) {
+      let id: { producerId: string; epoch: number };
+      try {
+        id = await this.#identityOf();
+      } catch (err) {
+        return fail(err, live);
+      }
+      // The partition's next sequence; advanced only on success, so a re-send
+      // of a failed batch (same records, same order) is recognised by the owner.
+      batch.firstSeq = this.#nextSeq.get(batch.partition) ?? 0;
+      headers = {
+        "narad-producer-id": id.producerId,
+        "narad-producer-epoch": String(id.epoch),
+        "narad-producer-seq": String(batch.firstSeq),
+      };
+    }
     const body = encodeBinaryBatch(
-      batch.records.map((r) => ({ partition: batch.partition, key: r.key, payload: r.payload })),
+      live.map((r) => ({ partition: batch.partition, key: r.key, payload: r.payload })),
     );
+    const deadline = Math.min(...live.map((r) => r.deadlineMs));
+    let reply: Awaited<ReturnType<NaradClient["transport"]["request"]>>;
     try {
-      await this.#client.transport.request({
+      reply = await this.#client.transport.request({
         method: "POST",
         path: `/v1/topics/${encodeURIComponent(this.topic)}/produce-batch`,
+        query: { acks: this.#acks === "wal" ? undefined : this.#acks },
         contentType: "application/vnd.narad.batch",
         body,
-        ...(this.#identity === undefined
-          ? {}
-          : {
-              headers: {
-                "narad-producer-id": this.#identity.producerId,
-                "narad-producer-epoch": String(this.#identity.epoch),
-                "narad-producer-seq": String(batch.firstSeq ?? 0),
-              },
-            }),
+        ...(headers === undefined ? {} : { headers }),
         ctx: { topic: this.topic },
+        signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())),
+        onRetry: () => {
+          this.#m.retried += live.length;
+        },
         ...(this.#retries === undefined ? {} : { retries: this.#retries }),
         ...(this.#backoffMs === undefined ? {} : { backoffMs: this.#backoffMs }),
       });
     } catch (err) {
-      this.#errors.push(err);
-      for (const r of batch.records) r.reject(err);
-      return;
+      const e =
+        (err as Error)?.name === "TimeoutError"
+          ? new DeliveryTimeoutError(`record not delivered within ${this.#deliveryTimeoutMs} ms`)
+          : err;
+      if (e instanceof FencedProducerError) {
+        // A newer instance took over: this producer is done.
+        this.#fenced = e;
+        this.#closed = true;
+        for (const w of this.#spaceWaiters.splice(0)) w();
+      }
+      return fail(e, live);
     }
-    const d: Delivery = { topic: this.topic, partition: batch.partition };
-    for (const r of batch.records) r.resolve(d);
+    this.#m.batches++;
+    this.#m.sent += live.length;
+    this.#m.latencyLast = Date.now() - started;
+    this.#m.latencyTotal += this.#m.latencyLast;
+    if (this.#idempotent) this.#nextSeq.set(batch.partition, (batch.firstSeq ?? 0) + live.length);
+    // Keyless records stick to a partition until a batch of it succeeded.
+    if (this.#sticky === batch.partition) this.#sticky = undefined;
+    let offsets: Array<number | null> | undefined;
+    if (this.#acks === "all") {
+      const parsed = JSON.parse(reply.body.toString("utf8")) as {
+        results?: Array<{ offset: number | null }>;
+      };
+      offsets = parsed.results?.map((r) => r.offset);
+    }
+    for (let i = 0; i < live.length; i++) {
+      const d: Delivery = { topic: this.topic, partition: batch.partition };
+      if (offsets !== undefined) d.offset = offsets[i] ?? null;
+      live[i]!.resolve(d);
+    }
   }
 
-  #release(n: number): void {
+  #release(records: Pending[]): void {
+    const n = records.length;
     this.#buffered -= n;
-    for (let i = 0; i < n && this.#spaceWaiters.length > 0; i++) this.#spaceWaiters.shift()?.();
+    for (const r of records) this.#bufferedBytes -= r.payload.length + r.key.length;
+    for (const w of this.#spaceWaiters.splice(0)) w();
     if (this.#buffered === 0) for (const w of this.#idleWaiters.splice(0)) w();
   }
 

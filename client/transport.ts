@@ -124,6 +124,16 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
+/** The `code` field of a JSON error body, if any. */
+function errorCode(body: Buffer): string | undefined {
+  try {
+    const parsed = JSON.parse(body.toString("utf8")) as { code?: unknown };
+    return typeof parsed.code === "string" ? parsed.code : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function errorMessage(body: Buffer, status: number): string {
   try {
     const parsed = JSON.parse(body.toString("utf8")) as { error?: unknown };
@@ -216,6 +226,7 @@ export class Transport {
           errorMessage(reply.body, reply.status),
           reply.retryAfterMs,
           ctx,
+          errorCode(reply.body),
         );
       } catch (cause) {
         if (call.signal?.aborted) throw call.signal.reason;

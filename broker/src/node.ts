@@ -13,6 +13,7 @@ import * as k from "./constants.ts";
 import { ConsumerManager } from "./consumer/manager.ts";
 import { clusterAddressOf } from "./core/routing.ts";
 import { type ClusterDestinationHooks, clusterDestinations } from "./dispatch/cluster-destinations.ts";
+import { CommitWaiters, commitOutcomeMetrics, withCommitWaiters } from "./dispatch/commit-waiters.ts";
 import { createDispatcher } from "./dispatch/dispatcher.ts";
 import { dispatchMetricsSink } from "./dispatch/metrics-sink.ts";
 import { defaultParkedMaxBytes, openParkedStore } from "./dispatch/parked-store.ts";
@@ -25,6 +26,7 @@ import type { Metastore } from "./meta/types.ts";
 import { createBrokerMetrics } from "./metrics.ts";
 import { MoveManager, type MoveTiming } from "./moves/destination.ts";
 import { MoveSource } from "./moves/source.ts";
+import { fileRegistryStore, openProducerRegistry, type RegistryStore } from "./producers/registry.ts";
 import { createPeerPool, peerMembershipSync } from "./rpc/client.ts";
 import { createRpcMetrics } from "./rpc/metrics.ts";
 import { createPartitionAccess } from "./rpc/partition-access.ts";
@@ -58,6 +60,10 @@ export interface StartBrokerOptions {
   metastore?: Metastore;
   /** Test-only fault injection in the cluster data path. */
   testHooks?: { server?: ClusterServerHooks; destinations?: ClusterDestinationHooks };
+  /** Use this producer-registry store instead of the data dir's file (in-process cluster tests share one). */
+  producerRegistryStore?: RegistryStore;
+  /** acks=all wait bound (default NARAD_ACKS_ALL_TIMEOUT_MS or 15 s). */
+  acksAllTimeoutMs?: number;
   /** Test-only: shorter partition-move timings (freeze ttl, renewal, retry, source delete delay). */
   moveTiming?: Partial<MoveTiming> & { sourceDeleteDelayMs?: number };
 }
@@ -113,7 +119,16 @@ export async function startBroker(
     },
     "ingress WAL recovered",
   );
+  // Producer identities: the data dir's file on one node, a shared store in
+  // in-process cluster tests; the kubernetes metastore has none yet (see
+  // docs/idempotent-producer.md), so idempotent produce is refused there.
+  const registryStore =
+    opts.producerRegistryStore ?? (clustered ? undefined : fileRegistryStore(config.dataDir));
+  const producerRegistry =
+    registryStore === undefined ? undefined : await openProducerRegistry(registryStore);
+  const commitWaiters = new CommitWaiters();
   const logs = await openLogStore({
+    producerEpoch: (id) => producerRegistry?.epochOf(id),
     dataDir: config.dataDir,
     segmentBytes: config.log.segmentBytes,
     indexIntervalBytes: config.log.indexIntervalBytes,
@@ -168,15 +183,19 @@ export async function startBroker(
   const dispatcher = createDispatcher({
     parked,
     wal,
-    destinations: clusterDestinations({
-      nodeId: config.nodeId,
-      metastore,
-      logs,
-      peers,
-      onLocalCommitted: (topic, partition) => consumers.notifyCommitted(topic, partition),
-      retryAfterSeconds: k.retryAfterSeconds,
-      ...(opts.testHooks?.destinations ? { hooks: opts.testHooks.destinations } : {}),
-    }),
+    destinations: withCommitWaiters(
+      clusterDestinations({
+        nodeId: config.nodeId,
+        metastore,
+        logs,
+        peers,
+        onLocalCommitted: (topic, partition) => consumers.notifyCommitted(topic, partition),
+        retryAfterSeconds: k.retryAfterSeconds,
+        ...(opts.testHooks?.destinations ? { hooks: opts.testHooks.destinations } : {}),
+      }),
+      commitWaiters,
+      commitOutcomeMetrics(metrics.registry),
+    ),
     incarnation: wal.incarnation,
     options: config.dispatch,
     logger: logger.child({ component: "dispatch" }),
@@ -304,6 +323,9 @@ export async function startBroker(
     dispatch: dispatcher,
     metrics,
     nowMs,
+    ...(producerRegistry !== undefined ? { producerRegistry } : {}),
+    commitWaiters,
+    acksAllTimeoutMs: opts.acksAllTimeoutMs ?? (Number(process.env.NARAD_ACKS_ALL_TIMEOUT_MS) || 15_000),
   };
   const app = buildApp(services, logger, security.appOptions(metrics.registry));
   dispatcher.start();

@@ -41,7 +41,11 @@ async function startDroppingProxy(target: string): Promise<Proxy> {
       })
         .then(async (up) => {
           const body = Buffer.from(await up.arrayBuffer());
-          if (req.url?.includes("/produce-batch") && up.status === 202 && Math.random() < dropRate) {
+          if (
+            req.url?.includes("/produce-batch") &&
+            (up.status === 200 || up.status === 202) &&
+            Math.random() < dropRate
+          ) {
             proxy.dropped++;
             req.socket.destroy();
             return;

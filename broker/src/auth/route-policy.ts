@@ -18,6 +18,8 @@ const authenticatedOnly = new Set([
   "GET /v1/topics",
   "GET /v1/topics/:topic",
   "GET /v1/topics/:topic/groups",
+  // An idempotent producer's identity (id + epoch); producing still needs the produce grant.
+  "POST /v1/producers",
 ]);
 
 /** Topic routes and the action each needs on that topic. */

@@ -318,6 +318,8 @@ export interface FrameIds {
   lastCommitMs: number;
   /** Producer stamps of the frame's records, in offset order (empty for 0x03-only frames). */
   producers: ProducerStamp[];
+  /** The same records with their offset, commit time and content fingerprint (key + payload). */
+  producerRecords: Array<{ stamp: ProducerStamp; offset: number; commitMs: number; fingerprint: number }>;
 }
 
 /** Extracts (incarnation, seq) and commit times without copying payloads. */
@@ -326,7 +328,8 @@ export function scanFrameIds(buf: Buffer, pos: number, h: FrameHeader): FrameIds
   let lastCommitMs = 0;
   let bad = false;
   const producers: ProducerStamp[] = [];
-  const ok = walkRecords(buf, pos, h, (_i, _start, _len, keyStart, keyLen, _payloadStart, producer) => {
+  const producerRecords: FrameIds["producerRecords"] = [];
+  const ok = walkRecords(buf, pos, h, (i, start, len, keyStart, keyLen, payloadStart, producer) => {
     const tail = keyStart + keyLen;
     const commitMs = readU64(buf, tail);
     const seq = readU64(buf, tail + 24);
@@ -338,8 +341,26 @@ export function scanFrameIds(buf: Buffer, pos: number, h: FrameHeader): FrameIds
     const inc = buf.toString("hex", tail + 16, tail + 16 + incarnationBytes);
     const prev = maxSeq.get(inc);
     if (prev === undefined || seq > prev) maxSeq.set(inc, seq);
-    if (producer !== undefined) producers.push(producer);
+    if (producer !== undefined) {
+      producers.push(producer);
+      producerRecords.push({
+        stamp: producer,
+        offset: h.baseOffset + i,
+        commitMs,
+        fingerprint: recordFingerprint(buf.subarray(payloadStart, start + len)),
+      });
+    }
   });
   if (!ok || bad) return null;
-  return { maxSeq, lastCommitMs, producers };
+  return { maxSeq, lastCommitMs, producers, producerRecords };
+}
+
+/**
+ * Content fingerprint of a record (CRC-32C of its payload): the owner compares
+ * it to tell an exact retry of an idempotent record from another record that
+ * reuses its (producer, epoch, seq). Not the key: a keyless record pinned to
+ * a partition gets a new generated key on every attempt.
+ */
+export function recordFingerprint(payload: Uint8Array): number {
+  return crc32c(Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength));
 }

@@ -17,7 +17,7 @@ export interface LaneResult {
   ok: boolean;
   appended: number;
   duplicates: number;
-  /** Records the owner dropped as fenced (producer epoch below the current one). */
+  /** Records the owner refused: fenced (producer epoch below the current one) or out of order. */
   fenced: number;
   /** The batch that failed: `seqs` were sent and may or may not have reached the owner's log. */
   failure?: { outcome: Exclude<BatchOutcome, "ok">; error?: unknown; seqs?: number[] };
@@ -84,7 +84,7 @@ async function commitLane(lane: CommitLane, o: CommitLanesOptions): Promise<Lane
     if (s.kind === "ok") {
       // An owner that accounts for fewer records than sent has not said they
       // are durable: treat it as a failure rather than risk losing them.
-      const fenced = s.value.fenced ?? 0;
+      const fenced = (s.value.fenced ?? 0) + (s.value.outOfOrder ?? 0);
       if (s.value.appended + s.value.duplicates + fenced !== batch.records.length) {
         failure = {
           outcome: "error",

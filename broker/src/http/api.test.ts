@@ -273,15 +273,59 @@ describe("idempotent produce", () => {
     expect(r.json().error).toMatch(message);
   });
 
+  const init = async (name?: string): Promise<{ producer_id: string; epoch: number }> => {
+    const r = await req("POST", "/v1/producers", name === undefined ? {} : { name });
+    expect(r.status).toBe(201);
+    return r.json();
+  };
+
   it("400s an idempotent record without key or partition (a retry could land elsewhere)", async () => {
-    const r = await req("POST", "/v1/topics/t/produce", "x", ph("p1", 1, 0));
+    const p = await init();
+    const r = await req("POST", "/v1/topics/t/produce?acks=all", "x", ph(p.producer_id, 0, 0));
     expect(r.status).toBe(400);
     expect(r.json().error).toMatch(/key or an explicit partition/);
   });
 
-  it("stores a retried single produce and a retried batch once", async () => {
-    for (let i = 0; i < 3; i++)
-      expect((await req("POST", "/v1/topics/t/produce?partition=1", "one", ph("p1", 5, 0))).status).toBe(202);
+  it("400s idempotent produce without acks=all, an unknown id, an epoch never issued; and a bad acks", async () => {
+    const p = await init();
+    for (const acks of ["", "&acks=wal", "&acks=0"]) {
+      const r = await req("POST", `/v1/topics/t/produce?partition=0${acks}`, "x", ph(p.producer_id, 0, 0));
+      expect(r.status).toBe(400);
+      expect(r.json().code).toBe("acks_all_required");
+    }
+    const unknown = await req("POST", "/v1/topics/t/produce?partition=0&acks=all", "x", ph("p-999999", 0, 0));
+    expect(unknown.json()).toMatchObject({ code: "unknown_producer_id" });
+    const future = await req(
+      "POST",
+      "/v1/topics/t/produce?partition=0&acks=all",
+      "x",
+      ph(p.producer_id, 3, 0),
+    );
+    expect(future.json()).toMatchObject({ code: "invalid_producer_epoch" });
+    const bad = await req("POST", "/v1/topics/t/produce?partition=0&acks=2", "x");
+    expect(bad.status).toBe(400);
+    expect(bad.json().code).toBe("invalid_acks");
+  });
+
+  it("acks modes: none keeps the v1 202, acks=all answers offsets", async () => {
+    const plain = await req("POST", "/v1/topics/t/produce?partition=2", "a");
+    expect(plain.status).toBe(202);
+    expect(plain.text).toBe("");
+    expect((await req("POST", "/v1/topics/t/produce?partition=2&acks=wal", "b")).status).toBe(202);
+    expect((await req("POST", "/v1/topics/t/produce?partition=2&acks=0", "c")).status).toBe(202);
+    const all = await req("POST", "/v1/topics/t/produce?partition=2&acks=all", "d");
+    expect(all.status).toBe(200);
+    expect(all.json()).toEqual({ partition: 2, offset: 3 });
+  });
+
+  it("stores a retried single produce and a retried batch once, answering the original offsets", async () => {
+    const p = await init();
+    const id = p.producer_id;
+    for (let i = 0; i < 3; i++) {
+      const r = await req("POST", "/v1/topics/t/produce?partition=1&acks=all", "one", ph(id, 0, 0));
+      expect(r.status).toBe(200);
+      expect(r.json()).toEqual({ partition: 1, offset: 0 });
+    }
     const bin = encodeBinaryBatch(
       Array.from({ length: 4 }, (_, i) => ({
         partition: 1,
@@ -290,39 +334,61 @@ describe("idempotent produce", () => {
       })),
     );
     for (let i = 0; i < 2; i++) {
-      const r = await req("POST", "/v1/topics/t/produce-batch", bin, {
+      const r = await req("POST", "/v1/topics/t/produce-batch?acks=all", bin, {
         "content-type": "application/vnd.narad.batch",
-        ...ph("p1", 5, 1),
+        ...ph(id, 0, 1),
       });
-      expect(r.status).toBe(202);
+      expect(r.status).toBe(200);
+      expect(r.json().results.map((x: { offset: number }) => x.offset)).toEqual([1, 2, 3, 4]);
     }
-    // Overlapping retry (seqs 3..6): only 5 and 6 are new.
-    await req("POST", "/v1/topics/t/produce-batch", bin, {
+    // A gap: seqs 7.. when 5 is next.
+    const gap = await req("POST", "/v1/topics/t/produce-batch?acks=all", bin, {
       "content-type": "application/vnd.narad.batch",
-      ...ph("p1", 5, 3),
+      ...ph(id, 0, 7),
     });
-    const got = await visible("t", 1, 7);
-    await new Promise((ok) => setTimeout(ok, 100));
+    expect(gap.status).toBe(409);
+    expect(gap.json().code).toBe("out_of_order_sequence");
     const all = (await req("GET", "/v1/topics/t/records?partition=1")).json().records;
-    expect(all.map((m: { payload: string }) => m.payload)).toEqual([
-      "one",
-      "b0",
-      "b1",
-      "b2",
-      "b3",
-      "b2",
-      "b3",
-    ]);
-    expect(got).toHaveLength(7);
+    expect(all.map((m: { payload: string }) => m.payload)).toEqual(["one", "b0", "b1", "b2", "b3"]);
   });
 
   it("409s a fenced epoch at ingress with a clear error", async () => {
-    expect((await req("POST", "/v1/topics/t/produce?partition=0", "new", ph("p1", 7, 0))).status).toBe(202);
-    const r = await req("POST", "/v1/topics/t/produce?partition=0", "zombie", ph("p1", 6, 1));
+    const first = await init("app");
+    expect(first.epoch).toBe(0);
+    const ok = await req(
+      "POST",
+      "/v1/topics/t/produce?partition=0&acks=all",
+      "old",
+      ph(first.producer_id, 0, 0),
+    );
+    expect(ok.status).toBe(200);
+    const second = await init("app");
+    expect(second).toEqual({ producer_id: first.producer_id, epoch: 1 });
+    const r = await req(
+      "POST",
+      "/v1/topics/t/produce?partition=0&acks=all",
+      "zombie",
+      ph(first.producer_id, 0, 1),
+    );
     expect(r.status).toBe(409);
-    expect(r.json().error).toMatch(/^producer fenced: epoch 6 < 7/);
-    expect((await req("POST", "/v1/topics/t/produce?partition=0", "again", ph("p1", 8, 0))).status).toBe(202);
+    expect(r.json()).toMatchObject({ code: "producer_fenced" });
+    expect(r.json().error).toMatch(/^producer fenced: epoch 0 < 1/);
+    const again = await req(
+      "POST",
+      "/v1/topics/t/produce?partition=0&acks=all",
+      "new",
+      ph(first.producer_id, 1, 0),
+    );
+    expect(again.status).toBe(200);
     const text = (await req("GET", "/metrics")).text;
     expect(text).toContain('narad_produce_rejected_total{reason="producer_fenced"} 1');
+  });
+
+  it("POST /v1/producers validates its body", async () => {
+    expect((await req("POST", "/v1/producers", { name: "bad name!" })).status).toBe(400);
+    expect((await req("POST", "/v1/producers", { other: 1 })).status).toBe(400);
+    const a = await init();
+    const b = await init();
+    expect(a.producer_id).not.toBe(b.producer_id);
   });
 });

@@ -11,6 +11,7 @@ import { adminRoutes } from "./routes/admin.ts";
 import { consumeRoutes } from "./routes/consume.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { produceRoutes } from "./routes/produce.ts";
+import { producerRoutes } from "./routes/producers.ts";
 import { readRoutes } from "./routes/read.ts";
 import { topicRoutes } from "./routes/topics.ts";
 import type { BrokerServices } from "./services.ts";
@@ -44,6 +45,7 @@ export function buildApp(
   app.register(healthRoutes(s));
   app.register(topicRoutes(s));
   app.register(produceRoutes(s));
+  app.register(producerRoutes(s));
   app.register(readRoutes(s));
   app.register(consumeRoutes(s));
   app.register(adminRoutes(s));

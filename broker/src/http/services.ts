@@ -4,9 +4,11 @@
 import type { Config } from "../config.ts";
 import type { ConsumerManager } from "../consumer/manager.ts";
 import type { StoredRecord, WalRecordInput } from "../core/records.ts";
+import type { CommitWaiters } from "../dispatch/commit-waiters.ts";
 import type { PartitionLog, PartitionStats } from "../log/types.ts";
 import type { Metastore } from "../meta/types.ts";
 import type { BrokerMetrics } from "../metrics.ts";
+import type { ProducerRegistry } from "../producers/registry.ts";
 import type { WalStats } from "../wal/types.ts";
 import type { MoveService } from "./routes/moves.ts";
 
@@ -89,4 +91,10 @@ export interface BrokerServices {
   };
   metrics: BrokerMetrics;
   nowMs: () => number;
+  /** Issues idempotent-producer identities (POST /v1/producers) and answers their current epoch. */
+  producerRegistry?: ProducerRegistry;
+  /** acks=all: waits for the owner's commit of WAL seqs. */
+  commitWaiters?: CommitWaiters;
+  /** How long an acks=all produce waits for the owner's commit (default 15 s). */
+  acksAllTimeoutMs?: number;
 }

@@ -9,6 +9,7 @@
 // never reappears); a leftover trash entry is removed at the next open.
 
 import { join } from "node:path";
+import type { ProducerSequenceLimits } from "../core/producer-sequence.ts";
 import { LogError } from "./log-errors.ts";
 import { type LogIo, nodeLogIo } from "./log-io.ts";
 import { type LogLogger, type OpenedPartitionLog, openPartitionLog, silentLogger } from "./partition-log.ts";
@@ -24,6 +25,9 @@ export interface LogStoreOptions {
   nowMs: () => number;
   logger?: LogLogger;
   io?: LogIo;
+  /** See OpenPartitionLogOptions.producerEpoch / producerLimits. */
+  producerEpoch?: (producerId: string) => number | undefined;
+  producerLimits?: Partial<ProducerSequenceLimits>;
 }
 
 export interface RetentionPolicy {
@@ -180,6 +184,8 @@ class LogStoreImpl implements LogStore {
       nowMs: this.#opts.nowMs,
       io: this.#io,
       logger: this.#logger,
+      ...(this.#opts.producerEpoch !== undefined ? { producerEpoch: this.#opts.producerEpoch } : {}),
+      ...(this.#opts.producerLimits !== undefined ? { producerLimits: this.#opts.producerLimits } : {}),
     });
   }
 

@@ -8,6 +8,7 @@ import { type LogFile, type LogIo, nodeLogIo } from "./log-io.ts";
 import { type OpenedPartitionLog, type OpenPartitionLogOptions, openPartitionLog } from "./partition-log.ts";
 import { recoveryCases } from "./recovery.ts";
 import { segmentFileName } from "./segment.ts";
+import { commitOutcome } from "./types.ts";
 
 const incA = "00000000000000aa";
 const incB = "00000000000000bb";
@@ -123,9 +124,9 @@ class FaultyIo implements LogIo {
 describe("partition log: commit and read", () => {
   it("commits, reads back, reports stats", async () => {
     const log = await open();
-    expect(await log.commitDurable(recs(1, 3))).toEqual({ baseOffset: 0, appended: 3, duplicates: 0 });
+    expect(await log.commitDurable(recs(1, 3))).toMatchObject({ baseOffset: 0, appended: 3, duplicates: 0 });
     now += 5;
-    expect(await log.commitDurable(recs(4, 2))).toEqual({ baseOffset: 3, appended: 2, duplicates: 0 });
+    expect(await log.commitDurable(recs(4, 2))).toMatchObject({ baseOffset: 3, appended: 2, duplicates: 0 });
     const all = await readAll(log);
     expect(all.map((r) => r.offset)).toEqual([0, 1, 2, 3, 4]);
     expect(all.map((r) => r.seq)).toEqual([1, 2, 3, 4, 5]);
@@ -170,18 +171,18 @@ describe("partition log: dedup by (incarnation, seq)", () => {
   it("drops re-commits, within a batch and across reopen", async () => {
     const log = await open();
     expect(await log.commitDurable([...recs(1, 3), ...recs(1, 2, incB)])).toMatchObject({ appended: 5 });
-    expect(await log.commitDurable([...recs(2, 3), ...recs(2, 1, incB)])).toEqual({
+    expect(await log.commitDurable([...recs(2, 3), ...recs(2, 1, incB)])).toMatchObject({
       baseOffset: 5,
       appended: 1,
       duplicates: 3,
     });
-    expect(await log.commitDurable(recs(1, 4))).toEqual({ baseOffset: -1, appended: 0, duplicates: 4 });
+    expect(await log.commitDurable(recs(1, 4))).toMatchObject({ baseOffset: -1, appended: 0, duplicates: 4 });
     expect(log.committedSeq(incA)).toBe(4);
     expect(log.committedSeq(incB)).toBe(2);
     expect(log.committedSeq("ffffffffffffffff")).toBe(0);
     const log2 = await reopen(log);
     expect(log2.committedSeq(incA)).toBe(4);
-    expect(await log2.commitDurable(recs(3, 3))).toEqual({ baseOffset: 6, appended: 1, duplicates: 2 });
+    expect(await log2.commitDurable(recs(3, 3))).toMatchObject({ baseOffset: 6, appended: 1, duplicates: 2 });
     expect((await readAll(log2)).length).toBe(7);
   });
 
@@ -207,7 +208,7 @@ describe("partition log: HWM never exposes unverified data", () => {
     expect((await stat(segPath())).size).toBe(sizeBefore);
     expect(log.committedSeq(incA)).toBe(2);
     // The retry (re-dispatch) lands at the same offsets.
-    expect(await log.commitDurable(recs(3, 2))).toEqual({ baseOffset: 2, appended: 2, duplicates: 0 });
+    expect(await log.commitDurable(recs(3, 2))).toMatchObject({ baseOffset: 2, appended: 2, duplicates: 0 });
     expect((await readAll(log)).map((r) => r.seq)).toEqual([1, 2, 3, 4]);
   });
 
@@ -438,50 +439,75 @@ describe("partition log: segments and retention", () => {
 });
 
 describe("idempotent producers", () => {
+  /** Records with producer seqs `seqs`; the payload depends only on the producer seq, so a retry is exact. */
   function stamped(from: number, seqs: number[], epoch = 1, id = "prod-1", inc = incA): CommitRecord[] {
-    return recs(from, seqs.length, inc).map((r, i) => ({ ...r, producer: { id, epoch, seq: seqs[i]! } }));
+    return recs(from, seqs.length, inc).map((r, i) => ({
+      ...r,
+      key: Buffer.from(`key-${seqs[i]}`),
+      payload: Buffer.from(`payload-${epoch}-${seqs[i]}`),
+      producer: { id, epoch, seq: seqs[i]! },
+    }));
   }
 
-  it("drops (producer, epoch, seq) duplicates arriving via other incarnations, out of order", async () => {
+  it("appends the next sequences and answers exact retries (any incarnation) with their original offsets", async () => {
     const log = await open();
-    expect(await log.commitDurable(stamped(1, [7, 9]))).toEqual({
+    expect(await log.commitDurable(stamped(1, [0, 1, 2]))).toEqual({
       baseOffset: 0,
-      appended: 2,
+      appended: 3,
       duplicates: 0,
+      outcomes: [0, 1, 2],
     });
-    // The same producer records re-sent through another ingress WAL (new incarnation/seq): 6 and 8 are new.
-    expect(await log.commitDurable(stamped(1, [6, 7, 8, 9], 1, "prod-1", incB))).toEqual({
-      baseOffset: 2,
-      appended: 2,
-      duplicates: 2,
+    // The same batch retried through another ingress WAL, then the next one.
+    expect(await log.commitDurable(stamped(1, [0, 1, 2, 3], 1, "prod-1", incB))).toEqual({
+      baseOffset: 3,
+      appended: 1,
+      duplicates: 3,
+      outcomes: [0, 1, 2, 3],
     });
-    // Duplicates inside one batch are dropped too.
-    expect(await log.commitDurable(stamped(5, [10, 10, 11], 1, "prod-1", incB))).toEqual({
-      baseOffset: 4,
+    // A retry inside one commit is answered with the offset its first copy gets.
+    expect(await log.commitDurable(stamped(5, [4, 4, 5], 1, "prod-1", incB))).toMatchObject({
       appended: 2,
       duplicates: 1,
+      outcomes: [4, 4, 5],
     });
     const all = await readAll(log);
-    expect(all.map((r) => r.producer?.seq)).toEqual([7, 9, 6, 8, 10, 11]);
-    expect(all[0]!.producer).toEqual({ id: "prod-1", epoch: 1, seq: 7 });
+    expect(all.map((r) => r.producer?.seq)).toEqual([0, 1, 2, 3, 4, 5]);
   });
 
-  it("rebuilds the producer window at open", async () => {
+  it("refuses a gap, an older forgotten seq and a reused seq with other content (out of order)", async () => {
+    const log = await open();
+    await log.commitDurable(stamped(1, [0, 1]));
+    expect(await log.commitDurable(stamped(3, [5, 6]))).toEqual({
+      baseOffset: -1,
+      appended: 0,
+      duplicates: 0,
+      outOfOrder: 2,
+      outcomes: [commitOutcome.outOfOrder, commitOutcome.outOfOrder],
+    });
+    // Same (id, epoch, seq), other content: a second instance reusing the identity.
+    const reused = stamped(5, [1]).map((r) => ({ ...r, payload: Buffer.from("other") }));
+    expect(await log.commitDurable(reused)).toMatchObject({ appended: 0, outOfOrder: 1 });
+    expect((await readAll(log)).length).toBe(2);
+  });
+
+  it("rebuilds the sequences and original offsets at open", async () => {
     let log = await open();
-    await log.commitDurable(stamped(1, [3, 1, 2], 4));
+    await log.commitDurable(stamped(1, [0, 1, 2], 4));
     await log.commitDurable(recs(4, 2)); // plain records in between
     log = await reopen(log);
     expect(log.producerEpoch?.("prod-1")).toBe(4);
-    expect(await log.commitDurable(stamped(1, [1, 2, 3, 4], 4, "prod-1", incB))).toEqual({
+    expect(await log.commitDurable(stamped(1, [1, 2, 3], 4, "prod-1", incB))).toEqual({
       baseOffset: 5,
       appended: 1,
-      duplicates: 3,
+      duplicates: 2,
+      outcomes: [1, 2, 5],
     });
     expect(await log.commitDurable(stamped(10, [5], 3, "prod-1", incB))).toEqual({
       baseOffset: -1,
       appended: 0,
       duplicates: 0,
       fenced: 1,
+      outcomes: [commitOutcome.fenced],
     });
   });
 
@@ -489,19 +515,33 @@ describe("idempotent producers", () => {
     const log = await open();
     await log.commitDurable(stamped(1, [0, 1], 1));
     const mixed = [...stamped(3, [0], 2), ...stamped(4, [2], 1)];
-    expect(await log.commitDurable(mixed)).toEqual({ baseOffset: 2, appended: 1, duplicates: 0, fenced: 1 });
+    expect(await log.commitDurable(mixed)).toMatchObject({
+      baseOffset: 2,
+      appended: 1,
+      duplicates: 0,
+      fenced: 1,
+    });
     expect(await log.commitDurable(stamped(5, [3], 1))).toMatchObject({ appended: 0, fenced: 1 });
     expect((await readAll(log)).map((r) => `${r.producer?.epoch}/${r.producer?.seq}`)).toEqual([
       "1/0",
       "1/1",
       "2/0",
     ]);
-    // A re-send of the fenced record stays fenced.
-    expect(await log.commitDurable(stamped(5, [3], 1))).toEqual({
-      baseOffset: -1,
-      appended: 0,
-      duplicates: 0,
-      fenced: 1,
+  });
+
+  it("fences an epoch below the registry's even before the newer epoch wrote here", async () => {
+    const log = await open({ producerEpoch: (id: string) => (id === "prod-1" ? 2 : undefined) });
+    expect(await log.commitDurable(stamped(1, [0], 1))).toMatchObject({ appended: 0, fenced: 1 });
+    expect(await log.commitDurable(stamped(2, [0], 2))).toMatchObject({ appended: 1 });
+  });
+
+  it("answers a plain re-sent record with its offset (acks=all)", async () => {
+    const log = await open();
+    await log.commitDurable(recs(1, 3));
+    expect(await log.commitDurable(recs(2, 3))).toMatchObject({
+      appended: 1,
+      duplicates: 2,
+      outcomes: [1, 2, 3],
     });
   });
 });

@@ -41,17 +41,28 @@ import {
   frameHeaderBytes,
   isIncarnation,
   parseFrameHeader,
+  recordFingerprint,
   recordFrameBytes,
   verifyFrameCrc,
 } from "../core/log-codec.ts";
+import { type ProducerSequenceLimits, ProducerSequences } from "../core/producer-sequence.ts";
 import type { CommitRecord, ProducerStamp, StoredRecord } from "../core/records.ts";
 import { HwmFile, readHwmFile } from "./hwm.ts";
 import { LogError } from "./log-errors.ts";
 import { type LogIo, nodeLogIo } from "./log-io.ts";
-import { ProducerDedup } from "./producer-dedup.ts";
+import { RecentOffsets } from "./recent-offsets.ts";
 import { recoverSegment, type SegmentRecovery } from "./recovery.ts";
 import { parseSegmentFileName, Segment, segmentFileName } from "./segment.ts";
-import type { CommitResult, PartitionLog, PartitionLogOptions, PartitionStats } from "./types.ts";
+import {
+  type CommitResult,
+  commitOutcome,
+  type PartitionLog,
+  type PartitionLogOptions,
+  type PartitionStats,
+} from "./types.ts";
+
+/** Placeholder outcomes for records to append: freshIndexBase - index (always below every commitOutcome code). */
+const freshIndexBase = -1000;
 
 /** Structured logger (pino-compatible subset). */
 export interface LogLogger {
@@ -72,6 +83,10 @@ export interface OpenPartitionLogOptions extends PartitionLogOptions {
   frameTargetBytes?: number;
   io?: LogIo;
   logger?: LogLogger;
+  /** The current epoch of an idempotent producer in the durable producer registry, if known. */
+  producerEpoch?: (producerId: string) => number | undefined;
+  /** Bounds of the per-producer state (core/producer-sequence.ts). */
+  producerLimits?: Partial<ProducerSequenceLimits>;
 }
 
 export interface PartitionRecoveryReport {
@@ -146,7 +161,7 @@ export async function openPartitionLog(opts: OpenPartitionLogOptions): Promise<O
     createdSegment = true;
   }
   const dedup = new Map<string, number>();
-  const producers = new ProducerDedup();
+  const producers = new ProducerSequences(opts.producerLimits ?? {});
   const segments: Segment[] = [];
   const report: PartitionRecoveryReport = {
     segments: bases.length,
@@ -222,7 +237,7 @@ class PartitionLogImpl implements OpenedPartitionLog {
   readonly #index: number;
   readonly #segments: Segment[];
   readonly #dedup: Map<string, number>;
-  readonly #producers: ProducerDedup;
+  readonly #producers: ProducerSequences;
   readonly #hwmFile: HwmFile;
   readonly #frameTargetBytes: number;
   #nextOffset: number;
@@ -232,6 +247,9 @@ class PartitionLogImpl implements OpenedPartitionLog {
   #failed: Error | null = null;
   #hwmTimer: NodeJS.Timeout | null = null;
   #frozen = false;
+  #commitCount = 0;
+  #lastEvictMs = 0;
+  readonly #recent = new RecentOffsets();
 
   constructor(
     opts: OpenPartitionLogOptions,
@@ -240,7 +258,7 @@ class PartitionLogImpl implements OpenedPartitionLog {
     index: number,
     segments: Segment[],
     dedup: Map<string, number>,
-    producers: ProducerDedup,
+    producers: ProducerSequences,
     next: number,
     hwmFile: HwmFile,
     report: PartitionRecoveryReport,
@@ -293,10 +311,15 @@ class PartitionLogImpl implements OpenedPartitionLog {
         cause: this.#failed,
       });
     }
-    const { fresh, seen, stamps, fenced } = this.#dropDuplicates(records);
-    const duplicates = records.length - fresh.length - fenced;
-    const dropped = fenced > 0 ? { fenced } : {};
-    if (fresh.length === 0) return { baseOffset: -1, appended: 0, duplicates, ...dropped };
+    const plan = this.#dropDuplicates(records);
+    const { fresh, seen, outcomes } = plan;
+    const refused = plan.fenced + plan.outOfOrder;
+    const duplicates = records.length - fresh.length - refused;
+    const counts = {
+      ...(plan.fenced > 0 ? { fenced: plan.fenced } : {}),
+      ...(plan.outOfOrder > 0 ? { outOfOrder: plan.outOfOrder } : {}),
+    };
+    if (fresh.length === 0) return { baseOffset: -1, appended: 0, duplicates, ...counts, outcomes };
     const baseOffset = this.#nextOffset;
     const commitMs = this.#opts.nowMs();
     const frames = this.#planFrames(fresh, baseOffset, commitMs);
@@ -319,55 +342,119 @@ class PartitionLogImpl implements OpenedPartitionLog {
       throw err;
     }
     this.#publish(seg, start, frames, seen, commitMs);
-    for (const p of stamps) this.#producers.commit(p);
-    return { baseOffset, appended: fresh.length, duplicates, ...dropped };
+    const commitId = ++this.#commitCount;
+    // Idle producers are evicted at most once a minute, on the commit clock (#13 item 10).
+    if (commitMs - this.#lastEvictMs >= 60_000) {
+      this.#lastEvictMs = commitMs;
+      this.#producers.evictIdle(commitMs);
+    }
+    for (let i = 0; i < fresh.length; i++) {
+      const r = fresh[i]!;
+      const offset = baseOffset + i;
+      this.#recent.set(r.incarnation, r.seq, offset);
+      const stamp = plan.freshStamps[i];
+      if (stamp !== undefined) this.#producers.commit(r.producer!, offset, stamp, commitId, commitMs);
+    }
+    for (let i = 0; i < outcomes.length; i++) {
+      const o = outcomes[i]!;
+      if (o <= freshIndexBase) outcomes[i] = baseOffset + (freshIndexBase - o);
+    }
+    return { baseOffset, appended: fresh.length, duplicates, ...counts, outcomes };
   }
 
   /**
-   * Splits out records already committed (I4, I4b) and fenced ones; `seen`
-   * holds the batch's new highest seqs, `stamps` the fresh producer stamps.
+   * Splits out records already committed (I4, I4b), fenced and out-of-order
+   * ones. `outcomes[i]` answers records[i]: an offset (a duplicate's original
+   * one), one of the `commitOutcome` codes, or, for a record to append,
+   * freshIndexBase - (its index in `fresh`), replaced by its offset once
+   * written. `freshStamps[j]` is the fingerprint of fresh[j] when stamped.
    */
   #dropDuplicates(records: readonly CommitRecord[]): {
     fresh: CommitRecord[];
     seen: Map<string, number>;
-    stamps: ProducerStamp[];
+    outcomes: number[];
+    freshStamps: Array<number | undefined>;
     fenced: number;
+    outOfOrder: number;
   } {
-    const fresh: CommitRecord[] = [];
     const seen = new Map<string, number>();
-    const stamps: ProducerStamp[] = [];
-    // Producer state staged by this batch: epoch and seqs taken so far.
-    const staged = new Map<string, { epoch: number; seqs: Set<number> }>();
-    let fenced = 0;
-    for (const r of records) {
+    const outcomes = new Array<number>(records.length).fill(commitOutcome.duplicateUnknownOffset);
+    // Pass 1: (incarnation, seq) dedup; collect the stamped candidates.
+    const candidates: number[] = [];
+    const items: Array<{ stamp: ProducerStamp; fingerprint: number; registryEpoch?: number | undefined }> =
+      [];
+    const fingerprints = new Array<number>(records.length).fill(0);
+    for (let i = 0; i < records.length; i++) {
+      const r = records[i]!;
       if (!isIncarnation(r.incarnation) || !Number.isSafeInteger(r.seq) || r.seq < 0) {
         throw new LogError("INVALID_RECORD", `bad incarnation/seq ${r.incarnation}/${r.seq}`);
       }
-      const highest = seen.get(r.incarnation) ?? this.#dedup.get(r.incarnation) ?? -1;
-      if (r.seq <= highest) continue;
-      seen.set(r.incarnation, r.seq);
       const p = r.producer;
-      if (p !== undefined) {
-        const local = staged.get(p.id);
-        let verdict = this.#producers.verdict(p);
-        if (local !== undefined) {
-          if (p.epoch < local.epoch) verdict = "fenced";
-          else if (p.epoch > local.epoch) verdict = verdict === "fenced" ? "fenced" : "fresh";
-          else if (local.seqs.has(p.seq)) verdict = "duplicate";
+      if (p !== undefined) fingerprints[i] = recordFingerprint(r.payload);
+      const highest = seen.get(r.incarnation) ?? this.#dedup.get(r.incarnation) ?? -1;
+      if (r.seq <= highest) {
+        // A re-sent record: answer with the offset it got, if still known.
+        let known = this.#recent.get(r.incarnation, r.seq);
+        if (known === undefined && p !== undefined) {
+          const v = this.#producers.check(p, fingerprints[i]!);
+          if (v.kind === "duplicate") known = v.offset;
         }
-        if (verdict === "fenced") {
-          fenced++;
-          continue;
-        }
-        if (verdict === "duplicate") continue;
-        if (local === undefined || p.epoch > local.epoch)
-          staged.set(p.id, { epoch: p.epoch, seqs: new Set([p.seq]) });
-        else local.seqs.add(p.seq);
-        stamps.push(p);
+        if (known !== undefined) outcomes[i] = known;
+        continue;
       }
-      fresh.push(r);
+      seen.set(r.incarnation, r.seq);
+      candidates.push(i);
+      if (p !== undefined)
+        items.push({
+          stamp: p,
+          fingerprint: fingerprints[i]!,
+          registryEpoch: this.#opts.producerEpoch?.(p.id),
+        });
     }
-    return { fresh, seen, stamps, fenced };
+    // Pass 2: producer sequence and epoch checks, in order.
+    const verdicts = this.#producers.checkBatch(items);
+    const fresh: CommitRecord[] = [];
+    const freshStamps: Array<number | undefined> = [];
+    const freshOf = new Map<number, number>(); // index in items → index in fresh
+    let fenced = 0;
+    let outOfOrder = 0;
+    let k = 0;
+    const now = this.#opts.nowMs();
+    for (const i of candidates) {
+      const r = records[i]!;
+      if (r.producer === undefined) {
+        outcomes[i] = freshIndexBase - fresh.length;
+        fresh.push(r);
+        freshStamps.push(undefined);
+        continue;
+      }
+      const v = verdicts[k]!;
+      const item = k++;
+      switch (v.kind) {
+        case "fresh":
+          freshOf.set(item, fresh.length);
+          outcomes[i] = freshIndexBase - fresh.length;
+          fresh.push(r);
+          freshStamps.push(fingerprints[i]);
+          break;
+        case "duplicate":
+          outcomes[i] = v.offset;
+          this.#producers.touch(r.producer.id, now);
+          break;
+        case "duplicate_in_batch":
+          outcomes[i] = freshIndexBase - (freshOf.get(v.index) ?? 0);
+          break;
+        case "fenced":
+          outcomes[i] = commitOutcome.fenced;
+          fenced++;
+          break;
+        case "out_of_order":
+          outcomes[i] = commitOutcome.outOfOrder;
+          outOfOrder++;
+          break;
+      }
+    }
+    return { fresh, seen, outcomes, freshStamps, fenced, outOfOrder };
   }
 
   /** Groups records into frames of at most frameTargetBytes (one record may exceed it up to maxFrameBytes). */

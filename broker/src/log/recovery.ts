@@ -38,7 +38,7 @@ import {
   scanFrameIds,
   verifyFrameCrc,
 } from "../core/log-codec.ts";
-import type { ProducerDedup } from "./producer-dedup.ts";
+import type { ProducerSequences } from "../core/producer-sequence.ts";
 import { FrameWindow, type Segment } from "./segment.ts";
 
 /** Read size while scanning segments at open (sequential, so larger is cheaper). */
@@ -77,7 +77,7 @@ async function acceptFrame(
   maxFrameBytes: number,
   dedup: Map<string, number>,
   afterGap: boolean,
-  producers: ProducerDedup | undefined,
+  producers: ProducerSequences | undefined,
 ): Promise<number> {
   if (!(await win.ensure(pos, frameHeaderBytes))) return -1;
   const parsed = parseFrameHeader(win.buf, pos - win.start, maxFrameBytes);
@@ -94,7 +94,8 @@ async function acceptFrame(
     const prev = dedup.get(inc);
     if (prev === undefined || seq > prev) dedup.set(inc, seq);
   }
-  if (producers !== undefined) for (const p of ids.producers) producers.commit(p);
+  if (producers !== undefined)
+    for (const r of ids.producerRecords) producers.commit(r.stamp, r.offset, r.fingerprint, -1, r.commitMs);
   seg.index.offer(h.baseOffset, pos, afterGap || seg.index.size === 0);
   seg.endOffset = h.baseOffset + h.count;
   if (ids.lastCommitMs > seg.newestCommitMs) seg.newestCommitMs = ids.lastCommitMs;
@@ -111,7 +112,7 @@ async function findNextFrame(
   from: number,
   maxFrameBytes: number,
   dedup: Map<string, number>,
-  producers: ProducerDedup | undefined,
+  producers: ProducerSequences | undefined,
 ): Promise<FoundFrame | null> {
   let pos = from;
   while (pos + frameHeaderBytes <= win.limit) {
@@ -143,7 +144,7 @@ export async function recoverSegment(
   active: boolean,
   maxFrameBytes: number,
   dedup: Map<string, number>,
-  producers?: ProducerDedup,
+  producers?: ProducerSequences,
 ): Promise<SegmentRecovery> {
   const result: SegmentRecovery = { frames: 0, gaps: 0, truncatedBytes: 0, corruptTailBytes: 0 };
   const win = new FrameWindow(seg.file, fileSize, recoveryChunkBytes);

@@ -30,7 +30,25 @@ export interface CommitResult {
    * current epoch at this partition (fenced zombies). Absent means 0.
    */
   fenced?: number;
+  /** Records refused by the producer sequence check (gap, overlap, older seq, reused seq). Absent means 0. */
+  outOfOrder?: number;
+  /**
+   * One entry per input record, in order: the record's offset (appended now,
+   * or a duplicate's original offset), or a `commitOutcome` code. Absent from
+   * owners that predate it.
+   */
+  outcomes?: number[];
 }
+
+/** Negative entries of CommitResult.outcomes. */
+export const commitOutcome = {
+  /** A duplicate whose original offset is no longer known. */
+  duplicateUnknownOffset: -1,
+  /** Refused: the producer epoch is fenced. */
+  fenced: -2,
+  /** Refused: out-of-order sequence. */
+  outOfOrder: -3,
+} as const;
 
 /**
  * One topic-partition's log. Records become visible (readable) only when the

@@ -75,12 +75,21 @@ function fromPbStamp(p: PbProducerStamp): ProducerStamp {
 }
 
 export function toCommitResponse(r: CommitResult): PbCommitBatchResponse {
-  return { base_offset: r.baseOffset, appended: r.appended, duplicates: r.duplicates, fenced: r.fenced ?? 0 };
+  return {
+    base_offset: r.baseOffset,
+    appended: r.appended,
+    duplicates: r.duplicates,
+    fenced: r.fenced ?? 0,
+    out_of_order: r.outOfOrder ?? 0,
+    outcomes: r.outcomes ?? [],
+  };
 }
 
 export function fromCommitResponse(r: PbCommitBatchResponse): CommitResult {
   const out: CommitResult = { baseOffset: r.base_offset, appended: r.appended, duplicates: r.duplicates };
   if (r.fenced > 0) out.fenced = r.fenced;
+  if ((r.out_of_order ?? 0) > 0) out.outOfOrder = r.out_of_order;
+  if (r.outcomes !== undefined && r.outcomes.length > 0) out.outcomes = r.outcomes.map(Number);
   return out;
 }
 
@@ -90,13 +99,22 @@ export function mergeCommitResults(results: readonly CommitResult[]): CommitResu
   let appended = 0;
   let duplicates = 0;
   let fenced = 0;
+  let outOfOrder = 0;
+  let outcomes: number[] | undefined = [];
   for (const r of results) {
     if (baseOffset < 0 && r.appended > 0) baseOffset = r.baseOffset;
     appended += r.appended;
     duplicates += r.duplicates;
     fenced += r.fenced ?? 0;
+    outOfOrder += r.outOfOrder ?? 0;
+    if (r.outcomes === undefined) outcomes = undefined;
+    else outcomes?.push(...r.outcomes);
   }
-  return fenced > 0 ? { baseOffset, appended, duplicates, fenced } : { baseOffset, appended, duplicates };
+  const out: CommitResult = { baseOffset, appended, duplicates };
+  if (fenced > 0) out.fenced = fenced;
+  if (outOfOrder > 0) out.outOfOrder = outOfOrder;
+  if (outcomes !== undefined && results.length > 0) out.outcomes = outcomes;
+  return out;
 }
 
 export function toPbStoredRecord(r: StoredRecord): PbStoredRecord {

@@ -34,6 +34,8 @@ export interface PbCommitBatchResponse {
   appended: number;
   duplicates: number;
   fenced: number;
+  out_of_order: number;
+  outcomes: number[];
 }
 
 export interface PbProducerStamp {

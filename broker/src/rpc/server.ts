@@ -186,6 +186,8 @@ export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementat
       d.metrics?.serverCommitRecords.inc({ result: "appended" }, res.appended);
       if (res.duplicates > 0) d.metrics?.serverCommitRecords.inc({ result: "duplicate" }, res.duplicates);
       if ((res.fenced ?? 0) > 0) d.metrics?.serverCommitRecords.inc({ result: "fenced" }, res.fenced);
+      if ((res.outOfOrder ?? 0) > 0)
+        d.metrics?.serverCommitRecords.inc({ result: "out_of_order" }, res.outOfOrder);
       return toCommitResponse(res);
     }),
 

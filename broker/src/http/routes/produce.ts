@@ -1,9 +1,13 @@
 // Produce: POST /v1/topics/:topic/produce (one raw message) and
 // POST /v1/topics/:topic/produce-batch (many records, one WAL group).
 // A 202 is sent only after the ingress WAL has fsynced the bytes.
-// Idempotent producers send narad-producer-id/-epoch/-seq (producer-headers.ts):
-// the records carry the stamps to the owner, which drops duplicates and
-// fenced epochs; this node refuses an epoch below the highest it saw (409).
+// Query parameter `acks` (http/produce-acks.ts): 0 answers on receipt, wal
+// (the default) after the WAL fsync, all after the owner committed the
+// records, with their offsets (dispatch/commit-waiters.ts).
+// Idempotent producers send narad-producer-id/-epoch/-seq (producer-headers.ts)
+// with acks=all: the id must come from POST /v1/producers; this node refuses
+// an epoch below the registry's (409 producer_fenced), the owner checks the
+// sequence and answers a retry with its original result (core/producer-sequence.ts).
 
 import type { FastifyInstance } from "fastify";
 import { AdmissionBudget } from "../../admission/budget.ts";
@@ -16,18 +20,28 @@ import { parseOptionalInt } from "../params.ts";
 import { holdAdmission, registerAdmission } from "../plugins/admission.ts";
 import { RateLimits } from "../plugins/rate-limit.ts";
 import { registerRawBody } from "../plugins/raw-body.ts";
-import {
-  ProducerEpochCache,
-  type ProducerHeader,
-  parseProducerHeaders,
-  stampRecords,
-} from "../producer-headers.ts";
+import { type Acks, acksAllAnswer, parseAcks } from "../produce-acks.ts";
+import { type ProducerHeader, parseProducerHeaders, stampRecords } from "../producer-headers.ts";
 import type { BrokerServices } from "../services.ts";
 import { requireTopic } from "./topics.ts";
 
 interface ProduceQuery {
   key?: string;
   partition?: string;
+  acks?: string;
+}
+
+/** A refusal with a machine-readable code: answered as JSON {error, code}. */
+class CodedRefusal extends Error {
+  readonly status: number;
+  readonly code: string;
+  readonly retryAfterSeconds: number | undefined;
+  constructor(status: number, code: string, message: string, retryAfterSeconds?: number) {
+    super(message);
+    this.status = status;
+    this.code = code;
+    this.retryAfterSeconds = retryAfterSeconds;
+  }
 }
 
 const emptyBody = Buffer.alloc(0);
@@ -36,7 +50,9 @@ export function produceRoutes(s: BrokerServices) {
   const rotator = createRotator();
   let keyCounter = 0;
   const maxRecord = s.config.wal.maxRecordBytes;
-  const epochs = new ProducerEpochCache();
+  const registry = s.producerRegistry;
+  const waiters = s.commitWaiters;
+  const ackTimeoutMs = s.acksAllTimeoutMs ?? 15_000;
   // Admission control and rate limits (README "Overload protection").
   const m = s.metrics;
   m.admissionBudgetBytes.set(s.config.admission.budgetBytes);
@@ -63,17 +79,94 @@ export function produceRoutes(s: BrokerServices) {
     },
   });
 
-  /** Parses the producer headers and refuses a fenced epoch (409). */
-  const producerOf = (headers: Record<string, string | string[] | undefined>): ProducerHeader | undefined => {
+  /** Parses the producer headers and the acks mode; refuses a fenced or unknown identity. */
+  const producerOf = (
+    headers: Record<string, string | string[] | undefined>,
+    acksParam: unknown,
+  ): { producer: ProducerHeader | undefined; acks: Acks } => {
+    const a = parseAcks(acksParam);
+    if (!a.ok) throw new CodedRefusal(400, "invalid_acks", a.error);
     const h = parseProducerHeaders(headers);
-    if (h === undefined) return undefined;
-    const fenced = epochs.check(h.id, h.epoch);
-    if (fenced !== undefined) {
-      s.metrics.produceRejected.inc({ reason: "producer_fenced" });
-      throw fenced;
+    if (h === undefined) return { producer: undefined, acks: a.acks };
+    if (a.acks !== "all") {
+      throw new CodedRefusal(
+        400,
+        "acks_all_required",
+        "an idempotent produce (narad-producer-* headers) needs acks=all: its answer is the owner's sequence check",
+      );
     }
-    return h;
+    const current = registry?.epochOf(h.id);
+    if (current === undefined) {
+      throw new CodedRefusal(
+        400,
+        "unknown_producer_id",
+        `producer id ${h.id} was not issued by this cluster; get one with POST /v1/producers`,
+      );
+    }
+    if (h.epoch < current) {
+      s.metrics.produceRejected.inc({ reason: "producer_fenced" });
+      throw new CodedRefusal(
+        409,
+        "producer_fenced",
+        `producer fenced: epoch ${h.epoch} < ${current} for producer ${h.id}; a newer instance of this producer took over`,
+      );
+    }
+    if (h.epoch > current) {
+      throw new CodedRefusal(
+        400,
+        "invalid_producer_epoch",
+        `producer ${h.id} has epoch ${current}; epoch ${h.epoch} was never issued`,
+      );
+    }
+    return { producer: h, acks: a.acks };
   };
+
+  /**
+   * Appends `records` and answers per `acks` (0: already answered by the caller's
+   * onReceipt; wal: after the fsync; all: after the owner's commit).
+   */
+  const appendAndAnswer = async (
+    request: Parameters<typeof holdAdmission>[0],
+    records: WalRecordInput[],
+    acks: Acks,
+    idempotent: boolean,
+  ): Promise<{ status: number; body?: unknown }> => {
+    const release = holdAdmission(request);
+    const disarm = acks === "all" ? waiters?.arm() : undefined;
+    try {
+      if (acks === "all" && waiters === undefined)
+        throw new CodedRefusal(503, "acks_all_unavailable", "acks=all is not available on this node", 1);
+      const appended = (await s.ingress.append(records)) as
+        | { firstSeq?: number; lastSeq?: number }
+        | undefined;
+      if (acks !== "all") return { status: 202 };
+      release();
+      const first = appended?.firstSeq;
+      const last = appended?.lastSeq;
+      if (first === undefined || last === undefined || last - first + 1 !== records.length)
+        throw new CodedRefusal(503, "acks_all_unavailable", "the WAL did not report the records' seqs", 1);
+      const outcomes = await waiters!.wait(first, last, ackTimeoutMs);
+      const answer = acksAllAnswer(
+        records.map((r) => r.partition),
+        outcomes,
+        idempotent,
+        ackTimeoutMs,
+      );
+      if (answer.status === 503) {
+        s.metrics.produceRejected.inc({ reason: "commit_timeout" });
+        throw new CodedRefusal(503, answer.code, answer.error, 1);
+      }
+      if (answer.status === 409) {
+        s.metrics.produceRejected.inc({ reason: answer.code });
+        throw new CodedRefusal(409, answer.code, answer.error);
+      }
+      return { status: 200, body: answer.results };
+    } finally {
+      release();
+      disarm?.();
+    }
+  };
+
   const needsStablePartition = (): NaradError =>
     badRequest(
       "an idempotent produce needs a key or an explicit partition for every record, so a retry lands on the same partition",
@@ -122,18 +215,48 @@ export function produceRoutes(s: BrokerServices) {
     }
   };
 
+  /** acks=0: the answer is already sent; a failed append is only logged and counted. */
+  const appendUnanswered = async (
+    request: Parameters<typeof holdAdmission>[0],
+    records: WalRecordInput[],
+    topic: string,
+  ): Promise<void> => {
+    const release = holdAdmission(request);
+    try {
+      await s.ingress.append(records);
+      accepted(topic, records);
+    } catch (err) {
+      s.metrics.produceRejected.inc({ reason: "acks0_append_failed" });
+      request.log.warn(
+        { err, records: records.length },
+        "acks=0 produce: WAL append failed after the answer",
+      );
+    } finally {
+      release();
+    }
+  };
+
   return async (app: FastifyInstance): Promise<void> => {
     // Bodies are opaque bytes here, whatever their content type; this parser
     // is encapsulated in this plugin so /v1/topics keeps its JSON parser.
     registerRawBody(app);
     registerAdmission(app, budget);
+    // Coded refusals of the acks / producer path: {error, code}, before the generic error plugin.
+    app.setErrorHandler((error, _request, reply) => {
+      if (error instanceof CodedRefusal) {
+        if (error.retryAfterSeconds !== undefined)
+          reply.header("retry-after", String(error.retryAfterSeconds));
+        return reply.code(error.status).send({ error: error.message, code: error.code });
+      }
+      throw error;
+    });
 
     app.post<{ Params: { topic: string }; Querystring: ProduceQuery }>(
       "/v1/topics/:topic/produce",
       { bodyLimit: s.config.produceMaxBodyBytes },
       async (request, reply) => {
         admit();
-        const producer = producerOf(request.headers);
+        const { producer, acks } = producerOf(request.headers, request.query.acks);
         const topic = requireTopic(s, request.params.topic);
         const pinned =
           parseOptionalInt(request.query.partition, "partition", 0, Number.MAX_SAFE_INTEGER) ?? -1;
@@ -153,15 +276,15 @@ export function produceRoutes(s: BrokerServices) {
         };
         if (producer !== undefined) record.producer = stampRecords(producer, [partition])[0];
         if (limits.enabled) limits.check(request, topic.name, 1);
-        const release = holdAdmission(request);
-        try {
-          await s.ingress.append([record]);
-        } finally {
-          release();
+        if (acks === "0") {
+          reply.code(202).send();
+          await appendUnanswered(request, [record], topic.name);
+          return reply;
         }
-        if (producer !== undefined) epochs.observe(producer.id, producer.epoch);
+        const res = await appendAndAnswer(request, [record], acks, producer !== undefined);
         accepted(topic.name, [record]);
-        return reply.code(202).send();
+        if (res.status === 202) return reply.code(202).send();
+        return reply.code(200).send((res.body as unknown[])[0]);
       },
     );
 
@@ -170,7 +293,7 @@ export function produceRoutes(s: BrokerServices) {
       { bodyLimit: s.config.batchMaxBodyBytes },
       async (request, reply) => {
         admit();
-        const producer = producerOf(request.headers);
+        const { producer, acks } = producerOf(request.headers, (request.query as ProduceQuery).acks);
         const topic = requireTopic(s, request.params.topic);
         const type = (request.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
         const body = (request.body as Buffer | undefined) ?? emptyBody;
@@ -204,15 +327,15 @@ export function produceRoutes(s: BrokerServices) {
           for (let i = 0; i < records.length; i++) records[i]!.producer = stamps[i];
         }
         if (limits.enabled) limits.check(request, topic.name, records.length);
-        const release = holdAdmission(request);
-        try {
-          await s.ingress.append(records);
-        } finally {
-          release();
+        if (acks === "0") {
+          reply.code(202).send({ accepted: records.length });
+          await appendUnanswered(request, records, topic.name);
+          return reply;
         }
-        if (producer !== undefined) epochs.observe(producer.id, producer.epoch);
+        const res = await appendAndAnswer(request, records, acks, producer !== undefined);
         accepted(topic.name, records);
-        return reply.code(202).send({ accepted: records.length });
+        if (res.status === 202) return reply.code(202).send({ accepted: records.length });
+        return reply.code(200).send({ results: res.body });
       },
     );
   };

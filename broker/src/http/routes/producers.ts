@@ -1,0 +1,39 @@
+// POST /v1/producers: an idempotent producer's identity from the durable
+// producer registry (producers/registry.ts). Body (optional JSON):
+// {"name": "..."}; without a name a new id with epoch 0, with a name its
+// stable id and the next epoch, which fences every earlier instance.
+// 201 {"producer_id": "...", "epoch": N}.
+
+import type { FastifyInstance } from "fastify";
+import { producerNamePattern } from "../../producers/registry-state.ts";
+import type { BrokerServices } from "../services.ts";
+
+export function producerRoutes(s: BrokerServices) {
+  return async (app: FastifyInstance): Promise<void> => {
+    app.post("/v1/producers", async (request, reply) => {
+      const registry = s.producerRegistry;
+      if (registry === undefined) {
+        return reply
+          .code(503)
+          .header("retry-after", "5")
+          .send({ error: "this node has no producer registry", code: "registry_unavailable" });
+      }
+      const body = request.body ?? {};
+      if (typeof body !== "object" || body === null || Array.isArray(body)) {
+        return reply.code(400).send({ error: "body must be a JSON object", code: "bad_request" });
+      }
+      const fields = body as Record<string, unknown>;
+      for (const k of Object.keys(fields)) {
+        if (k !== "name") return reply.code(400).send({ error: `unknown field "${k}"`, code: "bad_request" });
+      }
+      const name = fields.name;
+      if (name !== undefined && (typeof name !== "string" || !producerNamePattern.test(name))) {
+        return reply
+          .code(400)
+          .send({ error: "name must be 1-128 chars of [A-Za-z0-9._-]", code: "bad_request" });
+      }
+      const id = await registry.init(name as string | undefined);
+      return reply.code(201).send({ producer_id: id.id, epoch: id.epoch });
+    });
+  };
+}
