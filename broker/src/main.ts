@@ -8,11 +8,28 @@ import { cliCommandNames, cliUsage } from "./cli/usage.ts";
 import { ConfigError, loadConfig, usage } from "./config.ts";
 
 async function serve(argv: string[]): Promise<void> {
+  // A signal while the broker is still starting (module loading and WAL
+  // recovery take seconds on a busy node) exits at once: nothing has been
+  // acknowledged yet, and the WAL recovers from any stop. Without a handler,
+  // a container's PID 1 never sees SIGTERM at all (the kernel drops signals
+  // with the default action for a namespace's init), so `docker stop` or a
+  // pod deletion during startup would wait out the whole grace period.
+  let started = false;
+  const early = (signal: NodeJS.Signals) => {
+    if (started) return;
+    process.stderr.write(`narad: ${signal} before the broker was ready: exiting\n`);
+    process.exit(0);
+  };
+  process.on("SIGTERM", early);
+  process.on("SIGINT", early);
   const config = loadConfig(argv, process.env, hostname());
   const logger = pino({ level: config.logLevel, base: { node: config.nodeId } });
   // Loaded here, not at the top: the broker's modules take ~2 s to load, which the client commands skip.
   const { startBroker } = await import("./node.ts");
   const broker = await startBroker(config, logger);
+  started = true;
+  process.off("SIGTERM", early);
+  process.off("SIGINT", early);
   logger.info(
     { http: broker.httpAddress, dataDir: config.dataDir, metastore: config.metastore, dev: config.dev },
     `narad ready on ${config.security.tlsDir === undefined ? "http" : "https"}://${broker.httpAddress}`,
