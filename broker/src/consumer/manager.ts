@@ -88,7 +88,16 @@ export interface GroupSettings {
   max_acked_ahead_per_partition: number;
 }
 
-export function groupSettings(t: Pick<TopicConfig, "subscriptions" | "visibility_timeout_ms" | "max_in_flight_per_partition" | "max_acked_ahead_per_partition">, group: string): GroupSettings {
+export function groupSettings(
+  t: Pick<
+    TopicConfig,
+    | "subscriptions"
+    | "visibility_timeout_ms"
+    | "max_in_flight_per_partition"
+    | "max_acked_ahead_per_partition"
+  >,
+  group: string,
+): GroupSettings {
   const sub = t.subscriptions?.find((s) => s.name === group);
   return {
     declared: sub !== undefined,
