@@ -73,7 +73,13 @@ interface GroupEntry {
 }
 
 interface TopicEntry {
-  createdAt: string;
+  /**
+   * The topic incarnation this state belongs to. The uid, not created_at:
+   * a NaradTopic's creationTimestamp has one-second resolution, so a delete
+   * and re-create within a second kept the old incarnation's queue state
+   * (frontiers, leases) for the new topic.
+   */
+  uid: string;
   groups: Map<string, GroupEntry>;
 }
 
@@ -175,7 +181,7 @@ export class ConsumerManager {
       const outcome = await this.#waiters.wait(topic.name, group, partition, remaining, version, signal);
       if (outcome !== "woken") return undefined;
       const current = this.#o.metastore.getTopic(topic.name);
-      if (current === undefined || current.created_at !== topic.created_at) return undefined;
+      if (current === undefined || current.uid !== topic.uid) return undefined;
       topic = current;
     }
   }
@@ -235,7 +241,7 @@ export class ConsumerManager {
       throw badRequest(`receipt_handle names partition ${h.partition}; the topic has ${topic.partitions}`);
     const entry = this.#topics.get(topic.name);
     const q =
-      entry?.createdAt === topic.created_at ? entry.groups.get(h.group)?.open.get(h.partition) : undefined;
+      entry?.uid === topic.uid ? entry.groups.get(h.group)?.open.get(h.partition) : undefined;
     if (q === undefined || q.epoch !== h.epoch) throw new NaradError("GONE", staleHandleMessage);
     const limits = limitsOf(topic, h.group);
     if (action === "extend") {
@@ -377,12 +383,12 @@ export class ConsumerManager {
 
   #group(topic: TopicConfig, group: string): GroupEntry {
     let entry = this.#topics.get(topic.name);
-    if (entry !== undefined && entry.createdAt !== topic.created_at) {
+    if (entry !== undefined && entry.uid !== topic.uid) {
       this.#dropEntry(entry);
       entry = undefined;
     }
     if (entry === undefined) {
-      entry = { createdAt: topic.created_at, groups: new Map() };
+      entry = { uid: topic.uid, groups: new Map() };
       this.#topics.set(topic.name, entry);
     }
     let ge = entry.groups.get(group);
@@ -479,7 +485,7 @@ export class ConsumerManager {
   #dropChangedTopics(): void {
     for (const [name, entry] of [...this.#topics]) {
       const t = this.#o.metastore.getTopic(name);
-      if (t !== undefined && t.created_at === entry.createdAt) continue;
+      if (t !== undefined && t.uid === entry.uid) continue;
       this.#dropEntry(entry);
       this.#topics.delete(name);
       this.#waiters.wakeTopic(name);
