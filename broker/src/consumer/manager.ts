@@ -240,8 +240,7 @@ export class ConsumerManager {
     if (h.partition >= topic.partitions)
       throw badRequest(`receipt_handle names partition ${h.partition}; the topic has ${topic.partitions}`);
     const entry = this.#topics.get(topic.name);
-    const q =
-      entry?.uid === topic.uid ? entry.groups.get(h.group)?.open.get(h.partition) : undefined;
+    const q = entry?.uid === topic.uid ? entry.groups.get(h.group)?.open.get(h.partition) : undefined;
     if (q === undefined || q.epoch !== h.epoch) throw new NaradError("GONE", staleHandleMessage);
     const limits = limitsOf(topic, h.group);
     if (action === "extend") {
