@@ -137,6 +137,7 @@ export async function startBroker(
     hwmPersistIntervalMs: k.logHwmPersistIntervalMs,
     nowMs,
     logger: logger.child({ component: "log" }),
+    topicExists: (topic) => metastore.getTopic(topic) !== undefined,
   });
   const consumers = new ConsumerManager({
     dataDir: config.dataDir,

@@ -73,7 +73,13 @@ interface GroupEntry {
 }
 
 interface TopicEntry {
-  createdAt: string;
+  /**
+   * The topic incarnation this state belongs to. The uid, not created_at:
+   * a NaradTopic's creationTimestamp has one-second resolution, so a delete
+   * and re-create within a second kept the old incarnation's queue state
+   * (frontiers, leases) for the new topic.
+   */
+  uid: string;
   groups: Map<string, GroupEntry>;
 }
 
@@ -90,7 +96,16 @@ export interface GroupSettings {
   max_acked_ahead_per_partition: number;
 }
 
-export function groupSettings(t: TopicConfig, group: string): GroupSettings {
+export function groupSettings(
+  t: Pick<
+    TopicConfig,
+    | "subscriptions"
+    | "visibility_timeout_ms"
+    | "max_in_flight_per_partition"
+    | "max_acked_ahead_per_partition"
+  >,
+  group: string,
+): GroupSettings {
   const sub = t.subscriptions?.find((s) => s.name === group);
   return {
     declared: sub !== undefined,
@@ -168,7 +183,7 @@ export class ConsumerManager {
       const outcome = await this.#waiters.wait(topic.name, group, partition, remaining, version, signal);
       if (outcome !== "woken") return undefined;
       const current = this.#o.metastore.getTopic(topic.name);
-      if (current === undefined || current.created_at !== topic.created_at) return undefined;
+      if (current === undefined || current.uid !== topic.uid) return undefined;
       topic = current;
     }
   }
@@ -232,8 +247,7 @@ export class ConsumerManager {
     if (h.partition >= topic.partitions)
       throw badRequest(`receipt_handle names partition ${h.partition}; the topic has ${topic.partitions}`);
     const entry = this.#topics.get(topic.name);
-    const q =
-      entry?.createdAt === topic.created_at ? entry.groups.get(h.group)?.open.get(h.partition) : undefined;
+    const q = entry?.uid === topic.uid ? entry.groups.get(h.group)?.open.get(h.partition) : undefined;
     if (q === undefined || q.epoch !== h.epoch) throw new NaradError("GONE", staleHandleMessage);
     // A lease past its visibility timeout is gone even if the 1 s purge has
     // not run yet: its offset may already be promised to another consumer.
@@ -381,12 +395,12 @@ export class ConsumerManager {
 
   #group(topic: TopicConfig, group: string): GroupEntry {
     let entry = this.#topics.get(topic.name);
-    if (entry !== undefined && entry.createdAt !== topic.created_at) {
+    if (entry !== undefined && entry.uid !== topic.uid) {
       this.#dropEntry(entry);
       entry = undefined;
     }
     if (entry === undefined) {
-      entry = { createdAt: topic.created_at, groups: new Map() };
+      entry = { uid: topic.uid, groups: new Map() };
       this.#topics.set(topic.name, entry);
     }
     let ge = entry.groups.get(group);
@@ -483,7 +497,7 @@ export class ConsumerManager {
   #dropChangedTopics(): void {
     for (const [name, entry] of [...this.#topics]) {
       const t = this.#o.metastore.getTopic(name);
-      if (t !== undefined && t.created_at === entry.createdAt) continue;
+      if (t !== undefined && t.uid === entry.uid) continue;
       this.#dropEntry(entry);
       this.#topics.delete(name);
       this.#waiters.wakeTopic(name);

@@ -26,6 +26,14 @@
 //      owner answers again (its dedup acknowledges what it already has) or
 //      the hold expires (dispatcher.ts bounds it). A Removed owner's data is
 //      gone, so nothing is in doubt there.
+//  I5  A record is committed only into the topic incarnation it was accepted
+//      for. resolve() gets the record's topic uid and answers topic-missing
+//      when the topic of that name now has another uid (deleted and created
+//      again); such records go to missingTopics under their own uid, where
+//      only a confirmed deletion of that incarnation discards them. A record
+//      without a uid (WAL written before uids) follows the name, as before.
+//      Every commit record carries the uid its lane resolved to, so the owner
+//      can refuse a commit when its own view of the topic differs.
 
 import { fnv1a32 } from "./partitioner.ts";
 import type { CommitRecord, WalRecord } from "./records.ts";
@@ -36,7 +44,15 @@ import type { CommitRecord, WalRecord } from "./records.ts";
 export type MemberState = "Active" | "Joining" | "Maintenance" | "Down" | "Decommissioning" | "Removed";
 
 /** Where a (topic, partition) lives right now, as the local membership/assignment replica sees it. */
-export type Destination = { kind: "owner"; nodeId: string; state: MemberState } | { kind: "topic-missing" };
+export type Destination =
+  | {
+      kind: "owner";
+      nodeId: string;
+      state: MemberState;
+      /** Uid of the topic incarnation this destination belongs to (absent: a resolver without uids). */
+      topicUid?: string;
+    }
+  | { kind: "topic-missing" };
 
 // ---------------------------------------------------------------------------
 // Skip-set: sorted, disjoint, non-adjacent half-open ranges [from, to) of seqs
@@ -233,6 +249,8 @@ export interface CommitBatch {
 export interface CommitLane {
   key: string;
   topic: string;
+  /** The incarnation the lane resolved to; every record of its batches carries it. */
+  topicUid?: string;
   partition: number;
   nodeId: string;
   local: boolean;
@@ -258,6 +276,8 @@ export interface RerouteMove {
 export interface RerouteGroup {
   laneKey: string;
   topic: string;
+  /** The incarnation the group resolved to: the re-appended copies carry it. */
+  topicUid?: string;
   fromPartition: number;
   nodeId: string;
   reason: RerouteReason;
@@ -267,6 +287,8 @@ export interface RerouteGroup {
 
 export interface MissingTopic {
   topic: string;
+  /** The incarnation whose deletion must be confirmed; absent for uid-less (pre-uid) records. */
+  topicUid?: string;
   seqs: number[];
 }
 
@@ -281,7 +303,8 @@ export interface PlanInput {
   records: readonly WalRecord[];
   incarnation: string;
   localNodeId: string;
-  resolve: (topic: string, partition: number) => Destination;
+  /** Where (topic, partition) of incarnation `topicUid` lives; topic-missing when that incarnation is gone (I5). */
+  resolve: (topic: string, partition: number, topicUid?: string) => Destination;
   partitionCount: (topic: string) => number;
   /** Consecutive failed passes per lane key. */
   failures: ReadonlyMap<string, number>;
@@ -304,6 +327,7 @@ export interface DispatchPlan {
 
 interface LaneDraft {
   topic: string;
+  topicUid: string | undefined;
   partition: number;
   nodeId: string;
   local: boolean;
@@ -311,9 +335,10 @@ interface LaneDraft {
   records: WalRecord[];
 }
 
-function toCommitRecord(r: WalRecord, incarnation: string): CommitRecord {
+function toCommitRecord(r: WalRecord, incarnation: string, topicUid: string | undefined): CommitRecord {
   const c: CommitRecord = { key: r.key, createdMs: r.createdMs, payload: r.payload, incarnation, seq: r.seq };
   if (r.producer !== undefined) c.producer = r.producer;
+  if (topicUid !== undefined) c.topicUid = topicUid;
   return c;
 }
 
@@ -322,6 +347,7 @@ export function splitBatches(
   records: readonly WalRecord[],
   incarnation: string,
   maxBatchBytes: number,
+  topicUid?: string,
 ): CommitBatch[] {
   const out: CommitBatch[] = [];
   let cur: CommitBatch = { records: [], bytes: 0 };
@@ -331,7 +357,7 @@ export function splitBatches(
       out.push(cur);
       cur = { records: [], bytes: 0 };
     }
-    cur.records.push(toCommitRecord(r, incarnation));
+    cur.records.push(toCommitRecord(r, incarnation, topicUid));
     cur.bytes += size;
   }
   if (cur.records.length > 0) out.push(cur);
@@ -345,26 +371,28 @@ export function splitBatches(
 export function planDispatch(input: PlanInput): DispatchPlan {
   const { options: o } = input;
   const destCache = new Map<string, Destination>();
-  const resolve = (topic: string, partition: number): Destination => {
-    const k = `${topic}\u0000${partition}`;
+  const resolve = (topic: string, partition: number, topicUid?: string): Destination => {
+    const k = `${topic}\u0000${partition}\u0000${topicUid ?? ""}`;
     let d = destCache.get(k);
     if (d === undefined) {
-      d = input.resolve(topic, partition);
+      d = input.resolve(topic, partition, topicUid);
       destCache.set(k, d);
     }
     return d;
   };
 
   const drafts = new Map<string, LaneDraft>();
-  const missing = new Map<string, number[]>();
+  const missing = new Map<string, MissingTopic>();
   const partitions = new Set<string>();
   for (const r of input.records) {
     partitions.add(`${r.topic}\u0000${r.partition}`);
-    const d = resolve(r.topic, r.partition);
+    const d = resolve(r.topic, r.partition, r.topicUid);
     if (d.kind === "topic-missing") {
-      const seqs = missing.get(r.topic);
-      if (seqs === undefined) missing.set(r.topic, [r.seq]);
-      else seqs.push(r.seq);
+      const mk = `${r.topic}\u0000${r.topicUid ?? ""}`;
+      const m = missing.get(mk);
+      if (m !== undefined) m.seqs.push(r.seq);
+      else if (r.topicUid === undefined) missing.set(mk, { topic: r.topic, seqs: [r.seq] });
+      else missing.set(mk, { topic: r.topic, topicUid: r.topicUid, seqs: [r.seq] });
       continue;
     }
     const key = laneKey(r.topic, r.partition, d.nodeId);
@@ -372,6 +400,8 @@ export function planDispatch(input: PlanInput): DispatchPlan {
     if (draft === undefined) {
       draft = {
         topic: r.topic,
+        // A uid-less record takes the uid of the incarnation it resolved to.
+        topicUid: d.topicUid ?? r.topicUid,
         partition: r.partition,
         nodeId: d.nodeId,
         local: d.nodeId === input.localNodeId,
@@ -409,10 +439,11 @@ export function planDispatch(input: PlanInput): DispatchPlan {
       lanes.push({
         key,
         topic: d.topic,
+        ...(d.topicUid === undefined ? {} : { topicUid: d.topicUid }),
         partition: d.partition,
         nodeId: d.nodeId,
         local: d.local,
-        batches: splitBatches(d.records, input.incarnation, o.maxBatchBytes),
+        batches: splitBatches(d.records, input.incarnation, o.maxBatchBytes, d.topicUid),
         records: d.records.length,
       });
       continue;
@@ -442,6 +473,7 @@ export function planDispatch(input: PlanInput): DispatchPlan {
         reroutes.push({
           laneKey: key,
           topic: d.topic,
+          ...(d.topicUid === undefined ? {} : { topicUid: d.topicUid }),
           fromPartition: d.partition,
           nodeId: d.nodeId,
           reason: decision.reason,
@@ -465,7 +497,7 @@ export function planDispatch(input: PlanInput): DispatchPlan {
     lanes,
     held,
     reroutes,
-    missingTopics: [...missing].map(([topic, seqs]) => ({ topic, seqs })),
+    missingTopics: [...missing.values()],
     laneKeys: [...drafts.keys()],
     partitionsWithTraffic: partitions.size,
     nextWindowRecords: nextWindowRecords(partitions.size, o),

@@ -37,6 +37,23 @@ export interface WalRecordInput {
   payload: Buffer;
   /** Present for idempotent producers (WAL record format 2). */
   producer?: ProducerStamp | undefined;
+  /**
+   * The uid of the topic incarnation the record was accepted for (formats 3
+   * and 4). Absent only in records written before topics had uids: those
+   * belong to whatever topic of that name exists.
+   */
+  topicUid?: string | undefined;
+}
+
+/** Topic uids are ascii (a Kubernetes UUID, or the file metastore's); at most this many bytes. */
+export const topicUidMaxBytes = 64;
+const topicUidPattern = /^[\x21-\x7e]{1,64}$/;
+
+/** Why a topic uid cannot be carried in a WAL record, or undefined when it can. */
+export function topicUidProblem(uid: string): string | undefined {
+  return typeof uid === "string" && topicUidPattern.test(uid)
+    ? undefined
+    : "topic uid must be 1-64 printable ascii chars";
 }
 
 /** A record read back from the ingress WAL. seq is dense and starts at 1. */
@@ -57,6 +74,12 @@ export interface CommitRecord {
   seq: number;
   /** Present for idempotent producers: the owner also dedups/fences by it. */
   producer?: ProducerStamp | undefined;
+  /**
+   * The topic incarnation the dispatcher resolved the record to; the owner
+   * refuses the commit when its own view of the topic has another uid.
+   * Absent from callers that predate topic uids (no check).
+   */
+  topicUid?: string | undefined;
 }
 
 /** A committed record as read from a partition log. */

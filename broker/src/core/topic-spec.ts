@@ -2,7 +2,7 @@
 // Pure: returns a TopicConfig or throws a 400 NaradError naming the field.
 
 import { badRequest } from "../errors.ts";
-import type { SubscriptionConfig, TopicConfig, TopicPatch } from "../meta/types.ts";
+import type { NewTopic, SubscriptionConfig, TopicPatch } from "../meta/types.ts";
 
 export interface TopicDefaults {
   partitions: number;
@@ -116,14 +116,14 @@ export function sortSubscriptions(subs: SubscriptionConfig[]): SubscriptionConfi
 }
 
 /** The topic's subscription list with `sub` added or replaced. */
-export function withSubscription(topic: TopicConfig, sub: SubscriptionConfig): SubscriptionConfig[] {
+export function withSubscription(topic: NewTopic, sub: SubscriptionConfig): SubscriptionConfig[] {
   const rest = (topic.subscriptions ?? []).filter((s) => s.name !== sub.name);
   if (rest.length >= subscriptionsMax)
     throw badRequest(`subscriptions may hold at most ${subscriptionsMax} entries`);
   return sortSubscriptions([...rest, sub]);
 }
 
-export function parseTopicCreate(body: unknown, d: TopicDefaults, now: Date): TopicConfig {
+export function parseTopicCreate(body: unknown, d: TopicDefaults, now: Date): NewTopic {
   const obj = asObject(body);
   checkFields(obj, createFields);
   if (!validTopicName(obj.name, d.namePattern)) {
@@ -150,7 +150,7 @@ export function parseTopicCreate(body: unknown, d: TopicDefaults, now: Date): To
   };
 }
 
-export function parseTopicPatch(body: unknown, current: TopicConfig, d: TopicDefaults): TopicPatch {
+export function parseTopicPatch(body: unknown, current: NewTopic, d: TopicDefaults): TopicPatch {
   const obj = asObject(body);
   if ("visibility_timeout_ms" in obj) throw badRequest("visibility_timeout_ms cannot be changed");
   checkFields(obj, patchFields);

@@ -51,6 +51,28 @@ describe("wal codec", () => {
     expect(buf.length).toBe(records.reduce((n, r) => n + walFrameHeaderBytes + walRecordPayloadBytes(r), 0));
   });
 
+  it("carries the topic uid (formats 3 and 4) and still reads uid-less formats 1 and 2", () => {
+    const stamp = { id: "p-1", epoch: 3, seq: 9 };
+    const records: WalRecordInput[] = [
+      { ...rec(0), topicUid: "0b7e3f2a-4c1d-4e5f-8a9b-1c2d3e4f5a6b" },
+      { ...rec(1), producer: stamp, topicUid: "u" },
+      rec(2),
+      { ...rec(3), producer: stamp },
+    ];
+    const buf = encodeWalFrames(records, 1);
+    const formats: number[] = [];
+    for (let at = 0, i = 0; at < buf.length; i++) {
+      formats.push(buf[at + walFrameHeaderBytes]!);
+      at += walFrameHeaderBytes + walRecordPayloadBytes(records[i]!);
+    }
+    expect(formats).toEqual([3, 4, 1, 2]);
+    const back = decodeAll(buf);
+    expect(back.map((r) => r.topicUid)).toEqual([records[0]!.topicUid, "u", undefined, undefined]);
+    expect(back[1]!.producer).toEqual(stamp);
+    expect(back[3]!.producer).toEqual(stamp);
+    expect(back.map((r) => r.payload)).toEqual(records.map((r) => r.payload));
+  });
+
   it("keeps seqs and timestamps above 2^32 exact", () => {
     const big = 2 ** 40 + 12345;
     const buf = encodeWalFrames([{ ...rec(1), createdMs: 2 ** 45 + 7 }], big);

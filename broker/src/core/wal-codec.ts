@@ -13,19 +13,35 @@
 //   | partition u32 | createdMs u64 | payload (u32 len + bytes)
 // Format 2 (idempotent producers) is format 1 followed by the producer trailer:
 //   | producerId (u8 len + ascii, 1..64) | epoch u32 | producer seq u64
+// Formats 3 and 4 are formats 1 and 2 followed by the topic identity trailer:
+//   | topic uid (u8 len + ascii, 1..64)
+// Every record written now carries the uid (3 or 4); 1 and 2 are still read
+// (a WAL written before the upgrade) and mean "whatever topic has this name".
 //
 // Invariants: a frame is accepted only when its magic, CRC, seq range and
 // record shape (format byte, lengths adding up exactly) all check out; the
 // CRC is computed before write and verified after every read.
 
 import { crc32c } from "@node-rs/crc32";
-import { producerStampProblem, type WalRecord, type WalRecordInput } from "./records.ts";
+import {
+  producerStampProblem,
+  topicUidMaxBytes,
+  topicUidProblem,
+  type WalRecord,
+  type WalRecordInput,
+} from "./records.ts";
 
 export const walFrameMagic = 0x4e57414c; // "NWAL"
 export const walFrameHeaderBytes = 20;
 export const walRecordFormat = 1;
 /** Format 1 plus the producer trailer (id, epoch, seq). */
 export const walRecordFormatProducer = 2;
+/** Format 1 plus the topic uid trailer. */
+export const walRecordFormatUid = 3;
+/** Format 2 plus the topic uid trailer. */
+export const walRecordFormatProducerUid = 4;
+/** uid len (plus the uid's bytes). */
+const uidTrailerFixedBytes = 1;
 /** id len + epoch + seq (plus the id's bytes). */
 const producerTrailerFixedBytes = 1 + 4 + 8;
 /** format + topic len + key len + partition + createdMs + payload len. */
@@ -40,7 +56,9 @@ const maxSafeHighWord = 0x20_0000;
 
 /** Byte size of the encoded record payload (the frame payload) for `r`. */
 export function walRecordPayloadBytes(r: WalRecordInput): number {
-  const trailer = r.producer === undefined ? 0 : producerTrailerFixedBytes + r.producer.id.length;
+  const producer = r.producer === undefined ? 0 : producerTrailerFixedBytes + r.producer.id.length;
+  const uid = r.topicUid === undefined ? 0 : uidTrailerFixedBytes + r.topicUid.length;
+  const trailer = producer + uid;
   return walRecordFixedBytes + Buffer.byteLength(r.topic, "utf8") + r.key.length + r.payload.length + trailer;
 }
 
@@ -55,8 +73,17 @@ export function walRecordInputProblem(r: WalRecordInput): string | undefined {
   }
   if (!Number.isSafeInteger(r.createdMs) || r.createdMs < 0)
     return "createdMs must be a non-negative integer";
+  if (r.topicUid !== undefined) {
+    const problem = topicUidProblem(r.topicUid);
+    if (problem !== undefined) return problem;
+  }
   if (r.producer !== undefined) return producerStampProblem(r.producer);
   return undefined;
+}
+
+function formatOf(hasProducer: boolean, hasUid: boolean): number {
+  if (hasUid) return hasProducer ? walRecordFormatProducerUid : walRecordFormatUid;
+  return hasProducer ? walRecordFormatProducer : walRecordFormat;
 }
 
 function putU32(buf: Buffer, value: number, at: number): void {
@@ -150,7 +177,8 @@ export function encodeWalFramesInto(
     const frameStart = pos;
     let p = frameStart + walFrameHeaderBytes;
     const producer = r.producer;
-    buf[p] = producer === undefined ? walRecordFormat : walRecordFormatProducer;
+    const uid = r.topicUid;
+    buf[p] = formatOf(producer !== undefined, uid !== undefined);
     // Write the topic first and its length after: one utf8 pass, no byteLength call.
     const topicBytes = buf.write(r.topic, p + 3, "utf8");
     buf[p + 1] = topicBytes >>> 8;
@@ -170,6 +198,11 @@ export function encodeWalFramesInto(
       putU32(buf, producer.epoch, p + 1 + idBytes);
       writeU64(buf, producer.seq, p + 5 + idBytes);
       p += producerTrailerFixedBytes + idBytes;
+    }
+    if (uid !== undefined) {
+      const uidBytes = buf.write(uid, p + 1, "latin1");
+      buf[p] = uidBytes;
+      p += uidTrailerFixedBytes + uidBytes;
     }
     const payloadBytes = p - frameStart - walFrameHeaderBytes;
     putU32(buf, walFrameMagic, frameStart);
@@ -222,7 +255,10 @@ export function checkWalFrame(buf: Buffer, at: number, end: number): FrameCheck 
 
 function recordShapeProblem(buf: Buffer, start: number, payloadBytes: number): string | undefined {
   const format = buf[start];
-  if (format !== walRecordFormat && format !== walRecordFormatProducer) return "unknown record format";
+  if (format === undefined || format < walRecordFormat || format > walRecordFormatProducerUid)
+    return "unknown record format";
+  const hasProducer = format === walRecordFormatProducer || format === walRecordFormatProducerUid;
+  const hasUid = format >= walRecordFormatUid;
   const topicBytes = buf.readUInt16BE(start + 1);
   const keyAt = start + 3 + topicBytes;
   if (keyAt + 4 - start > payloadBytes) return "topic overruns payload";
@@ -231,17 +267,23 @@ function recordShapeProblem(buf: Buffer, start: number, payloadBytes: number): s
   if (partAt + 16 - start > payloadBytes) return "key overruns payload";
   if (buf.readUInt32BE(partAt + 4) >= maxSafeHighWord) return "createdMs out of range";
   const valueBytes = buf.readUInt32BE(partAt + 12);
-  const valueEnd = partAt + 16 + valueBytes - start;
-  if (format === walRecordFormat) {
-    if (valueEnd !== payloadBytes) return "record lengths do not add up";
-    return undefined;
+  let end = partAt + 16 + valueBytes - start;
+  if (hasProducer) {
+    if (end + producerTrailerFixedBytes > payloadBytes) return "payload overruns record";
+    const idBytes = buf[start + end]!;
+    if (idBytes < 1 || idBytes > 64) return "producer id length out of range";
+    if (end + producerTrailerFixedBytes + idBytes > payloadBytes) return "producer id overruns record";
+    const seqHighAt = start + end + 5 + idBytes;
+    if (buf.readUInt32BE(seqHighAt) >= maxSafeHighWord) return "producer seq out of range";
+    end += producerTrailerFixedBytes + idBytes;
   }
-  if (valueEnd + producerTrailerFixedBytes > payloadBytes) return "payload overruns record";
-  const idBytes = buf[start + valueEnd]!;
-  if (idBytes < 1 || idBytes > 64) return "producer id length out of range";
-  if (valueEnd + producerTrailerFixedBytes + idBytes !== payloadBytes) return "record lengths do not add up";
-  const seqHighAt = start + valueEnd + 5 + idBytes;
-  if (buf.readUInt32BE(seqHighAt) >= maxSafeHighWord) return "producer seq out of range";
+  if (hasUid) {
+    if (end + uidTrailerFixedBytes > payloadBytes) return "payload overruns record";
+    const uidBytes = buf[start + end]!;
+    if (uidBytes < 1 || uidBytes > topicUidMaxBytes) return "topic uid length out of range";
+    end += uidTrailerFixedBytes + uidBytes;
+  }
+  if (end !== payloadBytes) return "record lengths do not add up";
   return undefined;
 }
 
@@ -263,15 +305,23 @@ export function decodeCheckedWalFrame(buf: Buffer, at: number): WalRecord {
   const createdMs = readU64(buf, p + 4)!;
   const valueBytes = buf.readUInt32BE(p + 12);
   const payload = buf.subarray(p + 16, p + 16 + valueBytes);
-  if (format !== walRecordFormatProducer) return { topic, key, partition, createdMs, payload, seq };
+  if (format === walRecordFormat) return { topic, key, partition, createdMs, payload, seq };
+  const record: WalRecord = { topic, key, partition, createdMs, payload, seq };
   p += 16 + valueBytes;
-  const idBytes = buf[p]!;
-  const producer = {
-    id: buf.toString("latin1", p + 1, p + 1 + idBytes),
-    epoch: buf.readUInt32BE(p + 1 + idBytes),
-    seq: readU64(buf, p + 5 + idBytes)!,
-  };
-  return { topic, key, partition, createdMs, payload, seq, producer };
+  if (format === walRecordFormatProducer || format === walRecordFormatProducerUid) {
+    const idBytes = buf[p]!;
+    record.producer = {
+      id: buf.toString("latin1", p + 1, p + 1 + idBytes),
+      epoch: buf.readUInt32BE(p + 1 + idBytes),
+      seq: readU64(buf, p + 5 + idBytes)!,
+    };
+    p += producerTrailerFixedBytes + idBytes;
+  }
+  if (format === walRecordFormatUid || format === walRecordFormatProducerUid) {
+    const uidBytes = buf[p]!;
+    record.topicUid = buf.toString("latin1", p + 1, p + 1 + uidBytes);
+  }
+  return record;
 }
 
 /** Seq field of a frame header, without any validation (for skipping known-good frames). */

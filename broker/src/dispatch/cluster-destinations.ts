@@ -6,6 +6,7 @@
 
 import type { CommitRecord } from "../core/records.ts";
 import { commitAddress, destinationOf } from "../core/routing.ts";
+import { assertTopicIdentity } from "../core/topic-identity.ts";
 import type { CommitResult, PartitionLog } from "../log/types.ts";
 import type { Metastore } from "../meta/types.ts";
 import type { PeerPool } from "../rpc/client.ts";
@@ -34,15 +35,24 @@ export interface ClusterDestinationsDeps {
 export function clusterDestinations(d: ClusterDestinationsDeps): Destinations {
   return {
     localNodeId: d.nodeId,
-    resolve(topic, partition) {
+    resolve(topic, partition, topicUid) {
       const t = d.metastore.getTopic(topic);
       if (t === undefined || partition >= t.partitions) return { kind: "topic-missing" };
-      return destinationOf(d.nodeId, d.metastore.ownerOf(topic, partition), d.metastore.members());
+      // The record's incarnation was deleted; a namesake is another topic.
+      if (topicUid !== undefined && t.uid !== topicUid) return { kind: "topic-missing" };
+      const dest = destinationOf(d.nodeId, d.metastore.ownerOf(topic, partition), d.metastore.members());
+      return dest.kind === "owner" ? { ...dest, topicUid: t.uid } : dest;
     },
     partitionCount: (topic) => d.metastore.getTopic(topic)?.partitions ?? 0,
     async commit(nodeId, topic, partition, records, deadlineMs) {
       if (nodeId === d.nodeId) {
-        const result = await (await d.logs.get(topic, partition)).commitDurable(records);
+        // The local owner's view is this node's metastore replica: checked
+        // before the log is opened (so a deleted incarnation never creates a
+        // directory) and again right before the append (the open awaited).
+        assertTopicIdentity(topic, d.metastore.getTopic(topic), records);
+        const log = await d.logs.get(topic, partition);
+        assertTopicIdentity(topic, d.metastore.getTopic(topic), records);
+        const result = await log.commitDurable(records);
         if (result.appended > 0) d.onLocalCommitted?.(topic, partition);
         return result;
       }
@@ -64,6 +74,6 @@ export function clusterDestinations(d: ClusterDestinationsDeps): Destinations {
       await d.hooks?.afterRemoteCommit?.(topic, partition, result);
       return result;
     },
-    confirmTopicDeleted: (topic) => d.metastore.confirmTopicDeleted(topic),
+    confirmTopicDeleted: (topic, topicUid) => d.metastore.confirmTopicDeleted(topic, topicUid),
   };
 }

@@ -194,6 +194,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           partition: m.toPartition,
           createdMs: r.createdMs,
           payload: r.payload,
+          topicUid: g.topicUid,
         });
         oldSeqs.push(r.seq);
       }
@@ -234,7 +235,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       if (abort.signal.aborted) break;
       let confirmed = false;
       try {
-        confirmed = await destinations.confirmTopicDeleted(m.topic);
+        confirmed = await destinations.confirmTopicDeleted(m.topic, m.topicUid);
       } catch (err) {
         failed = true;
         countError("confirm");
@@ -481,7 +482,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         records,
         incarnation,
         localNodeId: destinations.localNodeId,
-        resolve: (t, p) => destinations.resolve(t, p),
+        resolve: (t, p, uid) => destinations.resolve(t, p, uid),
         partitionCount: (t) => destinations.partitionCount(t),
         failures,
         inDoubt: isInDoubt,

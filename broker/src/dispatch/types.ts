@@ -16,13 +16,20 @@ export type { Destination, MemberState } from "../core/dispatch-plan.ts";
 export interface Destinations {
   /** This node's member id: partitions it owns are committed locally whatever membership says. */
   readonly localNodeId: string;
-  resolve(topic: string, partition: number): Destination;
+  /**
+   * Where the partition lives. With `topicUid` (the record's incarnation),
+   * topic-missing also when the topic of that name now has another uid: the
+   * record's incarnation was deleted and must not reach the namesake.
+   */
+  resolve(topic: string, partition: number, topicUid?: string): Destination;
   /** Partition count of an existing topic (siblings are 0..n-1); 0 if the topic is missing. */
   partitionCount(topic: string): number;
   /**
    * Commits records to the partition's log on `nodeId` (the local
    * PartitionLog.commitDurable, or a CommitBatch RPC to a peer). Must be
    * idempotent by (incarnation, seq): the dispatcher re-sends after a timeout.
+   * Records carry the topic uid their lane resolved to; the owner refuses
+   * (without appending) when its own view of the topic has another uid.
    * `deadlineMs` (same clock as the dispatcher's nowMs) lets an RPC carry the
    * deadline; the dispatcher enforces it anyway.
    */
@@ -38,7 +45,7 @@ export interface Destinations {
    * (local replica absent, watch caught up, a quorum read says 404). Records
    * are discarded only on true; false or a throw keeps them for the next pass.
    */
-  confirmTopicDeleted(topic: string): Promise<boolean>;
+  confirmTopicDeleted(topic: string, topicUid?: string): Promise<boolean>;
 }
 
 /** The pino methods the dispatcher uses (a pino Logger satisfies it). */

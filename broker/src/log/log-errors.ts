@@ -20,7 +20,9 @@ export type LogErrorCode =
   /** Commits refused while a partition move freezes this partition (503, retryable). */
   | "PARTITION_FROZEN"
   /** The partition is being installed by a partition move here (503, retryable). */
-  | "PARTITION_MOVING";
+  | "PARTITION_MOVING"
+  /** The topic no longer exists, so its directory may not be created again (404). */
+  | "TOPIC_DELETED";
 
 export class LogError extends Error {
   readonly code: LogErrorCode;

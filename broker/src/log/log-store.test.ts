@@ -21,8 +21,9 @@ afterEach(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-async function open(): Promise<LogStore> {
+async function open(topicExists?: (topic: string) => boolean): Promise<LogStore> {
   store = await openLogStore({
+    ...(topicExists === undefined ? {} : { topicExists }),
     dataDir: root,
     segmentBytes: 400,
     indexIntervalBytes: 128,
@@ -44,6 +45,23 @@ function recs(from: number, n: number): CommitRecord[] {
 }
 
 describe("log store", () => {
+  it("never re-creates the directory of a topic the metastore no longer has (issue #13 item 1)", async () => {
+    const live = new Set(["t"]);
+    const s = await open((t) => live.has(t));
+    await (await s.get("t", 0)).commitDurable(recs(1, 3));
+    // DELETE: the metastore first, then the files.
+    live.delete("t");
+    await s.deleteTopic("t");
+    // A read, a retention pass or a dispatcher lane that raced the DELETE.
+    const err = await s.get("t", 0).catch((e: unknown) => e);
+    expect(isLogError(err, "TOPIC_DELETED")).toBe(true);
+    await expect(stat(join(root, "topics", "t"))).rejects.toThrow();
+    expect(s.has("t")).toBe(false);
+    // Created again: its partitions start empty.
+    live.add("t");
+    expect((await s.get("t", 0)).stats().nextOffset).toBe(0);
+  });
+
   it("opens lazily, shares concurrent opens, lists topics", async () => {
     const s = await open();
     expect(s.topics()).toEqual([]);

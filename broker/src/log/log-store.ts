@@ -28,6 +28,15 @@ export interface LogStoreOptions {
   /** See OpenPartitionLogOptions.producerEpoch / producerLimits. */
   producerEpoch?: (producerId: string) => number | undefined;
   producerLimits?: Partial<ProducerSequenceLimits>;
+  /**
+   * Whether the topic exists now (the metastore's view). A partition
+   * directory is created only while it does: a read, a retention pass or a
+   * dispatcher lane that raced DELETE must not bring a deleted topic's
+   * directory back (it would hold stale frontiers and be adopted by a later
+   * namesake). Asked synchronously right before mkdir, after any in-progress
+   * deletion of the topic finished. Unset: always (tests of the log alone).
+   */
+  topicExists?: (topic: string) => boolean;
 }
 
 export interface RetentionPolicy {
@@ -169,6 +178,10 @@ class LogStoreImpl implements LogStore {
     const topicDir = join(this.#topicsDir, topic);
     const dir = join(topicDir, dirName);
     if (!(await this.#io.exists(dir))) {
+      // The metastore deletes first and the files follow (routes/topics.ts),
+      // so once the topic is gone there no later open can recreate its files.
+      if (this.#opts.topicExists?.(topic) === false || this.#deleting.has(topic))
+        throw new LogError("TOPIC_DELETED", `topic "${topic}" no longer exists`);
       await this.#io.mkdirp(dir);
       await this.#io.fsyncDir(this.#topicsDir);
       await this.#io.fsyncDir(topicDir);

@@ -438,6 +438,29 @@ describe("partition log: segments and retention", () => {
   });
 });
 
+describe("partition log: dedup across retention (issue #13 item 9)", () => {
+  it("still drops a re-sent record after retention deleted the segment that held it and the log reopened", async () => {
+    const log = await open({ segmentBytes: 500 });
+    // Incarnation A's records fill several segments, then B's come much later.
+    for (let i = 0; i < 10; i++) await log.commitDurable(recs(i * 2 + 1, 2, incA));
+    now += 1_000_000;
+    for (let i = 0; i < 6; i++) await log.commitDurable(recs(i * 2 + 1, 2, incB));
+    // Size retention keeps only the active segment: every record of A is gone.
+    const deleted = await log.applyRetention(0, 1);
+    expect(deleted).toBeGreaterThan(0);
+    expect(log.stats().oldestOffset).toBeGreaterThanOrEqual(22);
+    const l2 = await reopen(log, { segmentBytes: 500 });
+    expect(l2.committedSeq(incA)).toBe(20);
+    // A WAL whose checkpoint lagged re-sends A's last records: still duplicates.
+    const res = await l2.commitDurable(recs(15, 6, incA));
+    expect(res).toMatchObject({ appended: 0, duplicates: 6 });
+    expect(l2.stats().nextOffset).toBe(log.stats().nextOffset);
+    // A's new records and B's are unaffected.
+    expect(await l2.commitDurable(recs(21, 1, incA))).toMatchObject({ appended: 1 });
+    expect(await l2.commitDurable(recs(13, 1, incB))).toMatchObject({ appended: 1 });
+  });
+});
+
 describe("idempotent producers", () => {
   /** Records with producer seqs `seqs`; the payload depends only on the producer seq, so a retry is exact. */
   function stamped(from: number, seqs: number[], epoch = 1, id = "prod-1", inc = incA): CommitRecord[] {

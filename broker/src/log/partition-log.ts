@@ -47,6 +47,7 @@ import {
 } from "../core/log-codec.ts";
 import { type ProducerSequenceLimits, ProducerSequences } from "../core/producer-sequence.ts";
 import type { CommitRecord, ProducerStamp, StoredRecord } from "../core/records.ts";
+import { readDedupFloor, writeDedupFloor } from "./dedup-floor.ts";
 import { HwmFile, readHwmFile } from "./hwm.ts";
 import { LogError } from "./log-errors.ts";
 import { type LogIo, nodeLogIo } from "./log-io.ts";
@@ -160,7 +161,9 @@ export async function openPartitionLog(opts: OpenPartitionLogOptions): Promise<O
     bases.push(hwmFile ?? 0);
     createdSegment = true;
   }
-  const dedup = new Map<string, number>();
+  // Seeded with what segments deleted by retention knew (dedup-floor.ts);
+  // recovery raises it with what the remaining segments hold.
+  const dedup = await readDedupFloor(io, opts.dir);
   const producers = new ProducerSequences(opts.producerLimits ?? {});
   const segments: Segment[] = [];
   const report: PartitionRecoveryReport = {
@@ -699,6 +702,9 @@ class PartitionLogImpl implements OpenedPartitionLog {
       const expired = retentionMs > 0 && seg.newestCommitMs < now - retentionMs;
       const oversize = maxBytes > 0 && total > maxBytes;
       if (!expired && !oversize) break;
+      // Before the first unlink: the floor must already cover every seq the
+      // deleted segments hold, or a re-sent record would commit again.
+      if (deleted === 0) await writeDedupFloor(this.#io, this.#opts.dir, this.#dedup);
       this.#segments.shift();
       seg
         .retire()

@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NaradError } from "../errors.ts";
-import type { Metastore, TopicConfig } from "./types.ts";
+import type { Metastore, NewTopic, TopicConfig } from "./types.ts";
 
 export interface MetastoreBacking {
   /** Opens a Metastore on the shared backing state (may be called several times). */
@@ -44,7 +44,7 @@ async function expectNaradError(p: Promise<unknown>, code: NaradError["code"]): 
   expect((err as NaradError).code).toBe(code);
 }
 
-export function topicFixture(name: string, overrides: Partial<TopicConfig> = {}): TopicConfig {
+export function topicFixture(name: string, overrides: Partial<NewTopic> = {}): NewTopic {
   return {
     name,
     partitions: 3,
@@ -58,9 +58,10 @@ export function topicFixture(name: string, overrides: Partial<TopicConfig> = {})
   };
 }
 
-function configFields(t: TopicConfig): Omit<TopicConfig, "created_at"> {
-  const { created_at: _ignored, ...rest } = t;
-  return rest;
+function configFields(t: NewTopic | TopicConfig): Omit<NewTopic, "created_at"> {
+  const { created_at: _ignored, ...rest } = t as TopicConfig;
+  const { uid: _uid, ...fields } = rest;
+  return fields;
 }
 
 export function describeMetastoreContract(
@@ -200,6 +201,32 @@ export function describeMetastoreContract(
         settleMs,
       );
       expect(await store.confirmTopicDeleted(unique("never-existed"))).toBe(true);
+    });
+
+    it("gives every incarnation its own uid, and confirms an incarnation gone once a namesake replaced it", async () => {
+      const name = unique("incarnation");
+      const first = await store.createTopic(topicFixture(name, { partitions: 2 }));
+      expect(first.uid).not.toBe("");
+      expect(await store.confirmTopicDeleted(name, first.uid)).toBe(false);
+      await store.deleteTopic(name);
+      await eventually("deletion reached the replica", () => store.getTopic(name) === undefined, settleMs);
+      const second = await store.createTopic(topicFixture(name, { partitions: 1 }));
+      expect(second.uid).not.toBe(first.uid);
+      await eventually(
+        "recreation reached the replica",
+        () => store.getTopic(name)?.uid === second.uid,
+        settleMs,
+      );
+      // The old incarnation is gone although its name lives on; the new one is not.
+      await eventually(
+        "old incarnation confirmed gone",
+        () => store.confirmTopicDeleted(name, first.uid),
+        settleMs,
+      );
+      expect(await store.confirmTopicDeleted(name, second.uid)).toBe(false);
+      // A record without a uid belongs to whatever topic has the name.
+      expect(await store.confirmTopicDeleted(name)).toBe(false);
+      await store.deleteTopic(name);
     });
 
     it("reports at least one member", () => {

@@ -300,8 +300,12 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
       await waitForReplica(() => !topics.has(name), timing.replicaWaitMs);
     },
 
-    async confirmTopicDeleted(name) {
-      if (topics.has(name)) return false;
+    async confirmTopicDeleted(name, uid) {
+      // With a uid the question is whether that incarnation is gone: a live
+      // namesake with another uid is a different topic and keeps nothing alive.
+      const alive = (config: TopicConfig | undefined): boolean =>
+        config !== undefined && (uid === undefined || config.uid === uid);
+      if (alive(topics.get(name)?.config)) return false;
       if (!topicReflector.caughtUp()) return false;
       // A quorum LIST rather than a GET by object name: a NaradTopic applied
       // with kubectl may carry this topic in spec.name under any object name.
@@ -314,13 +318,14 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
       }
       const present = fresh.some((t) => {
         if (t.spec?.cluster !== clusterName || t.metadata?.deletionTimestamp !== undefined) return false;
+        if (uid !== undefined) return t.metadata?.uid === uid;
         try {
           return topicName(t) === name;
         } catch {
           return false;
         }
       });
-      return !present && !topics.has(name);
+      return !present && !alive(topics.get(name)?.config);
     },
 
     ownerOf: (topic, partition) => topics.get(topic)?.owners.get(partition) ?? "",

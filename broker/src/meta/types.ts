@@ -16,6 +16,14 @@ export interface SubscriptionConfig {
 
 export interface TopicConfig {
   name: string;
+  /**
+   * The topic's identity, fixed when it is created and never reused: a topic
+   * deleted and created again under the same name gets a new uid. WAL records
+   * carry it so an old incarnation's records never reach a namesake
+   * (kubernetes: the NaradTopic's metadata.uid; file: a random UUID persisted
+   * at create).
+   */
+  uid: string;
   partitions: number;
   /** Age after which sealed segments are deleted; 0 keeps forever. */
   retention_ms: number;
@@ -29,6 +37,9 @@ export interface TopicConfig {
   /** Declared consumer groups, sorted by name; absent or empty when none. */
   subscriptions?: SubscriptionConfig[];
 }
+
+/** What createTopic takes: the metastore assigns the uid. */
+export type NewTopic = Omit<TopicConfig, "uid">;
 
 export type TopicPatch = Partial<
   Pick<
@@ -63,14 +74,18 @@ export interface Metastore {
   /** All topics, sorted by name (the local replica; never blocks on the network). */
   listTopics(): readonly TopicConfig[];
   getTopic(name: string): TopicConfig | undefined;
-  createTopic(topic: TopicConfig): Promise<TopicConfig>;
+  createTopic(topic: NewTopic): Promise<TopicConfig>;
   updateTopic(name: string, patch: TopicPatch): Promise<TopicConfig>;
   deleteTopic(name: string): Promise<void>;
   /**
    * The stale-replica defense before a destructive step: true only when the
-   * topic is absent locally and the authority confirms it is gone.
+   * topic is absent locally and the authority confirms it is gone. With
+   * `uid`, what must be gone is that incarnation: a namesake with another uid
+   * does not keep it alive (records of a deleted-and-recreated topic are
+   * discarded, never committed into the new one). Without `uid` (WAL records
+   * written before topics had uids), any live topic of that name counts.
    */
-  confirmTopicDeleted(name: string): Promise<boolean>;
+  confirmTopicDeleted(name: string, uid?: string): Promise<boolean>;
   /** Node id owning a partition. */
   ownerOf(topic: string, partition: number): string;
   members(): readonly Member[];

@@ -55,6 +55,8 @@ const handoffMark = "handoff";
 
 interface Freeze {
   token: string;
+  /** Uid of the topic incarnation frozen: a namesake created later is not frozen by it. */
+  topicUid: string | undefined;
   timer: NodeJS.Timeout | undefined;
   /** Set once the owner moved away: the freeze no longer lapses. */
   movedAway: boolean;
@@ -140,7 +142,13 @@ export class MoveSource {
     const ttl = Math.max(1_000, Math.min(ttlMs, this.#d.maxFreezeTtlMs));
     let f = this.#freezes.get(key);
     if (f === undefined) {
-      f = { token, timer: undefined, movedAway: false, handedOff: false };
+      f = {
+        token,
+        topicUid: this.#d.metastore.getTopic(topic)?.uid,
+        timer: undefined,
+        movedAway: false,
+        handedOff: false,
+      };
       this.#freezes.set(key, f);
       this.#d.logger.info({ topic, partition, ttlMs: ttl }, "partition frozen for a move");
     }
@@ -233,13 +241,29 @@ export class MoveSource {
   #ownershipChanged(): void {
     for (const [key, f] of this.#freezes) {
       const [topic, p] = splitKey(key);
-      if (this.#d.metastore.getTopic(topic) === undefined) {
-        clearTimeout(f.timer);
-        this.#freezes.delete(key);
+      const t = this.#d.metastore.getTopic(topic);
+      // The frozen incarnation is gone (deleted, perhaps created again under
+      // the same name): nothing of it is left to move, so the freeze ends
+      // everywhere it was taken, queue consumers included. Forgetting only
+      // the map entry left consume/ack answering 503 until a restart.
+      if (t === undefined || (f.topicUid !== undefined && t.uid !== f.topicUid)) {
+        this.#forget(topic, p, f);
         continue;
       }
       if (this.#d.metastore.ownerOf(topic, p) !== this.#d.nodeId) this.#movedAway(topic, p, f);
     }
+  }
+
+  /** Drops every trace of a freeze whose topic incarnation no longer exists. */
+  #forget(topic: string, partition: number, f: Freeze): void {
+    const key = `${topic}/${partition}`;
+    clearTimeout(f.timer);
+    this.#freezes.delete(key);
+    clearTimeout(this.#deletions.get(key));
+    this.#deletions.delete(key);
+    // The log belongs to the deleted topic (its files are being removed); only the queue side is ours to undo.
+    this.#d.consumers.unfreezePartition(topic, partition);
+    this.#d.logger.info({ topic, partition }, "partition move freeze dropped: its topic was deleted");
   }
 
   /**
@@ -278,8 +302,13 @@ export class MoveSource {
   async #delete(topic: string, partition: number): Promise<void> {
     const key = `${topic}/${partition}`;
     this.#deletions.delete(key);
-    if (this.#closed || this.#d.metastore.getTopic(topic) === undefined) return;
+    if (this.#closed) return;
     const f = this.#freezes.get(key);
+    const t = this.#d.metastore.getTopic(topic);
+    if (t === undefined || (f?.topicUid !== undefined && t.uid !== f.topicUid)) {
+      if (f !== undefined) this.#forget(topic, partition, f);
+      return;
+    }
     if (this.#d.metastore.ownerOf(topic, partition) === this.#d.nodeId) {
       if (f?.handedOff === true) {
         // Our view lags the swap the destination already acted on: stay frozen, look again later.
@@ -338,7 +367,7 @@ export class MoveSource {
         }
         if (owner === "" && !handedOff) continue;
         await (await this.#d.logs.get(t.name, p)).freeze();
-        const f: Freeze = { token: "", timer: undefined, movedAway: false, handedOff };
+        const f: Freeze = { token: "", topicUid: t.uid, timer: undefined, movedAway: false, handedOff };
         this.#freezes.set(`${t.name}/${p}`, f);
         this.#movedAway(t.name, p, f);
       }

@@ -1,6 +1,7 @@
 import { status } from "@grpc/grpc-js";
 import { describe, expect, it } from "vitest";
 import type { CommitRecord, StoredRecord } from "../core/records.ts";
+import { TopicIdentityError } from "../core/topic-identity.ts";
 import { NaradError } from "../errors.ts";
 import { LogError } from "../log/log-errors.ts";
 import {
@@ -28,6 +29,26 @@ const rec = (seq: number, payloadBytes = 10, incarnation = inc): CommitRecord =>
 });
 
 describe("commit requests", () => {
+  it("carries the topic uid per request and back onto every record (issue #13 item 1)", () => {
+    const r = (seq: number, topicUid?: string): CommitRecord => ({
+      key: Buffer.from("k"),
+      createdMs: 1,
+      payload: Buffer.from("p"),
+      incarnation: "0123456789abcdef",
+      seq,
+      ...(topicUid === undefined ? {} : { topicUid }),
+    });
+    const reqs = toCommitRequests("t", 0, [r(1, "u1"), r(2, "u1"), r(3, "u2"), r(4)], 1 << 20);
+    expect(reqs.map((q) => [q.topic_uid, q.records.length])).toEqual([
+      ["u1", 2],
+      ["u2", 1],
+      ["", 1],
+    ]);
+    expect(fromCommitRequest(reqs[0]!).map((c) => c.topicUid)).toEqual(["u1", "u1"]);
+    expect(fromCommitRequest(reqs[2]!)[0]!.topicUid).toBeUndefined();
+    expect(toRpcFailure(new TopicIdentityError("other incarnation")).code).toBe(status.FAILED_PRECONDITION);
+  });
+
   it("round-trips through the proto wire format", () => {
     const svc = clusterService().CommitBatch;
     const records = [rec(1), rec(2), rec(2 ** 40)];

@@ -42,9 +42,10 @@ export function toCommitRequests(
     if (
       cur === undefined ||
       cur.incarnation !== r.incarnation ||
+      (cur.topic_uid ?? "") !== (r.topicUid ?? "") ||
       (cur.records.length > 0 && bytes + size > maxRequestBytes)
     ) {
-      cur = { topic, partition, incarnation: r.incarnation, records: [] };
+      cur = { topic, partition, incarnation: r.incarnation, records: [], topic_uid: r.topicUid ?? "" };
       out.push(cur);
       bytes = base;
     }
@@ -66,6 +67,7 @@ export function fromCommitRequest(req: PbCommitBatchRequest): CommitRecord[] {
       seq: r.seq,
     };
     if (r.producer != null) c.producer = fromPbStamp(r.producer);
+    if (req.topic_uid) c.topicUid = req.topic_uid;
     return c;
   });
 }

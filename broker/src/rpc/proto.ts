@@ -27,6 +27,8 @@ export interface PbCommitBatchRequest {
   partition: number;
   incarnation: string;
   records: PbCommitRecord[];
+  /** "" (proto3 default) when the caller predates topic uids. */
+  topic_uid?: string;
 }
 
 export interface PbCommitBatchResponse {

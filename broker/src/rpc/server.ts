@@ -17,6 +17,7 @@ import {
 import { consumeMaxWaitMs, topicNamePattern } from "../constants.ts";
 import type { ConsumerManager } from "../consumer/manager.ts";
 import { defaultGroup, parseHandle } from "../core/consumer-handle.ts";
+import { assertTopicIdentity } from "../core/topic-identity.ts";
 import { badRequest, NaradError, notFound } from "../errors.ts";
 import type { PartitionLog } from "../log/types.ts";
 import type { Metastore } from "../meta/types.ts";
@@ -181,7 +182,11 @@ export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementat
       // Once started, a commit completes even if the caller's deadline passes
       // meanwhile: the caller re-sends and the (incarnation, seq) dedup
       // answers "duplicate".
-      const res = await log.commitDurable(fromCommitRequest(req));
+      const records = fromCommitRequest(req);
+      // After the awaits above: the topic may have been deleted (and created
+      // again) meanwhile. Checked synchronously before the append starts.
+      assertTopicIdentity(req.topic, d.metastore.getTopic(req.topic), records);
+      const res = await log.commitDurable(records);
       if (res.appended > 0) d.onCommitted?.(req.topic, req.partition);
       d.metrics?.serverCommitRecords.inc({ result: "appended" }, res.appended);
       if (res.duplicates > 0) d.metrics?.serverCommitRecords.inc({ result: "duplicate" }, res.duplicates);

@@ -38,8 +38,11 @@ const fromStorageCode: Record<string, status> = {
   LOG_FAILED: status.UNAVAILABLE,
   COMMIT_VERIFY_FAILED: status.UNAVAILABLE,
   NOT_OWNER: status.FAILED_PRECONDITION,
+  // The owner's view of the topic is another incarnation than the caller's (core/topic-identity.ts).
+  TOPIC_UID_MISMATCH: status.FAILED_PRECONDITION,
   PARTITION_FROZEN: status.UNAVAILABLE,
   PARTITION_MOVING: status.UNAVAILABLE,
+  TOPIC_DELETED: status.NOT_FOUND,
 };
 
 const movingPattern = /^PARTITION_(FROZEN|MOVING):/;

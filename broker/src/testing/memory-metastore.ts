@@ -8,6 +8,7 @@
 // sorted by id (as narad-go does), and stays there (sticky) until a test
 // moves it with setOwner.
 
+import { randomUUID } from "node:crypto";
 import { conflict, notFound } from "../errors.ts";
 import type { Member, MemberState, Metastore, TopicConfig, TopicPatch } from "../meta/types.ts";
 
@@ -60,8 +61,9 @@ export function createMemoryCluster(initialMembers: readonly Member[] = []): Mem
       kind: "memory",
       listTopics: () => sorted,
       getTopic: (name) => topics.get(name),
-      async createTopic(topic) {
-        if (topics.has(topic.name)) throw conflict(`topic "${topic.name}" already exists`);
+      async createTopic(input) {
+        if (topics.has(input.name)) throw conflict(`topic "${input.name}" already exists`);
+        const topic: TopicConfig = { ...input, uid: randomUUID() };
         topics.set(topic.name, topic);
         assign(topic.name, topic.partitions);
         changed();
@@ -81,7 +83,10 @@ export function createMemoryCluster(initialMembers: readonly Member[] = []): Mem
         owners.delete(name);
         changed();
       },
-      confirmTopicDeleted: async (name) => !topics.has(name),
+      confirmTopicDeleted: async (name, uid) => {
+        const t = topics.get(name);
+        return t === undefined || (uid !== undefined && t.uid !== uid);
+      },
       ownerOf: (topic, partition) => owners.get(topic)?.[partition] ?? "",
       members: () => members,
       onChange(l) {

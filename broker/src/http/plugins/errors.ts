@@ -34,6 +34,9 @@ function fromStorage(err: CodedError): NaradError | undefined {
       return new NaradError("PAYLOAD_TOO_LARGE", err.message);
     case "OFFSET_EXPIRED":
       return new NaradError("OFFSET_EXPIRED", err.message);
+    case "TOPIC_DELETED":
+      // A read or consume that raced the topic's deletion.
+      return new NaradError("NOT_FOUND", err.message);
     case "PARTITION_FROZEN":
     case "PARTITION_MOVING":
       // A partition move is in its brief freeze or install: retry shortly.

@@ -46,6 +46,16 @@ class CodedRefusal extends Error {
 
 const emptyBody = Buffer.alloc(0);
 
+/**
+ * The incarnation a record is accepted for: stored in the WAL record so the
+ * dispatcher never commits it into a later topic of the same name. A topic
+ * without a uid (a NaradTopic the API server returned without one) writes a
+ * uid-less record, which follows the name, as records did before uids.
+ */
+function walTopicUid(topic: TopicConfig): string | undefined {
+  return topic.uid === "" ? undefined : topic.uid;
+}
+
 export function produceRoutes(s: BrokerServices) {
   const rotator = createRotator();
   let keyCounter = 0;
@@ -273,6 +283,7 @@ export function produceRoutes(s: BrokerServices) {
           partition,
           createdMs: s.nowMs(),
           payload,
+          topicUid: walTopicUid(topic),
         };
         if (producer !== undefined) record.producer = stampRecords(producer, [partition])[0];
         if (limits.enabled) limits.check(request, topic.name, 1);
@@ -317,6 +328,7 @@ export function produceRoutes(s: BrokerServices) {
             partition: partitionFor(topic, keyed ? e.key : undefined, e.partition),
             createdMs: now,
             payload: e.payload,
+            topicUid: walTopicUid(topic),
           };
         });
         if (producer !== undefined) {

@@ -11,7 +11,7 @@ import {
   type NaradTopic,
   type NaradTopicSpec,
 } from "../../../../operator/src/api/v1alpha1/types.ts";
-import type { Member, SubscriptionConfig, TopicConfig, TopicPatch } from "../types.ts";
+import type { Member, NewTopic, SubscriptionConfig, TopicConfig, TopicPatch } from "../types.ts";
 import { kubeNameForTopic } from "./names.ts";
 
 /** Label on NaradTopics the broker creates, so `kubectl get -l` finds a cluster's topics. */
@@ -28,6 +28,9 @@ export function topicConfigOf(resource: NaradTopic): TopicConfig {
   const s = withTopicDefaults(resource.spec);
   return {
     name: topicName(resource),
+    // The API server assigns metadata.uid at create and never reuses it: a
+    // NaradTopic deleted and applied again is a different incarnation.
+    uid: resource.metadata.uid ?? "",
     partitions: s.partitions,
     retention_ms: s.retentionMs,
     retention_bytes: s.retentionBytes,
@@ -77,7 +80,7 @@ function dropUndefined<T extends object>(o: T): T {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 }
 
-export function naradTopicFor(topic: TopicConfig, namespace: string, cluster: string): NaradTopic {
+export function naradTopicFor(topic: NewTopic, namespace: string, cluster: string): NaradTopic {
   const spec: NaradTopicSpec = dropUndefined({
     cluster,
     name: topic.name,

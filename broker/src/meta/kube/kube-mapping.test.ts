@@ -38,9 +38,9 @@ describe("NaradTopic mapping", () => {
     expect(topicName(obj)).toBe("Orders_EU");
     const back = topicConfigOf({
       ...obj,
-      metadata: { ...obj.metadata, creationTimestamp: t.created_at as unknown as Date },
+      metadata: { ...obj.metadata, uid: "uid-1", creationTimestamp: t.created_at as unknown as Date },
     });
-    expect(back).toEqual(t);
+    expect(back).toEqual({ ...t, uid: "uid-1" });
   });
   it("defaults what a hand-written NaradTopic leaves out and leaves 0 retention to the default", () => {
     const obj: NaradTopic = {
@@ -86,9 +86,9 @@ describe("NaradTopic mapping", () => {
     ]);
     const back = topicConfigOf({
       ...obj,
-      metadata: { ...obj.metadata, creationTimestamp: t.created_at as unknown as Date },
+      metadata: { ...obj.metadata, uid: "uid-1", creationTimestamp: t.created_at as unknown as Date },
     });
-    expect(back).toEqual(t);
+    expect(back).toEqual({ ...t, uid: "uid-1" });
     expect(
       naradTopicFor(topicFixture("t", { subscriptions: [] }), "ns", "demo").spec.subscriptions,
     ).toBeUndefined();
