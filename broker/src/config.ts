@@ -43,6 +43,29 @@ export interface Config {
   dispatch: DispatcherOptions;
   topicDefaults: TopicDefaults;
   security: SecurityConfig;
+  limits: LimitsConfig;
+}
+
+/**
+ * Bounds against hostile or broken clients (docs/security.md). Each one is
+ * a setting; each refusal it causes is counted in narad_limit_refusals_total.
+ */
+export interface LimitsConfig {
+  /** Records one produce-batch may decode to (each costs heap beyond its body bytes). */
+  batchMaxRecords: number;
+  /** Topics in the metastore, and partitions summed over all topics. */
+  maxTopics: number;
+  maxPartitions: number;
+  /** Partition logs this node keeps open at once (each holds at least 2 fds). */
+  maxOpenLogs: number;
+  /** Time to send the request head, and the whole request (head and body). */
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  /** A socket with no traffic for this long is closed (above the consume long-poll bound). */
+  idleTimeoutMs: number;
+  /** After bodyGraceMs, a body arriving slower than this on average loses its request (408). */
+  bodyMinBytesPerSecond: number;
+  bodyGraceMs: number;
 }
 
 /** HTTP authentication, cluster RPC authentication and TLS (README "Security"). */
@@ -57,6 +80,8 @@ export interface SecurityConfig {
   tlsDir: string | undefined;
   /** Directory with ca.crt, tls.crt and tls.key: mutual TLS on the cluster RPC. */
   clusterTlsDir: string | undefined;
+  /** Own listener for /metrics (open); undefined: /metrics on the API port, authenticated when auth is on. */
+  metricsAddr: { host: string; port: number } | undefined;
 }
 
 /**
@@ -123,6 +148,16 @@ const settings = {
   "cluster-secret-file": { env: "NARAD_CLUSTER_SECRET_FILE", file: "clusterSecretFile" },
   "tls-dir": { env: "NARAD_TLS_DIR", file: "tlsDir" },
   "cluster-tls-dir": { env: "NARAD_CLUSTER_TLS_DIR", file: "clusterTlsDir" },
+  "batch-max-records": { env: "NARAD_BATCH_MAX_RECORDS", file: "batchMaxRecords" },
+  "max-topics": { env: "NARAD_MAX_TOPICS", file: "maxTopics" },
+  "max-partitions": { env: "NARAD_MAX_PARTITIONS", file: "maxPartitions" },
+  "max-open-logs": { env: "NARAD_MAX_OPEN_LOGS", file: "maxOpenLogs" },
+  "headers-timeout-ms": { env: "NARAD_HEADERS_TIMEOUT_MS", file: "headersTimeoutMs" },
+  "request-timeout-ms": { env: "NARAD_REQUEST_TIMEOUT_MS", file: "requestTimeoutMs" },
+  "idle-timeout-ms": { env: "NARAD_IDLE_TIMEOUT_MS", file: "idleTimeoutMs" },
+  "body-min-rate": { env: "NARAD_BODY_MIN_RATE", file: "bodyMinRate" },
+  "body-grace-ms": { env: "NARAD_BODY_GRACE_MS", file: "bodyGraceMs" },
+  "metrics-addr": { env: "NARAD_METRICS_ADDR", file: "metricsAddr" },
 } as const;
 type SettingName = keyof typeof settings;
 
@@ -158,6 +193,18 @@ Options (each also settable as the NARAD_* variable shown, or in --config JSON):
   --cluster-secret-file PATH  shared secret of the cluster RPC               NARAD_CLUSTER_SECRET_FILE
   --tls-dir DIR               serve HTTPS with DIR/tls.crt + DIR/tls.key     NARAD_TLS_DIR
   --cluster-tls-dir DIR       mutual TLS on the cluster RPC (ca.crt, tls.crt, tls.key) NARAD_CLUSTER_TLS_DIR
+  --metrics-addr HOST:PORT    serve /metrics on its own listener, unauthenticated  NARAD_METRICS_ADDR
+                              (default: on the API port, behind authentication when --auth is on)
+Limits against hostile clients (docs/security.md; a refusal counts in narad_limit_refusals_total):
+  --batch-max-records N       records per produce-batch  NARAD_BATCH_MAX_RECORDS (default ${k.batchMaxRecords})
+  --max-topics N              topics in the cluster      NARAD_MAX_TOPICS    (default ${k.maxTopics})
+  --max-partitions N          partitions over all topics NARAD_MAX_PARTITIONS (default ${k.maxPartitions})
+  --max-open-logs N           partition logs open at once (2+ fds each) NARAD_MAX_OPEN_LOGS (default ${k.maxOpenLogs})
+  --headers-timeout-ms N      time to send request headers NARAD_HEADERS_TIMEOUT_MS (default ${k.headersTimeoutMs})
+  --request-timeout-ms N      time to send a whole request NARAD_REQUEST_TIMEOUT_MS (default ${k.requestTimeoutMs})
+  --idle-timeout-ms N         close a silent connection  NARAD_IDLE_TIMEOUT_MS (default ${k.idleTimeoutMs})
+  --body-min-rate N           bytes/s a body must average after the grace NARAD_BODY_MIN_RATE (default ${k.bodyMinBytesPerSecond})
+  --body-grace-ms N           before the body rate counts NARAD_BODY_GRACE_MS (default ${k.bodyGraceMs})
   --dev                       single node on 127.0.0.1 with data under ./data
 `;
 
@@ -321,8 +368,26 @@ export function loadConfig(
       clusterSecretFile: get("cluster-secret-file") || undefined,
       tlsDir: get("tls-dir") || undefined,
       clusterTlsDir: get("cluster-tls-dir") || undefined,
+      metricsAddr: get("metrics-addr")
+        ? parseHostPort(get("metrics-addr") as string, "--metrics-addr")
+        : undefined,
+    },
+    limits: {
+      batchMaxRecords: count("batch-max-records", k.batchMaxRecords),
+      maxTopics: count("max-topics", k.maxTopics),
+      maxPartitions: count("max-partitions", k.maxPartitions),
+      maxOpenLogs: count("max-open-logs", k.maxOpenLogs),
+      headersTimeoutMs: count("headers-timeout-ms", k.headersTimeoutMs),
+      requestTimeoutMs: count("request-timeout-ms", k.requestTimeoutMs),
+      idleTimeoutMs: count("idle-timeout-ms", k.idleTimeoutMs),
+      bodyMinBytesPerSecond: count("body-min-rate", k.bodyMinBytesPerSecond),
+      bodyGraceMs: count("body-grace-ms", k.bodyGraceMs),
     },
   };
+  for (const [name, v] of Object.entries(config.limits)) {
+    if (name !== "bodyMinBytesPerSecond" && name !== "bodyGraceMs" && v < 1)
+      throw new ConfigError(`limit ${name} must be at least 1`);
+  }
   if (config.nodeId === "") throw new ConfigError("--node-id must not be empty");
   if (config.metastore === "kubernetes" && config.clusterName === "") {
     throw new ConfigError("--metastore kubernetes needs --cluster-name (NARAD_CLUSTER_NAME)");

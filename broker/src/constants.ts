@@ -121,3 +121,18 @@ if (walMaxRecordBytes > walSegmentBytes) throw new Error("a WAL record must fit 
 if (rpcCommitRequestBytes >= rpcMaxMessageBytes) throw new Error("a commit request must fit an RPC message");
 if (moveChunkBytes >= rpcMaxMessageBytes) throw new Error("a move chunk must fit an RPC message");
 if (moveRenewIntervalMs * 3 > moveFreezeTtlMs) throw new Error("a freeze must survive two missed renewals");
+
+// Limits against hostile clients (docs/security.md, config.ts LimitsConfig).
+/** A decoded record costs ~300 B of heap beyond its bytes: 100k records ≈ 30 MB. */
+export const batchMaxRecords = 100_000;
+export const maxTopics = 1_000;
+/** 2+ fds per open partition log: 4,096 partitions fit a 16k nofile limit with room for sockets. */
+export const maxPartitions = 4_096;
+export const maxOpenLogs = 4_096;
+export const headersTimeoutMs = 10_000;
+export const requestTimeoutMs = 300_000;
+/** Above consumeMaxWaitMs, so a long poll is never cut as idle. */
+export const idleTimeoutMs = 75_000;
+/** 64 MiB at 32 KiB/s is ~34 min: a slow but honest link passes; a byte every few seconds does not. */
+export const bodyMinBytesPerSecond = 32 * 1024;
+export const bodyGraceMs = 5_000;

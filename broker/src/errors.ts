@@ -5,6 +5,8 @@ export const errorStatus = {
   BAD_REQUEST: 400,
   UNAUTHORIZED: 401,
   NOT_FOUND: 404,
+  /** The request (head or body) arrived too slowly; the connection is closed. */
+  REQUEST_TIMEOUT: 408,
   CONFLICT: 409,
   OFFSET_EXPIRED: 410,
   /** A receipt handle with no live lease (expired, settled, or from before a restart). */

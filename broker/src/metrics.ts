@@ -8,6 +8,8 @@ export interface BrokerMetrics {
   producedMessages: Counter<"topic">;
   producedBytes: Counter<"topic">;
   produceRejected: Counter<"reason">;
+  /** A hostile-client limit refused a request (docs/security.md), by limit name. */
+  limitRefusals: Counter<"limit">;
   consumedMessages: Counter<"topic">;
   httpRequests: Counter<"route" | "method" | "status">;
   httpDuration: Histogram<"route" | "method">;
@@ -62,6 +64,12 @@ export function createBrokerMetrics(opts: { defaultMetrics: boolean }): BrokerMe
       name: "narad_bytes_produced_total",
       help: "Payload bytes accepted per topic",
       labelNames: ["topic"],
+      registers: r,
+    }),
+    limitRefusals: new Counter({
+      name: "narad_limit_refusals_total",
+      help: "Requests or connections refused by a limit against hostile clients, by limit",
+      labelNames: ["limit"],
       registers: r,
     }),
     produceRejected: new Counter({

@@ -9,7 +9,15 @@ import type { Action } from "./grants.ts";
 export type Access =
   | { kind: "open" }
   | { kind: "authenticated" }
-  | { kind: "action"; action: Action; topic: string | undefined };
+  | {
+      kind: "action";
+      action: Action;
+      topic: string | undefined;
+      /** The consumer group the request acts for (consume, declare, delete), checked against grants' groups. */
+      group?: string;
+      /** The topic is named in the body (POST /v1/topics): authorise after parsing, not in onRequest. */
+      needsBody?: boolean;
+    };
 
 const open = new Set(["/healthz", "/readyz", "/metrics"]);
 
@@ -18,6 +26,13 @@ const authenticatedOnly = new Set([
   "GET /v1/topics",
   "GET /v1/topics/:topic",
   "GET /v1/topics/:topic/groups",
+]);
+
+/** Routes whose group is named in the path (:group) or, for consume, the query (?group=, default "default"). */
+const groupRoutes = new Set([
+  "GET /v1/topics/:topic/consume",
+  "PUT /v1/topics/:topic/groups/:group",
+  "DELETE /v1/topics/:topic/groups/:group",
 ]);
 
 /** Topic routes and the action each needs on that topic. */
@@ -46,6 +61,7 @@ export function requiredAccess(
   route: string | undefined,
   params: Readonly<Record<string, string | undefined>>,
   body: unknown,
+  query: Readonly<Record<string, unknown>> = {},
 ): Access {
   if (route === undefined) return { kind: "authenticated" };
   if (open.has(route)) return { kind: "open" };
@@ -58,9 +74,19 @@ export function requiredAccess(
       typeof body === "object" && body !== null ? (body as Record<string, unknown>).name : undefined;
     // No name: the route answers 400; the grant check needs some topic, and
     // "" matches only a "*" grant.
-    return { kind: "action", action: "create", topic: typeof name === "string" ? name : "" };
+    return {
+      kind: "action",
+      action: "create",
+      topic: typeof name === "string" ? name : "",
+      needsBody: true,
+    };
   }
   const action = topicActions[key];
-  if (action !== undefined) return { kind: "action", action, topic: params.topic ?? "" };
+  if (action !== undefined) {
+    if (!groupRoutes.has(key)) return { kind: "action", action, topic: params.topic ?? "" };
+    const q = query.group;
+    const group = params.group ?? (typeof q === "string" && q !== "" ? q : "default");
+    return { kind: "action", action, topic: params.topic ?? "", group };
+  }
   return { kind: "action", action: "admin", topic: undefined };
 }

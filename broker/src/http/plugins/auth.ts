@@ -9,6 +9,7 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { Counter, type Registry } from "prom-client";
 import { type Authenticator, type Principal, principalAllows } from "../../auth/authenticator.ts";
+import type { Action } from "../../auth/grants.ts";
 import { requiredAccess } from "../../auth/route-policy.ts";
 
 declare module "fastify" {
@@ -44,11 +45,18 @@ export function registerAuth(app: FastifyInstance, o: AuthPluginOptions): void {
       request.routeOptions.url,
       params(request.params),
       undefined,
+      params(request.query),
     );
     if (access.kind === "open") return;
-    const outcome = await o.authenticator.authenticate(request.headers.authorization);
+    const outcome = await o.authenticator.authenticate(request.headers.authorization, request.ip);
     if (outcome.ok) {
       request.principal = outcome.principal;
+      // Authorise now when the route names its topic in the path: this runs
+      // before admission control reserves produce memory for the body, so a
+      // user without the grant is refused before it can hold any budget.
+      // (POST /v1/topics names its topic in the body: checked in preHandler.)
+      if (access.kind === "action" && !access.needsBody)
+        return forbidIfDenied(outcome.principal, access, reply);
       return;
     }
     failures.inc({ reason: outcome.reason });
@@ -66,12 +74,23 @@ export function registerAuth(app: FastifyInstance, o: AuthPluginOptions): void {
       request.routeOptions.url,
       params(request.params),
       request.body,
+      params(request.query),
     );
-    if (access.kind !== "action" || principalAllows(p, access.action, access.topic)) return;
+    if (access.kind !== "action") return;
+    return forbidIfDenied(p, access, reply);
+  });
+
+  const forbidIfDenied = (
+    p: Principal,
+    access: { action: Action; topic: string | undefined; group?: string | undefined },
+    reply: FastifyReply,
+  ): FastifyReply | undefined => {
+    if (principalAllows(p, access.action, access.topic, access.group)) return undefined;
     failures.inc({ reason: "forbidden" });
     const what = access.topic === undefined ? "the admin API" : `topic "${access.topic}"`;
-    return refuse(reply, 403, `user "${p.name}" may not ${access.action} on ${what}`);
-  });
+    const group = access.group === undefined ? "" : ` (group "${access.group}")`;
+    return refuse(reply, 403, `user "${p.name}" may not ${access.action} on ${what}${group}`);
+  };
 }
 
 function refuse(reply: FastifyReply, status: number, message: string): FastifyReply {

@@ -7,7 +7,13 @@
 
 import type { FastifyInstance } from "fastify";
 import { AdmissionBudget } from "../../admission/budget.ts";
-import { batchContentTypes, decodeBinaryBatch, decodeNdjsonBatch } from "../../core/batch-codec.ts";
+import {
+  type BatchLimits,
+  batchContentTypes,
+  batchMaxKeyBytes,
+  decodeBinaryBatch,
+  decodeNdjsonBatch,
+} from "../../core/batch-codec.ts";
 import { choosePartition, createRotator, generateKey } from "../../core/partitioner.ts";
 import type { WalRecordInput } from "../../core/records.ts";
 import { badRequest, NaradError, unavailable } from "../../errors.ts";
@@ -106,6 +112,21 @@ export function produceRoutes(s: BrokerServices) {
     }
   };
 
+  /** Decodes under the record cap and counts a refusal by it (narad_limit_refusals_total). */
+  const decodeBatch = (
+    decode: typeof decodeBinaryBatch,
+    body: Buffer,
+    batchLimits: BatchLimits,
+  ): ReturnType<typeof decodeBinaryBatch> => {
+    try {
+      return decode(body, maxRecord, batchLimits);
+    } catch (err) {
+      if (err instanceof NaradError && err.code === "PAYLOAD_TOO_LARGE")
+        m.limitRefusals.inc({ limit: "batch_records" });
+      throw err;
+    }
+  };
+
   const accepted = (topic: string, records: readonly WalRecordInput[]): void => {
     let bytes = 0;
     for (const r of records) bytes += r.payload.length;
@@ -116,7 +137,11 @@ export function produceRoutes(s: BrokerServices) {
   return async (app: FastifyInstance): Promise<void> => {
     // Bodies are opaque bytes here, whatever their content type; this parser
     // is encapsulated in this plugin so /v1/topics keeps its JSON parser.
-    registerRawBody(app);
+    registerRawBody(app, {
+      minBytesPerSecond: s.config.limits.bodyMinBytesPerSecond,
+      graceMs: s.config.limits.bodyGraceMs,
+      onTooSlow: () => m.limitRefusals.inc({ limit: "body_rate" }),
+    });
     registerAdmission(app, budget);
 
     app.post<{ Params: { topic: string }; Querystring: ProduceQuery }>(
@@ -164,8 +189,10 @@ export function produceRoutes(s: BrokerServices) {
         const type = (request.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
         const body = (request.body as Buffer | undefined) ?? emptyBody;
         let entries: ReturnType<typeof decodeBinaryBatch>;
-        if (type === batchContentTypes.binary) entries = decodeBinaryBatch(body, maxRecord);
-        else if (type === batchContentTypes.ndjson) entries = decodeNdjsonBatch(body, maxRecord);
+        const batchLimits = { maxRecords: s.config.limits.batchMaxRecords, maxKeyBytes: batchMaxKeyBytes };
+        if (type === batchContentTypes.binary) entries = decodeBatch(decodeBinaryBatch, body, batchLimits);
+        else if (type === batchContentTypes.ndjson)
+          entries = decodeBatch(decodeNdjsonBatch, body, batchLimits);
         else {
           throw new NaradError(
             "UNSUPPORTED_MEDIA_TYPE",
