@@ -120,6 +120,8 @@ export async function startBroker(
     hwmPersistIntervalMs: k.logHwmPersistIntervalMs,
     nowMs,
     logger: logger.child({ component: "log" }),
+    maxOpenLogs: config.limits.maxOpenLogs,
+    onOpenRefused: () => metrics.limitRefusals.inc({ limit: "open_logs" }),
   });
   const consumers = new ConsumerManager({
     dataDir: config.dataDir,

@@ -20,7 +20,9 @@ export type LogErrorCode =
   /** Commits refused while a partition move freezes this partition (503, retryable). */
   | "PARTITION_FROZEN"
   /** The partition is being installed by a partition move here (503, retryable). */
-  | "PARTITION_MOVING";
+  | "PARTITION_MOVING"
+  /** Opening another partition log would pass the node's fd budget, --max-open-logs (503). */
+  | "TOO_MANY_OPEN_LOGS";
 
 export class LogError extends Error {
   readonly code: LogErrorCode;
