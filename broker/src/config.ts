@@ -361,6 +361,7 @@ export function loadConfig(
       maxInFlight: k.topicMaxInFlightDefault,
       maxAckedAhead: k.topicMaxAckedAheadDefault,
       namePattern: k.topicNamePattern,
+      groupNamePattern: k.groupNamePattern,
     },
     security: {
       auth,

@@ -56,6 +56,14 @@ export const topicVisibilityTimeoutMsDefault = 30_000;
 export const topicMaxInFlightDefault = 1_024;
 export const topicMaxAckedAheadDefault = 1_024;
 export const topicNamePattern = /^[A-Za-z0-9._-]{1,255}$/;
+/**
+ * Group names end up in file names (<group>.offset.tmp, 11 more bytes) on a
+ * file system whose names stop at 255 bytes: 244 is the longest that fits.
+ * Longer names were refused at the file system before (500 on consume, acks
+ * silently never persisted), so no stored group is longer.
+ */
+export const groupNameMaxLength = 244;
+export const groupNamePattern = /^[A-Za-z0-9._-]{1,244}$/;
 export const retentionCheckIntervalMs = 60_000;
 
 // Queue consumption (receipt handles, consumer groups).

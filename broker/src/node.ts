@@ -130,7 +130,7 @@ export async function startBroker(
     nowMs: monoMs,
     logger: logger.child({ component: "consumer" }),
     metrics,
-    groupPattern: k.topicNamePattern,
+    groupPattern: k.groupNamePattern,
     persistIntervalMs: k.consumerFrontierPersistIntervalMs,
     purgeIntervalMs: k.consumerPurgeIntervalMs,
     maxWaiters: k.consumerMaxWaiters,

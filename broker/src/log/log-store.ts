@@ -262,7 +262,8 @@ class LogStoreImpl implements LogStore {
     if (!(await this.#io.exists(dir))) return;
     const trash = join(
       this.#trashDir,
-      `${topic}.${partitionDirName(partition)}.${this.#opts.nowMs()}.${this.#trashSeq++}`,
+      // Not derived from the topic name: a 255-character name plus a suffix would pass NAME_MAX.
+      `p.${partitionDirName(partition)}.${this.#opts.nowMs()}.${this.#trashSeq++}`,
     );
     await this.#io.rename(dir, trash);
     await this.#io.fsyncDir(join(this.#topicsDir, topic));
@@ -322,7 +323,8 @@ class LogStoreImpl implements LogStore {
     this.#known.delete(topic);
     const topicDir = join(this.#topicsDir, topic);
     if (!(await this.#io.exists(topicDir))) return;
-    const trash = join(this.#trashDir, `${topic}.${this.#opts.nowMs()}.${this.#trashSeq++}`);
+    // Not derived from the topic name (up to 255 characters, NAME_MAX): a fixed-size name.
+    const trash = join(this.#trashDir, `t.${this.#opts.nowMs()}.${this.#trashSeq++}`);
     await this.#io.rename(topicDir, trash);
     await this.#io.fsyncDir(this.#topicsDir);
     await this.#io.fsyncDir(this.#trashDir);

@@ -216,7 +216,8 @@ export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementat
     Consume: unary("Consume", async (req, _cancelled, signal) => {
       const consumers = queueConsumers();
       const group = req.group === "" ? defaultGroup : req.group;
-      if (!consumers.validGroup(group)) throw badRequest("group must match ^[A-Za-z0-9._-]{1,255}$");
+      if (!consumers.validGroup(group))
+        throw badRequest("group must match ^[A-Za-z0-9._-]{1,244}$ (244: the longest that fits a file name)");
       await ownedLog(req.topic, req.partition);
       const topic = d.metastore.getTopic(req.topic)!;
       const waitMs = Math.min(req.wait_ms, consumeMaxWaitMs);

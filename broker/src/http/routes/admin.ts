@@ -48,8 +48,9 @@ export function adminRoutes(s: BrokerServices) {
 
     // Starts a drain; with ?wait_ms=N also waits (bounded) for the WAL to empty.
     app.post<{ Querystring: { wait_ms?: string } }>("/admin/v1/drain", async (request) => {
-      s.lifecycle.startDrain("admin request");
+      // Validate first: a refused request (400) must not have started a drain.
       const waitMs = parseOptionalInt(request.query.wait_ms, "wait_ms", 0, 3_600_000) ?? 0;
+      s.lifecycle.startDrain("admin request");
       if (waitMs > 0) await s.lifecycle.waitDrained(waitMs);
       return status();
     });
