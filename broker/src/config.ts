@@ -80,8 +80,8 @@ export interface SecurityConfig {
   tlsDir: string | undefined;
   /** Directory with ca.crt, tls.crt and tls.key: mutual TLS on the cluster RPC. */
   clusterTlsDir: string | undefined;
-  /** Own listener for /metrics (open); undefined: /metrics on the API port, authenticated when auth is on. */
-  metricsAddr: { host: string; port: number } | undefined;
+  /** /metrics needs an authenticated principal (only meaningful with auth on). */
+  metricsAuth: boolean;
 }
 
 /**
@@ -157,7 +157,7 @@ const settings = {
   "idle-timeout-ms": { env: "NARAD_IDLE_TIMEOUT_MS", file: "idleTimeoutMs" },
   "body-min-rate": { env: "NARAD_BODY_MIN_RATE", file: "bodyMinRate" },
   "body-grace-ms": { env: "NARAD_BODY_GRACE_MS", file: "bodyGraceMs" },
-  "metrics-addr": { env: "NARAD_METRICS_ADDR", file: "metricsAddr" },
+  "metrics-auth": { env: "NARAD_METRICS_AUTH", file: "metricsAuth" },
 } as const;
 type SettingName = keyof typeof settings;
 
@@ -193,8 +193,8 @@ Options (each also settable as the NARAD_* variable shown, or in --config JSON):
   --cluster-secret-file PATH  shared secret of the cluster RPC               NARAD_CLUSTER_SECRET_FILE
   --tls-dir DIR               serve HTTPS with DIR/tls.crt + DIR/tls.key     NARAD_TLS_DIR
   --cluster-tls-dir DIR       mutual TLS on the cluster RPC (ca.crt, tls.crt, tls.key) NARAD_CLUSTER_TLS_DIR
-  --metrics-addr HOST:PORT    serve /metrics on its own listener, unauthenticated  NARAD_METRICS_ADDR
-                              (default: on the API port, behind authentication when --auth is on)
+  --metrics-auth on|off       /metrics needs authentication (it names topics and groups)
+                                                         NARAD_METRICS_AUTH  (default: the --auth setting)
 Limits against hostile clients (docs/security.md; a refusal counts in narad_limit_refusals_total):
   --batch-max-records N       records per produce-batch  NARAD_BATCH_MAX_RECORDS (default ${k.batchMaxRecords})
   --max-topics N              topics in the cluster      NARAD_MAX_TOPICS    (default ${k.maxTopics})
@@ -298,6 +298,9 @@ export function loadConfig(
   }
   const auth = get("auth") ?? defaultAuthMode(metastore);
   if (auth !== "on" && auth !== "off") throw new ConfigError(`--auth must be on or off, got "${auth}"`);
+  const metricsAuth = get("metrics-auth") ?? auth;
+  if (metricsAuth !== "on" && metricsAuth !== "off")
+    throw new ConfigError(`--metrics-auth must be on or off, got "${metricsAuth}"`);
   const config: Config = {
     dev,
     http: parseHostPort(
@@ -369,9 +372,7 @@ export function loadConfig(
       clusterSecretFile: get("cluster-secret-file") || undefined,
       tlsDir: get("tls-dir") || undefined,
       clusterTlsDir: get("cluster-tls-dir") || undefined,
-      metricsAddr: get("metrics-addr")
-        ? parseHostPort(get("metrics-addr") as string, "--metrics-addr")
-        : undefined,
+      metricsAuth: metricsAuth === "on",
     },
     limits: {
       batchMaxRecords: count("batch-max-records", k.batchMaxRecords),
@@ -385,6 +386,8 @@ export function loadConfig(
       bodyGraceMs: count("body-grace-ms", k.bodyGraceMs),
     },
   };
+  if (config.limits.headersTimeoutMs > config.limits.requestTimeoutMs)
+    throw new ConfigError("--headers-timeout-ms must not exceed --request-timeout-ms");
   for (const [name, v] of Object.entries(config.limits)) {
     if (name !== "bodyMinBytesPerSecond" && name !== "bodyGraceMs" && v < 1)
       throw new ConfigError(`limit ${name} must be at least 1`);

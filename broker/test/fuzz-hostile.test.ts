@@ -231,6 +231,14 @@ describe("hostile clients against one broker (auth on)", () => {
     );
   });
 
+  it("/metrics (which names topics and groups) needs authentication when auth is on", async () => {
+    // Before: 200 for anyone.
+    expect((await fetch(`${broker.url}/metrics`)).status).toBe(401);
+    const admin = { authorization: basicHeader("admin", "root-pw") };
+    expect((await fetch(`${broker.url}/metrics`, { headers: admin })).status).toBe(200);
+    expect((await fetch(`${broker.url}/healthz`)).status).toBe(200);
+  });
+
   it("a user without grants cannot reserve produce budget: 403 before the body is read", async () => {
     const admin = { authorization: basicHeader("admin", "root-pw") };
     await fetch(`${broker.url}/v1/topics`, {

@@ -62,8 +62,11 @@ export function requiredAccess(
   params: Readonly<Record<string, string | undefined>>,
   body: unknown,
   query: Readonly<Record<string, unknown>> = {},
+  metricsNeedAuth = false,
 ): Access {
   if (route === undefined) return { kind: "authenticated" };
+  // Metric labels name every topic and group: as private as GET /v1/topics.
+  if (route === "/metrics" && metricsNeedAuth) return { kind: "authenticated" };
   if (open.has(route)) return { kind: "open" };
   // fastify answers HEAD with the GET route.
   const key = `${method === "HEAD" ? "GET" : method} ${route}`;

@@ -109,6 +109,7 @@ export async function openSecurity(
         const store = users;
         opts.auth = {
           registry,
+          metricsNeedAuth: sec.metricsAuth,
           authenticator: new Authenticator({
             users: () => store.current(),
             clusterSecretDigest: () => clusterSecret?.bearerDigest(),

@@ -376,3 +376,24 @@ describe("hostile inputs (issue #14)", () => {
     expect((await req("GET", "/v1/topics/g/groups")).status).toBe(200);
   });
 });
+
+describe("receipt handles (issue #14)", () => {
+  it("cannot be forged from a known one: the next lease's handle is not the next nonce", async () => {
+    expect((await req("POST", "/v1/topics", { name: "rh", partitions: 1 })).status).toBe(201);
+    for (const m of ["a", "b"]) expect((await req("POST", "/v1/topics/rh/produce", m)).status).toBe(202);
+    await visible("rh", 0, 2);
+    const first = (await req("GET", "/v1/topics/rh/consume?wait=2s")).json().receipt_handle as string;
+    expect((await req("GET", "/v1/topics/rh/consume?wait=2s")).status).toBe(200);
+    // <partition>:<offset>:<epoch>.<nonce>: guess the second lease from the first.
+    const [p, o, tail] = first.split(":") as [string, string, string];
+    const [epoch, nonce] = tail.split(".") as [string, string];
+    const forged = `${p}:${Number(o) + 1}:${epoch}.${(Number.parseInt(nonce, 36) + 1).toString(36)}`;
+    // Before: 204, the forger acked someone else's lease.
+    expect((await req("POST", `/v1/topics/rh/ack?receipt_handle=${encodeURIComponent(forged)}`)).status).toBe(
+      410,
+    );
+    expect((await req("POST", `/v1/topics/rh/ack?receipt_handle=${encodeURIComponent(first)}`)).status).toBe(
+      204,
+    );
+  });
+});

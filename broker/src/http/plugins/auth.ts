@@ -4,7 +4,8 @@
 // preHandler checks the route's action against the principal's grants (the
 // body is parsed by then: POST /v1/topics names its topic there). Health,
 // readiness and metrics stay open. Replies: 401 + WWW-Authenticate, 403
-// naming the action and topic, 429/503 + Retry-After.
+// naming the action and topic, 429/503 + Retry-After. /metrics needs
+// authentication too unless --metrics-auth off (its labels name topics).
 
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { Counter, type Registry } from "prom-client";
@@ -24,6 +25,8 @@ export const wwwAuthenticate = 'Basic realm="narad"';
 export interface AuthPluginOptions {
   authenticator: Authenticator;
   registry: Registry;
+  /** /metrics needs authentication (--metrics-auth). */
+  metricsNeedAuth?: boolean;
 }
 
 function params(raw: unknown): Record<string, string | undefined> {
@@ -46,6 +49,7 @@ export function registerAuth(app: FastifyInstance, o: AuthPluginOptions): void {
       params(request.params),
       undefined,
       params(request.query),
+      o.metricsNeedAuth === true,
     );
     if (access.kind === "open") return;
     const outcome = await o.authenticator.authenticate(request.headers.authorization, request.ip);
@@ -75,6 +79,7 @@ export function registerAuth(app: FastifyInstance, o: AuthPluginOptions): void {
       params(request.params),
       request.body,
       params(request.query),
+      o.metricsNeedAuth === true,
     );
     if (access.kind !== "action") return;
     return forbidIfDenied(p, access, reply);
