@@ -89,7 +89,7 @@ describe("requiredAccess", () => {
       "/v1/topics/:topic/ack",
       { topic: "a" },
       undefined,
-      { kind: "action", action: "consume", topic: "a" },
+      { kind: "action", action: "consume", topic: "a", group: "default" },
     ],
     [
       "GET",
@@ -134,6 +134,18 @@ describe("group grants", () => {
   });
   it("a grant without groups keeps meaning every group", () => {
     expect(allows(user, "consume", "events", "anything")).toBe(true);
+  });
+  it("an ack is authorised for the group its receipt handle names", () => {
+    expect(
+      requiredAccess("POST", "/v1/topics/:topic/ack", { topic: "o" }, undefined, {
+        receipt_handle: "team-b:0:5:0123456789ab.k3",
+      }),
+    ).toEqual({ kind: "action", action: "consume", topic: "o", group: "team-b" });
+    expect(
+      requiredAccess("POST", "/v1/topics/:topic/ack", { topic: "o" }, undefined, {
+        receipt_handle: "0:5:0123456789ab.k3",
+      }),
+    ).toMatchObject({ group: "default" });
   });
   it("the group routes name their group", () => {
     expect(

@@ -85,11 +85,18 @@ export function requiredAccess(
     };
   }
   const action = topicActions[key];
-  if (action !== undefined) {
-    if (!groupRoutes.has(key)) return { kind: "action", action, topic: params.topic ?? "" };
+  if (action !== undefined && groupRoutes.has(key)) {
     const q = query.group;
     const group = params.group ?? (typeof q === "string" && q !== "" ? q : "default");
     return { kind: "action", action, topic: params.topic ?? "", group };
   }
+  if (key === "POST /v1/topics/:topic/ack" && action !== undefined) {
+    // The handle names its group ("<group>:<p>:<o>:<epoch>.<nonce>", no prefix: default).
+    const h = query.receipt_handle;
+    const parts = typeof h === "string" ? h.split(":") : [];
+    const group = parts.length === 4 ? (parts[0] as string) : "default";
+    return { kind: "action", action, topic: params.topic ?? "", group };
+  }
+  if (action !== undefined) return { kind: "action", action, topic: params.topic ?? "" };
   return { kind: "action", action: "admin", topic: undefined };
 }
