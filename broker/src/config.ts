@@ -66,6 +66,12 @@ export interface LimitsConfig {
   /** After bodyGraceMs, a body arriving slower than this on average loses its request (408). */
   bodyMinBytesPerSecond: number;
   bodyGraceMs: number;
+  /** Login throttle per (username, client address): free attempts, then one per interval. */
+  loginFreeAttempts: number;
+  loginIntervalMs: number;
+  /** scrypt checks running at once, and queued before 503. */
+  hashConcurrency: number;
+  hashMaxQueued: number;
 }
 
 /** HTTP authentication, cluster RPC authentication and TLS (README "Security"). */
@@ -158,6 +164,10 @@ const settings = {
   "body-min-rate": { env: "NARAD_BODY_MIN_RATE", file: "bodyMinRate" },
   "body-grace-ms": { env: "NARAD_BODY_GRACE_MS", file: "bodyGraceMs" },
   "metrics-auth": { env: "NARAD_METRICS_AUTH", file: "metricsAuth" },
+  "login-free-attempts": { env: "NARAD_LOGIN_FREE_ATTEMPTS", file: "loginFreeAttempts" },
+  "login-interval-ms": { env: "NARAD_LOGIN_INTERVAL_MS", file: "loginIntervalMs" },
+  "hash-concurrency": { env: "NARAD_HASH_CONCURRENCY", file: "hashConcurrency" },
+  "hash-max-queued": { env: "NARAD_HASH_MAX_QUEUED", file: "hashMaxQueued" },
 } as const;
 type SettingName = keyof typeof settings;
 
@@ -205,6 +215,10 @@ Limits against hostile clients (docs/security.md; a refusal counts in narad_limi
   --idle-timeout-ms N         close a silent connection  NARAD_IDLE_TIMEOUT_MS (default ${k.idleTimeoutMs})
   --body-min-rate N           bytes/s a body must average after the grace NARAD_BODY_MIN_RATE (default ${k.bodyMinBytesPerSecond})
   --body-grace-ms N           before the body rate counts NARAD_BODY_GRACE_MS (default ${k.bodyGraceMs})
+  --login-free-attempts N     failed logins per (user, address) before the throttle NARAD_LOGIN_FREE_ATTEMPTS (default ${k.loginFreeAttempts})
+  --login-interval-ms N       then one attempt per N ms NARAD_LOGIN_INTERVAL_MS (default ${k.loginIntervalMs})
+  --hash-concurrency N        scrypt checks at once      NARAD_HASH_CONCURRENCY (default ${k.hashConcurrency})
+  --hash-max-queued N         queued checks before 503   NARAD_HASH_MAX_QUEUED (default ${k.hashMaxQueued})
   --dev                       single node on 127.0.0.1 with data under ./data
 `;
 
@@ -384,12 +398,19 @@ export function loadConfig(
       idleTimeoutMs: count("idle-timeout-ms", k.idleTimeoutMs),
       bodyMinBytesPerSecond: count("body-min-rate", k.bodyMinBytesPerSecond),
       bodyGraceMs: count("body-grace-ms", k.bodyGraceMs),
+      loginFreeAttempts: count("login-free-attempts", k.loginFreeAttempts),
+      loginIntervalMs: count("login-interval-ms", k.loginIntervalMs),
+      hashConcurrency: count("hash-concurrency", k.hashConcurrency),
+      hashMaxQueued: count("hash-max-queued", k.hashMaxQueued),
     },
   };
   if (config.limits.headersTimeoutMs > config.limits.requestTimeoutMs)
     throw new ConfigError("--headers-timeout-ms must not exceed --request-timeout-ms");
   for (const [name, v] of Object.entries(config.limits)) {
-    if (name !== "bodyMinBytesPerSecond" && name !== "bodyGraceMs" && v < 1)
+    if (
+      !["bodyMinBytesPerSecond", "bodyGraceMs", "loginFreeAttempts", "hashMaxQueued"].includes(name) &&
+      v < 1
+    )
       throw new ConfigError(`limit ${name} must be at least 1`);
   }
   if (config.nodeId === "") throw new ConfigError("--node-id must not be empty");

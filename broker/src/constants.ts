@@ -144,3 +144,8 @@ export const idleTimeoutMs = 75_000;
 /** 64 MiB at 32 KiB/s is ~34 min: a slow but honest link passes; a byte every few seconds does not. */
 export const bodyMinBytesPerSecond = 32 * 1024;
 export const bodyGraceMs = 5_000;
+export const loginFreeAttempts = 5;
+export const loginIntervalMs = 12_000;
+/** At most this many scrypt checks at once (Narad v1: 4 bcrypt checks). */
+export const hashConcurrency = 4;
+export const hashMaxQueued = 256;
