@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, defaultAuthMode, loadConfig } from "./config.ts";
+import { ConfigError, defaultAuthMode, loadConfig, usage } from "./config.ts";
 
 describe("loadConfig", () => {
   it("--dev binds loopback and keeps data under ./data", () => {
@@ -37,6 +37,7 @@ describe("loadConfig", () => {
       authFile: undefined,
       clusterSecretFile: undefined,
       tlsDir: undefined,
+      metricsAuth: false,
     });
     const env = {
       NARAD_AUTH: "on",
@@ -49,6 +50,8 @@ describe("loadConfig", () => {
       authFile: "/s/users.json",
       clusterSecretFile: "/c/secret",
       tlsDir: "/tls",
+      // /metrics follows --auth unless --metrics-auth says otherwise.
+      metricsAuth: true,
     });
     expect(() => loadConfig(["--auth", "maybe"], {}, "h")).toThrow(/--auth must be on or off/);
   });
@@ -102,5 +105,23 @@ describe("overload settings", () => {
     ]) {
       expect(usage).toContain(flag);
     }
+  });
+});
+
+describe("limits against hostile clients (issue #14)", () => {
+  it("have defaults, can be set by flag and env, and are listed in the usage text", () => {
+    const c = loadConfig([], {}, "h");
+    expect(c.limits).toMatchObject({ batchMaxRecords: 100_000, maxTopics: 1_000, maxPartitions: 4_096 });
+    const d = loadConfig(
+      ["--batch-max-records", "5", "--metrics-auth", "off"],
+      { NARAD_MAX_OPEN_LOGS: "7" },
+      "h",
+    );
+    expect(d.limits.batchMaxRecords).toBe(5);
+    expect(d.limits.maxOpenLogs).toBe(7);
+    expect(d.security.metricsAuth).toBe(false);
+    for (const flag of ["--batch-max-records", "--max-partitions", "--body-min-rate", "--login-interval-ms"])
+      expect(usage).toContain(flag);
+    expect(() => loadConfig(["--max-topics", "0"], {}, "h")).toThrow(/maxTopics must be at least 1/);
   });
 });

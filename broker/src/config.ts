@@ -43,6 +43,35 @@ export interface Config {
   dispatch: DispatcherOptions;
   topicDefaults: TopicDefaults;
   security: SecurityConfig;
+  limits: LimitsConfig;
+}
+
+/**
+ * Bounds against hostile or broken clients (docs/security.md). Each one is
+ * a setting; each refusal it causes is counted in narad_limit_refusals_total.
+ */
+export interface LimitsConfig {
+  /** Records one produce-batch may decode to (each costs heap beyond its body bytes). */
+  batchMaxRecords: number;
+  /** Topics in the metastore, and partitions summed over all topics. */
+  maxTopics: number;
+  maxPartitions: number;
+  /** Partition logs this node keeps open at once (each holds at least 2 fds). */
+  maxOpenLogs: number;
+  /** Time to send the request head, and the whole request (head and body). */
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  /** A socket with no traffic for this long is closed (above the consume long-poll bound). */
+  idleTimeoutMs: number;
+  /** After bodyGraceMs, a body arriving slower than this on average loses its request (408). */
+  bodyMinBytesPerSecond: number;
+  bodyGraceMs: number;
+  /** Login throttle per (username, client address): free attempts, then one per interval. */
+  loginFreeAttempts: number;
+  loginIntervalMs: number;
+  /** scrypt checks running at once, and queued before 503. */
+  hashConcurrency: number;
+  hashMaxQueued: number;
 }
 
 /** HTTP authentication, cluster RPC authentication and TLS (README "Security"). */
@@ -57,6 +86,8 @@ export interface SecurityConfig {
   tlsDir: string | undefined;
   /** Directory with ca.crt, tls.crt and tls.key: mutual TLS on the cluster RPC. */
   clusterTlsDir: string | undefined;
+  /** /metrics needs an authenticated principal (only meaningful with auth on). */
+  metricsAuth: boolean;
 }
 
 /**
@@ -128,6 +159,20 @@ const settings = {
   "cluster-secret-file": { env: "NARAD_CLUSTER_SECRET_FILE", file: "clusterSecretFile" },
   "tls-dir": { env: "NARAD_TLS_DIR", file: "tlsDir" },
   "cluster-tls-dir": { env: "NARAD_CLUSTER_TLS_DIR", file: "clusterTlsDir" },
+  "batch-max-records": { env: "NARAD_BATCH_MAX_RECORDS", file: "batchMaxRecords" },
+  "max-topics": { env: "NARAD_MAX_TOPICS", file: "maxTopics" },
+  "max-partitions": { env: "NARAD_MAX_PARTITIONS", file: "maxPartitions" },
+  "max-open-logs": { env: "NARAD_MAX_OPEN_LOGS", file: "maxOpenLogs" },
+  "headers-timeout-ms": { env: "NARAD_HEADERS_TIMEOUT_MS", file: "headersTimeoutMs" },
+  "request-timeout-ms": { env: "NARAD_REQUEST_TIMEOUT_MS", file: "requestTimeoutMs" },
+  "idle-timeout-ms": { env: "NARAD_IDLE_TIMEOUT_MS", file: "idleTimeoutMs" },
+  "body-min-rate": { env: "NARAD_BODY_MIN_RATE", file: "bodyMinRate" },
+  "body-grace-ms": { env: "NARAD_BODY_GRACE_MS", file: "bodyGraceMs" },
+  "metrics-auth": { env: "NARAD_METRICS_AUTH", file: "metricsAuth" },
+  "login-free-attempts": { env: "NARAD_LOGIN_FREE_ATTEMPTS", file: "loginFreeAttempts" },
+  "login-interval-ms": { env: "NARAD_LOGIN_INTERVAL_MS", file: "loginIntervalMs" },
+  "hash-concurrency": { env: "NARAD_HASH_CONCURRENCY", file: "hashConcurrency" },
+  "hash-max-queued": { env: "NARAD_HASH_MAX_QUEUED", file: "hashMaxQueued" },
 } as const;
 type SettingName = keyof typeof settings;
 
@@ -165,6 +210,22 @@ Options (each also settable as the NARAD_* variable shown, or in --config JSON):
   --cluster-secret-file PATH  shared secret of the cluster RPC               NARAD_CLUSTER_SECRET_FILE
   --tls-dir DIR               serve HTTPS with DIR/tls.crt + DIR/tls.key     NARAD_TLS_DIR
   --cluster-tls-dir DIR       mutual TLS on the cluster RPC (ca.crt, tls.crt, tls.key) NARAD_CLUSTER_TLS_DIR
+  --metrics-auth on|off       /metrics needs authentication (it names topics and groups)
+                                                         NARAD_METRICS_AUTH  (default: the --auth setting)
+Limits against hostile clients (docs/security.md; a refusal counts in narad_limit_refusals_total):
+  --batch-max-records N       records per produce-batch  NARAD_BATCH_MAX_RECORDS (default ${k.batchMaxRecords})
+  --max-topics N              topics in the cluster      NARAD_MAX_TOPICS    (default ${k.maxTopics})
+  --max-partitions N          partitions over all topics NARAD_MAX_PARTITIONS (default ${k.maxPartitions})
+  --max-open-logs N           partition logs open at once (2+ fds each) NARAD_MAX_OPEN_LOGS (default ${k.maxOpenLogs})
+  --headers-timeout-ms N      time to send request headers NARAD_HEADERS_TIMEOUT_MS (default ${k.headersTimeoutMs})
+  --request-timeout-ms N      time to send a whole request NARAD_REQUEST_TIMEOUT_MS (default ${k.requestTimeoutMs})
+  --idle-timeout-ms N         close a silent connection  NARAD_IDLE_TIMEOUT_MS (default ${k.idleTimeoutMs})
+  --body-min-rate N           bytes/s a body must average after the grace NARAD_BODY_MIN_RATE (default ${k.bodyMinBytesPerSecond})
+  --body-grace-ms N           before the body rate counts NARAD_BODY_GRACE_MS (default ${k.bodyGraceMs})
+  --login-free-attempts N     failed logins per (user, address) before the throttle NARAD_LOGIN_FREE_ATTEMPTS (default ${k.loginFreeAttempts})
+  --login-interval-ms N       then one attempt per N ms NARAD_LOGIN_INTERVAL_MS (default ${k.loginIntervalMs})
+  --hash-concurrency N        scrypt checks at once      NARAD_HASH_CONCURRENCY (default ${k.hashConcurrency})
+  --hash-max-queued N         queued checks before 503   NARAD_HASH_MAX_QUEUED (default ${k.hashMaxQueued})
   --dev                       single node on 127.0.0.1 with data under ./data
 `;
 
@@ -258,6 +319,9 @@ export function loadConfig(
   }
   const auth = get("auth") ?? defaultAuthMode(metastore);
   if (auth !== "on" && auth !== "off") throw new ConfigError(`--auth must be on or off, got "${auth}"`);
+  const metricsAuth = get("metrics-auth") ?? auth;
+  if (metricsAuth !== "on" && metricsAuth !== "off")
+    throw new ConfigError(`--metrics-auth must be on or off, got "${metricsAuth}"`);
   const config: Config = {
     dev,
     http: parseHostPort(
@@ -321,6 +385,7 @@ export function loadConfig(
       maxInFlight: k.topicMaxInFlightDefault,
       maxAckedAhead: k.topicMaxAckedAheadDefault,
       namePattern: k.topicNamePattern,
+      groupNamePattern: k.groupNamePattern,
     },
     security: {
       auth,
@@ -328,8 +393,33 @@ export function loadConfig(
       clusterSecretFile: get("cluster-secret-file") || undefined,
       tlsDir: get("tls-dir") || undefined,
       clusterTlsDir: get("cluster-tls-dir") || undefined,
+      metricsAuth: metricsAuth === "on",
+    },
+    limits: {
+      batchMaxRecords: count("batch-max-records", k.batchMaxRecords),
+      maxTopics: count("max-topics", k.maxTopics),
+      maxPartitions: count("max-partitions", k.maxPartitions),
+      maxOpenLogs: count("max-open-logs", k.maxOpenLogs),
+      headersTimeoutMs: count("headers-timeout-ms", k.headersTimeoutMs),
+      requestTimeoutMs: count("request-timeout-ms", k.requestTimeoutMs),
+      idleTimeoutMs: count("idle-timeout-ms", k.idleTimeoutMs),
+      bodyMinBytesPerSecond: count("body-min-rate", k.bodyMinBytesPerSecond),
+      bodyGraceMs: count("body-grace-ms", k.bodyGraceMs),
+      loginFreeAttempts: count("login-free-attempts", k.loginFreeAttempts),
+      loginIntervalMs: count("login-interval-ms", k.loginIntervalMs),
+      hashConcurrency: count("hash-concurrency", k.hashConcurrency),
+      hashMaxQueued: count("hash-max-queued", k.hashMaxQueued),
     },
   };
+  if (config.limits.headersTimeoutMs > config.limits.requestTimeoutMs)
+    throw new ConfigError("--headers-timeout-ms must not exceed --request-timeout-ms");
+  for (const [name, v] of Object.entries(config.limits)) {
+    if (
+      !["bodyMinBytesPerSecond", "bodyGraceMs", "loginFreeAttempts", "hashMaxQueued"].includes(name) &&
+      v < 1
+    )
+      throw new ConfigError(`limit ${name} must be at least 1`);
+  }
   if (config.nodeId === "") throw new ConfigError("--node-id must not be empty");
   if (config.metastore === "kubernetes" && config.clusterName === "") {
     throw new ConfigError("--metastore kubernetes needs --cluster-name (NARAD_CLUSTER_NAME)");

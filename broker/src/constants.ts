@@ -56,6 +56,14 @@ export const topicVisibilityTimeoutMsDefault = 30_000;
 export const topicMaxInFlightDefault = 1_024;
 export const topicMaxAckedAheadDefault = 1_024;
 export const topicNamePattern = /^[A-Za-z0-9._-]{1,255}$/;
+/**
+ * Group names end up in file names (<group>.offset.tmp, 11 more bytes) on a
+ * file system whose names stop at 255 bytes: 244 is the longest that fits.
+ * Longer names were refused at the file system before (500 on consume, acks
+ * silently never persisted), so no stored group is longer.
+ */
+export const groupNameMaxLength = 244;
+export const groupNamePattern = /^[A-Za-z0-9._-]{1,244}$/;
 export const retentionCheckIntervalMs = 60_000;
 
 // Queue consumption (receipt handles, consumer groups).
@@ -121,3 +129,23 @@ if (walMaxRecordBytes > walSegmentBytes) throw new Error("a WAL record must fit 
 if (rpcCommitRequestBytes >= rpcMaxMessageBytes) throw new Error("a commit request must fit an RPC message");
 if (moveChunkBytes >= rpcMaxMessageBytes) throw new Error("a move chunk must fit an RPC message");
 if (moveRenewIntervalMs * 3 > moveFreezeTtlMs) throw new Error("a freeze must survive two missed renewals");
+
+// Limits against hostile clients (docs/security.md, config.ts LimitsConfig).
+/** A decoded record costs ~300 B of heap beyond its bytes: 100k records ≈ 30 MB. */
+export const batchMaxRecords = 100_000;
+export const maxTopics = 1_000;
+/** 2+ fds per open partition log: 4,096 partitions fit a 16k nofile limit with room for sockets. */
+export const maxPartitions = 4_096;
+export const maxOpenLogs = 4_096;
+export const headersTimeoutMs = 10_000;
+export const requestTimeoutMs = 300_000;
+/** Above consumeMaxWaitMs, so a long poll is never cut as idle. */
+export const idleTimeoutMs = 75_000;
+/** 64 MiB at 32 KiB/s is ~34 min: a slow but honest link passes; a byte every few seconds does not. */
+export const bodyMinBytesPerSecond = 32 * 1024;
+export const bodyGraceMs = 5_000;
+export const loginFreeAttempts = 5;
+export const loginIntervalMs = 12_000;
+/** At most this many scrypt checks at once (Narad v1: 4 bcrypt checks). */
+export const hashConcurrency = 4;
+export const hashMaxQueued = 256;

@@ -7,6 +7,8 @@ export const errorStatus = {
   NOT_FOUND: 404,
   /** A known path with the wrong method; the answer carries `Allow`. */
   METHOD_NOT_ALLOWED: 405,
+  /** The request (head or body) arrived too slowly; the connection is closed. */
+  REQUEST_TIMEOUT: 408,
   CONFLICT: 409,
   OFFSET_EXPIRED: 410,
   /** A receipt handle with no live lease (expired, settled, or from before a restart). */

@@ -8,6 +8,8 @@ export interface BrokerMetrics {
   producedMessages: Counter<"topic" | "partition">;
   producedBytes: Counter<"topic" | "partition">;
   produceRejected: Counter<"reason">;
+  /** A hostile-client limit refused a request (docs/security.md), by limit name. */
+  limitRefusals: Counter<"limit">;
   consumedMessages: Counter<"topic" | "partition">;
   httpRequests: Counter<"route" | "method" | "status">;
   httpDuration: Histogram<"route" | "method">;
@@ -65,6 +67,12 @@ export function createBrokerMetrics(opts: { defaultMetrics: boolean }): BrokerMe
       name: "narad_bytes_produced_total",
       help: "Payload bytes accepted per topic and partition",
       labelNames: ["topic", "partition"],
+      registers: r,
+    }),
+    limitRefusals: new Counter({
+      name: "narad_limit_refusals_total",
+      help: "Requests or connections refused by a limit against hostile clients, by limit",
+      labelNames: ["limit"],
       registers: r,
     }),
     produceRejected: new Counter({

@@ -138,6 +138,8 @@ export async function startBroker(
     nowMs,
     logger: logger.child({ component: "log" }),
     topicExists: (topic) => metastore.getTopic(topic) !== undefined,
+    maxOpenLogs: config.limits.maxOpenLogs,
+    onOpenRefused: () => metrics.limitRefusals.inc({ limit: "open_logs" }),
   });
   const consumers = new ConsumerManager({
     dataDir: config.dataDir,
@@ -146,7 +148,7 @@ export async function startBroker(
     nowMs: monoMs,
     logger: logger.child({ component: "consumer" }),
     metrics,
-    groupPattern: k.topicNamePattern,
+    groupPattern: k.groupNamePattern,
     persistIntervalMs: k.consumerFrontierPersistIntervalMs,
     purgeIntervalMs: k.consumerPurgeIntervalMs,
     maxWaiters: k.consumerMaxWaiters,

@@ -113,9 +113,11 @@ const admin = basicHeader("admin", "root-pw");
 const alice = basicHeader("alice", "alice-pw");
 
 describe("HTTP authentication", () => {
-  it("health, readiness and metrics stay open", async () => {
-    for (const path of ["/healthz", "/readyz", "/metrics"])
-      expect((await call("GET", path)).status).toBe(200);
+  it("health and readiness stay open; metrics (which name topics and groups) need authentication", async () => {
+    for (const path of ["/healthz", "/readyz"]) expect((await call("GET", path)).status).toBe(200);
+    // Issue #14: --metrics-auth follows --auth.
+    expect((await call("GET", "/metrics")).status).toBe(401);
+    expect((await call("GET", "/metrics", alice)).status).toBe(200);
   });
 
   it("no or bad credentials: 401 with WWW-Authenticate and a JSON error", async () => {
@@ -140,7 +142,7 @@ describe("HTTP authentication", () => {
     expect(String(r.json().error)).toMatch(/too many failed logins/);
     // Another user is not throttled.
     expect((await call("GET", "/v1/topics", alice)).status).toBe(200);
-    const metrics = await (await fetch(`${narad.url}/metrics`)).text();
+    const metrics = await (await fetch(`${narad.url}/metrics`, { headers: { authorization: admin } })).text();
     expect(metrics).toMatch(/narad_auth_failures_total\{reason="throttled"\} [1-9]/);
     expect(metrics).toMatch(/narad_auth_failures_total\{reason="bad_credentials"\} [1-9]/);
   });

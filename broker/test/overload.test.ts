@@ -46,7 +46,15 @@ describe("produce memory budget", () => {
   let narad: RunningNarad;
   beforeAll(async () => {
     narad = await startNarad({
-      args: ["--produce-memory-budget", String(4 * MiB), "--admission-timeout-ms", "1500"],
+      // Body rate floor off: these tests hold a body open on purpose (fuzz-hostile tests the floor).
+      args: [
+        "--produce-memory-budget",
+        String(4 * MiB),
+        "--admission-timeout-ms",
+        "1500",
+        "--body-min-rate",
+        "0",
+      ],
     });
     await createTopic(narad.url, "t", 2);
   });

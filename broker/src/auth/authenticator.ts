@@ -6,16 +6,22 @@
 // everything (the operator calls /admin/v1 with it).
 //
 // Credentials that passed the check in the last minute are accepted before
-// the throttle is consulted: someone guessing a user's password locks out
-// new guesses, not the clients of that user that already logged in (a
-// guesser cannot get into that set without passing the throttled check).
+// the throttle is consulted, and every hit extends them: someone guessing a
+// user's password locks out new guesses, never the clients of that user that
+// are logged in (a guesser cannot get into that set without passing the
+// throttled check). The throttle is keyed by (username, client address), so
+// a stranger's guesses slow down the stranger's address only.
+//
+// An unknown username is checked against a dummy scrypt hash with the usual
+// parameters, so "no such user" costs what a real scrypt user costs and the
+// answer time does not tell which names exist.
 
-import { timingSafeEqual } from "node:crypto";
+import { randomBytes, timingSafeEqual } from "node:crypto";
 import { parseAuthorization } from "./credentials.ts";
 import { allows, type Grant, rootUser } from "./grants.ts";
 import { BusyError, type PasswordChecker } from "./passwords.ts";
 import type { LoginThrottle } from "./throttle.ts";
-import { sha256, type UserRecord, type UsersDb } from "./users-file.ts";
+import { type ScryptHash, sha256, type UserRecord, type UsersDb } from "./users-file.ts";
 
 export interface Principal {
   name: string;
@@ -37,6 +43,8 @@ export type AuthOutcome =
       message: string;
       /** Counted in narad_auth_failures_total. */
       reason: "missing" | "malformed" | "bad_credentials" | "throttled" | "busy";
+      /** Which limit refused it, when one did (narad_limit_refusals_total). */
+      limit?: "login_throttle" | "login_throttle_table" | "hash_queue";
       retryAfterSeconds?: number;
     };
 
@@ -53,11 +61,27 @@ export interface AuthenticatorDeps {
 const knownGoodMs = 60_000;
 const knownGoodMax = 10_000;
 
-/** Compared against when the user does not exist, so both paths cost the same. */
-const absentDigest = sha256("narad: no such user");
+/**
+ * Checked when the user does not exist: a random key no password can match,
+ * with hashPassword's default parameters, so the check costs one real scrypt.
+ */
+const absentHash: ScryptHash = {
+  kind: "scrypt",
+  n: 16384,
+  r: 8,
+  p: 1,
+  salt: randomBytes(16),
+  key: randomBytes(32),
+  encoded: `scrypt$absent$${randomBytes(8).toString("hex")}`,
+};
 
-export function principalAllows(p: Principal, action: Grant["action"], topic: string | undefined): boolean {
-  return p.root || allows({ name: p.name, grants: p.grants }, action, topic);
+export function principalAllows(
+  p: Principal,
+  action: Grant["action"],
+  topic: string | undefined,
+  group?: string,
+): boolean {
+  return p.root || allows({ name: p.name, grants: p.grants }, action, topic, group);
 }
 
 function principalOf(user: UserRecord, via: "basic" | "bearer"): Principal {
@@ -73,7 +97,8 @@ export class Authenticator {
     this.#d = deps;
   }
 
-  async authenticate(header: string | undefined): Promise<AuthOutcome> {
+  /** `client` is the peer address: the throttle's second key. */
+  async authenticate(header: string | undefined, client = ""): Promise<AuthOutcome> {
     const cred = parseAuthorization(header);
     switch (cred.kind) {
       case "none":
@@ -83,7 +108,7 @@ export class Authenticator {
       case "bearer":
         return this.#bearer(cred.token);
       case "basic":
-        return this.#basic(cred.user, cred.password);
+        return this.#basic(cred.user, cred.password, client);
     }
   }
 
@@ -103,7 +128,7 @@ export class Authenticator {
     return { ok: true, principal: principalOf(user, "bearer") };
   }
 
-  async #basic(userName: string, password: string): Promise<AuthOutcome> {
+  async #basic(userName: string, password: string, client: string): Promise<AuthOutcome> {
     const now = this.#d.nowMs();
     const user = this.#d.users().users.get(userName);
     let knownKey: string | undefined;
@@ -113,16 +138,23 @@ export class Authenticator {
         user.password.kind === "plain" ? user.password.digest.toString("hex") : user.password.encoded;
       knownKey = sha256(`${userName}\0${id}\0${password}`).toString("hex");
       const expiry = this.#knownGood.get(knownKey);
-      if (expiry !== undefined && expiry > now) return { ok: true, principal: principalOf(user, "basic") };
+      if (expiry !== undefined && expiry > now) {
+        // Sliding: a client that keeps using its credentials never falls back to the throttle.
+        this.#remember(knownKey, now);
+        return { ok: true, principal: principalOf(user, "basic") };
+      }
     }
-    const gate = this.#d.throttle.begin(userName, now);
+    // NUL cannot occur in a username (Basic splits at ":"; the users file forbids it).
+    const throttleKey = `${userName}\0${client}`;
+    const gate = this.#d.throttle.begin(throttleKey, now);
     if (!gate.allowed) {
       const retryAfterSeconds = Math.max(1, Math.ceil(gate.retryAfterMs / 1000));
       return {
         ok: false,
         status: 429,
         reason: "throttled",
-        message: `too many failed logins for "${userName}"; retry in ${retryAfterSeconds} s`,
+        limit: gate.reason === "table_full" ? "login_throttle_table" : "login_throttle",
+        message: `too many failed logins for "${userName}" from this address; retry in ${retryAfterSeconds} s`,
         retryAfterSeconds,
       };
     }
@@ -130,24 +162,35 @@ export class Authenticator {
     try {
       ok =
         user?.password === undefined
-          ? (await this.#d.passwords.verify({ kind: "plain", digest: absentDigest }, password)) && false
+          ? (await this.#d.passwords.verify(absentHash, password)) && false
           : await this.#d.passwords.verify(user.password, password);
     } catch (err) {
       if (err instanceof BusyError)
-        return { ok: false, status: 503, reason: "busy", message: err.message, retryAfterSeconds: 1 };
+        return {
+          ok: false,
+          status: 503,
+          reason: "busy",
+          limit: "hash_queue",
+          message: err.message,
+          retryAfterSeconds: 1,
+        };
       throw err;
     }
     if (!ok || user === undefined || knownKey === undefined) {
-      this.#d.throttle.failed(userName, this.#d.nowMs());
+      // Already counted by begin().
       return { ok: false, status: 401, reason: "bad_credentials", message: "invalid username or password" };
     }
-    this.#d.throttle.succeeded(userName);
+    this.#d.throttle.succeeded(throttleKey);
+    this.#remember(knownKey, this.#d.nowMs());
+    return { ok: true, principal: principalOf(user, "basic") };
+  }
+
+  #remember(knownKey: string, now: number): void {
     this.#knownGood.delete(knownKey);
-    this.#knownGood.set(knownKey, this.#d.nowMs() + knownGoodMs);
+    this.#knownGood.set(knownKey, now + knownGoodMs);
     if (this.#knownGood.size > knownGoodMax) {
       const oldest = this.#knownGood.keys().next().value;
       if (oldest !== undefined) this.#knownGood.delete(oldest);
     }
-    return { ok: true, principal: principalOf(user, "basic") };
   }
 }

@@ -55,8 +55,14 @@ describe("requiredAccess", () => {
     ["GET", "/v1/topics", {}, undefined, { kind: "authenticated" }],
     ["HEAD", "/v1/topics/:topic", { topic: "a" }, undefined, { kind: "authenticated" }],
     ["GET", undefined, {}, undefined, { kind: "authenticated" }],
-    ["POST", "/v1/topics", {}, { name: "t1" }, { kind: "action", action: "create", topic: "t1" }],
-    ["POST", "/v1/topics", {}, "junk", { kind: "action", action: "create", topic: "" }],
+    [
+      "POST",
+      "/v1/topics",
+      {},
+      { name: "t1" },
+      { kind: "action", action: "create", topic: "t1", needsBody: true },
+    ],
+    ["POST", "/v1/topics", {}, "junk", { kind: "action", action: "create", topic: "", needsBody: true }],
     [
       "POST",
       "/v1/topics/:topic/produce",
@@ -76,14 +82,14 @@ describe("requiredAccess", () => {
       "/v1/topics/:topic/consume",
       { topic: "a" },
       undefined,
-      { kind: "action", action: "consume", topic: "a" },
+      { kind: "action", action: "consume", topic: "a", group: "default" },
     ],
     [
       "POST",
       "/v1/topics/:topic/ack",
       { topic: "a" },
       undefined,
-      { kind: "action", action: "consume", topic: "a" },
+      { kind: "action", action: "consume", topic: "a", group: "default" },
     ],
     [
       "GET",
@@ -110,5 +116,48 @@ describe("requiredAccess", () => {
     ["POST", "/v1/some/new/route", {}, undefined, { kind: "action", action: "admin", topic: undefined }],
   ])("%s %s", (method, route, params, body, want) => {
     expect(requiredAccess(method, route, params, body)).toEqual(want);
+  });
+});
+
+describe("group grants", () => {
+  const user = {
+    name: "team-a",
+    grants: [
+      { action: "consume" as const, topics: "orders", groups: "team-a-*" },
+      { action: "consume" as const, topics: "events" },
+    ],
+  };
+  it("a grant with groups covers only those groups", () => {
+    expect(allows(user, "consume", "orders", "team-a-billing")).toBe(true);
+    expect(allows(user, "consume", "orders", "team-b-billing")).toBe(false);
+    expect(allows(user, "consume", "orders", "default")).toBe(false);
+  });
+  it("a grant without groups keeps meaning every group", () => {
+    expect(allows(user, "consume", "events", "anything")).toBe(true);
+  });
+  it("an ack is authorised for the group its receipt handle names", () => {
+    expect(
+      requiredAccess("POST", "/v1/topics/:topic/ack", { topic: "o" }, undefined, {
+        receipt_handle: "team-b:0:5:0123456789ab.k3",
+      }),
+    ).toEqual({ kind: "action", action: "consume", topic: "o", group: "team-b" });
+    expect(
+      requiredAccess("POST", "/v1/topics/:topic/ack", { topic: "o" }, undefined, {
+        receipt_handle: "0:5:0123456789ab.k3",
+      }),
+    ).toMatchObject({ group: "default" });
+  });
+  it("the group routes name their group", () => {
+    expect(
+      requiredAccess("DELETE", "/v1/topics/:topic/groups/:group", { topic: "o", group: "g1" }, undefined),
+    ).toEqual({ kind: "action", action: "consume", topic: "o", group: "g1" });
+    expect(
+      requiredAccess("GET", "/v1/topics/:topic/consume", { topic: "o" }, undefined, { group: "g2" }),
+    ).toEqual({
+      kind: "action",
+      action: "consume",
+      topic: "o",
+      group: "g2",
+    });
   });
 });

@@ -10,6 +10,12 @@ export interface Grant {
   action: Action;
   /** Exact topic name, or a prefix followed by "*" ("*" alone: every topic). */
   topics: string;
+  /**
+   * Consumer groups this grant covers, same pattern syntax; absent: every
+   * group (what a grant meant before groups could be named). Only consume
+   * requests name a group; other actions ignore it.
+   */
+  groups?: string;
 }
 
 export const rootUser = "admin";
@@ -32,11 +38,13 @@ export function allows(
   user: { name: string; grants: readonly Grant[] },
   action: Action,
   topic: string | undefined,
+  group?: string,
 ): boolean {
   if (user.name === rootUser) return true;
   return user.grants.some(
     (g) =>
       (g.action === action || g.action === "admin") &&
-      (topic === undefined ? g.topics === "*" : patternMatches(g.topics, topic)),
+      (topic === undefined ? g.topics === "*" : patternMatches(g.topics, topic)) &&
+      (group === undefined || g.groups === undefined || patternMatches(g.groups, group)),
   );
 }

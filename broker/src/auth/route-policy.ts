@@ -9,7 +9,15 @@ import type { Action } from "./grants.ts";
 export type Access =
   | { kind: "open" }
   | { kind: "authenticated" }
-  | { kind: "action"; action: Action; topic: string | undefined };
+  | {
+      kind: "action";
+      action: Action;
+      topic: string | undefined;
+      /** The consumer group the request acts for (consume, declare, delete), checked against grants' groups. */
+      group?: string;
+      /** The topic is named in the body (POST /v1/topics): authorise after parsing, not in onRequest. */
+      needsBody?: boolean;
+    };
 
 const open = new Set(["/healthz", "/readyz", "/metrics"]);
 
@@ -20,6 +28,13 @@ const authenticatedOnly = new Set([
   "GET /v1/topics/:topic/groups",
   // An idempotent producer's identity (id + epoch); producing still needs the produce grant.
   "POST /v1/producers",
+]);
+
+/** Routes whose group is named in the path (:group) or, for consume, the query (?group=, default "default"). */
+const groupRoutes = new Set([
+  "GET /v1/topics/:topic/consume",
+  "PUT /v1/topics/:topic/groups/:group",
+  "DELETE /v1/topics/:topic/groups/:group",
 ]);
 
 /** Topic routes and the action each needs on that topic. */
@@ -48,8 +63,12 @@ export function requiredAccess(
   route: string | undefined,
   params: Readonly<Record<string, string | undefined>>,
   body: unknown,
+  query: Readonly<Record<string, unknown>> = {},
+  metricsNeedAuth = false,
 ): Access {
   if (route === undefined) return { kind: "authenticated" };
+  // Metric labels name every topic and group: as private as GET /v1/topics.
+  if (route === "/metrics" && metricsNeedAuth) return { kind: "authenticated" };
   if (open.has(route)) return { kind: "open" };
   // fastify answers HEAD with the GET route.
   const key = `${method === "HEAD" ? "GET" : method} ${route}`;
@@ -60,9 +79,26 @@ export function requiredAccess(
       typeof body === "object" && body !== null ? (body as Record<string, unknown>).name : undefined;
     // No name: the route answers 400; the grant check needs some topic, and
     // "" matches only a "*" grant.
-    return { kind: "action", action: "create", topic: typeof name === "string" ? name : "" };
+    return {
+      kind: "action",
+      action: "create",
+      topic: typeof name === "string" ? name : "",
+      needsBody: true,
+    };
   }
   const action = topicActions[key];
+  if (action !== undefined && groupRoutes.has(key)) {
+    const q = query.group;
+    const group = params.group ?? (typeof q === "string" && q !== "" ? q : "default");
+    return { kind: "action", action, topic: params.topic ?? "", group };
+  }
+  if (key === "POST /v1/topics/:topic/ack" && action !== undefined) {
+    // The handle names its group ("<group>:<p>:<o>:<epoch>.<nonce>", no prefix: default).
+    const h = query.receipt_handle;
+    const parts = typeof h === "string" ? h.split(":") : [];
+    const group = parts.length === 4 ? (parts[0] as string) : "default";
+    return { kind: "action", action, topic: params.topic ?? "", group };
+  }
   if (action !== undefined) return { kind: "action", action, topic: params.topic ?? "" };
   return { kind: "action", action: "admin", topic: undefined };
 }

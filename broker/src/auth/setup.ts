@@ -15,14 +15,11 @@ import { type ClusterTls, clusterTlsCredentials } from "../rpc/tls.ts";
 import { Authenticator } from "./authenticator.ts";
 import { type ClusterSecret, openClusterSecret } from "./cluster-secret.ts";
 import { PasswordChecker } from "./passwords.ts";
-import { LoginThrottle } from "./throttle.ts";
+import { defaultThrottle, LoginThrottle } from "./throttle.ts";
 import { ensureDefaultUsersFile, openUsersStore, type UsersStore } from "./users-store.ts";
 
 /** How often secret files are re-stated (Kubernetes propagates Secret updates in ~1 min anyway). */
 export const securityPollMs = 2000;
-/** At most this many scrypt checks at once (Narad v1: 4 bcrypt checks). */
-const hashConcurrency = 4;
-const hashMaxQueued = 256;
 /** A successful scrypt verification is reused this long. */
 const verifiedCacheMs = 60_000;
 /** Log a rejected cluster RPC at most this often. */
@@ -109,17 +106,22 @@ export async function openSecurity(
         const store = users;
         opts.auth = {
           registry,
+          metricsNeedAuth: sec.metricsAuth,
           authenticator: new Authenticator({
             users: () => store.current(),
             clusterSecretDigest: () => clusterSecret?.bearerDigest(),
             passwords: new PasswordChecker({
-              concurrency: hashConcurrency,
-              maxQueued: hashMaxQueued,
+              concurrency: config.limits.hashConcurrency,
+              maxQueued: config.limits.hashMaxQueued,
               cacheMs: verifiedCacheMs,
               cacheEntries: 10_000,
               nowMs,
             }),
-            throttle: new LoginThrottle(),
+            throttle: new LoginThrottle({
+              ...defaultThrottle,
+              freeFailures: config.limits.loginFreeAttempts,
+              intervalMs: config.limits.loginIntervalMs,
+            }),
             nowMs,
           }),
         };

@@ -1,47 +1,59 @@
 import { describe, expect, it } from "vitest";
 import { LoginThrottle } from "./throttle.ts";
 
+const small = { freeFailures: 5, intervalMs: 12_000, forgetAfterMs: 60_000, maxEntries: 3 };
+
 describe("LoginThrottle", () => {
-  it("allows 5 failures, then one attempt per 12 s, refusing the rest with the time left", () => {
+  it("allows 5 attempts, then one per 12 s, refusing the rest with the time left", () => {
     const t = new LoginThrottle();
     let now = 1_000_000;
     for (let i = 0; i < 5; i++) {
       expect(t.begin("bob", now)).toEqual({ allowed: true });
-      t.failed("bob", now);
       now += 100;
     }
-    expect(t.begin("bob", now)).toEqual({ allowed: false, retryAfterMs: 12_000 - 100 });
-    // Other users are not affected.
+    expect(t.begin("bob", now)).toEqual({ allowed: false, retryAfterMs: 12_000 - 100, reason: "throttled" });
+    // Other keys are not affected.
     expect(t.begin("carol", now)).toEqual({ allowed: true });
     now += 11_900;
     expect(t.begin("bob", now)).toEqual({ allowed: true });
-    // That attempt used the slot: the next one waits another 12 s even before its result.
     expect(t.begin("bob", now + 1).allowed).toBe(false);
-    t.failed("bob", now);
     expect(t.begin("bob", now + 11_999).allowed).toBe(false);
     expect(t.begin("bob", now + 12_000).allowed).toBe(true);
   });
-  it("a success clears the count; 60 s without failures forgets it", () => {
+
+  it("counts an attempt when it begins: a burst of concurrent guesses gets only the free ones", () => {
+    // Before, the failure was recorded after the awaited hash, so all 60 passed.
     const t = new LoginThrottle();
-    for (let i = 0; i < 5; i++) t.failed("bob", 0);
+    const allowed = Array.from({ length: 60 }, () => t.begin("scrypt-user", 0)).filter((d) => d.allowed);
+    expect(allowed).toHaveLength(5);
+  });
+
+  it("a success clears the count; 60 s without attempts forgets it", () => {
+    const t = new LoginThrottle();
+    for (let i = 0; i < 5; i++) t.begin("bob", 0);
     expect(t.begin("bob", 1).allowed).toBe(false);
     t.succeeded("bob");
     expect(t.begin("bob", 2).allowed).toBe(true);
-    for (let i = 0; i < 5; i++) t.failed("dan", 0);
-    expect(t.begin("dan", 59_999).allowed).toBe(true); // 12 s passed since the last attempt
-    t.failed("dan", 59_999);
+    for (let i = 0; i < 6; i++) t.begin("dan", 0);
+    expect(t.begin("dan", 59_999).allowed).toBe(true);
     expect(t.begin("dan", 60_000).allowed).toBe(false);
     expect(t.begin("dan", 59_999 + 60_000).allowed).toBe(true);
-    expect(t.size).toBe(0);
   });
-  it("keeps a bounded table", () => {
-    const t = new LoginThrottle({
-      freeFailures: 5,
-      intervalMs: 12_000,
-      forgetAfterMs: 60_000,
-      maxEntries: 3,
-    });
-    for (let i = 0; i < 10; i++) t.failed(`u${i}`, 0);
+
+  it("keeps a bounded table, and eviction never frees a throttled key", () => {
+    const t = new LoginThrottle(small);
+    for (let i = 0; i < 6; i++) t.begin("target", 0);
+    expect(t.begin("target", 1).allowed).toBe(false);
+    // Random usernames push through the table: the throttled key stays.
+    for (let i = 0; i < 10_001; i++) t.begin(`u${i}`, 2);
     expect(t.size).toBe(3);
+    expect(t.begin("target", 3).allowed).toBe(false);
+  });
+
+  it("refuses a new key when every entry is throttled, until entries expire", () => {
+    const t = new LoginThrottle(small);
+    for (const k of ["a", "b", "c"]) for (let i = 0; i < 5; i++) t.begin(k, 0);
+    expect(t.begin("d", 1)).toMatchObject({ allowed: false, reason: "table_full" });
+    expect(t.begin("d", 60_000).allowed).toBe(true);
   });
 });

@@ -1,10 +1,19 @@
-// Failed-login throttle per username, pure (the caller passes the clock):
-// the first 5 failures are free, after that one attempt per 12 s is let
-// through to the password check and the rest are refused (429) without
-// checking anything, so guessing a password costs 12 s per try. A success
-// clears the entry; an entry with no failure for 60 s expires. The table is
-// bounded (oldest entries go first), so random usernames cannot grow it
-// without limit.
+// Failed-login throttle, pure (the caller passes the clock). Keyed by
+// whatever the caller chooses; the authenticator uses (username, client
+// address), so a stranger guessing "admin" from one address slows down that
+// address, not the admin's own new logins from elsewhere.
+//
+// Every attempt is counted when it BEGINS, before the password is hashed:
+// concurrent guesses cannot all slip through while the first hash is still
+// running. A success clears the entry. The first `freeFailures` attempts are
+// free; after that one attempt per `intervalMs` is let through and the rest
+// are refused (429) without hashing anything. An entry with no attempt for
+// `forgetAfterMs` expires.
+//
+// The table is bounded, and eviction can never reset a throttled key: when
+// it is full, expired entries go first, then the oldest entry still in its
+// free allowance; if every entry is throttled, a new key is refused as
+// throttled itself (fail closed) until some entry expires.
 
 export interface ThrottleOptions {
   freeFailures: number;
@@ -21,64 +30,76 @@ export const defaultThrottle: ThrottleOptions = {
 };
 
 interface Entry {
-  failures: number;
-  /** When the last attempt was let through to the check (ms). */
+  /** Attempts begun and not cleared by a success. */
+  attempts: number;
+  /** When the last attempt was let through (ms). */
   lastAttemptMs: number;
-  lastFailureMs: number;
 }
 
-export type ThrottleDecision = { allowed: true } | { allowed: false; retryAfterMs: number };
+export type ThrottleDecision =
+  | { allowed: true }
+  | { allowed: false; retryAfterMs: number; reason: "throttled" | "table_full" };
 
 export class LoginThrottle {
   readonly #o: ThrottleOptions;
+  /** Insertion order = order of last attempt (re-inserted on every attempt). */
   readonly #entries = new Map<string, Entry>();
 
   constructor(options: ThrottleOptions = defaultThrottle) {
     this.#o = options;
   }
 
-  /** Before checking a password: may this attempt for `user` go ahead? Records the attempt if so. */
-  begin(user: string, nowMs: number): ThrottleDecision {
-    const e = this.#live(user, nowMs);
-    if (e === undefined || e.failures < this.#o.freeFailures) {
-      if (e !== undefined) e.lastAttemptMs = nowMs;
-      return { allowed: true };
+  /** Before checking a password: may this attempt go ahead? If so it is counted now. */
+  begin(key: string, nowMs: number): ThrottleDecision {
+    let e = this.#live(key, nowMs);
+    if (e !== undefined && e.attempts >= this.#o.freeFailures) {
+      const next = e.lastAttemptMs + this.#o.intervalMs;
+      if (nowMs < next) return { allowed: false, retryAfterMs: next - nowMs, reason: "throttled" };
     }
-    const next = e.lastAttemptMs + this.#o.intervalMs;
-    if (nowMs < next) return { allowed: false, retryAfterMs: next - nowMs };
+    if (e === undefined) {
+      if (!this.#makeRoom(nowMs))
+        return { allowed: false, retryAfterMs: this.#o.intervalMs, reason: "table_full" };
+      e = { attempts: 0, lastAttemptMs: nowMs };
+    }
+    e.attempts++;
     e.lastAttemptMs = nowMs;
+    this.#entries.delete(key);
+    this.#entries.set(key, e);
     return { allowed: true };
   }
 
-  failed(user: string, nowMs: number): void {
-    let e = this.#live(user, nowMs);
-    if (e === undefined) {
-      e = { failures: 0, lastAttemptMs: nowMs, lastFailureMs: nowMs };
-      this.#entries.set(user, e);
-      if (this.#entries.size > this.#o.maxEntries) {
-        const oldest = this.#entries.keys().next().value;
-        if (oldest !== undefined) this.#entries.delete(oldest);
-      }
-    }
-    e.failures++;
-    e.lastFailureMs = nowMs;
-    e.lastAttemptMs = nowMs;
-  }
-
-  succeeded(user: string): void {
-    this.#entries.delete(user);
+  succeeded(key: string): void {
+    this.#entries.delete(key);
   }
 
   get size(): number {
     return this.#entries.size;
   }
 
-  #live(user: string, nowMs: number): Entry | undefined {
-    const e = this.#entries.get(user);
-    if (e !== undefined && nowMs - e.lastFailureMs >= this.#o.forgetAfterMs) {
-      this.#entries.delete(user);
+  #live(key: string, nowMs: number): Entry | undefined {
+    const e = this.#entries.get(key);
+    if (e !== undefined && nowMs - e.lastAttemptMs >= this.#o.forgetAfterMs) {
+      this.#entries.delete(key);
       return undefined;
     }
     return e;
+  }
+
+  /** Frees a slot for a new key without dropping a throttled one; false when impossible. */
+  #makeRoom(nowMs: number): boolean {
+    if (this.#entries.size < this.#o.maxEntries) return true;
+    // Oldest first: expired entries are at the front.
+    for (const [k, e] of this.#entries) {
+      if (nowMs - e.lastAttemptMs >= this.#o.forgetAfterMs) this.#entries.delete(k);
+      else break;
+    }
+    if (this.#entries.size < this.#o.maxEntries) return true;
+    for (const [k, e] of this.#entries) {
+      if (e.attempts < this.#o.freeFailures) {
+        this.#entries.delete(k);
+        return true;
+      }
+    }
+    return false;
   }
 }

@@ -86,12 +86,16 @@ function isObject(v: unknown): v is Record<string, unknown> {
 
 function parseGrant(raw: unknown, where: string): Grant {
   if (!isObject(raw)) fail(where, "must be an object {action, topics}");
-  checkKeys(raw, ["action", "topics"], where);
+  checkKeys(raw, ["action", "topics", "groups"], where);
   if (!isAction(raw.action)) fail(where, "action must be produce, consume, create or admin");
   const topics = raw.topics;
   if (typeof topics !== "string" || topics === "" || !topicPatternRe.test(topics))
     fail(where, 'topics must be a topic name or a prefix ending in "*"');
-  return { action: raw.action, topics };
+  if (raw.groups === undefined) return { action: raw.action, topics };
+  const groups = raw.groups;
+  if (typeof groups !== "string" || groups === "" || !topicPatternRe.test(groups))
+    fail(where, 'groups must be a group name or a prefix ending in "*"');
+  return { action: raw.action, topics, groups };
 }
 
 export function parseUsersFile(text: string): UsersDb {

@@ -6,7 +6,7 @@
 // Cluster note: every method takes a partition this node owns; a router in
 // front (later) sends consume/ack for a remote partition to its owner.
 
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomInt } from "node:crypto";
 import { join } from "node:path";
 import type { Logger } from "pino";
 import { defaultGroup, encodeHandle, parseHandle } from "../core/consumer-handle.ts";
@@ -123,6 +123,9 @@ const limitsOf = (t: TopicConfig, group: string): QueueLimits => {
     visibilityTimeoutMs: g.visibility_timeout_ms,
   };
 };
+
+/** 1 .. 2^48-1: never 0, unguessable, and short in base 36 (at most 10 digits). */
+const randomNonce = (): number => randomInt(1, 2 ** 48);
 
 export class ConsumerManager {
   readonly #o: ConsumerManagerOptions;
@@ -458,7 +461,9 @@ export class ConsumerManager {
       group,
       dir,
       epoch: this.#newEpoch(),
-      state: new ConsumerQueueState(persisted),
+      // Random nonces (48 bits, fits the handle's 10 base-36 digits): a consumer
+      // that holds one handle cannot guess another's (they were sequential).
+      state: new ConsumerQueueState(persisted, randomNonce),
       log,
       persisted,
       events,

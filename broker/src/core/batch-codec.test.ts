@@ -60,3 +60,28 @@ describe("ndjson batch", () => {
     expect(() => decodeNdjsonBatch(Buffer.from(line), 1 << 20)).toThrow(message);
   });
 });
+
+describe("batch limits (issue #14)", () => {
+  const limits = { maxRecords: 1000, maxKeyBytes: 0xffff };
+  it("refuses a binary batch of more records than the cap, whole, without decoding them all", () => {
+    // 10-byte records: a 64 MiB body would decode to 6.7 M objects.
+    const body = Buffer.alloc(10 * 1001);
+    for (let i = 0; i < 1001; i++) body.writeInt32BE(-1, i * 10);
+    expect(() => decodeBinaryBatch(body, 1 << 20, limits)).toThrow(/more than 1000 records/);
+    expect(decodeBinaryBatch(body.subarray(0, 10_000), 1 << 20, limits)).toHaveLength(1000);
+  });
+  it("refuses an ndjson batch of more lines than the cap", () => {
+    const body = Buffer.from('{"payload":1}\n'.repeat(1001));
+    expect(() => decodeNdjsonBatch(body, 1 << 20, limits)).toThrow(/more than 1000 records/);
+  });
+  it("refuses a binary partition below -1 instead of treating it as 'choose'", () => {
+    const body = encodeBinaryBatch([{ partition: -2, key: Buffer.alloc(0), payload: Buffer.from("x") }]);
+    expect(() => decodeBinaryBatch(body, 1 << 20)).toThrow(/below -1/);
+  });
+  it("caps ndjson keys at the binary format's 65,535 bytes", () => {
+    const line = JSON.stringify({ key: "k".repeat(65_536), payload: 1 });
+    expect(() => decodeNdjsonBatch(Buffer.from(line), 1 << 20)).toThrow(/key of 65536 bytes exceeds 65535/);
+    const ok = JSON.stringify({ key: "k".repeat(65_535), payload: 1 });
+    expect(decodeNdjsonBatch(Buffer.from(ok), 1 << 20)).toHaveLength(1);
+  });
+});

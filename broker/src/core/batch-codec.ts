@@ -1,7 +1,7 @@
 // Decoding of batch produce bodies. Two formats share one route:
 //
 // application/vnd.narad.batch (binary, for throughput), records back to back:
-//   partition i32 BE (-1: choose by key, or rotate when keyless)
+//   partition i32 BE (-1: choose by key, or rotate when keyless; below -1: 400)
 //   keyLen    u16 BE (0: keyless)     key     keyLen bytes
 //   payloadLen u32 BE                  payload payloadLen bytes
 //
@@ -11,7 +11,31 @@
 //   text (or decoded from base64 with payload_encoding), anything else as
 //   its JSON text.
 
-import { badRequest } from "../errors.ts";
+import { badRequest, NaradError } from "../errors.ts";
+
+/**
+ * Bounds on a decoded batch. Records are counted while decoding, so a body of
+ * millions of tiny records is refused (whole) after maxRecords objects, not
+ * after millions: each decoded record costs a few hundred bytes of heap on
+ * top of its body bytes, which the produce memory budget does not see.
+ */
+export interface BatchLimits {
+  maxRecords: number;
+  /** One key limit for both formats (the binary format cannot carry more than 65,535). */
+  maxKeyBytes: number;
+}
+
+/** The binary format's u16 key length: the most either format accepts. */
+export const batchMaxKeyBytes = 0xffff;
+
+const unlimited: BatchLimits = { maxRecords: Number.MAX_SAFE_INTEGER, maxKeyBytes: batchMaxKeyBytes };
+
+function tooManyRecords(max: number): NaradError {
+  return new NaradError(
+    "PAYLOAD_TOO_LARGE",
+    `batch holds more than ${max} records; split it (the limit is --batch-max-records)`,
+  );
+}
 
 export interface BatchEntry {
   /** -1 when the broker should choose. */
@@ -28,14 +52,27 @@ export const batchContentTypes = {
 
 const binaryHeaderBytes = 4 + 2;
 
-export function decodeBinaryBatch(body: Buffer, maxRecordBytes: number): BatchEntry[] {
+export function decodeBinaryBatch(
+  body: Buffer,
+  maxRecordBytes: number,
+  limits: BatchLimits = unlimited,
+): BatchEntry[] {
   const entries: BatchEntry[] = [];
   let pos = 0;
   while (pos < body.length) {
+    if (entries.length >= limits.maxRecords) throw tooManyRecords(limits.maxRecords);
     if (pos + binaryHeaderBytes > body.length)
       throw badRequest(`batch record ${entries.length}: truncated header`);
     const partition = body.readInt32BE(pos);
+    // -1 is the only "choose" value; anything lower is a client bug, not a choice.
+    if (partition < -1)
+      throw badRequest(`batch record ${entries.length}: partition ${partition} is below -1`);
     const keyLen = body.readUInt16BE(pos + 4);
+    if (keyLen > limits.maxKeyBytes) {
+      throw badRequest(
+        `batch record ${entries.length}: key of ${keyLen} bytes exceeds ${limits.maxKeyBytes}`,
+      );
+    }
     pos += binaryHeaderBytes;
     if (pos + keyLen + 4 > body.length) throw badRequest(`batch record ${entries.length}: truncated key`);
     const key = body.subarray(pos, pos + keyLen);
@@ -71,7 +108,7 @@ export function encodeBinaryBatch(entries: readonly BatchEntry[]): Buffer {
   return out;
 }
 
-function ndjsonEntry(line: string, index: number, maxRecordBytes: number): BatchEntry {
+function ndjsonEntry(line: string, index: number, maxRecordBytes: number, maxKeyBytes: number): BatchEntry {
   let obj: unknown;
   try {
     obj = JSON.parse(line);
@@ -110,20 +147,30 @@ function ndjsonEntry(line: string, index: number, maxRecordBytes: number): Batch
   if (payload.length > maxRecordBytes) {
     throw badRequest(`batch line ${index + 1}: payload of ${payload.length} bytes exceeds ${maxRecordBytes}`);
   }
-  return {
-    partition: rec.partition === undefined ? -1 : (rec.partition as number),
-    key: rec.key === undefined ? Buffer.alloc(0) : Buffer.from(rec.key, "utf8"),
-    payload,
-  };
+  const key = rec.key === undefined ? Buffer.alloc(0) : Buffer.from(rec.key, "utf8");
+  if (key.length > maxKeyBytes) {
+    throw badRequest(`batch line ${index + 1}: key of ${key.length} bytes exceeds ${maxKeyBytes}`);
+  }
+  return { partition: rec.partition === undefined ? -1 : (rec.partition as number), key, payload };
 }
 
-export function decodeNdjsonBatch(body: Buffer, maxRecordBytes: number): BatchEntry[] {
+export function decodeNdjsonBatch(
+  body: Buffer,
+  maxRecordBytes: number,
+  limits: BatchLimits = unlimited,
+): BatchEntry[] {
   const entries: BatchEntry[] = [];
-  const lines = body.toString("utf8").split("\n");
-  for (const raw of lines) {
-    const line = raw.trim();
+  // Line by line, not split("\n"): a body of millions of empty or tiny lines
+  // must not become millions of strings before the record cap is checked.
+  let start = 0;
+  while (start < body.length) {
+    let end = body.indexOf(0x0a, start);
+    if (end < 0) end = body.length;
+    const line = body.toString("utf8", start, end).trim();
+    start = end + 1;
     if (line.length === 0) continue;
-    entries.push(ndjsonEntry(line, entries.length, maxRecordBytes));
+    if (entries.length >= limits.maxRecords) throw tooManyRecords(limits.maxRecords);
+    entries.push(ndjsonEntry(line, entries.length, maxRecordBytes, limits.maxKeyBytes));
   }
   return entries;
 }

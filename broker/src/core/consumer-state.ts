@@ -65,14 +65,21 @@ export class ConsumerQueueState {
   #committed: number;
   #nextFresh: number;
   #nonce = 0;
+  readonly #nextNonce: () => number;
   readonly #leases = new Map<number, Lease>();
   readonly #byExpiry = new LeaseHeap<Lease>();
   readonly #redeliver = new OffsetHeap();
   readonly #ackedAhead = new Set<number>();
   readonly #corrupt = new Set<number>();
 
-  constructor(committed: number) {
+  /**
+   * `nextNonce` picks each lease's nonce (the part of a receipt handle that
+   * proves it was handed out): the broker passes a random source, so handles
+   * cannot be forged from a known one; the default counter keeps tests exact.
+   */
+  constructor(committed: number, nextNonce?: () => number) {
     if (!Number.isSafeInteger(committed) || committed < 0) throw new RangeError("bad committed offset");
+    this.#nextNonce = nextNonce ?? (() => ++this.#nonce);
     this.#committed = committed;
     this.#nextFresh = committed;
   }
@@ -135,7 +142,7 @@ export class ConsumerQueueState {
     else this.#nextFresh++;
     const lease: Lease = {
       offset: candidate,
-      nonce: ++this.#nonce,
+      nonce: this.#nextNonce(),
       expiresAtMs: nowMs + limits.visibilityTimeoutMs,
       heapIndex: -1,
     };

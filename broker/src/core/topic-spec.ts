@@ -13,6 +13,8 @@ export interface TopicDefaults {
   maxInFlight: number;
   maxAckedAhead: number;
   namePattern: RegExp;
+  /** Consumer group / subscription names (shorter than topics: they become file names with a suffix). */
+  groupNamePattern?: RegExp;
 }
 
 const createFields = new Set([
@@ -76,8 +78,9 @@ function intField(obj: Record<string, unknown>, field: string, min: number, max:
  * topic name rule.
  */
 export function parseSubscription(name: unknown, body: unknown, d: TopicDefaults): SubscriptionConfig {
-  if (!validTopicName(name, d.namePattern))
-    throw badRequest(`subscription name must match ${d.namePattern.source}`);
+  // Group names must also fit a file name with the frontier suffix (constants.ts groupNamePattern).
+  const pattern = d.groupNamePattern ?? d.namePattern;
+  if (!validTopicName(name, pattern)) throw badRequest(`subscription name must match ${pattern.source}`);
   const obj = asObject(body ?? {});
   for (const field of Object.keys(obj)) {
     if (!subscriptionFields.has(field)) throw badRequest(`unknown subscription field "${field}"`);

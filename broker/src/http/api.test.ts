@@ -392,3 +392,74 @@ describe("idempotent produce", () => {
     expect(a.producer_id).not.toBe(b.producer_id);
   });
 });
+
+describe("hostile inputs (issue #14)", () => {
+  it("a drain refused for a bad wait_ms does not start draining", async () => {
+    const refused = await req("POST", "/admin/v1/drain?wait_ms=-1");
+    expect(refused.status).toBe(400);
+    // Before: the drain had started (readyz 503, produce 503).
+    expect((await req("GET", "/readyz")).status).toBe(200);
+    expect((await req("GET", "/admin/v1/status")).json().draining).toBe(false);
+  });
+
+  it("a 255-character topic deletes cleanly (204) and its records do not come back when re-created", async () => {
+    const name = "t".repeat(255);
+    expect((await req("POST", "/v1/topics", { name, partitions: 1 })).status).toBe(201);
+    expect((await req("POST", `/v1/topics/${name}/produce`, "old")).status).toBe(202);
+    await visible(name, 0, 1);
+    // Before: 500 after the metadata was removed (the trash name passed 255 bytes), data kept.
+    expect((await req("DELETE", `/v1/topics/${name}`)).status).toBe(204);
+    expect((await req("POST", "/v1/topics", { name, partitions: 1 })).status).toBe(201);
+    const again = (await req("GET", `/v1/topics/${name}/records?partition=0`)).json();
+    expect(again.records).toEqual([]);
+  });
+
+  it("group names that cannot fit a file name are refused with 400 everywhere; 244 works end to end", async () => {
+    expect((await req("POST", "/v1/topics", { name: "g", partitions: 1 })).status).toBe(201);
+    const long = "g".repeat(245);
+    for (const [method, url] of [
+      ["GET", `/v1/topics/g/consume?group=${long}`],
+      ["PUT", `/v1/topics/g/groups/${long}`],
+    ] as const) {
+      const r = await broker.app.inject({ method, url });
+      expect(r.statusCode).toBe(400);
+      expect(JSON.parse(r.body).error).toMatch(/1,244/);
+    }
+    const atTopicCreate = await req("POST", "/v1/topics", {
+      name: "g2",
+      subscriptions: [{ name: long }],
+    });
+    expect(atTopicCreate.status).toBe(400);
+    const ok = "h".repeat(244);
+    expect((await req("POST", "/v1/topics/g/produce", "m")).status).toBe(202);
+    await visible("g", 0, 1);
+    const got = await req("GET", `/v1/topics/g/consume?group=${ok}&wait=2s`);
+    expect(got.status).toBe(200);
+    const handle = got.json().receipt_handle as string;
+    expect((await req("POST", `/v1/topics/g/ack?receipt_handle=${encodeURIComponent(handle)}`)).status).toBe(
+      204,
+    );
+    expect((await req("GET", "/v1/topics/g/groups")).status).toBe(200);
+  });
+});
+
+describe("receipt handles (issue #14)", () => {
+  it("cannot be forged from a known one: the next lease's handle is not the next nonce", async () => {
+    expect((await req("POST", "/v1/topics", { name: "rh", partitions: 1 })).status).toBe(201);
+    for (const m of ["a", "b"]) expect((await req("POST", "/v1/topics/rh/produce", m)).status).toBe(202);
+    await visible("rh", 0, 2);
+    const first = (await req("GET", "/v1/topics/rh/consume?wait=2s")).json().receipt_handle as string;
+    expect((await req("GET", "/v1/topics/rh/consume?wait=2s")).status).toBe(200);
+    // <partition>:<offset>:<epoch>.<nonce>: guess the second lease from the first.
+    const [p, o, tail] = first.split(":") as [string, string, string];
+    const [epoch, nonce] = tail.split(".") as [string, string];
+    const forged = `${p}:${Number(o) + 1}:${epoch}.${(Number.parseInt(nonce, 36) + 1).toString(36)}`;
+    // Before: 204, the forger acked someone else's lease.
+    expect((await req("POST", `/v1/topics/rh/ack?receipt_handle=${encodeURIComponent(forged)}`)).status).toBe(
+      410,
+    );
+    expect((await req("POST", `/v1/topics/rh/ack?receipt_handle=${encodeURIComponent(first)}`)).status).toBe(
+      204,
+    );
+  });
+});

@@ -28,8 +28,14 @@ export function buildApp(
   logger: FastifyBaseLogger,
   opts: AppOptions = {},
 ): FastifyInstance {
+  const lim = s.config.limits;
   const app = Fastify({
     ...(opts.serverFactory ? { serverFactory: opts.serverFactory } : {}),
+    // Slow clients (docs/security.md): bounded head, whole request and
+    // silence; checked every second rather than Node's default 30 s.
+    http: { headersTimeout: lim.headersTimeoutMs, connectionsCheckingInterval: 1000 },
+    requestTimeout: lim.requestTimeoutMs,
+    connectionTimeout: lim.idleTimeoutMs,
     loggerInstance: logger,
     // Per-request logs cost more than the produce itself; metrics cover requests.
     logController: new LogController({ disableRequestLogging: true }),
@@ -38,6 +44,8 @@ export function buildApp(
     routerOptions: { caseSensitive: true, ignoreTrailingSlash: true, maxParamLength: 512 },
     return503OnClosing: true,
   });
+  // A serverFactory (HTTPS) ignores the http options above.
+  app.server.headersTimeout = lim.headersTimeoutMs;
   registerErrorHandling(app);
   registerHttpMetrics(app, s.metrics);
   // Before every route and rate limiter: they may key on request.principal.

@@ -22,7 +22,9 @@ export type LogErrorCode =
   /** The partition is being installed by a partition move here (503, retryable). */
   | "PARTITION_MOVING"
   /** The topic no longer exists, so its directory may not be created again (404). */
-  | "TOPIC_DELETED";
+  | "TOPIC_DELETED"
+  /** Opening another partition log would pass the node's fd budget, --max-open-logs (503). */
+  | "TOO_MANY_OPEN_LOGS";
 
 export class LogError extends Error {
   readonly code: LogErrorCode;

@@ -10,9 +10,11 @@
 
 import { join } from "node:path";
 import type { ProducerSequenceLimits } from "../core/producer-sequence.ts";
+import { FdBudget } from "./fd-budget.ts";
 import { LogError } from "./log-errors.ts";
 import { type LogIo, nodeLogIo } from "./log-io.ts";
 import { type LogLogger, type OpenedPartitionLog, openPartitionLog, silentLogger } from "./partition-log.ts";
+import type { PartitionStats } from "./types.ts";
 
 export interface LogStoreOptions {
   dataDir: string;
@@ -37,6 +39,10 @@ export interface LogStoreOptions {
    * deletion of the topic finished. Unset: always (tests of the log alone).
    */
   topicExists?: (topic: string) => boolean;
+  /** Partition logs open at once (fd-budget.ts); absent: unbounded. */
+  maxOpenLogs?: number;
+  /** Called when an open is refused by maxOpenLogs (a metric). */
+  onOpenRefused?: () => void;
 }
 
 export interface RetentionPolicy {
@@ -67,6 +73,11 @@ export interface LogStore {
   removePartition(topic: string, partition: number): Promise<void>;
   /** Whether the partition has a directory (without opening or creating it). */
   exists(topic: string, partition: number): Promise<boolean>;
+  /**
+   * Stats for metadata reads: the open log's, or zeros when the partition
+   * has no directory yet; never creates a directory or opens an empty log.
+   */
+  peekStats(topic: string, partition: number): Promise<PartitionStats>;
   /** Whether the topic has a directory (found at open or created since). */
   has(topic: string): boolean;
   /** Topic names with a directory under topics/, sorted. */
@@ -134,6 +145,7 @@ class LogStoreImpl implements LogStore {
   #trashSeq = 0;
   /** "topic/partition" → number of holds (partition moves). */
   readonly #holds = new Map<string, number>();
+  readonly #fds: FdBudget;
 
   constructor(opts: LogStoreOptions, io: LogIo, topicsDir: string, trashDir: string, known: Set<string>) {
     this.#opts = opts;
@@ -142,6 +154,7 @@ class LogStoreImpl implements LogStore {
     this.#trashDir = trashDir;
     this.#known = known;
     this.#logger = opts.logger ?? silentLogger;
+    this.#fds = new FdBudget(opts.maxOpenLogs ?? Number.MAX_SAFE_INTEGER);
   }
 
   async get(topic: string, partition: number): Promise<OpenedPartitionLog> {
@@ -158,15 +171,43 @@ class LogStoreImpl implements LogStore {
       this.#logs.set(topic, byPartition);
     }
     let opening = byPartition.get(partition);
+    const fdKey = `${topic}/${partition}`;
     if (opening === undefined) {
+      if (!this.#fds.reserve()) {
+        this.#opts.onOpenRefused?.();
+        throw new LogError(
+          "TOO_MANY_OPEN_LOGS",
+          `this node has ${this.#fds.openCount} partition logs open, its limit (--max-open-logs ${this.#fds.maxOpen})`,
+        );
+      }
       opening = this.#open(topic, dirName);
+      opening.then(
+        () => this.#fds.settle(fdKey, true, this.#opts.nowMs()),
+        () => this.#fds.settle(fdKey, false, this.#opts.nowMs()),
+      );
       byPartition.set(partition, opening);
       // A failed open is not cached: the next get retries.
       opening.catch(() => {
         if (this.#logs.get(topic)?.get(partition) === opening) this.#logs.get(topic)?.delete(partition);
       });
-    }
+    } else this.#fds.touch(fdKey, this.#opts.nowMs());
     return opening;
+  }
+
+  async peekStats(topic: string, partition: number): Promise<PartitionStats> {
+    const open = this.#logs.get(topic)?.get(partition);
+    if (open !== undefined) return (await open).stats();
+    // No directory: nothing was ever stored here, and a read must not create one.
+    if (!(await this.exists(topic, partition)))
+      return {
+        index: partition,
+        segments: 0,
+        oldestOffset: 0,
+        nextOffset: 0,
+        highWatermark: 0,
+        sizeBytes: 0,
+      };
+    return (await this.get(topic, partition)).stats();
   }
 
   /**
@@ -228,6 +269,9 @@ class LogStoreImpl implements LogStore {
       await (await opening).close();
     } catch (err) {
       this.#logger.warn({ topic, partition, err }, "closing partition log failed");
+    } finally {
+      // After the open settled: its settle() must not re-add the key.
+      this.#fds.closed(`${topic}/${partition}`);
     }
   }
 
@@ -237,7 +281,8 @@ class LogStoreImpl implements LogStore {
     if (!(await this.#io.exists(dir))) return;
     const trash = join(
       this.#trashDir,
-      `${topic}.${partitionDirName(partition)}.${this.#opts.nowMs()}.${this.#trashSeq++}`,
+      // Not derived from the topic name: a 255-character name plus a suffix would pass NAME_MAX.
+      `p.${partitionDirName(partition)}.${this.#opts.nowMs()}.${this.#trashSeq++}`,
     );
     await this.#io.rename(dir, trash);
     await this.#io.fsyncDir(join(this.#topicsDir, topic));
@@ -297,7 +342,8 @@ class LogStoreImpl implements LogStore {
     this.#known.delete(topic);
     const topicDir = join(this.#topicsDir, topic);
     if (!(await this.#io.exists(topicDir))) return;
-    const trash = join(this.#trashDir, `${topic}.${this.#opts.nowMs()}.${this.#trashSeq++}`);
+    // Not derived from the topic name (up to 255 characters, NAME_MAX): a fixed-size name.
+    const trash = join(this.#trashDir, `t.${this.#opts.nowMs()}.${this.#trashSeq++}`);
     await this.#io.rename(topicDir, trash);
     await this.#io.fsyncDir(this.#topicsDir);
     await this.#io.fsyncDir(this.#trashDir);
@@ -310,6 +356,7 @@ class LogStoreImpl implements LogStore {
     if (byPartition === undefined) return;
     this.#logs.delete(topic);
     const results = await Promise.allSettled([...byPartition.values()].map(async (p) => (await p).close()));
+    for (const partition of byPartition.keys()) this.#fds.closed(`${topic}/${partition}`);
     for (const r of results) {
       if (r.status === "rejected")
         this.#logger.warn({ topic, err: r.reason }, "closing partition log failed");

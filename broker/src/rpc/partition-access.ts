@@ -32,7 +32,10 @@ export async function readFromLog(
 export interface PartitionAccessDeps {
   nodeId: string;
   metastore: Pick<Metastore, "ownerOf" | "members">;
-  logs: { get(topic: string, partition: number): Promise<PartitionLog> };
+  logs: {
+    get(topic: string, partition: number): Promise<PartitionLog>;
+    peekStats(topic: string, partition: number): Promise<PartitionStats>;
+  };
   /** Undefined on a single node (file metastore): every partition is local. */
   peers: PeerPool | undefined;
   retryAfterSeconds: number;
@@ -75,7 +78,8 @@ export function createPartitionAccess(d: PartitionAccessDeps): Partitions {
     },
     async stats(topic, partition): Promise<PartitionStats> {
       const r = route(topic, partition);
-      if (r.kind === "local") return (await d.logs.get(topic, partition)).stats();
+      // peekStats: a metadata read must not open (or create) an empty partition log.
+      if (r.kind === "local") return d.logs.peekStats(topic, partition);
       return fromPbStats(await d.peers!.peer(r.address).stats(topic, partition));
     },
   };

@@ -19,7 +19,7 @@ import type { ConsumerManager } from "../consumer/manager.ts";
 import { defaultGroup, parseHandle } from "../core/consumer-handle.ts";
 import { assertTopicIdentity } from "../core/topic-identity.ts";
 import { badRequest, NaradError, notFound } from "../errors.ts";
-import type { PartitionLog } from "../log/types.ts";
+import type { PartitionLog, PartitionStats } from "../log/types.ts";
 import type { Metastore } from "../meta/types.ts";
 import type { MoveSource } from "../moves/source.ts";
 import { fromCommitRequest, toCommitResponse, toPbStats, toPbStoredRecord } from "./codec.ts";
@@ -43,7 +43,10 @@ export interface ClusterServerHooks {
 export interface ClusterServerDeps {
   nodeId: string;
   metastore: Pick<Metastore, "getTopic" | "ownerOf">;
-  logs: { get(topic: string, partition: number): Promise<PartitionLog> };
+  logs: {
+    get(topic: string, partition: number): Promise<PartitionLog>;
+    peekStats(topic: string, partition: number): Promise<PartitionStats>;
+  };
   adminStatus(): PbAdminStatusResponse;
   /** Called after a peer's records were appended to one of our partitions (e.g. wake queue consumers). */
   onCommitted?: (topic: string, partition: number) => void;
@@ -89,7 +92,7 @@ function formatHostPort(host: string, port: number): string {
 }
 
 export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementation {
-  const ownedLog = async (topic: string, partition: number): Promise<PartitionLog> => {
+  const checkOwned = (topic: string, partition: number): void => {
     const t = d.metastore.getTopic(topic);
     if (t === undefined) throw notFound(`topic "${topic}" not found`);
     if (!Number.isInteger(partition) || partition < 0 || partition >= t.partitions) {
@@ -103,6 +106,9 @@ export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementat
         `node ${d.nodeId} does not own ${topic}/${partition} (owner: ${owner || "none"})`,
       );
     }
+  };
+  const ownedLog = async (topic: string, partition: number): Promise<PartitionLog> => {
+    checkOwned(topic, partition);
     return d.logs.get(topic, partition);
   };
 
@@ -208,14 +214,19 @@ export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementat
       };
     }),
 
-    Stats: unary("Stats", async (req) => toPbStats((await ownedLog(req.topic, req.partition)).stats())),
+    // A stats read must not open (or create) an empty partition log.
+    Stats: unary("Stats", async (req) => {
+      checkOwned(req.topic, req.partition);
+      return toPbStats(await d.logs.peekStats(req.topic, req.partition));
+    }),
 
     AdminStatus: unary("AdminStatus", async () => d.adminStatus()),
 
     Consume: unary("Consume", async (req, _cancelled, signal) => {
       const consumers = queueConsumers();
       const group = req.group === "" ? defaultGroup : req.group;
-      if (!consumers.validGroup(group)) throw badRequest("group must match ^[A-Za-z0-9._-]{1,255}$");
+      if (!consumers.validGroup(group))
+        throw badRequest("group must match ^[A-Za-z0-9._-]{1,244}$ (244: the longest that fits a file name)");
       await ownedLog(req.topic, req.partition);
       const topic = d.metastore.getTopic(req.topic)!;
       const waitMs = Math.min(req.wait_ms, consumeMaxWaitMs);

@@ -52,6 +52,7 @@ describe("security Secrets", () => {
       { name: "NARAD_AUTH", value: "on" },
       { name: "NARAD_CLUSTER_SECRET_FILE", value: "/var/run/secrets/narad/cluster/secret" },
       { name: "NARAD_AUTH_FILE", value: "/var/run/secrets/narad/users/users.json" },
+      { name: "NARAD_METRICS_AUTH", value: "off" },
       { name: "NARAD_TLS_DIR", value: "/var/run/secrets/narad/tls" },
     ]);
     expect(securityVolumes("demo", on).map((v) => [v.name, v.secret?.secretName])).toEqual([

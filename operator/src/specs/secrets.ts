@@ -122,6 +122,10 @@ export function securityEnv(spec: ResolvedNaradClusterSpec): V1EnvVar[] {
   ];
   if (spec.security.auth.enabled) {
     env.push({ name: "NARAD_AUTH_FILE", value: `${BROKER_USERS_DIR}/${BROKER_USERS_KEY}` });
+    // The broker puts /metrics behind auth when auth is on; the ServiceMonitor
+    // scrapes without credentials, so keep it open here (docs/security.md:
+    // restrict who reaches the port with the NetworkPolicy instead).
+    env.push({ name: "NARAD_METRICS_AUTH", value: "off" });
   }
   if (spec.security.tls !== undefined) env.push({ name: "NARAD_TLS_DIR", value: BROKER_TLS_DIR });
   return env;

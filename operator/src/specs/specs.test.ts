@@ -217,7 +217,7 @@ describe("statefulset", () => {
       "NARAD_CLUSTER_NAME",
       "NARAD_AUTH",
       "NARAD_CLUSTER_SECRET_FILE",
-      ...(spec.security.auth.enabled ? ["NARAD_AUTH_FILE"] : []),
+      ...(spec.security.auth.enabled ? ["NARAD_AUTH_FILE", "NARAD_METRICS_AUTH"] : []),
     ]);
     expect(c?.env?.find((e) => e.name === "POD_IP")?.valueFrom?.fieldRef?.fieldPath).toBe("status.podIP");
     expect(c?.env?.find((e) => e.name === "NARAD_CLUSTER_NAME")?.value).toBe("demo");

@@ -4,11 +4,13 @@
 // preHandler checks the route's action against the principal's grants (the
 // body is parsed by then: POST /v1/topics names its topic there). Health,
 // readiness and metrics stay open. Replies: 401 + WWW-Authenticate, 403
-// naming the action and topic, 429/503 + Retry-After.
+// naming the action and topic, 429/503 + Retry-After. /metrics needs
+// authentication too unless --metrics-auth off (its labels name topics).
 
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { Counter, type Registry } from "prom-client";
 import { type Authenticator, type Principal, principalAllows } from "../../auth/authenticator.ts";
+import type { Action } from "../../auth/grants.ts";
 import { requiredAccess } from "../../auth/route-policy.ts";
 
 declare module "fastify" {
@@ -23,6 +25,8 @@ export const wwwAuthenticate = 'Basic realm="narad"';
 export interface AuthPluginOptions {
   authenticator: Authenticator;
   registry: Registry;
+  /** /metrics needs authentication (--metrics-auth). */
+  metricsNeedAuth?: boolean;
 }
 
 function params(raw: unknown): Record<string, string | undefined> {
@@ -44,11 +48,19 @@ export function registerAuth(app: FastifyInstance, o: AuthPluginOptions): void {
       request.routeOptions.url,
       params(request.params),
       undefined,
+      params(request.query),
+      o.metricsNeedAuth === true,
     );
     if (access.kind === "open") return;
-    const outcome = await o.authenticator.authenticate(request.headers.authorization);
+    const outcome = await o.authenticator.authenticate(request.headers.authorization, request.ip);
     if (outcome.ok) {
       request.principal = outcome.principal;
+      // Authorise now when the route names its topic in the path: this runs
+      // before admission control reserves produce memory for the body, so a
+      // user without the grant is refused before it can hold any budget.
+      // (POST /v1/topics names its topic in the body: checked in preHandler.)
+      if (access.kind === "action" && !access.needsBody)
+        return forbidIfDenied(outcome.principal, access, reply);
       return;
     }
     failures.inc({ reason: outcome.reason });
@@ -66,12 +78,24 @@ export function registerAuth(app: FastifyInstance, o: AuthPluginOptions): void {
       request.routeOptions.url,
       params(request.params),
       request.body,
+      params(request.query),
+      o.metricsNeedAuth === true,
     );
-    if (access.kind !== "action" || principalAllows(p, access.action, access.topic)) return;
+    if (access.kind !== "action") return;
+    return forbidIfDenied(p, access, reply);
+  });
+
+  const forbidIfDenied = (
+    p: Principal,
+    access: { action: Action; topic: string | undefined; group?: string | undefined },
+    reply: FastifyReply,
+  ): FastifyReply | undefined => {
+    if (principalAllows(p, access.action, access.topic, access.group)) return undefined;
     failures.inc({ reason: "forbidden" });
     const what = access.topic === undefined ? "the admin API" : `topic "${access.topic}"`;
-    return refuse(reply, 403, `user "${p.name}" may not ${access.action} on ${what}`);
-  });
+    const group = access.group === undefined ? "" : ` (group "${access.group}")`;
+    return refuse(reply, 403, `user "${p.name}" may not ${access.action} on ${what}${group}`);
+  };
 }
 
 function refuse(reply: FastifyReply, status: number, message: string): FastifyReply {

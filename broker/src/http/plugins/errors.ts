@@ -41,6 +41,8 @@ function fromStorage(err: CodedError): NaradError | undefined {
     case "PARTITION_MOVING":
       // A partition move is in its brief freeze or install: retry shortly.
       return new NaradError("UNAVAILABLE", err.message, { retryAfterSeconds: 1 });
+    case "TOO_MANY_OPEN_LOGS":
+      return new NaradError("UNAVAILABLE", err.message, { retryAfterSeconds: 5 });
     default:
       return undefined;
   }

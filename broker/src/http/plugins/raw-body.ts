@@ -4,9 +4,20 @@
 // its size; here each chunk is copied in as it arrives and dropped, so a
 // body costs its size once (the produce memory budget counts it once). A
 // chunked body (no Content-Length) is collected and joined as before.
+// A body that arrives slower than the minimum rate (body-rate.ts) is cut off
+// with 408 and its connection closed, so a slow client gives back its share
+// of the produce memory budget instead of holding it.
 
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { NaradError } from "../../errors.ts";
+import { type BodyRateOptions, bodyRateVerdict } from "../body-rate.ts";
+
+export interface RawBodyOptions extends BodyRateOptions {
+  /** Called when a body is cut off for being too slow (a metric). */
+  onTooSlow?: () => void;
+}
+
+const noRateCheck: RawBodyOptions = { minBytesPerSecond: 0, graceMs: 0 };
 
 const empty = Buffer.alloc(0);
 
@@ -14,6 +25,7 @@ function readBody(
   request: FastifyRequest,
   payload: NodeJS.ReadableStream,
   done: (err: Error | null, body?: Buffer) => void,
+  rate: RawBodyOptions,
 ): void {
   const limit = request.routeOptions.bodyLimit ?? Number.MAX_SAFE_INTEGER;
   const header = request.headers["content-length"];
@@ -33,9 +45,12 @@ function readBody(
   const chunks: Buffer[] = [];
   let received = 0;
   let finished = false;
+  let timer: NodeJS.Timeout | undefined;
+  const startMs = Date.now();
   const finish = (err: Error | null, body?: Buffer) => {
     if (finished) return;
     finished = true;
+    if (timer !== undefined) clearTimeout(timer);
     payload.removeListener("data", onData);
     payload.removeListener("end", onEnd);
     payload.removeListener("error", onError);
@@ -70,14 +85,38 @@ function readBody(
   // stream failed: a client-side problem unless it already carries a status.
   const onError = (err: Error) =>
     finish(err instanceof NaradError ? err : new NaradError("BAD_REQUEST", `request body: ${err.message}`));
+  const checkRate = () => {
+    timer = undefined;
+    if (finished) return;
+    const verdict = bodyRateVerdict(received, Date.now() - startMs, rate);
+    if (verdict.ok) {
+      if (Number.isFinite(verdict.recheckInMs)) {
+        timer = setTimeout(checkRate, verdict.recheckInMs);
+        timer.unref();
+      }
+      return;
+    }
+    rate.onTooSlow?.();
+    const socket = request.raw.socket;
+    finish(
+      new NaradError(
+        "REQUEST_TIMEOUT",
+        `request body arrived slower than ${rate.minBytesPerSecond} bytes/s (${received} bytes in ${Date.now() - startMs} ms); send it faster`,
+      ),
+    );
+    // The error handler writes the 408 now; then the connection goes, so the
+    // rest of the trickle is not read (and no reservation waits on it).
+    setTimeout(() => socket?.destroy(), 1000).unref();
+  };
   payload.on("data", onData);
   payload.on("end", onEnd);
   payload.on("error", onError);
   payload.resume();
+  checkRate();
 }
 
 /** Replaces the plugin's content-type parsers with one that yields any body as a Buffer. */
-export function registerRawBody(app: FastifyInstance): void {
+export function registerRawBody(app: FastifyInstance, rate: RawBodyOptions = noRateCheck): void {
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser("*", (request, payload, done) => readBody(request, payload, done));
+  app.addContentTypeParser("*", (request, payload, done) => readBody(request, payload, done, rate));
 }

@@ -57,8 +57,13 @@ export function adminRoutes(s: BrokerServices) {
 
     // Starts a drain; with ?wait_ms=N also waits (bounded) for the WAL to empty.
     app.post<{ Querystring: { wait_ms?: string } }>("/admin/v1/drain", async (request) => {
-      s.lifecycle.startDrain("admin request");
+      // Validate first: a refused request (400) must not have started a drain.
       const waitMs = parseOptionalInt(request.query.wait_ms, "wait_ms", 0, 3_600_000) ?? 0;
+      s.lifecycle.startDrain("admin request");
+      // An admin's bounded wait may outlast the idle timeout (--idle-timeout-ms): not idleness.
+      // (inject() in tests hands a socket stand-in without setTimeout.)
+      const socket = request.raw.socket as { setTimeout?: (ms: number) => unknown } | undefined;
+      if (waitMs > 0 && typeof socket?.setTimeout === "function") socket.setTimeout(0);
       if (waitMs > 0) await s.lifecycle.waitDrained(waitMs);
       return status();
     });

@@ -30,7 +30,8 @@ interface AckQuery {
 
 function parseGroup(s: BrokerServices, raw: string | undefined): string {
   if (raw === undefined || raw === "") return defaultGroup;
-  if (!s.consumers.validGroup(raw)) throw badRequest("group must match ^[A-Za-z0-9._-]{1,255}$");
+  if (!s.consumers.validGroup(raw))
+    throw badRequest("group must match ^[A-Za-z0-9._-]{1,244}$ (244: the longest that fits a file name)");
   return raw;
 }
 

@@ -11,7 +11,13 @@
 
 import type { FastifyInstance } from "fastify";
 import { AdmissionBudget } from "../../admission/budget.ts";
-import { batchContentTypes, decodeBinaryBatch, decodeNdjsonBatch } from "../../core/batch-codec.ts";
+import {
+  type BatchLimits,
+  batchContentTypes,
+  batchMaxKeyBytes,
+  decodeBinaryBatch,
+  decodeNdjsonBatch,
+} from "../../core/batch-codec.ts";
 import { choosePartition, createRotator, generateKey } from "../../core/partitioner.ts";
 import type { WalRecordInput } from "../../core/records.ts";
 import { badRequest, NaradError, unavailable } from "../../errors.ts";
@@ -209,6 +215,21 @@ export function produceRoutes(s: BrokerServices) {
     }
   };
 
+  /** Decodes under the record cap and counts a refusal by it (narad_limit_refusals_total). */
+  const decodeBatch = (
+    decode: typeof decodeBinaryBatch,
+    body: Buffer,
+    batchLimits: BatchLimits,
+  ): ReturnType<typeof decodeBinaryBatch> => {
+    try {
+      return decode(body, maxRecord, batchLimits);
+    } catch (err) {
+      if (err instanceof NaradError && err.code === "PAYLOAD_TOO_LARGE")
+        m.limitRefusals.inc({ limit: "batch_records" });
+      throw err;
+    }
+  };
+
   // Counted per (topic, partition), as Narad labels them.
   const accepted = (topic: string, records: readonly WalRecordInput[]): void => {
     const perPartition = new Map<number, { messages: number; bytes: number }>();
@@ -249,7 +270,11 @@ export function produceRoutes(s: BrokerServices) {
   return async (app: FastifyInstance): Promise<void> => {
     // Bodies are opaque bytes here, whatever their content type; this parser
     // is encapsulated in this plugin so /v1/topics keeps its JSON parser.
-    registerRawBody(app);
+    registerRawBody(app, {
+      minBytesPerSecond: s.config.limits.bodyMinBytesPerSecond,
+      graceMs: s.config.limits.bodyGraceMs,
+      onTooSlow: () => m.limitRefusals.inc({ limit: "body_rate" }),
+    });
     registerAdmission(app, budget);
     // Coded refusals of the acks / producer path: {error, code}, before the generic error plugin.
     app.setErrorHandler((error, _request, reply) => {
@@ -309,8 +334,10 @@ export function produceRoutes(s: BrokerServices) {
         const type = (request.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
         const body = (request.body as Buffer | undefined) ?? emptyBody;
         let entries: ReturnType<typeof decodeBinaryBatch>;
-        if (type === batchContentTypes.binary) entries = decodeBinaryBatch(body, maxRecord);
-        else if (type === batchContentTypes.ndjson) entries = decodeNdjsonBatch(body, maxRecord);
+        const batchLimits = { maxRecords: s.config.limits.batchMaxRecords, maxKeyBytes: batchMaxKeyBytes };
+        if (type === batchContentTypes.binary) entries = decodeBatch(decodeBinaryBatch, body, batchLimits);
+        else if (type === batchContentTypes.ndjson)
+          entries = decodeBatch(decodeNdjsonBatch, body, batchLimits);
         else {
           throw new NaradError(
             "UNSUPPORTED_MEDIA_TYPE",

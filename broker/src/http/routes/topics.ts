@@ -3,6 +3,7 @@
 
 import type { FastifyInstance } from "fastify";
 import { topicListLimitDefault, topicListLimitMax } from "../../constants.ts";
+import { capRefusal } from "../../core/topic-caps.ts";
 import { parseTopicCreate, parseTopicPatch } from "../../core/topic-spec.ts";
 import { badRequest, notFound } from "../../errors.ts";
 import type { TopicConfig } from "../../meta/types.ts";
@@ -56,6 +57,7 @@ async function partitionStats(s: BrokerServices, topic: TopicConfig, only: numbe
   return Promise.all(
     indexes.map(async (index) => {
       // At the owner: this node's log or a Stats call to the peer (503 when it is down).
+      // Never opens an empty log (an fd each) or creates its directory.
       const st = await s.partitions.stats(topic.name, index);
       return {
         index,
@@ -71,10 +73,19 @@ async function partitionStats(s: BrokerServices, topic: TopicConfig, only: numbe
 }
 
 export function topicRoutes(s: BrokerServices) {
+  const refuseOverCaps = (addTopics: number, addPartitions: number): void => {
+    const refusal = capRefusal(s.metastore.listTopics(), addTopics, addPartitions, s.config.limits);
+    if (refusal === undefined) return;
+    s.metrics.limitRefusals.inc({
+      limit: addTopics > 0 && refusal.message.includes("max-topics") ? "topics" : "partitions",
+    });
+    throw refusal;
+  };
   return async (app: FastifyInstance): Promise<void> => {
     registerLenientJson(app);
     app.post("/v1/topics", async (request, reply) => {
       const topic = parseTopicCreate(request.body, s.config.topicDefaults, new Date(s.nowMs()));
+      refuseOverCaps(s.metastore.getTopic(topic.name) === undefined ? 1 : 0, topic.partitions);
       const created = await s.metastore.createTopic(topic);
       request.log.info({ topic: created.name, partitions: created.partitions }, "topic created");
       return reply.code(201).send(topicToWire(created));
@@ -113,6 +124,7 @@ export function topicRoutes(s: BrokerServices) {
     app.patch<{ Params: TopicParams }>("/v1/topics/:topic", async (request) => {
       const topic = requireTopic(s, request.params.topic);
       const patch = parseTopicPatch(request.body, topic, s.config.topicDefaults);
+      if (patch.partitions !== undefined) refuseOverCaps(0, patch.partitions - topic.partitions);
       const updated = await s.metastore.updateTopic(topic.name, patch);
       request.log.info({ topic: topic.name, patch }, "topic updated");
       return topicToWire(updated);
