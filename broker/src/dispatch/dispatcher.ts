@@ -44,6 +44,12 @@ import { commitNeverApplied, isPartitionMoving } from "../rpc/status.ts";
 import type { IngressWal } from "../wal/types.ts";
 import { commitLanes, type LaneResult } from "./commit-runner.ts";
 import {
+  type InDoubtMarks,
+  isInDoubt as isLaneSeqInDoubt,
+  markInDoubt as markLaneInDoubt,
+  pruneInDoubt as pruneLaneDoubts,
+} from "./in-doubt.ts";
+import {
   type Destinations,
   type DispatchErrorKind,
   type Dispatcher,
@@ -95,7 +101,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let windowRecords = o.windowRecords;
   let failures = new Map<string, number>();
   /** Lane key → seq → when its commit on that lane first failed without an answer. */
-  const inDoubt = new Map<string, Map<number, number>>();
+  const inDoubt: InDoubtMarks = new Map();
   const inDoubtHoldMs = o.inDoubtHoldMs ?? Number.POSITIVE_INFINITY;
 
   const st = { passes: 0, committedRecords: 0, lastPassMs: 0, heldRecords: 0, reroutedRecords: 0, errors: 0 };
@@ -269,33 +275,16 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   }
 
   function markInDoubt(lane: string, seqs: readonly number[]): void {
-    if (seqs.length === 0) return;
-    let m = inDoubt.get(lane);
-    if (m === undefined) {
-      m = new Map();
-      inDoubt.set(lane, m);
-    }
-    const now = nowMs();
-    for (const s of seqs) if (!m.has(s)) m.set(s, now);
+    markLaneInDoubt(inDoubt, lane, seqs, nowMs());
   }
 
   function isInDoubt(lane: string, seq: number): boolean {
-    const since = inDoubt.get(lane)?.get(seq);
-    return since !== undefined && nowMs() - since < inDoubtHoldMs;
+    return isLaneSeqInDoubt(inDoubt, lane, seq, nowMs(), inDoubtHoldMs);
   }
 
   /** Forgets done seqs, seqs below the checkpoint and lanes that had no records this pass. */
   function pruneInDoubt(plan: DispatchPlan, done: SkipSet, cp: number): void {
-    if (inDoubt.size === 0) return;
-    const seen = new Set(plan.laneKeys);
-    for (const [lane, m] of inDoubt) {
-      if (!seen.has(lane)) {
-        inDoubt.delete(lane);
-        continue;
-      }
-      for (const s of m.keys()) if (s < cp || skipHas(done, s)) m.delete(s);
-      if (m.size === 0) inDoubt.delete(lane);
-    }
+    pruneLaneDoubts(inDoubt, plan.laneKeys, done, cp);
   }
 
   /** Reroutes of records whose in-doubt hold ran out: the one place a record may now be stored twice. */
