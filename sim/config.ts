@@ -19,6 +19,22 @@ export interface FaultFlags {
   shrinkingWindow: boolean;
   /** Maintenance (a held owner) lasting longer than the stall bound, with a small lookahead. */
   longMaintenance: boolean;
+  /**
+   * Found by this sim (F1): the skip-set is memory. A node that crashes while
+   * done seqs sit above its checkpoint (a held partition pins it) redoes them
+   * after the restart: a rerouted one is rerouted again (a second copy under
+   * another new seq), a committed one whose owner is Down by then is
+   * rerouted to a sibling. Both copies are stored; no dedup sees them. Off:
+   * such duplicates are counted and excused; on: they are violations.
+   */
+  skipSetCrash: boolean;
+  /**
+   * Found by this sim (F2): the source of a move restarts after the owner
+   * swap but before the destination installed; its resume() re-freezes the
+   * moved-away copy under token "", which refuses the destination's freeze.
+   * Off: the sim does not restart a swapped move's source.
+   */
+  sourceRestartAfterSwap: boolean;
 }
 
 export const noKnownBugFlags: FaultFlags = {
@@ -26,6 +42,8 @@ export const noKnownBugFlags: FaultFlags = {
   longViewLag: false,
   shrinkingWindow: false,
   longMaintenance: false,
+  skipSetCrash: false,
+  sourceRestartAfterSwap: false,
 };
 
 export const allFlags: FaultFlags = {
@@ -33,6 +51,8 @@ export const allFlags: FaultFlags = {
   longViewLag: true,
   shrinkingWindow: true,
   longMaintenance: true,
+  skipSetCrash: true,
+  sourceRestartAfterSwap: true,
 };
 
 export interface Timing {

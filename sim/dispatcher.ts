@@ -108,6 +108,29 @@ export class SimDispatcher {
     this.#windowRecords = options.windowRecords;
   }
 
+  /**
+   * Seqs whose commit outcome this process does not know: marked in doubt, or
+   * sent in the pass still running. A crash forgets them (the documented seam
+   * of dispatcher.ts: a restart of this node together with the owner may
+   * store such a record twice).
+   */
+  unansweredSeqs(): number[] {
+    const out: number[] = [];
+    for (const m of this.inDoubt.values()) out.push(...m.keys());
+    for (const run of this.#pass?.runs ?? []) {
+      if (run.waiting !== undefined) out.push(...run.waiting.seqs);
+      if (run.failure !== undefined) out.push(...run.failure.seqs);
+    }
+    return out;
+  }
+
+  /** Seqs only the in-memory skip-set marks done (committed, rerouted or discarded above the checkpoint). */
+  doneAboveCheckpoint(): number[] {
+    const out: number[] = [];
+    for (const r of this.skip) for (let s = r.from; s < r.to; s++) out.push(s);
+    return out;
+  }
+
   onDurable(): void {
     this.#durableSinceSleep = true;
   }
@@ -267,8 +290,10 @@ export class SimDispatcher {
       if (!moving) attempted.set(r.lane.key, r.ok);
       committed.push(...r.committedSeqs);
       const f = r.failure;
-      if (f !== undefined && !(f.outcome === "error" && commitNeverApplied(f.error)))
+      if (f !== undefined && !(f.outcome === "error" && commitNeverApplied(f.error))) {
         markInDoubt(this.inDoubt, r.lane.key, f.seqs, now);
+        env.trace(`${env.localNodeId} in doubt on ${r.lane.topic}/${r.lane.partition}@${r.lane.nodeId}: seqs ${f.seqs.join(",")} (${f.outcome})`);
+      }
       if (f === undefined) continue;
       failed = true;
     }

@@ -77,7 +77,7 @@ export function readableCopies(latest: Snapshot, nodes: readonly SimNode[]): Map
 export function checkDuplicates(copies: Map<string, string[]>, ghosts: Ghosts): Violation[] {
   const out: Violation[] = [];
   for (const [id, where] of copies) {
-    if (where.length > 1 && !ghosts.mayBeTwice.has(id))
+    if (where.length > 1 && !ghosts.excused(id))
       out.push({ kind: "duplicate", message: `${id} readable ${where.length} times: ${where.join(", ")}` });
   }
   return out;

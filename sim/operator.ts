@@ -102,31 +102,37 @@ export class OperatorModel {
     return true;
   }
 
+  /** plan/scale.ts's rules for a move in flight, probing the destination's move status. */
   reconcileMove(w: World): void {
     const m = this.move;
     if (m === undefined) return;
     const key = partitionKey(m.topic, m.partition);
-    if (liveTopic(w.meta.latest, m.topic) === undefined) {
+    const owner = liveTopic(w.meta.latest, m.topic)?.owners[m.partition];
+    if (owner === undefined || (owner !== m.from && owner !== m.to)) {
+      w.log(`operator: move of ${key} abandoned (topic gone or reassigned)`);
       this.move = undefined;
       return;
     }
     const dest = w.node(m.to);
-    if (dest === undefined || !dest.alive || dest.mem === undefined) return; // unreachable: wait
+    if (dest === undefined || !dest.alive || dest.mem === undefined) return; // unreachable: keep
     const state = dest.mem.moves.get(key)?.state;
-    if (!m.swapped) {
-      if (state === "ready") {
-        w.meta.setOwner(w.now, m.topic, m.partition, m.to);
-        m.swapped = true;
-        w.log(`operator: swapped owner of ${key} to ${m.to}`);
-        w.crashAt(dest, "move-swap");
-      } else if (state !== "copying") {
-        w.log(`operator: move of ${key} ${state ?? "unknown"} before the swap; dropped`);
-        this.move = undefined;
-      }
+    if (m.swapped) {
+      // Swapped: finished once the destination is no longer copying or ready (done, failed, or no such move).
+      if (state === "copying" || state === "ready") return;
+      w.log(`operator: partition ${key} moved (destination reports ${state ?? "no such move"})`);
+      this.move = undefined;
       return;
     }
-    if (state === "done") {
-      w.log(`operator: move of ${key} done`);
+    if (state === undefined) {
+      this.move = undefined;
+      this.startMove(w, m.topic, m.partition, m.from, m.to);
+    } else if (state === "ready") {
+      w.meta.setOwner(w.now, m.topic, m.partition, m.to);
+      m.swapped = true;
+      w.log(`operator: swapped owner of ${key} to ${m.to}`);
+      w.crashAt(dest, "move-swap");
+    } else if (state !== "copying") {
+      w.log(`operator: move of ${key} ${state} before the swap; dropped`);
       this.move = undefined;
     }
   }
@@ -169,7 +175,7 @@ export class OperatorModel {
       return;
     }
     if (d.phase === "draining") {
-      if (n.alive && n.disk.wal.pending === 0 && n.disk.movedAway.size === 0 && ownedBy(w, d.id).length === 0) {
+      if (n.alive && n.disk.wal.pending === 0 && heldCopies(n) === 0 && ownedBy(w, d.id).length === 0) {
         d.phase = "removed";
         w.log(`operator: ${d.id} drained, Removed`);
       }
@@ -219,6 +225,13 @@ function ownedBy(w: World, id: string): [string, number][] {
     });
   }
   return out;
+}
+
+/** moves/source.ts heldCopies(): moved-away freezes still kept (what the decommission probe reports). */
+function heldCopies(n: SimNode): number {
+  let c = 0;
+  for (const f of n.mem?.freezes.values() ?? []) if (f.movedAway) c++;
+  return c;
 }
 
 export function aliveNode(n: SimNode | undefined): n is SimNode {

@@ -1,4 +1,4 @@
-// CLI: npm run sim -- --seeds N [--steps M] [--seed S] [--enable flag,flag | --all] [--first F]
+// CLI: npm run sim -- --seeds N [--steps M] [--seed S] [--enable flag,flag | --all] [--first F] [--trace LINES]
 //   --seed S      one seed (replay); prints its whole trace tail even when it passes with --verbose
 //   --seeds N     seeds F..F+N-1 (F = --first, default 1)
 //   --enable      fault families that reach known bugs (config.ts FaultFlags); --all turns on all
@@ -9,7 +9,13 @@ import { allFlags, defaultConfig, type FaultFlags, noKnownBugFlags } from "./con
 import { FaultCounts } from "./faults.ts";
 import { replayCommand, runSeed } from "./run-seed.ts";
 
-function parse(argv: readonly string[]): { seeds: number[]; steps: number; flags: FaultFlags; verbose: boolean } {
+function parse(argv: readonly string[]): {
+  seeds: number[];
+  steps: number;
+  flags: FaultFlags;
+  verbose: boolean;
+  trace: number;
+} {
   const arg = (name: string): string | undefined => {
     const i = argv.indexOf(name);
     return i >= 0 ? argv[i + 1] : undefined;
@@ -30,11 +36,11 @@ function parse(argv: readonly string[]): { seeds: number[]; steps: number; flags
   const one = arg("--seed");
   const first = num("--first", 1);
   const seeds = one !== undefined ? [num("--seed", 0)] : Array.from({ length: num("--seeds", 20) }, (_, i) => first + i);
-  return { seeds, steps, flags, verbose: argv.includes("--verbose") };
+  return { seeds, steps, flags, verbose: argv.includes("--verbose"), trace: num("--trace", 40) };
 }
 
 async function main(): Promise<void> {
-  const { seeds, steps, flags, verbose } = parse(process.argv.slice(2));
+  const { seeds, steps, flags, verbose, trace } = parse(process.argv.slice(2));
   const total = new FaultCounts();
   let failed = 0;
   let totalSteps = 0;
@@ -42,7 +48,7 @@ async function main(): Promise<void> {
   let acked = 0;
   const started = performance.now();
   for (const seed of seeds) {
-    const cfg = defaultConfig(seed, steps, flags);
+    const cfg = { ...defaultConfig(seed, steps, flags), traceTail: trace };
     const r = await runSeed(cfg);
     total.merge(r.faults);
     totalSteps += r.steps;

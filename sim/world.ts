@@ -62,6 +62,7 @@ export class World {
   constructor(cfg: SimConfig) {
     this.cfg = cfg;
     this.rng = prng(cfg.seed);
+    this.ghosts.excuseSkipForgotten = !cfg.flags.skipSetCrash;
     for (let i = 0; i < cfg.brokers; i++) {
       const id = `narad-${i}`;
       const inc = (0x1000_0000_0000_0000n + BigInt(cfg.seed) * 16n + BigInt(i)).toString(16).slice(-16);
@@ -109,21 +110,41 @@ export class World {
 
   /** A named crash point: when it fires, the node dies right here and restarts soon. */
   crashAt(n: SimNode, point: string): boolean {
-    if (!this.faultsOn || !n.alive || !this.rng.bool(0.04)) return false;
+    if (!this.faultsOn || !n.alive || !this.#crashAllowed(n) || !this.rng.bool(0.015)) return false;
     this.#fault(`crash@${point}` as FaultKind);
     this.crashNode(n, this.rng.range(50, 400), `crash point ${point}`);
     return true;
   }
 
   crashNode(n: SimNode, restartAfterMs: number, why: string): void {
-    if (!n.alive) return;
+    if (!n.alive || !this.#crashAllowed(n)) return;
     this.log(`${n.id} CRASH (${why}); restart in ${restartAfterMs}ms`);
-    if (n.mem !== undefined) n.mem.dispatcher.dead = true;
+    if (n.mem !== undefined) {
+      for (const s of n.mem.dispatcher.unansweredSeqs()) {
+        const id = n.disk.wal.get(s)?.payload.toString();
+        if (id !== undefined) this.ghosts.forgottenDoubt.add(id);
+      }
+      for (const s of n.mem.dispatcher.doneAboveCheckpoint()) {
+        const id = n.disk.wal.get(s)?.payload.toString();
+        if (id !== undefined) this.ghosts.skipForgotten.add(id);
+      }
+      n.mem.dispatcher.dead = true;
+    }
     n.alive = false;
     n.mem = undefined;
     this.diedAt.set(n.id, this.now);
     this.#restartAt.set(n.id, this.now + restartAfterMs);
     this.#disturb(n.id);
+  }
+
+  /**
+   * Flag sourceRestartAfterSwap off: the source of a swapped, not yet
+   * installed move is not restarted (finding F2: its resume() freeze refuses
+   * the destination's token, and the move never finishes).
+   */
+  #crashAllowed(n: SimNode): boolean {
+    const m = this.op.move;
+    return this.cfg.flags.sourceRestartAfterSwap || m === undefined || !m.swapped || m.from !== n.id;
   }
 
   retire(n: SimNode): void {
@@ -162,6 +183,8 @@ export class World {
 
   #createTopic(name: string, partitions: number): void {
     const active = this.meta.latest.members.filter((m) => m.state === "Active").map((m) => m.id);
+    // The operator assigns every partition at creation; with no Active member it waits (the sim skips).
+    if (active.length === 0 && this.stepNo > 0) return;
     const start = this.rng.int(Math.max(1, active.length));
     const owners = Array.from({ length: partitions }, (_, p) => active[(start + p) % active.length] ?? "");
     const t = this.meta.createTopic(this.now, name, partitions, owners);
@@ -216,7 +239,10 @@ export class World {
     if (n.mem?.holds.has(key) === true) throw new SimLogError("PARTITION_MOVING", `${key} is being moved in`);
     const log = openLog(this.moveCtx, n, topic, p);
     const res = log.commit(records);
-    if (res.appended > 0) this.log(`${n.id} ${how} commit ${key} +${res.appended} dup ${res.duplicates} (hwm ${log.highWatermark})`);
+    if (res.appended > 0)
+      this.log(
+        `${n.id} ${how} commit ${key} +${res.appended} dup ${res.duplicates} (hwm ${log.highWatermark}) ${res.ids.join(",")}`,
+      );
     this.#violate(checkCommitted(this.ghosts, log, res.ids, `${n.id}:${key}`));
     return res;
   }
@@ -252,7 +278,7 @@ export class World {
         if (this.now > deadlineMs) return;
         let result: CommitAnswer | { error: Error };
         try {
-          result = this.#serveCommit(to, topic, p, records);
+          result = this.#serveCommit(to, topic, p, records, from.id);
         } catch (err) {
           result = { error: callerErrorFor(err, toId) };
         }
@@ -283,14 +309,14 @@ export class World {
   }
 
   /** rpc/server.ts ownedLog + commit: refuse what this node's replica says it does not own. */
-  #serveCommit(n: SimNode, topic: string, p: number, records: readonly CommitRecord[]): CommitAnswer {
+  #serveCommit(n: SimNode, topic: string, p: number, records: readonly CommitRecord[], from: string): CommitAnswer {
     const v = this.view(n);
     const t = liveTopic(v, topic);
     if (t === undefined) throw notFound(`topic "${topic}" not found`);
     if (p >= t.partitions) throw badRequest(`partition ${p} out of range`);
     const owner = t.owners[p] ?? "";
     if (owner !== n.id) throw new NotOwnerError(`node ${n.id} does not own ${topic}/${p} (owner: ${owner || "none"})`);
-    return this.#commitInto(n, topic, p, records, "rpc");
+    return this.#commitInto(n, topic, p, records, `rpc from ${from}`);
   }
 
   #makeMoveCtx(): MoveContext {
@@ -398,6 +424,7 @@ export class World {
     const live = this.nodes.filter((n) => n.alive && !n.retired);
     const flags = this.cfg.flags;
     const choice = this.rng.int(9);
+    if (live.length === 0) return;
     switch (choice) {
       case 0: {
         // One down at a time keeps a quorum of the cluster working (the sim does not test total outages).
@@ -449,6 +476,7 @@ export class World {
         const t = this.rng.pick(topics);
         const p = this.rng.int(t.partitions);
         const from = t.owners[p] ?? "";
+        if (from === "") return;
         const targets = this.op.members.filter((m) => m.state === "Active" && m.id !== from && this.node(m.id)?.alive);
         if (targets.length === 0) return;
         this.#fault("move");
@@ -648,7 +676,15 @@ export class World {
       .filter((n) => !n.retired)
       .map((n) => `${n.id}: ${n.disk.wal.pending} pending (checkpoint ${n.disk.wal.checkpoint})`)
       .join("; ");
-    this.#violate([{ kind: "not-drained", message: `not settled after ${this.cfg.quiesceSteps} quiet steps: ${pending}; move ${JSON.stringify(this.op.move)}` }]);
+    const moves = this.nodes
+      .flatMap((n) => [...(n.mem?.moves.values() ?? [])].map((m) => `${n.id} ${m.topic}/${m.partition} ${m.state} ${m.error ?? ""}`))
+      .join("; ");
+    this.#violate([
+      {
+        kind: "not-drained",
+        message: `not settled after ${this.cfg.quiesceSteps} quiet steps: ${pending}; operator move ${JSON.stringify(this.op.move)}; moves: ${moves}; deleting: ${[...this.meta.latest.topics.values()].filter((t) => t.deleting).map((t) => t.name)}; in flight ${this.net.inFlight.length}; decommission ${JSON.stringify(this.op.decommission)}`,
+      },
+    ]);
   }
 
   #settled(): boolean {
