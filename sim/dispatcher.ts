@@ -124,10 +124,14 @@ export class SimDispatcher {
     return out;
   }
 
-  /** Seqs only the in-memory skip-set marks done (committed, rerouted or discarded above the checkpoint). */
+  /**
+   * Seqs only memory knows are done: in the skip-set above the checkpoint
+   * (committed, rerouted or discarded), or acknowledged in the pass still running.
+   */
   doneAboveCheckpoint(): number[] {
     const out: number[] = [];
     for (const r of this.skip) for (let s = r.from; s < r.to; s++) out.push(s);
+    for (const run of this.#pass?.runs ?? []) out.push(...run.committedSeqs);
     return out;
   }
 
