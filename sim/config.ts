@@ -15,8 +15,16 @@ export interface FaultFlags {
   topicRecreate: boolean;
   /** Let a broker's metastore view lag past a move's freeze ttl (the moved-away source keeps committing). */
   longViewLag: boolean;
-  /** Small dispatch windows, so a lane can drop out of a pass while it has records in doubt. */
-  shrinkingWindow: boolean;
+  /**
+   * The in-doubt prune (dispatch/in-doubt.ts pruneInDoubt forgets every lane
+   * that had no records in a pass). On: small dispatch windows (a lane drops
+   * out of a pass while it has records in doubt) and a strict check. Off:
+   * records whose doubt was pruned while still undone are counted and their
+   * duplicates excused. The sim also reaches it without small windows: a
+   * move changes the lane key (owner id), so the old lane's doubts are pruned
+   * although the data, in doubt, moved with the partition (F3).
+   */
+  inDoubtPrune: boolean;
   /** Maintenance (a held owner) lasting longer than the stall bound, with a small lookahead. */
   longMaintenance: boolean;
   /**
@@ -40,7 +48,7 @@ export interface FaultFlags {
 export const noKnownBugFlags: FaultFlags = {
   topicRecreate: false,
   longViewLag: false,
-  shrinkingWindow: false,
+  inDoubtPrune: false,
   longMaintenance: false,
   skipSetCrash: false,
   sourceRestartAfterSwap: false,
@@ -49,7 +57,7 @@ export const noKnownBugFlags: FaultFlags = {
 export const allFlags: FaultFlags = {
   topicRecreate: true,
   longViewLag: true,
-  shrinkingWindow: true,
+  inDoubtPrune: true,
   longMaintenance: true,
   skipSetCrash: true,
   sourceRestartAfterSwap: true,
@@ -88,7 +96,7 @@ export interface SimConfig {
 }
 
 export function dispatcherOptions(flags: FaultFlags): DispatcherOptions {
-  const small = flags.shrinkingWindow || flags.longMaintenance;
+  const small = flags.inDoubtPrune || flags.longMaintenance;
   return {
     idlePollMs: 10,
     // Small windows make passes partial (the shape production has under load);

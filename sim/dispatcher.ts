@@ -20,6 +20,7 @@ import {
   type SkipSet,
   seqsToRanges,
   skipAddRanges,
+  skipHas,
 } from "../broker/src/core/dispatch-plan.ts";
 import type { CommitRecord, WalRecordInput } from "../broker/src/core/records.ts";
 import { type InDoubtMarks, isInDoubt, markInDoubt, pruneInDoubt } from "../broker/src/dispatch/in-doubt.ts";
@@ -57,6 +58,8 @@ export interface DispatchEnv {
   trace(msg: string): void;
   /** Records discarded as belonging to a confirmed-deleted topic (ids = payloads). */
   discarded(ids: readonly string[], topic: string): void;
+  /** Undone records whose in-doubt marks pruneInDoubt dropped (the known prune bug). */
+  prunedDoubts(ids: readonly string[]): void;
   /** In-doubt records rerouted after their hold expired: the documented seam where a copy may be stored twice. */
   expiredDoubts(ids: readonly string[]): void;
 }
@@ -106,6 +109,12 @@ export class SimDispatcher {
     this.#o = options;
     this.checkpoint = wal.checkpoint;
     this.#windowRecords = options.windowRecords;
+  }
+
+  #markedSeqs(): number[] {
+    const out: number[] = [];
+    for (const m of this.inDoubt.values()) out.push(...m.keys());
+    return out;
   }
 
   /**
@@ -351,7 +360,14 @@ export class SimDispatcher {
     }
     this.checkpoint = next.checkpoint;
     this.skip = next.skip;
+    const before = this.#markedSeqs();
     pruneInDoubt(this.inDoubt, p.plan.laneKeys, this.skip, this.checkpoint);
+    const after = new Set(this.#markedSeqs());
+    const forgotten = before.filter((s) => !after.has(s) && s >= this.checkpoint && !skipHas(this.skip, s));
+    if (forgotten.length > 0) {
+      env.trace(`${env.localNodeId} pruned in-doubt marks of undone seqs ${forgotten.join(",")}`);
+      env.prunedDoubts(forgotten.map((s) => this.#wal.get(s)!.payload.toString()));
+    }
 
     const done = committed.length + rerouted.length + deleted.length;
     if (failed) this.#sleep(this.#o.errorBackoffMs, false);

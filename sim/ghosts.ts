@@ -28,6 +28,9 @@ export class Ghosts {
    * docs/simulation.md).
    */
   readonly skipForgotten = new Set<string>();
+  /** Undone records whose in-doubt marks were pruned (known bug; excused while flag inDoubtPrune is off). */
+  readonly prunedDoubt = new Set<string>();
+  excusePrunedDoubt = true;
   /** Whether skipForgotten duplicates are excused (flag skipSetCrash off) or violations. */
   excuseSkipForgotten = true;
   #next = 1;
@@ -37,7 +40,8 @@ export class Ghosts {
     return (
       this.mayBeTwice.has(id) ||
       this.forgottenDoubt.has(id) ||
-      (this.excuseSkipForgotten && this.skipForgotten.has(id))
+      (this.excuseSkipForgotten && this.skipForgotten.has(id)) ||
+      (this.excusePrunedDoubt && this.prunedDoubt.has(id))
     );
   }
 

@@ -63,6 +63,7 @@ export class World {
     this.cfg = cfg;
     this.rng = prng(cfg.seed);
     this.ghosts.excuseSkipForgotten = !cfg.flags.skipSetCrash;
+    this.ghosts.excusePrunedDoubt = !cfg.flags.inDoubtPrune;
     for (let i = 0; i < cfg.brokers; i++) {
       const id = `narad-${i}`;
       const inc = (0x1000_0000_0000_0000n + BigInt(cfg.seed) * 16n + BigInt(i)).toString(16).slice(-16);
@@ -225,6 +226,9 @@ export class World {
           g.discarded = true;
           this.#violate(checkDiscarded(g, this.meta.latest));
         }
+      },
+      prunedDoubts: (ids) => {
+        for (const id of ids) this.ghosts.prunedDoubt.add(id);
       },
       expiredDoubts: (ids) => {
         for (const id of ids) this.ghosts.mayBeTwice.add(id);
@@ -634,9 +638,7 @@ export class World {
           owner.mem.viewVersion === latest.version &&
           this.op.move?.topic !== topic &&
           !owner.mem.holds.has(k) &&
-          owner.disk.logs.get(k)?.frozen !== true &&
-          this.op.roll === undefined &&
-          this.op.decommission === undefined;
+          owner.disk.logs.get(k)?.frozen !== true;
         const sk = `${n.id}|${k}`;
         if (!healthy) continue;
         seen.add(sk);
