@@ -205,7 +205,13 @@ export class SimDispatcher {
     this.#env.trace(
       `${this.#env.localNodeId} pass cp=${cp} read=${read.records.length} lanes=${plan.lanes.length} held=${plan.held.map((h) => `${h.topic}/${h.partition}:${h.reason}x${h.count}`).join(",")} reroutes=${plan.reroutes.reduce((n, g) => n + g.moves.length, 0)} missing=${plan.missingTopics.map((m) => m.topic).join(",")}`,
     );
-    const runs: LaneRun[] = plan.lanes.map((lane) => ({ lane, batch: 0, committedSeqs: [], ok: true, settled: false }));
+    const runs: LaneRun[] = plan.lanes.map((lane) => ({
+      lane,
+      batch: 0,
+      committedSeqs: [],
+      ok: true,
+      settled: false,
+    }));
     this.#pass = { checkpoint: cp, plan, absent: read.absent, runs, records: read.records.length };
     // Fanout bounds concurrency; the sim's lane counts stay under it, so every lane starts now.
     for (const run of runs) {
@@ -228,7 +234,10 @@ export class SimDispatcher {
   #issue(run: LaneRun): void {
     for (;;) {
       const batch = run.lane.batches[run.batch];
-      if (batch === undefined) return this.#settle(run);
+      if (batch === undefined) {
+        this.#settle(run);
+        return;
+      }
       const seqs = batch.records.map((r) => r.seq);
       const now = this.#env.now();
       if (run.lane.local) {
@@ -238,23 +247,31 @@ export class SimDispatcher {
           if (!this.#accept(run, res, seqs)) return;
           continue;
         } catch (error) {
-          return this.#settle(run, { outcome: "error", error, seqs });
+          this.#settle(run, { outcome: "error", error, seqs });
+          return;
         }
       }
       const token = ++this.#token;
       const deadlineMs = now + this.#o.commitTimeoutMs;
       run.waiting = { token, deadlineMs, seqs };
-      this.#env.sendCommit(run.lane.nodeId, run.lane.topic, run.lane.partition, batch.records, deadlineMs, (r) => {
-        if (this.dead || run.waiting?.token !== token) return; // abandoned: timed out already
-        if ("error" in r) {
-          this.#settle(run, { outcome: "error", error: r.error, seqs });
-        } else if (this.#accept(run, r, seqs)) {
-          run.waiting = undefined;
-          this.#issue(run);
-          if (this.dead) return;
-        }
-        this.#maybeFinish();
-      });
+      this.#env.sendCommit(
+        run.lane.nodeId,
+        run.lane.topic,
+        run.lane.partition,
+        batch.records,
+        deadlineMs,
+        (r) => {
+          if (this.dead || run.waiting?.token !== token) return; // abandoned: timed out already
+          if ("error" in r) {
+            this.#settle(run, { outcome: "error", error: r.error, seqs });
+          } else if (this.#accept(run, r, seqs)) {
+            run.waiting = undefined;
+            this.#issue(run);
+            if (this.dead) return;
+          }
+          this.#maybeFinish();
+        },
+      );
       return;
     }
   }
@@ -305,7 +322,9 @@ export class SimDispatcher {
       const f = r.failure;
       if (f !== undefined && !(f.outcome === "error" && commitNeverApplied(f.error))) {
         markInDoubt(this.inDoubt, r.lane.key, f.seqs, now);
-        env.trace(`${env.localNodeId} in doubt on ${r.lane.topic}/${r.lane.partition}@${r.lane.nodeId}: seqs ${f.seqs.join(",")} (${f.outcome})`);
+        env.trace(
+          `${env.localNodeId} in doubt on ${r.lane.topic}/${r.lane.partition}@${r.lane.nodeId}: seqs ${f.seqs.join(",")} (${f.outcome})`,
+        );
       }
       if (f === undefined) continue;
       failed = true;
@@ -322,10 +341,18 @@ export class SimDispatcher {
         if (expired.length > 0) env.expiredDoubts(expired.map((mv) => mv.record.payload.toString()));
         for (const m of g.moves) {
           const r = m.record;
-          input.push({ topic: r.topic, key: r.key, partition: m.toPartition, createdMs: r.createdMs, payload: r.payload });
+          input.push({
+            topic: r.topic,
+            key: r.key,
+            partition: m.toPartition,
+            createdMs: r.createdMs,
+            payload: r.payload,
+          });
           rerouted.push(r.seq);
         }
-        env.trace(`${env.localNodeId} reroute ${g.topic}/${g.fromPartition} (${g.reason}) x${g.moves.length}`);
+        env.trace(
+          `${env.localNodeId} reroute ${g.topic}/${g.fromPartition} (${g.reason}) x${g.moves.length}`,
+        );
       }
       this.#wal.append(input);
       this.onDurable();

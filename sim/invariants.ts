@@ -24,7 +24,12 @@ export interface Violation {
   message: string;
 }
 
-export function checkCommitted(ghosts: Ghosts, log: SimPartitionLog, ids: readonly string[], where: string): Violation[] {
+export function checkCommitted(
+  ghosts: Ghosts,
+  log: SimPartitionLog,
+  ids: readonly string[],
+  where: string,
+): Violation[] {
   const out: Violation[] = [];
   for (const id of ids) {
     const g = ghosts.get(id);
@@ -40,12 +45,19 @@ export function checkCommitted(ghosts: Ghosts, log: SimPartitionLog, ids: readon
 export function checkDiscarded(g: Ghost, latest: Snapshot): Violation[] {
   const t = latest.topics.get(g.topic);
   if (t !== undefined && t.uid === g.uid && !t.deleting)
-    return [{ kind: "bad-discard", message: `${g.id} discarded but its topic ${g.topic} uid ${g.uid} is live` }];
+    return [
+      { kind: "bad-discard", message: `${g.id} discarded but its topic ${g.topic} uid ${g.uid} is live` },
+    ];
   return [];
 }
 
 /** The log readers are served from: the owner's live, installed log of that incarnation. */
-export function readableLog(latest: Snapshot, nodes: readonly SimNode[], topic: string, p: number): SimPartitionLog | undefined {
+export function readableLog(
+  latest: Snapshot,
+  nodes: readonly SimNode[],
+  topic: string,
+  p: number,
+): SimPartitionLog | undefined {
   const t = liveTopic(latest, topic);
   if (t === undefined) return undefined;
   const owner = nodes.find((n) => n.id === t.owners[p]);
@@ -88,19 +100,30 @@ export function checkHwm(nodes: readonly SimNode[]): Violation[] {
   for (const n of nodes) {
     for (const [key, log] of n.disk.logs) {
       if (log.highWatermark > log.frames.length)
-        out.push({ kind: "hwm", message: `${n.id} ${key}: HWM ${log.highWatermark} above ${log.frames.length} frames` });
+        out.push({
+          kind: "hwm",
+          message: `${n.id} ${key}: HWM ${log.highWatermark} above ${log.frames.length} frames`,
+        });
       const top = new Map<string, number>();
-      for (const f of log.frames.slice(0, log.highWatermark)) top.set(f.incarnation, Math.max(top.get(f.incarnation) ?? -1, f.seq));
+      for (const f of log.frames.slice(0, log.highWatermark))
+        top.set(f.incarnation, Math.max(top.get(f.incarnation) ?? -1, f.seq));
       for (const [inc, seq] of log.dedup)
         if ((top.get(inc) ?? -1) < seq)
-          out.push({ kind: "hwm", message: `${n.id} ${key}: dedup says ${inc}/${seq} committed but no visible frame has it` });
+          out.push({
+            kind: "hwm",
+            message: `${n.id} ${key}: dedup says ${inc}/${seq} committed but no visible frame has it`,
+          });
     }
   }
   return out;
 }
 
 /** After quiesce: every acknowledged record of a live incarnation is readable exactly once. */
-export function checkExactlyOnce(copies: Map<string, string[]>, ghosts: Ghosts, latest: Snapshot): Violation[] {
+export function checkExactlyOnce(
+  copies: Map<string, string[]>,
+  ghosts: Ghosts,
+  latest: Snapshot,
+): Violation[] {
   const out: Violation[] = [];
   for (const g of ghosts.all.values()) {
     if (!g.acked) continue;

@@ -168,7 +168,9 @@ export class OperatorModel {
         d.phase = "draining";
         return;
       }
-      const targets = this.members.filter((m) => m.state === "Active" && m.id !== d.id && w.node(m.id)?.alive);
+      const targets = this.members.filter(
+        (m) => m.state === "Active" && m.id !== d.id && w.node(m.id)?.alive,
+      );
       if (targets.length === 0) return;
       const [topic, p] = w.rng.pick(owned);
       this.startMove(w, topic, p, d.id, w.rng.pick(targets).id);
@@ -232,8 +234,4 @@ function heldCopies(n: SimNode): number {
   let c = 0;
   for (const f of n.mem?.freezes.values() ?? []) if (f.movedAway) c++;
   return c;
-}
-
-export function aliveNode(n: SimNode | undefined): n is SimNode {
-  return n !== undefined && n.alive && n.mem !== undefined;
 }

@@ -24,7 +24,8 @@ function parse(argv: readonly string[]): {
     const v = arg(name);
     if (v === undefined) return dflt;
     const n = Number(v);
-    if (!Number.isSafeInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got ${v}`);
+    if (!Number.isSafeInteger(n) || n < 0)
+      throw new Error(`${name} must be a non-negative integer, got ${v}`);
     return n;
   };
   const flags: FaultFlags = argv.includes("--all") ? { ...allFlags } : { ...noKnownBugFlags };
@@ -35,7 +36,8 @@ function parse(argv: readonly string[]): {
   const steps = num("--steps", 800);
   const one = arg("--seed");
   const first = num("--first", 1);
-  const seeds = one !== undefined ? [num("--seed", 0)] : Array.from({ length: num("--seeds", 20) }, (_, i) => first + i);
+  const seeds =
+    one !== undefined ? [num("--seed", 0)] : Array.from({ length: num("--seeds", 20) }, (_, i) => first + i);
   return { seeds, steps, flags, verbose: argv.includes("--verbose"), trace: num("--trace", 40) };
 }
 
@@ -56,7 +58,9 @@ async function main(): Promise<void> {
     acked += r.acked;
     if (r.violations.length > 0) {
       failed++;
-      console.log(`\nSEED ${seed} FAILED at step ${r.steps}: ${r.violations.map((v) => `${v.kind}: ${v.message}`).join("\n  ")}`);
+      console.log(
+        `\nSEED ${seed} FAILED at step ${r.steps}: ${r.violations.map((v) => `${v.kind}: ${v.message}`).join("\n  ")}`,
+      );
       console.log(`replay: ${replayCommand(cfg)}`);
       console.log(`last ${r.trace.length} trace lines:\n  ${r.trace.join("\n  ")}`);
     } else if (verbose) {
@@ -64,7 +68,9 @@ async function main(): Promise<void> {
     }
   }
   const secs = ((performance.now() - started) / 1000).toFixed(1);
-  const on = Object.entries(flags).filter(([, v]) => v).map(([k]) => k);
+  const on = Object.entries(flags)
+    .filter(([, v]) => v)
+    .map(([k]) => k);
   console.log(
     `\n${seeds.length} seeds, ${failed} failed; ${totalSteps} steps in ${secs}s; ${acked} of ${produced} produced records acknowledged; flags on: ${on.join(", ") || "none"}`,
   );

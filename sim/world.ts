@@ -8,12 +8,12 @@ import { type Destination, skipHas } from "../broker/src/core/dispatch-plan.ts";
 import { partitionForKey } from "../broker/src/core/partitioner.ts";
 import type { CommitRecord } from "../broker/src/core/records.ts";
 import { destinationOf } from "../broker/src/core/routing.ts";
-import { badRequest, NaradError, notFound } from "../broker/src/errors.ts";
+import { badRequest, notFound } from "../broker/src/errors.ts";
 import { NotOwnerError } from "../broker/src/rpc/status.ts";
 import { type Prng, prng } from "../broker/src/testing/prng.ts";
 import type { SimConfig } from "./config.ts";
 import { type CommitAnswer, type DispatchEnv, SimDispatcher } from "./dispatcher.ts";
-import { type FaultCounts, FaultCounts as Counts, type FaultKind } from "./faults.ts";
+import { FaultCounts as Counts, type FaultCounts, type FaultKind } from "./faults.ts";
 import { Ghosts } from "./ghosts.ts";
 import {
   checkCommitted,
@@ -67,7 +67,15 @@ export class World {
     for (let i = 0; i < cfg.brokers; i++) {
       const id = `narad-${i}`;
       const inc = (0x1000_0000_0000_0000n + BigInt(cfg.seed) * 16n + BigInt(i)).toString(16).slice(-16);
-      this.nodes.push({ id, ordinal: i, alive: true, retired: false, processEpoch: 0, disk: newDisk(inc), mem: undefined });
+      this.nodes.push({
+        id,
+        ordinal: i,
+        alive: true,
+        retired: false,
+        processEpoch: 0,
+        disk: newDisk(inc),
+        mem: undefined,
+      });
     }
     this.meta = new Metastore([]);
     this.moveCtx = this.#makeMoveCtx();
@@ -90,7 +98,8 @@ export class World {
 
   log(msg: string): void {
     this.trace.push(`[${this.stepNo} t=${this.now}] ${msg}`);
-    if (this.trace.length > 4 * this.cfg.traceTail) this.trace.splice(0, this.trace.length - 2 * this.cfg.traceTail);
+    if (this.trace.length > 4 * this.cfg.traceTail)
+      this.trace.splice(0, this.trace.length - 2 * this.cfg.traceTail);
   }
 
   #fault(kind: FaultKind): void {
@@ -215,7 +224,9 @@ export class World {
           throw new Error("API server unreachable");
         }
         // Replica absent, then a quorum read: objects being deleted count as gone (kube-metastore.ts).
-        return liveTopic(this.view(n), topic) === undefined && liveTopic(this.meta.latest, topic) === undefined;
+        return (
+          liveTopic(this.view(n), topic) === undefined && liveTopic(this.meta.latest, topic) === undefined
+        );
       },
       crashAt: (point) => this.crashAt(n, point),
       trace: (msg) => this.log(msg),
@@ -238,7 +249,13 @@ export class World {
   }
 
   /** The owner's commitDurable path: the log store (held while a move is in), then the log. */
-  #commitInto(n: SimNode, topic: string, p: number, records: readonly CommitRecord[], how: string): CommitAnswer {
+  #commitInto(
+    n: SimNode,
+    topic: string,
+    p: number,
+    records: readonly CommitRecord[],
+    how: string,
+  ): CommitAnswer {
     const key = partitionKey(topic, p);
     if (n.mem?.holds.has(key) === true) throw new SimLogError("PARTITION_MOVING", `${key} is being moved in`);
     const log = openLog(this.moveCtx, n, topic, p);
@@ -262,7 +279,10 @@ export class World {
   ): void {
     const to = this.node(toId);
     this.stats.commitsRpc++;
-    if (to === undefined || !to.alive) return answer({ error: neverConnectedError(toId) });
+    if (to === undefined || !to.alive) {
+      answer({ error: neverConnectedError(toId) });
+      return;
+    }
     if (this.faultsOn && this.rng.bool(0.03)) {
       this.#fault("drop-request");
       this.#disturb(from.id, toId);
@@ -313,13 +333,20 @@ export class World {
   }
 
   /** rpc/server.ts ownedLog + commit: refuse what this node's replica says it does not own. */
-  #serveCommit(n: SimNode, topic: string, p: number, records: readonly CommitRecord[], from: string): CommitAnswer {
+  #serveCommit(
+    n: SimNode,
+    topic: string,
+    p: number,
+    records: readonly CommitRecord[],
+    from: string,
+  ): CommitAnswer {
     const v = this.view(n);
     const t = liveTopic(v, topic);
     if (t === undefined) throw notFound(`topic "${topic}" not found`);
     if (p >= t.partitions) throw badRequest(`partition ${p} out of range`);
     const owner = t.owners[p] ?? "";
-    if (owner !== n.id) throw new NotOwnerError(`node ${n.id} does not own ${topic}/${p} (owner: ${owner || "none"})`);
+    if (owner !== n.id)
+      throw new NotOwnerError(`node ${n.id} does not own ${topic}/${p} (owner: ${owner || "none"})`);
     return this.#commitInto(n, topic, p, records, `rpc from ${from}`);
   }
 
@@ -366,7 +393,13 @@ export class World {
     const g = this.ghosts.create(t.name, t.uid, n.id);
     this.stats.produced++;
     n.disk.wal.append([
-      { topic: t.name, key, partition: partitionForKey(key, t.partitions), createdMs: this.now, payload: Buffer.from(g.id) },
+      {
+        topic: t.name,
+        key,
+        partition: partitionForKey(key, t.partitions),
+        createdMs: this.now,
+        payload: Buffer.from(g.id),
+      },
     ]);
     n.mem!.dispatcher.onDurable();
     if (this.crashAt(n, "wal-append-before-202")) return;
@@ -414,7 +447,8 @@ export class World {
   }
 
   #moveTurn(): void {
-    const due: [SimNode, NonNullable<SimNode["mem"]>["moves"] extends Map<string, infer M> ? M : never][] = [];
+    const due: [SimNode, NonNullable<SimNode["mem"]>["moves"] extends Map<string, infer M> ? M : never][] =
+      [];
     for (const n of this.nodes) {
       if (n.mem === undefined) continue;
       for (const m of n.mem.moves.values()) if (destDue(this.moveCtx, n, m)) due.push([n, m]);
@@ -440,7 +474,11 @@ export class World {
           this.crashNode(n, this.rng.range(20, this.cfg.timing.downGraceMs - 100), "fault");
         } else {
           this.#fault("down");
-          this.crashNode(n, this.rng.range(this.cfg.timing.downGraceMs * 2, this.cfg.timing.downGraceMs * 8), "fault: down");
+          this.crashNode(
+            n,
+            this.rng.range(this.cfg.timing.downGraceMs * 2, this.cfg.timing.downGraceMs * 8),
+            "fault: down",
+          );
         }
         return;
       }
@@ -453,7 +491,8 @@ export class World {
         return;
       }
       case 2: {
-        if (this.op.decommissioned || this.op.decommission !== undefined || this.op.roll !== undefined) return;
+        if (this.op.decommissioned || this.op.decommission !== undefined || this.op.roll !== undefined)
+          return;
         if (this.nodes.length < 3 || this.op.move !== undefined || !this.rng.bool(0.2)) return;
         const n = this.nodes[this.nodes.length - 1]!;
         if (!n.alive) return;
@@ -481,7 +520,9 @@ export class World {
         const p = this.rng.int(t.partitions);
         const from = t.owners[p] ?? "";
         if (from === "") return;
-        const targets = this.op.members.filter((m) => m.state === "Active" && m.id !== from && this.node(m.id)?.alive);
+        const targets = this.op.members.filter(
+          (m) => m.state === "Active" && m.id !== from && this.node(m.id)?.alive,
+        );
         if (targets.length === 0) return;
         this.#fault("move");
         this.op.startMove(this, t.name, p, from, this.rng.pick(targets).id);
@@ -501,7 +542,9 @@ export class World {
         const existing = [...this.meta.latest.topics.values()];
         if (existing.filter((t) => !t.deleting).length >= 3) return;
         const free = topicPool.filter((n) => !this.meta.latest.topics.has(n));
-        const everUsed = new Set(this.ghosts.all.size > 0 ? [...this.ghosts.all.values()].map((g) => g.topic) : []);
+        const everUsed = new Set(
+          this.ghosts.all.size > 0 ? [...this.ghosts.all.values()].map((g) => g.topic) : [],
+        );
         const reuse = flags.topicRecreate ? free.filter((n) => everUsed.has(n)) : [];
         if (reuse.length > 0 && this.rng.bool(0.7)) {
           this.#fault("topic-recreate");
@@ -535,7 +578,8 @@ export class World {
       const v = n.mem?.viewVersion;
       if (v !== undefined && v < this.meta.latest.version && !this.#pinned(n)) {
         const nextWritten = this.meta.writtenAt[v] ?? 0;
-        if (this.now - nextWritten >= this.cfg.timing.viewLagBoundMs) this.#advanceView(n, this.meta.latest.version);
+        if (this.now - nextWritten >= this.cfg.timing.viewLagBoundMs)
+          this.#advanceView(n, this.meta.latest.version);
       }
     }
   }
@@ -549,7 +593,7 @@ export class World {
     this.now += this.rng.int(this.cfg.timing.maxTickMs + 1);
     this.#timers();
 
-    const runnable = this.nodes.filter((n) => n.mem !== undefined && n.mem.dispatcher.runnable());
+    const runnable = this.nodes.filter((n) => n.mem?.dispatcher.runnable());
     const due = this.net.due(this.now).length > 0;
     const options: [string, number][] = [];
     if (this.faultsOn) options.push(["produce", 22]);
@@ -626,7 +670,10 @@ export class World {
       for (const [k, seq] of oldest) {
         const [topic, p] = [k.slice(0, k.lastIndexOf("/")), Number(k.slice(k.lastIndexOf("/") + 1))];
         const t = liveTopic(latest, topic);
-        if (t === undefined || latest.topics.get(topic)?.uid !== this.ghosts.get(wal.get(seq)!.payload.toString())?.uid)
+        if (
+          t === undefined ||
+          latest.topics.get(topic)?.uid !== this.ghosts.get(wal.get(seq)!.payload.toString())?.uid
+        )
           continue;
         const ownerId = t.owners[p] ?? "";
         const owner = this.node(ownerId);
@@ -679,7 +726,11 @@ export class World {
       .map((n) => `${n.id}: ${n.disk.wal.pending} pending (checkpoint ${n.disk.wal.checkpoint})`)
       .join("; ");
     const moves = this.nodes
-      .flatMap((n) => [...(n.mem?.moves.values() ?? [])].map((m) => `${n.id} ${m.topic}/${m.partition} ${m.state} ${m.error ?? ""}`))
+      .flatMap((n) =>
+        [...(n.mem?.moves.values() ?? [])].map(
+          (m) => `${n.id} ${m.topic}/${m.partition} ${m.state} ${m.error ?? ""}`,
+        ),
+      )
       .join("; ");
     this.#violate([
       {

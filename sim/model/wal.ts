@@ -44,7 +44,8 @@ export class SimWal {
   }
 
   setCheckpoint(n: number): void {
-    if (n < this.#checkpoint || n > this.nextSeq) throw new Error(`bad checkpoint ${n} (was ${this.#checkpoint})`);
+    if (n < this.#checkpoint || n > this.nextSeq)
+      throw new Error(`bad checkpoint ${n} (was ${this.#checkpoint})`);
     this.#checkpoint = n;
   }
 }

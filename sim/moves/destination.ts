@@ -48,7 +48,14 @@ function owner(ctx: MoveContext, n: SimNode, m: DestMove): boolean {
 }
 
 /** PUT /admin/v1/moves/{topic}/{partition}: checks like MoveManager.start, then launches. */
-export function destStart(ctx: MoveContext, n: SimNode, topic: string, partition: number, from: string, token: string): MoveState {
+export function destStart(
+  ctx: MoveContext,
+  n: SimNode,
+  topic: string,
+  partition: number,
+  from: string,
+  token: string,
+): MoveState {
   const mem = n.mem;
   if (mem === undefined) throw new MoveRpcError("UNAVAILABLE", "down");
   const v = ctx.view(n);
@@ -72,7 +79,11 @@ export function destStart(ctx: MoveContext, n: SimNode, topic: string, partition
   return "copying";
 }
 
-export function launch(ctx: MoveContext, n: SimNode, mk: { topic: string; partition: number; from: string; token: string }): void {
+export function launch(
+  ctx: MoveContext,
+  n: SimNode,
+  mk: { topic: string; partition: number; from: string; token: string },
+): void {
   const key = partitionKey(mk.topic, mk.partition);
   n.mem!.moves.set(key, {
     ...mk,
@@ -107,7 +118,7 @@ export function destRecover(ctx: MoveContext, n: SimNode): void {
 }
 
 /** Whether a move has work to do now. */
-export function destDue(ctx: MoveContext, n: SimNode, m: DestMove): boolean {
+export function destDue(ctx: MoveContext, _n: SimNode, m: DestMove): boolean {
   return (m.state === "copying" || m.state === "ready") && ctx.now() >= m.nextAtMs;
 }
 
@@ -115,10 +126,15 @@ export function destDue(ctx: MoveContext, n: SimNode, m: DestMove): boolean {
 export function destStep(ctx: MoveContext, n: SimNode, m: DestMove): void {
   const key = partitionKey(m.topic, m.partition);
   const v = ctx.view(n);
-  if (liveTopic(v, m.topic) === undefined) return fail(ctx, n, m, "the topic was deleted");
+  if (liveTopic(v, m.topic) === undefined) {
+    fail(ctx, n, m, "the topic was deleted");
+    return;
+  }
   try {
     if (m.state === "copying") {
-      const man = ctx.call(n, m.from, "moveManifest", (src) => sourceManifest(ctx, src, m.topic, m.partition));
+      const man = ctx.call(n, m.from, "moveManifest", (src) =>
+        sourceManifest(ctx, src, m.topic, m.partition),
+      );
       const staged = n.disk.staged.get(key);
       const plan = planCopy(extents(man.log), extents(staged), chunkBytes);
       const step = catchUpStep(m.progress, plan.remainingBytes, catchUpLimits);
@@ -138,14 +154,20 @@ export function destStep(ctx: MoveContext, n: SimNode, m: DestMove): void {
       return;
     }
     // ready
-    if (owner(ctx, n, m)) return install(ctx, n, m, key);
+    if (owner(ctx, n, m)) {
+      install(ctx, n, m, key);
+      return;
+    }
     renew(ctx, n, m, key);
     m.nextAtMs = ctx.now() + ctx.timing.renewIntervalMs;
   } catch (err) {
     const e = err instanceof MoveRpcError ? err : undefined;
     m.error = err instanceof Error ? err.message : String(err);
     const gone = e?.code === "NOT_FOUND" && liveTopic(ctx.view(n), m.topic) === undefined;
-    if (gone || (e?.code === "CONFLICT" && !owner(ctx, n, m))) return fail(ctx, n, m, m.error);
+    if (gone || (e?.code === "CONFLICT" && !owner(ctx, n, m))) {
+      fail(ctx, n, m, m.error);
+      return;
+    }
     if (m.state === "ready" && m.frozenAtMs + ctx.timing.freezeTtlMs <= ctx.now()) {
       ctx.trace(`${n.id} move ${key}: freeze not renewed in time; copying again`);
       m.state = "copying";

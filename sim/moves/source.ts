@@ -57,7 +57,12 @@ function newLog(uid: number): SimPartitionLog {
   return new SimPartitionLog(uid);
 }
 
-export function sourceManifest(ctx: MoveContext, n: SimNode, topic: string, partition: number): SourceManifest {
+export function sourceManifest(
+  ctx: MoveContext,
+  n: SimNode,
+  topic: string,
+  partition: number,
+): SourceManifest {
   const log = check(ctx, n, topic, partition);
   return { highWatermark: log.highWatermark, bytes: log.bytes, frozen: log.frozen, log };
 }
@@ -74,7 +79,8 @@ export function sourceFreeze(
   const m = mem(n);
   const key = partitionKey(topic, partition);
   const held = m.freezes.get(key);
-  if (held !== undefined && held.token !== token) throw new MoveRpcError("CONFLICT", `${key} frozen by another move`);
+  if (held !== undefined && held.token !== token)
+    throw new MoveRpcError("CONFLICT", `${key} frozen by another move`);
   let f = held;
   if (f === undefined) {
     f = { token, expiresAtMs: 0, movedAway: false };
@@ -87,7 +93,13 @@ export function sourceFreeze(
   return { highWatermark: log.highWatermark, bytes: log.bytes, frozen: true, log };
 }
 
-export function sourceUnfreeze(ctx: MoveContext, n: SimNode, topic: string, partition: number, token: string): void {
+export function sourceUnfreeze(
+  ctx: MoveContext,
+  n: SimNode,
+  topic: string,
+  partition: number,
+  token: string,
+): void {
   const key = partitionKey(topic, partition);
   const f = mem(n).freezes.get(key);
   if (f === undefined || f.token !== token || f.movedAway) return;
