@@ -18,6 +18,8 @@ export interface SeedResult {
   acked: number;
   passes: number;
   actions: Map<string, number>;
+  /** Records that reached a documented or flagged-off seam (their duplicates are excused). */
+  seams: { expiredHold: number; forgottenDoubt: number; skipForgotten: number; prunedDoubt: number };
 }
 
 export async function runSeed(cfg: SimConfig): Promise<SeedResult> {
@@ -34,6 +36,12 @@ export async function runSeed(cfg: SimConfig): Promise<SeedResult> {
     acked: w.stats.acked,
     passes: w.stats.passes,
     actions: w.stats.actions,
+    seams: {
+      expiredHold: w.ghosts.mayBeTwice.size,
+      forgottenDoubt: w.ghosts.forgottenDoubt.size,
+      skipForgotten: w.ghosts.skipForgotten.size,
+      prunedDoubt: w.ghosts.prunedDoubt.size,
+    },
   };
 }
 

@@ -48,6 +48,7 @@ async function main(): Promise<void> {
   let totalSteps = 0;
   let produced = 0;
   let acked = 0;
+  const seams = { expiredHold: 0, forgottenDoubt: 0, skipForgotten: 0, prunedDoubt: 0 };
   const started = performance.now();
   for (const seed of seeds) {
     const cfg = { ...defaultConfig(seed, steps, flags), traceTail: trace };
@@ -56,6 +57,7 @@ async function main(): Promise<void> {
     totalSteps += r.steps;
     produced += r.produced;
     acked += r.acked;
+    for (const k of Object.keys(seams) as (keyof typeof seams)[]) seams[k] += r.seams[k];
     if (r.violations.length > 0) {
       failed++;
       console.log(
@@ -75,6 +77,9 @@ async function main(): Promise<void> {
     `\n${seeds.length} seeds, ${failed} failed; ${totalSteps} steps in ${secs}s; ${acked} of ${produced} produced records acknowledged; flags on: ${on.join(", ") || "none"}`,
   );
   console.log(`faults injected:\n${total.format()}`);
+  console.log(
+    `records that reached a seam (duplicates excused): expired in-doubt hold ${seams.expiredHold}, doubt forgotten by a crash ${seams.forgottenDoubt}, skip-set lost in a crash (F1) ${seams.skipForgotten}, doubt pruned while undone ${seams.prunedDoubt}`,
+  );
   if (failed > 0) process.exitCode = 1;
 }
 
