@@ -15,13 +15,14 @@ export interface FaultFlags {
   topicRecreate: boolean;
   /** Let a broker's metastore view lag past a move's freeze ttl (the moved-away source keeps committing). */
   longViewLag: boolean;
+  /** Small dispatch windows that grow and shrink, so a lane can drop out of a pass while it has records in doubt. */
+  shrinkingWindow: boolean;
   /**
    * The in-doubt prune (dispatch/in-doubt.ts pruneInDoubt forgets every lane
-   * that had no records in a pass). On: small dispatch windows (a lane drops
-   * out of a pass while it has records in doubt) and a strict check. Off:
-   * records whose doubt was pruned while still undone are counted and their
-   * duplicates excused. The sim also reaches it without small windows: a
-   * move changes the lane key (owner id), so the old lane's doubts are pruned
+   * that had no records in a pass). On: duplicates of records whose doubt
+   * was pruned while still undone are violations. Off: they are counted and
+   * excused. Reached through shrinkingWindow, and also without it: a move
+   * changes the lane key (owner id), so the old lane's doubts are pruned
    * although the data, in doubt, moved with the partition (F3).
    */
   inDoubtPrune: boolean;
@@ -48,6 +49,7 @@ export interface FaultFlags {
 export const noKnownBugFlags: FaultFlags = {
   topicRecreate: false,
   longViewLag: false,
+  shrinkingWindow: false,
   inDoubtPrune: false,
   longMaintenance: false,
   skipSetCrash: false,
@@ -57,6 +59,7 @@ export const noKnownBugFlags: FaultFlags = {
 export const allFlags: FaultFlags = {
   topicRecreate: true,
   longViewLag: true,
+  shrinkingWindow: true,
   inDoubtPrune: true,
   longMaintenance: true,
   skipSetCrash: true,
@@ -96,7 +99,7 @@ export interface SimConfig {
 }
 
 export function dispatcherOptions(flags: FaultFlags): DispatcherOptions {
-  const small = flags.inDoubtPrune || flags.longMaintenance;
+  const small = flags.shrinkingWindow || flags.longMaintenance;
   return {
     idlePollMs: 10,
     // Small windows make passes partial (the shape production has under load);
