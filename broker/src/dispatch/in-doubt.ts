@@ -21,7 +21,13 @@ export function markInDoubt(marks: InDoubtMarks, lane: string, seqs: readonly nu
 }
 
 /** Whether a seq is still held in doubt on a lane: marked, and its hold has not run out. */
-export function isInDoubt(marks: InDoubtMarks, lane: string, seq: number, nowMs: number, holdMs: number): boolean {
+export function isInDoubt(
+  marks: InDoubtMarks,
+  lane: string,
+  seq: number,
+  nowMs: number,
+  holdMs: number,
+): boolean {
   const since = marks.get(lane)?.get(seq);
   return since !== undefined && nowMs - since < holdMs;
 }
