@@ -15,6 +15,7 @@ export default defineConfig({
             "client/**/*.test.ts",
             "scripts/**/*.test.ts",
             "e2e/**/*.unit.test.ts",
+            "sim/**/*.test.ts",
           ],
           testTimeout: 20_000,
         },

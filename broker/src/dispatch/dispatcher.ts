@@ -47,6 +47,12 @@ import type { WalRecord, WalRecordInput } from "../core/records.ts";
 import { commitNeverApplied, isPartitionMoving } from "../rpc/status.ts";
 import type { IngressWal } from "../wal/types.ts";
 import { commitLanes, type LaneResult } from "./commit-runner.ts";
+import {
+  type InDoubtMarks,
+  isInDoubt as isLaneSeqInDoubt,
+  markInDoubt as markLaneInDoubt,
+  pruneInDoubt as pruneLaneDoubts,
+} from "./in-doubt.ts";
 import type { ParkedStore } from "./parked-store.ts";
 import {
   type Destinations,
@@ -107,7 +113,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let windowRecords = o.windowRecords;
   let failures = new Map<string, number>();
   /** Lane key → seq → when its commit on that lane first failed without an answer. */
-  const inDoubt = new Map<string, Map<number, number>>();
+  const inDoubt: InDoubtMarks = new Map();
   const inDoubtHoldMs = o.inDoubtHoldMs ?? Number.POSITIVE_INFINITY;
 
   const parked = deps.parked;
@@ -300,36 +306,16 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   }
 
   function markInDoubt(lane: string, seqs: readonly number[]): void {
-    if (seqs.length === 0) return;
-    let m = inDoubt.get(lane);
-    if (m === undefined) {
-      m = new Map();
-      inDoubt.set(lane, m);
-    }
-    const now = nowMs();
-    for (const s of seqs) if (!m.has(s)) m.set(s, now);
+    markLaneInDoubt(inDoubt, lane, seqs, nowMs());
   }
 
   function isInDoubt(lane: string, seq: number): boolean {
-    const since = inDoubt.get(lane)?.get(seq);
-    return since !== undefined && nowMs() - since < inDoubtHoldMs;
+    return isLaneSeqInDoubt(inDoubt, lane, seq, nowMs(), inDoubtHoldMs);
   }
 
-  /**
-   * Forgets seqs that are done (below the checkpoint or in the skip-set),
-   * and nothing else. A lane missing from this pass is not evidence: a
-   * window that shrank, the pass byte budget or the lookahead may simply not
-   * have reached its records, which are still undone. Forgetting them there
-   * reopened the duplicate seam (issue #13 item 6). The map stays bounded by
-   * the undone records above the checkpoint.
-   */
+  /** Forgets done seqs only (in-doubt.ts); parked seqs stay marked. */
   function pruneInDoubt(done: SkipSet, cp: number): void {
-    if (inDoubt.size === 0) return;
-    for (const [lane, m] of inDoubt) {
-      // A parked seq is below the checkpoint or in the skip-set but not done.
-      for (const s of m.keys()) if ((s < cp || skipHas(done, s)) && parked?.has(s) !== true) m.delete(s);
-      if (m.size === 0) inDoubt.delete(lane);
-    }
+    pruneLaneDoubts(inDoubt, done, cp, (s) => parked?.has(s) === true);
   }
 
   /** Reroutes of records whose in-doubt hold ran out: the one place a record may now be stored twice. */

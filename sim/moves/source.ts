@@ -1,0 +1,212 @@
+// The source side of a partition move, after broker/src/moves/source.ts:
+// freezes with a token and a ttl (renewed by the destination), lapse when
+// not renewed, turn permanent once this node's view shows another owner
+// (moved-away), and delete the local copy after a delay once the new owner
+// serves at least our HWM. Freezes are memory; the moved-away mark is disk.
+
+import { liveTopic, ownerOf } from "../model/metastore.ts";
+import { partitionKey, type SimNode } from "../model/node.ts";
+import { SimPartitionLog } from "../model/partition-log.ts";
+import { type MoveContext, MoveRpcError } from "./context.ts";
+
+export interface SourceFreeze {
+  token: string;
+  expiresAtMs: number;
+  movedAway: boolean;
+}
+
+export interface SourceManifest {
+  highWatermark: number;
+  bytes: number;
+  frozen: boolean;
+  /** The copy itself: the staged bytes are a prefix of the source's (fetch). */
+  log: SimPartitionLog;
+}
+
+function mem(n: SimNode) {
+  if (n.mem === undefined) throw new MoveRpcError("UNAVAILABLE", `${n.id} is down`);
+  return n.mem;
+}
+
+/** moves/source.ts #check: a move copies from the owner or a former owner that still has the partition. */
+function check(ctx: MoveContext, n: SimNode, topic: string, partition: number): SimPartitionLog {
+  const v = ctx.view(n);
+  const t = liveTopic(v, topic);
+  if (t === undefined) throw new MoveRpcError("NOT_FOUND", `topic ${topic} not found`);
+  if (partition >= t.partitions) throw new MoveRpcError("BAD_REQUEST", "partition out of range");
+  const key = partitionKey(topic, partition);
+  const log = n.disk.logs.get(key);
+  const ok = ownerOf(v, topic, partition) === n.id || mem(n).freezes.has(key) || log !== undefined;
+  if (!ok) throw new MoveRpcError("CONFLICT", `${n.id} neither owns nor holds ${key}`);
+  // logs.get opens (creates) the log of a partition this node owns.
+  return log ?? openLog(ctx, n, topic, partition);
+}
+
+export function openLog(ctx: MoveContext, n: SimNode, topic: string, partition: number): SimPartitionLog {
+  const key = partitionKey(topic, partition);
+  let log = n.disk.logs.get(key);
+  if (log === undefined) {
+    const t = liveTopic(ctx.view(n), topic);
+    log = newLog(t?.uid ?? 0);
+    n.disk.logs.set(key, log);
+  }
+  return log;
+}
+
+function newLog(uid: number): SimPartitionLog {
+  return new SimPartitionLog(uid);
+}
+
+export function sourceManifest(
+  ctx: MoveContext,
+  n: SimNode,
+  topic: string,
+  partition: number,
+): SourceManifest {
+  const log = check(ctx, n, topic, partition);
+  return { highWatermark: log.highWatermark, bytes: log.bytes, frozen: log.frozen, log };
+}
+
+export function sourceFreeze(
+  ctx: MoveContext,
+  n: SimNode,
+  topic: string,
+  partition: number,
+  token: string,
+  ttlMs: number,
+): SourceManifest {
+  const log = check(ctx, n, topic, partition);
+  const m = mem(n);
+  const key = partitionKey(topic, partition);
+  const held = m.freezes.get(key);
+  if (held !== undefined && held.token !== token)
+    throw new MoveRpcError("CONFLICT", `${key} frozen by another move`);
+  let f = held;
+  if (f === undefined) {
+    f = { token, expiresAtMs: 0, movedAway: false };
+    m.freezes.set(key, f);
+    ctx.trace(`${n.id} source froze ${key}`);
+  }
+  if (!f.movedAway) f.expiresAtMs = ctx.now() + Math.max(1, ttlMs);
+  log.frozen = true;
+  if (ownerOf(ctx.view(n), topic, partition) !== n.id) movedAway(ctx, n, key, f);
+  return { highWatermark: log.highWatermark, bytes: log.bytes, frozen: true, log };
+}
+
+export function sourceUnfreeze(
+  ctx: MoveContext,
+  n: SimNode,
+  topic: string,
+  partition: number,
+  token: string,
+): void {
+  const key = partitionKey(topic, partition);
+  const f = mem(n).freezes.get(key);
+  if (f === undefined || f.token !== token || f.movedAway) return;
+  endFreeze(ctx, n, key);
+}
+
+function endFreeze(ctx: MoveContext, n: SimNode, key: string): void {
+  const m = mem(n);
+  if (!m.freezes.delete(key)) return;
+  const log = n.disk.logs.get(key);
+  if (log !== undefined) log.frozen = false;
+  ctx.trace(`${n.id} source unfroze ${key}`);
+}
+
+function movedAway(ctx: MoveContext, n: SimNode, key: string, f: SourceFreeze): void {
+  if (f.movedAway) return;
+  f.movedAway = true;
+  n.disk.movedAway.add(key);
+  mem(n).deletions.set(key, ctx.now() + ctx.timing.sourceDeleteDelayMs);
+  ctx.trace(`${n.id} source: ${key} moved away, copy kept frozen until the new owner serves it`);
+}
+
+/** The metastore onChange handler (#ownershipChanged). */
+export function sourceViewChanged(ctx: MoveContext, n: SimNode): void {
+  const m = mem(n);
+  const v = ctx.view(n);
+  for (const [key, f] of [...m.freezes]) {
+    const [topic, p] = splitKey(key);
+    if (liveTopic(v, topic) === undefined) {
+      m.freezes.delete(key);
+      continue;
+    }
+    if (ownerOf(v, topic, p) !== n.id) movedAway(ctx, n, key, f);
+  }
+}
+
+/** Timers: freezes that lapse, moved-away copies whose deletion is due. */
+export function sourceTick(ctx: MoveContext, n: SimNode): void {
+  const m = mem(n);
+  const now = ctx.now();
+  for (const [key, f] of [...m.freezes]) {
+    if (!f.movedAway && f.expiresAtMs <= now) {
+      ctx.trace(`${n.id} source: freeze of ${key} lapsed`);
+      endFreeze(ctx, n, key);
+    }
+  }
+  for (const [key, due] of [...m.deletions]) {
+    if (due > now) continue;
+    m.deletions.delete(key);
+    deleteMovedAway(ctx, n, key);
+    if (n.mem === undefined) return;
+  }
+}
+
+function deleteMovedAway(ctx: MoveContext, n: SimNode, key: string): void {
+  const m = mem(n);
+  const [topic, p] = splitKey(key);
+  const v = ctx.view(n);
+  if (liveTopic(v, topic) === undefined) return;
+  const owner = ownerOf(v, topic, p);
+  if (owner === n.id) {
+    const f = m.freezes.get(key);
+    if (f !== undefined) f.movedAway = false;
+    endFreeze(ctx, n, key);
+    return;
+  }
+  try {
+    const ours = n.disk.logs.get(key)?.highWatermark ?? 0;
+    const theirs = ctx.call(n, owner, "ownerStats", (peer) => {
+      const pv = ctx.view(peer);
+      if (ownerOf(pv, topic, p) !== peer.id) throw new MoveRpcError("UNAVAILABLE", "not owner");
+      if (peer.mem?.holds.has(key) === true) throw new MoveRpcError("UNAVAILABLE", "PARTITION_MOVING");
+      return peer.disk.logs.get(key)?.highWatermark ?? 0;
+    });
+    if (theirs < ours) throw new Error(`new owner's HWM ${theirs} below ours ${ours}`);
+    if (ctx.crashAt(n, "move-delete")) return;
+    n.disk.logs.delete(key);
+    n.disk.movedAway.delete(key);
+    m.freezes.delete(key);
+    ctx.trace(`${n.id} source deleted moved-away copy ${key} (ours ${ours}, theirs ${theirs})`);
+  } catch (err) {
+    ctx.trace(`${n.id} source keeps ${key}: ${err instanceof Error ? err.message : String(err)}`);
+    m.deletions.set(key, ctx.now() + ctx.timing.sourceDeleteDelayMs);
+  }
+}
+
+/** After a restart (#resume): moved-away marks are frozen again and scheduled for deletion. */
+export function sourceResume(ctx: MoveContext, n: SimNode): void {
+  const v = ctx.view(n);
+  for (const key of [...n.disk.movedAway]) {
+    const [topic, p] = splitKey(key);
+    const log = n.disk.logs.get(key);
+    if (liveTopic(v, topic) === undefined || log === undefined) continue;
+    const owner = ownerOf(v, topic, p);
+    if (owner === n.id) {
+      n.disk.movedAway.delete(key);
+      continue;
+    }
+    if (owner === "") continue;
+    log.frozen = true;
+    const f: SourceFreeze = { token: "", expiresAtMs: 0, movedAway: false };
+    mem(n).freezes.set(key, f);
+    movedAway(ctx, n, key, f);
+  }
+}
+
+export function splitKey(key: string): [string, number] {
+  const i = key.lastIndexOf("/");
+  return [key.slice(0, i), Number(key.slice(i + 1))];
+}
