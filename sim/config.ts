@@ -49,8 +49,8 @@ export interface FaultFlags {
 export const noKnownBugFlags: FaultFlags = {
   topicRecreate: false,
   longViewLag: false,
-  shrinkingWindow: false,
-  inDoubtPrune: false,
+  shrinkingWindow: true, // the prune fix is in (dispatch/in-doubt.ts)
+  inDoubtPrune: true,
   longMaintenance: false,
   skipSetCrash: false,
   sourceRestartAfterSwap: false,
