@@ -367,6 +367,7 @@ describe("NaradCluster reconcile", () => {
     t.kube.addPod(NS, "demo", 1, true);
     await t.reconcile();
     t.kube.pods.remove(NS, "demo-1");
+    t.brokers.unreachable.add("demo-1");
     const r = await t.reconcile();
     expect(t.cluster().status?.members?.[1]?.state).toBe("Active");
     expect(r.requeueAfterMs).toBeLessThanOrEqual(5000);
@@ -451,6 +452,7 @@ describe("NaradTopic reconcile", () => {
     await t.reconcileT();
     // demo-2 goes Down
     t.kube.pods.remove(NS, "demo-2");
+    t.brokers.unreachable.add("demo-2");
     await t.reconcile();
     await t.clock.advance(31_000);
     await t.reconcile();
@@ -474,6 +476,7 @@ describe("NaradTopic reconcile", () => {
 
     // demo-1 now agrees; demo-2 comes back
     t.brokers.refuseDeletion.clear();
+    t.brokers.unreachable.delete("demo-2");
     t.kube.addPod(NS, "demo", 2, true);
     await t.reconcile();
     await t.reconcileT();
@@ -614,6 +617,7 @@ describe("Scaling", () => {
       rollout: { downGraceSeconds: 1 },
     });
     t.kube.pods.remove(NS, "demo-1");
+    t.brokers.unreachable.add("demo-1");
     await t.reconcile();
     await t.clock.advance(2_000);
     await t.reconcile();

@@ -81,6 +81,8 @@ const rollout: Required<RolloutSpec> = {
   paused: false,
   force: false,
   downGraceSeconds: 30,
+  replacementTimeoutSeconds: 300,
+  releaseStuckReplacement: true,
 };
 const fullClusterSpec: Required<NaradClusterSpec> = {
   replicas: 5,
@@ -339,7 +341,14 @@ describe("defaults", () => {
       size: "10Gi",
       reclaimPolicy: { whenScaled: "Retain", whenDeleted: "Retain" },
     });
-    expect(r.rollout).toEqual({ drainTimeoutSeconds: 60, paused: false, force: false, downGraceSeconds: 30 });
+    expect(r.rollout).toEqual({
+      drainTimeoutSeconds: 60,
+      paused: false,
+      force: false,
+      downGraceSeconds: 30,
+      replacementTimeoutSeconds: 300,
+      releaseStuckReplacement: true,
+    });
     expect(r.metrics.serviceMonitor).toEqual({ enabled: false, labels: {} });
     expect(r.rebalance).toBe(false);
     expect(r.broker.logLevel).toBe(clusterDefaults.brokerLogLevel);
