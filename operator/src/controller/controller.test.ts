@@ -634,3 +634,133 @@ describe("Scaling", () => {
     expect(t.recorder.events.filter((e) => e.reason === "ScaleDownBlocked").length).toBe(1);
   });
 });
+
+describe("issue #21: never declare Down falsely, never stall silently", () => {
+  async function running(spec: NaradCluster["spec"]) {
+    const t = setup(spec);
+    await t.reconcile();
+    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
+    await t.reconcile();
+    expect(t.cluster().status?.members?.map((m) => m.state)).toEqual(["Active", "Active", "Active"]);
+    return t;
+  }
+  /** What the node lifecycle controller writes for missed heartbeats: Ready=False only. */
+  function nodeControllerFlip(t: ReturnType<typeof setup>, name: string) {
+    const p = t.kube.pods.get(NS, name)!;
+    t.kube.pods.put({
+      ...p,
+      status: {
+        ...p.status,
+        conditions: [
+          { type: "Ready", status: "False", lastTransitionTime: new Date(t.clock.now()) },
+          { type: "ContainersReady", status: "True" },
+        ],
+      },
+    });
+  }
+  const downs = (t: ReturnType<typeof setup>) => t.recorder.events.filter((e) => e.reason === "MemberDown");
+
+  it("item 0: an API outage, every pod flipped not ready by the node controller, brokers answering: nobody Down", async () => {
+    const t = await running({ replicas: 3, image: "ghcr.io/narad/narad:1.0" });
+    // The outage: the watch fails; when it comes back the node controller has flipped every pod.
+    t.kube.pods.health = [{ name: "pods", healthy: false, recoveredAtMs: undefined }];
+    for (let s = 0; s < 120; s += 5) {
+      await t.clock.advance(5_000);
+      await t.reconcile();
+    }
+    for (const i of [0, 1, 2]) nodeControllerFlip(t, `demo-${i}`);
+    t.kube.pods.health = [{ name: "pods", healthy: true, recoveredAtMs: t.clock.now() }];
+    for (let s = 0; s < 180; s += 5) {
+      await t.clock.advance(5_000);
+      await t.reconcile();
+      expect(t.cluster().status?.members?.map((m) => m.state)).toEqual(["Active", "Active", "Active"]);
+    }
+    expect(downs(t)).toEqual([]);
+  });
+
+  it("item 0: pods not ready by the kubelet's word but brokers answering their admin status: nobody Down", async () => {
+    const t = await running({ replicas: 3, image: "ghcr.io/narad/narad:1.0" });
+    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, false);
+    for (let s = 0; s < 120; s += 5) {
+      await t.clock.advance(5_000);
+      await t.reconcile();
+    }
+    expect(t.cluster().status?.members?.map((m) => m.state)).toEqual(["Active", "Active", "Active"]);
+    expect(downs(t)).toEqual([]);
+    // The broker stops answering: Down one grace later, not before.
+    t.brokers.unreachable.add("demo-1");
+    await t.clock.advance(5_000);
+    await t.reconcile();
+    expect(memberState(t.cluster(), "demo-1")).toBe("Active");
+    for (let s = 0; s < 30; s += 5) {
+      await t.clock.advance(5_000);
+      await t.reconcile();
+    }
+    expect(memberState(t.cluster(), "demo-1")).toBe("Down");
+    expect(downs(t)).toHaveLength(1);
+  });
+
+  it("item 7: after a leadership gap the Down clock restarts (no Down on the first pass of the new term)", async () => {
+    const t = await running({ replicas: 3, image: "ghcr.io/narad/narad:1.0" });
+    t.kube.pods.remove(NS, "demo-1");
+    t.brokers.unreachable.add("demo-1");
+    await t.reconcile();
+    await t.clock.advance(20_000);
+    await t.reconcile();
+    // Lease lost for a minute, then regained (Manager.startLeading → memory.startTerm()).
+    await t.clock.advance(60_000);
+    (t.deps.memory as { startTerm?: () => void }).startTerm?.();
+    await t.reconcile();
+    expect(memberState(t.cluster(), "demo-1")).toBe("Active");
+    await t.clock.advance(31_000);
+    await t.reconcile();
+    expect(memberState(t.cluster(), "demo-1")).toBe("Down");
+  });
+
+  it("item 8: a pod whose kubelet clock runs 10 minutes ahead gets the full grace", async () => {
+    const t = await running({ replicas: 3, image: "ghcr.io/narad/narad:1.0" });
+    const p = t.kube.pods.get(NS, "demo-2")!;
+    t.kube.pods.put({
+      ...p,
+      status: {
+        ...p.status,
+        conditions: [
+          {
+            type: "Ready",
+            status: "False",
+            reason: "ContainersNotReady",
+            lastTransitionTime: new Date(t.clock.now() - 600_000),
+          },
+        ],
+      },
+    });
+    t.brokers.unreachable.add("demo-2");
+    await t.reconcile();
+    await t.clock.advance(10_000);
+    await t.reconcile();
+    expect(memberState(t.cluster(), "demo-2")).toBe("Active");
+  });
+
+  it("item 8: a cache whose watch fails carries no Down decision; after recovery it settles first", async () => {
+    const t = await running({ replicas: 3, image: "ghcr.io/narad/narad:1.0" });
+    t.kube.pods.remove(NS, "demo-0");
+    t.brokers.unreachable.add("demo-0");
+    t.kube.pods.health = [{ name: "pods", healthy: false, recoveredAtMs: undefined }];
+    for (let s = 0; s < 90; s += 5) {
+      await t.clock.advance(5_000);
+      await t.reconcile();
+    }
+    expect(memberState(t.cluster(), "demo-0")).toBe("Active");
+    t.kube.pods.health = [{ name: "pods", healthy: true, recoveredAtMs: t.clock.now() }];
+    await t.clock.advance(50_000);
+    await t.reconcile();
+    expect(memberState(t.cluster(), "demo-0")).toBe("Active");
+    // settled (60 s) and then a full grace (30 s) of trusted observations
+    for (let s = 0; s < 45; s += 5) {
+      await t.clock.advance(5_000);
+      await t.reconcile();
+    }
+    expect(memberState(t.cluster(), "demo-0")).toBe("Down");
+  });
+});
