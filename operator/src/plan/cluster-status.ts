@@ -1,4 +1,9 @@
-import type { Condition, MemberStatus, NaradClusterPhase, NaradClusterStatus } from "../api/v1alpha1/types.ts";
+import type {
+  Condition,
+  MemberStatus,
+  NaradClusterPhase,
+  NaradClusterStatus,
+} from "../api/v1alpha1/types.ts";
 import { canonicalJson } from "../specs/canonical-json.ts";
 import { type ConditionInput, setConditions } from "./conditions.ts";
 import type { RollAction } from "./roll.ts";
@@ -195,16 +200,16 @@ export function clusterVerdict(
       : facts.stuckReplacement !== undefined
         ? "ReplacementNotReady"
         : facts.scale?.blocked !== undefined
-        ? "ScaleDownBlocked"
-        : stuck !== undefined
-          ? "RollBlocked"
-          : down.length > 0
-            ? "MemberDown"
-            : storageRefused !== undefined
-              ? storageRefused.reason
-              : facts.refused.length > 0
-                ? "ChangeRefused"
-                : "BrokersNotReady";
+          ? "ScaleDownBlocked"
+          : stuck !== undefined
+            ? "RollBlocked"
+            : down.length > 0
+              ? "MemberDown"
+              : storageRefused !== undefined
+                ? storageRefused.reason
+                : facts.refused.length > 0
+                  ? "ChangeRefused"
+                  : "BrokersNotReady";
   const degraded: ConditionInput =
     problems.length > 0
       ? {

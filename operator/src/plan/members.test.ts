@@ -357,7 +357,9 @@ describe("planMembers: evidence for Down", () => {
   });
 
   it("without any broker evidence (no probe results) nobody goes Down", () => {
-    const r = planMembers(input({ replicas: 1, previous: active, pods: [notReady], notReadySinceMs: longAgo }));
+    const r = planMembers(
+      input({ replicas: 1, previous: active, pods: [notReady], notReadySinceMs: longAgo }),
+    );
     expect(r.members[0]?.state).toBe("Active");
   });
 
@@ -460,7 +462,9 @@ describe("podView: who said not ready", () => {
         { type: "ContainersReady", status: "True" },
       ])?.readyVerdictFromNode,
     ).toBe(true);
-    expect(base([{ type: "Ready", status: "False", reason: "NodeNotReady" }])?.readyVerdictFromNode).toBe(true);
+    expect(base([{ type: "Ready", status: "False", reason: "NodeNotReady" }])?.readyVerdictFromNode).toBe(
+      true,
+    );
   });
 
   it("the kubelet's own not-ready (ContainersNotReady) is evidence", () => {

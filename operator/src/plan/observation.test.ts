@@ -5,7 +5,9 @@ const NOW = 1_000_000;
 
 describe("judgeObservations", () => {
   it("trusts healthy caches that never failed", () => {
-    expect(judgeObservations([{ name: "pods", healthy: true, recoveredAtMs: undefined }], NOW, 60_000)).toEqual({
+    expect(
+      judgeObservations([{ name: "pods", healthy: true, recoveredAtMs: undefined }], NOW, 60_000),
+    ).toEqual({
       trusted: true,
       reason: undefined,
       retryAfterMs: undefined,
@@ -21,17 +23,31 @@ describe("judgeObservations", () => {
   it("after a recovery, waits out the settling time and says how long is left", () => {
     const t = judgeObservations([{ name: "pods", healthy: true, recoveredAtMs: NOW - 20_000 }], NOW, 60_000);
     expect(t).toMatchObject({ trusted: false, retryAfterMs: 40_000 });
-    expect(judgeObservations([{ name: "pods", healthy: true, recoveredAtMs: NOW - 60_000 }], NOW, 60_000).trusted).toBe(
-      true,
-    );
+    expect(
+      judgeObservations([{ name: "pods", healthy: true, recoveredAtMs: NOW - 60_000 }], NOW, 60_000).trusted,
+    ).toBe(true);
   });
 });
 
 describe("trackReachability", () => {
   it("keeps the start of an unbroken run of failures; an answer ends it; no probe, no evidence", () => {
-    const a = trackReachability(new Map(), new Map([["m0", false], ["m1", true]]), NOW);
+    const a = trackReachability(
+      new Map(),
+      new Map([
+        ["m0", false],
+        ["m1", true],
+      ]),
+      NOW,
+    );
     expect([...a]).toEqual([["m0", NOW]]);
-    const b = trackReachability(a, new Map([["m0", false], ["m1", false]]), NOW + 5_000);
+    const b = trackReachability(
+      a,
+      new Map([
+        ["m0", false],
+        ["m1", false],
+      ]),
+      NOW + 5_000,
+    );
     expect([...b]).toEqual([
       ["m0", NOW],
       ["m1", NOW + 5_000],

@@ -86,8 +86,14 @@ function describeContainer(pod: V1Pod): string | undefined {
   if (c === undefined) return undefined;
   const parts: string[] = [];
   const st = c.state;
-  if (st?.waiting) parts.push(`waiting: ${st.waiting.reason ?? "unknown"}${st.waiting.message ? ` (${st.waiting.message})` : ""}`);
-  else if (st?.terminated) parts.push(`terminated: exit ${st.terminated.exitCode}${st.terminated.reason ? ` ${st.terminated.reason}` : ""}`);
+  if (st?.waiting)
+    parts.push(
+      `waiting: ${st.waiting.reason ?? "unknown"}${st.waiting.message ? ` (${st.waiting.message})` : ""}`,
+    );
+  else if (st?.terminated)
+    parts.push(
+      `terminated: exit ${st.terminated.exitCode}${st.terminated.reason ? ` ${st.terminated.reason}` : ""}`,
+    );
   else if (st?.running) parts.push(c.ready ? "running, ready" : "running, not ready");
   const last = c.lastState?.terminated;
   if (last) parts.push(`last exit ${last.exitCode}${last.reason ? `: ${last.reason}` : ""}`);

@@ -33,7 +33,12 @@ export interface ReplacementVerdict {
 }
 
 export function judgeReplacement(input: ReplacementInput): ReplacementVerdict {
-  const none: ReplacementVerdict = { seen: undefined, stuck: undefined, released: new Set(), recheckAfterMs: undefined };
+  const none: ReplacementVerdict = {
+    seen: undefined,
+    stuck: undefined,
+    released: new Set(),
+    recheckAfterMs: undefined,
+  };
   const roll = input.roll;
   if (roll === undefined || input.updateRevision === undefined) return none;
   const pod = input.pods.find((p) => p.name === roll.podInFlight);

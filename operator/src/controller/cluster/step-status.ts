@@ -54,9 +54,14 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
     now,
     deps.observationSettleMs ?? OBSERVATION_SETTLE_MS,
   );
-  if (!trust.trusted) ctx.log.info({ why: trust.reason }, "pod readiness not trusted: no member is marked Down");
+  if (!trust.trusted)
+    ctx.log.info({ why: trust.reason }, "pod readiness not trusted: no member is marked Down");
   const probes = await probeBrokers(prev.members ?? [], pods, deps.brokers, ctx);
-  const unreachable = trackReachability(deps.memory.brokerUnreachableSince.get(uid) ?? new Map(), probes.answered, now);
+  const unreachable = trackReachability(
+    deps.memory.brokerUnreachableSince.get(uid) ?? new Map(),
+    probes.answered,
+    now,
+  );
   deps.memory.brokerUnreachableSince.set(uid, unreachable);
 
   // A replacement that never becomes Ready must not hold its member in
@@ -206,9 +211,7 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
     membership.recheckAfterMs,
     replacement.recheckAfterMs,
     trust.retryAfterMs,
-  ].filter(
-    (v): v is number => v !== undefined,
-  );
+  ].filter((v): v is number => v !== undefined);
   return { requeueAfterMs: candidates.length ? Math.min(...candidates) : undefined };
 }
 
