@@ -764,3 +764,106 @@ describe("issue #21: never declare Down falsely, never stall silently", () => {
     expect(memberState(t.cluster(), "demo-0")).toBe("Down");
   });
 });
+
+describe("issue #21 item 9: a replacement that never becomes Ready", () => {
+  it("makes the cluster Degraded naming the pod and its container state, warns once, and hands the member to the Down rules", async () => {
+    const t = setup({
+      replicas: 3,
+      image: "ghcr.io/narad/narad:1.0",
+      rollout: { downGraceSeconds: 10, replacementTimeoutSeconds: 20 },
+    });
+    await t.reconcile();
+    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
+    await t.reconcile();
+    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
+      s.image = "ghcr.io/narad/narad:broken";
+    });
+    await t.reconcile();
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
+    // Run the roll until it deletes its first pod; the replacement crash-loops.
+    for (let pass = 0; pass < 20 && t.kube.pods.get(NS, "demo-2") !== undefined; pass++) {
+      await t.clock.advance(1000);
+      await t.reconcile();
+    }
+    expect(t.kube.pods.get(NS, "demo-2")).toBeUndefined();
+    t.kube.addPod(NS, "demo", 2, false, "rev-2");
+    const p = t.kube.pods.get(NS, "demo-2")!;
+    t.kube.pods.put({
+      ...p,
+      status: {
+        ...p.status,
+        conditions: [
+          { type: "Ready", status: "False", reason: "ContainersNotReady" },
+          { type: "ContainersReady", status: "False", reason: "ContainersNotReady" },
+        ],
+        containerStatuses: [
+          {
+            name: "narad",
+            image: "ghcr.io/narad/narad:broken",
+            imageID: "",
+            ready: false,
+            restartCount: 4,
+            state: { waiting: { reason: "CrashLoopBackOff", message: "back-off 40s" } },
+            lastState: { terminated: { exitCode: 1, reason: "Error" } },
+          },
+        ],
+      },
+    });
+    t.brokers.unreachable.add("demo-2");
+    t.brokers.draining.delete("demo-2");
+    await t.reconcile();
+    expect(memberState(t.cluster(), "demo-2")).toBe("Maintenance");
+    expect(cond(t.cluster(), "Degraded")?.status).toBe("False");
+    for (let s = 0; s < 20; s++) {
+      await t.clock.advance(1000);
+      await t.reconcile();
+    }
+    const c = t.cluster();
+    const degraded = cond(c, "Degraded");
+    expect(degraded?.status).toBe("True");
+    expect(degraded?.reason).toBe("ReplacementNotReady");
+    expect(degraded?.message).toContain("demo-2");
+    expect(degraded?.message).toContain("CrashLoopBackOff");
+    expect(degraded?.message).toContain("last exit 1");
+    expect(cond(c, "Progressing")?.status).toBe("False");
+    expect(cond(c, "Ready")?.status).toBe("False");
+    // Released from Maintenance: the Down rules apply (pod not ready, broker unreachable, 10 s grace).
+    for (let s = 0; s < 12; s++) {
+      await t.clock.advance(1000);
+      await t.reconcile();
+    }
+    expect(memberState(t.cluster(), "demo-2")).toBe("Down");
+    expect(t.recorder.events.filter((e) => e.reason === "ReplacementNotReady")).toHaveLength(1);
+    expect(t.recorder.events.find((e) => e.reason === "ReplacementNotReady")?.type).toBe("Warning");
+  });
+
+  it("with releaseStuckReplacement false the member stays in Maintenance, still Degraded", async () => {
+    const t = setup({
+      replicas: 3,
+      image: "ghcr.io/narad/narad:1.0",
+      rollout: { downGraceSeconds: 10, replacementTimeoutSeconds: 20, releaseStuckReplacement: false },
+    });
+    await t.reconcile();
+    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
+    await t.reconcile();
+    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
+      s.image = "ghcr.io/narad/narad:broken";
+    });
+    await t.reconcile();
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
+    for (let pass = 0; pass < 20 && t.kube.pods.get(NS, "demo-2") !== undefined; pass++) {
+      await t.clock.advance(1000);
+      await t.reconcile();
+    }
+    t.kube.addPod(NS, "demo", 2, false, "rev-2");
+    t.brokers.unreachable.add("demo-2");
+    for (let s = 0; s < 40; s++) {
+      await t.clock.advance(1000);
+      await t.reconcile();
+    }
+    expect(memberState(t.cluster(), "demo-2")).toBe("Maintenance");
+    expect(cond(t.cluster(), "Degraded")?.reason).toBe("ReplacementNotReady");
+  });
+});

@@ -64,14 +64,18 @@ export function clusterVerdict(
   const g = facts.generation;
   const roll = facts.roll;
   const inFlight = roll?.inFlight;
-  const planned = roll?.plannedUnavailable ?? 0;
+  // A replacement stuck past its bound is no longer a planned absence.
+  const stuckReplacement = facts.stuckReplacement !== undefined;
+  const planned = stuckReplacement ? 0 : (roll?.plannedUnavailable ?? 0);
   const action = roll?.action;
   const stuck = action?.kind === "stuck" ? action : undefined;
   const down = facts.members.filter((m) => m.state === "Down").map((m) => m.id);
   // The member in a planned restart is expected to be away: not a problem;
   // nor are members leaving in a scale-down (ordinals past spec.replicas).
   const notActive = facts.members
-    .filter((m) => m.state !== "Active" && !(m.id === inFlight && m.state === "Maintenance"))
+    .filter(
+      (m) => m.state !== "Active" && !(m.id === inFlight && m.state === "Maintenance" && !stuckReplacement),
+    )
     .filter((m) => m.ordinal < facts.specReplicas)
     .map((m) => `${m.id}=${m.state}`);
   const allReady =
