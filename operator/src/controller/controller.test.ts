@@ -867,3 +867,83 @@ describe("issue #21 item 9: a replacement that never becomes Ready", () => {
     expect(cond(t.cluster(), "Degraded")?.reason).toBe("ReplacementNotReady");
   });
 });
+
+describe("issue #21 items 11 and 12: drift and needless writes", () => {
+  it("item 11: a cluster without spec.image follows the operator's brokerImage, across an operator upgrade", async () => {
+    const t = setup({ replicas: 1 });
+    t.deps.defaultBrokerImage = "registry.local/narad:0.1.0";
+    await t.reconcile();
+    const image = () => t.kube.statefulSets.get(NS, "demo")?.spec?.template.spec?.containers[0]?.image;
+    expect(image()).toBe("registry.local/narad:0.1.0");
+    t.deps.defaultBrokerImage = "registry.local/narad:0.2.0"; // the operator upgraded, with a new default
+    await t.reconcile();
+    expect(image()).toBe("registry.local/narad:0.2.0");
+    expect(t.recorder.events.some((e) => e.reason === "TemplateUpdated" && e.message.includes("0.2.0"))).toBe(
+      true,
+    );
+    // spec.image, when set, wins
+    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
+      s.image = "ghcr.io/narad/narad:pinned";
+    });
+    await t.reconcile();
+    expect(image()).toBe("ghcr.io/narad/narad:pinned");
+  });
+
+  it("item 12: quantities the API server normalised cause no apply and no Updated Event", async () => {
+    const t = setup({ replicas: 1, image: "ghcr.io/narad/narad:1.0", resources: { limits: { cpu: "0.5" } } });
+    await t.reconcile();
+    const sts = t.kube.statefulSets.get(NS, "demo")!;
+    const c0 = sts.spec!.template.spec!.containers[0]!;
+    c0.resources = { ...c0.resources, limits: { ...c0.resources?.limits, cpu: "500m" } };
+    t.kube.statefulSets.put(sts);
+    t.kube.writes.length = 0;
+    const updatedBefore = t.recorder.events.filter((e) => e.reason === "Updated").length;
+    await t.reconcile();
+    expect(t.kube.writes.filter((w) => w.startsWith("apply StatefulSet"))).toEqual([]);
+    expect(t.recorder.events.filter((e) => e.reason === "Updated").length).toBe(updatedBefore);
+  });
+
+  it("item 12: a changing WAL backlog alone writes no status; crossing zero does", async () => {
+    const t = setup();
+    await t.reconcile();
+    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
+    const wal = (n: number) =>
+      t.brokers.statuses.set("demo-1", {
+        nodeId: "demo-1",
+        ready: true,
+        draining: false,
+        wal: { pendingRecords: n, checkpoint: 1, nextSeq: 8 },
+      });
+    wal(7);
+    await t.reconcile();
+    const statusWrites = () => t.kube.writes.filter((w) => w.startsWith("status naradclusters")).length;
+    const before = statusWrites();
+    for (const n of [9, 12, 3, 40]) {
+      wal(n);
+      await t.reconcile();
+    }
+    expect(statusWrites()).toBe(before);
+    wal(0);
+    await t.reconcile();
+    expect(statusWrites()).toBe(before + 1);
+    expect(t.cluster().status?.members?.[1]?.walPendingRecords).toBe(0);
+  });
+
+  it("item 12: observedGeneration does not advance when a step failed", async () => {
+    const t = setup({ replicas: 1, image: "ghcr.io/narad/narad:1.0" });
+    await t.reconcile();
+    expect(t.cluster().status?.observedGeneration).toBe(1);
+    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
+      s.image = "ghcr.io/narad/narad:2.0";
+    });
+    t.kube.failApply = (o) => (o.kind === "StatefulSet" ? new ApiError(500, "etcd timeout") : undefined);
+    await expect(t.reconcile()).rejects.toThrow();
+    expect(t.cluster().metadata.generation).toBe(2);
+    expect(t.cluster().status?.observedGeneration).toBe(1);
+    expect(cond(t.cluster(), "Degraded")?.reason).toBe("ReconcileError");
+    t.kube.failApply = () => undefined;
+    await t.reconcile();
+    expect(t.cluster().status?.observedGeneration).toBe(2);
+  });
+});

@@ -422,3 +422,11 @@ describe("RBAC", () => {
     );
   });
 });
+
+describe("spec.image (issue #21 item 11)", () => {
+  it("has no schema default, so the API server never writes one and the operator's brokerImage applies", () => {
+    const image = naradClusterSchema.properties?.["spec"]?.properties?.["image"];
+    expect(image).toBeDefined();
+    expect(image?.default).toBeUndefined();
+  });
+});
