@@ -49,6 +49,15 @@ export const ANNOTATION_RESTARTED_AT = "narad.dev/restartedAt";
 export const ANNOTATION_REBALANCE = "narad.dev/rebalance";
 /** Set on a NaradTopic until every member confirmed its local data is gone. */
 export const FINALIZER_TOPIC_DATA = "narad.dev/topic-data";
+/**
+ * On a NaradTopic being deleted: "true" releases its finalizer without the
+ * confirmation of members that cannot answer (Down, no pod, unreachable).
+ * Their local files of the topic stay on their volumes (see
+ * docs/failure-handling.md before reusing the topic name).
+ */
+export const ANNOTATION_FORCE_DELETE = "narad.dev/force-delete";
+/** A topic deletion still waiting on members after this long reports Degraded (DeletionBlocked). */
+export const TOPIC_DELETE_BLOCKED_AFTER_MS = 10 * 60_000;
 
 // --- Broker pod contract ---------------------------------------------------
 export const BROKER_CONTAINER_NAME = "narad";

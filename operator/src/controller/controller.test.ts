@@ -491,6 +491,57 @@ describe("NaradTopic reconcile", () => {
   });
 });
 
+describe("issue #21 item 10: a topic deletion behind a Down member", () => {
+  it("reports Degraded=DeletionBlocked after the bound, and narad.dev/force-delete releases it", async () => {
+    const t = setup();
+    await t.reconcile();
+    t.kube.create(t.kube.topics, {
+      apiVersion: "narad.dev/v1alpha1",
+      kind: "NaradTopic",
+      metadata: { name: "orders", namespace: NS },
+      spec: { cluster: "demo", partitions: 3 },
+    } satisfies NaradTopic);
+    const topic = () => t.kube.topics.get(NS, "orders");
+    const reconcileT = () => reconcileTopic(`${NS}/orders`, t.deps);
+    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
+    await t.reconcile();
+    await reconcileT();
+    t.kube.pods.remove(NS, "demo-2");
+    t.brokers.unreachable.add("demo-2");
+    await t.reconcile();
+    await t.clock.advance(31_000);
+    await t.reconcile();
+    expect(memberState(t.cluster(), "demo-2")).toBe("Down");
+    const obj = topic()!;
+    t.kube.topics.put({
+      ...obj,
+      metadata: { ...obj.metadata, deletionTimestamp: new Date(), resourceVersion: t.kube.nextRv() },
+    });
+    await reconcileT();
+    expect(getCondition(topic()?.status?.conditions, "Degraded")?.status).not.toBe("True");
+    await t.clock.advance(10 * 60_000);
+    await reconcileT();
+    const degraded = getCondition(topic()?.status?.conditions, "Degraded");
+    expect(degraded?.status).toBe("True");
+    expect(degraded?.reason).toBe("DeletionBlocked");
+    expect(degraded?.message).toContain("demo-2 (Down)");
+    expect(degraded?.message).toContain("narad.dev/force-delete=true");
+    expect(topic()?.metadata.finalizers).toEqual(["narad.dev/topic-data"]);
+    const blocked = topic()!;
+    t.kube.topics.put({
+      ...blocked,
+      metadata: {
+        ...blocked.metadata,
+        annotations: { "narad.dev/force-delete": "true" },
+        resourceVersion: t.kube.nextRv(),
+      },
+    });
+    await reconcileT();
+    expect(topic()?.metadata.finalizers ?? []).toEqual([]);
+    expect(t.recorder.events.find((e) => e.reason === "ForcedDeletion")?.message).toContain("demo-2");
+  });
+});
+
 describe("ServiceMonitor", () => {
   it("is applied once when enabled, a failure is a Warning (not a failed reconcile), and it is deleted when disabled", async () => {
     const t = setup({ replicas: 1, metrics: { serviceMonitor: { enabled: true, interval: "15s" } } });

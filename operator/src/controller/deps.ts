@@ -33,6 +33,8 @@ export class ControllerMemory {
   readonly brokerUnreachableSince = new Map<string, Map<string, number>>();
   /** cluster uid → the planned restart's replacement pod first seen not Ready, and when (plan/replacement.ts). */
   readonly replacementSeen = new Map<string, { podUid: string; sinceMs: number }>();
+  /** topic uid → first time (operator clock) this term saw it deleting. */
+  readonly topicDeletingSince = new Map<string, number>();
   /** cluster uid → last applied ServiceMonitor hash, or "absent" once deleted/never wanted. */
   readonly serviceMonitor = new Map<string, string>();
 
