@@ -121,7 +121,7 @@ beforeAll(async () => {
     body: JSON.stringify({ name: TOPIC, partitions: PARTITIONS }),
   });
   expect(created.status).toBe(201);
-}, 600_000);
+}, 1_500_000);
 
 afterAll(async () => {
   await op?.kill("SIGKILL");
