@@ -51,3 +51,19 @@ describe("dashboards/narad.json", () => {
     expect([...used].filter((m) => !defined.includes(`"${m}"`))).toEqual([]);
   });
 });
+
+describe("operator RBAC and watchNamespaces (issue #21 item 12)", () => {
+  it("with watchNamespaces set the chart grants a Role per namespace, and cluster-wide only StorageClass reads", () => {
+    const t = generate().get("charts/narad-operator/templates/clusterrole.yaml") ?? "";
+    const [limited = "", everywhere = ""] = t.split("{{- else }}");
+    expect(limited).toContain("{{- if .Values.watchNamespaces }}");
+    expect(limited).toContain("{{- range $ns := .Values.watchNamespaces }}");
+    expect(limited).toContain("kind: Role\n");
+    expect(limited).toContain("namespace: {{ $ns }}");
+    const clusterScoped = limited.slice(limited.indexOf("kind: ClusterRole\n"));
+    expect(clusterScoped.match(/resources:\n((?:\s+- .+\n)+)/g)?.join("")).toContain("storageclasses");
+    expect(clusterScoped).not.toContain("statefulsets");
+    expect(everywhere).toContain("kind: ClusterRole\n");
+    expect(everywhere).toContain("statefulsets");
+  });
+});

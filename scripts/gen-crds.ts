@@ -14,6 +14,8 @@ import { allCrds } from "../operator/src/api/v1alpha1/crds.ts";
 import {
   LEADER_ELECTION_ROLE_RULES,
   OPERATOR_CLUSTER_ROLE_RULES,
+  OPERATOR_CLUSTER_SCOPED_RULES,
+  OPERATOR_NAMESPACED_RULES,
   renderBundle,
 } from "../operator/src/api/v1alpha1/install.ts";
 
@@ -28,9 +30,15 @@ function yaml(o: unknown): string {
 }
 
 /** Helm template: fixed metadata lines + generated rules. */
-function helmRbac(kind: "ClusterRole" | "Role", name: string, rules: unknown, bindingKind: string): string {
+function helmRbac(
+  kind: "ClusterRole" | "Role",
+  name: string,
+  rules: unknown,
+  bindingKind: string,
+  namespace = "{{ .Release.Namespace }}",
+): string {
   const namespaced = kind === "Role";
-  const ns = namespaced ? "  namespace: {{ .Release.Namespace }}\n" : "";
+  const ns = namespaced ? `  namespace: ${namespace}\n` : "";
   const role = [
     "apiVersion: rbac.authorization.k8s.io/v1",
     `kind: ${kind}`,
@@ -74,14 +82,33 @@ export function generate(): Map<string, string> {
     out.set(`crds/${file}`, text);
     out.set(`charts/narad-operator/crds/${file}`, text);
   }
+  // watchNamespaces empty: one ClusterRole. Set: a Role per watched
+  // namespace, and a ClusterRole only for the cluster-scoped reads
+  // (StorageClasses) a Role cannot grant.
+  const perNamespace = helmRbac(
+    "Role",
+    '{{ include "narad-operator.fullname" $ }}',
+    OPERATOR_NAMESPACED_RULES,
+    "RoleBinding",
+    "{{ $ns }}",
+  )
+    .replace(HEADER, "")
+    .replaceAll("{{ .Release.Namespace }}", "{{ $.Release.Namespace }}")
+    .replaceAll('include "narad-operator.labels" .', 'include "narad-operator.labels" $')
+    .replaceAll('include "narad-operator.fullname" .', 'include "narad-operator.fullname" $');
   out.set(
     "charts/narad-operator/templates/clusterrole.yaml",
-    helmRbac(
+    `${HEADER}{{- if .Values.watchNamespaces }}\n{{- range $ns := .Values.watchNamespaces }}\n${perNamespace}---\n{{- end }}\n${helmRbac(
+      "ClusterRole",
+      '{{ include "narad-operator.fullname" . }}-cluster-scoped',
+      OPERATOR_CLUSTER_SCOPED_RULES,
+      "ClusterRoleBinding",
+    ).replace(HEADER, "")}{{- else }}\n${helmRbac(
       "ClusterRole",
       '{{ include "narad-operator.fullname" . }}',
       OPERATOR_CLUSTER_ROLE_RULES,
       "ClusterRoleBinding",
-    ),
+    ).replace(HEADER, "")}{{- end }}\n`,
   );
   out.set(
     "charts/narad-operator/templates/leader-election-role.yaml",

@@ -49,6 +49,15 @@ export const ANNOTATION_RESTARTED_AT = "narad.dev/restartedAt";
 export const ANNOTATION_REBALANCE = "narad.dev/rebalance";
 /** Set on a NaradTopic until every member confirmed its local data is gone. */
 export const FINALIZER_TOPIC_DATA = "narad.dev/topic-data";
+/**
+ * On a NaradTopic being deleted: "true" releases its finalizer without the
+ * confirmation of members that cannot answer (Down, no pod, unreachable).
+ * Their local files of the topic stay on their volumes (see
+ * docs/failure-handling.md before reusing the topic name).
+ */
+export const ANNOTATION_FORCE_DELETE = "narad.dev/force-delete";
+/** A topic deletion still waiting on members after this long reports Degraded (DeletionBlocked). */
+export const TOPIC_DELETE_BLOCKED_AFTER_MS = 10 * 60_000;
 
 // --- Broker pod contract ---------------------------------------------------
 export const BROKER_CONTAINER_NAME = "narad";
@@ -102,8 +111,20 @@ export const ROLL_ACTION_REQUEUE_MS = 500;
 export const ROLL_DRAIN_WAIT_MS = 2_000;
 /** Bound on the admin status call for the pod in flight. */
 export const ROLL_STATUS_TIMEOUT_MS = 2_000;
-/** Bound on the informational WAL counts the status step collects from every broker. */
+/**
+ * Bound on the admin status call the status step makes to every member: the
+ * WAL count for Ready ones, and the broker-side evidence a Down needs for
+ * the others (plan/members.ts).
+ */
 export const STATUS_WAL_TIMEOUT_MS = 1_500;
+/**
+ * After an informer recovers from watch errors (an API outage, a brownout),
+ * pod readiness in the cache is not believed for Down decisions for this
+ * long: the node lifecycle controller may have flipped pods to not Ready for
+ * missed heartbeats, and kubelets restore them only on their next status
+ * sync (plan/observation.ts).
+ */
+export const OBSERVATION_SETTLE_MS = 60_000;
 /** Partition moves in flight at once per cluster (each one copies a partition). */
 export const SCALE_MAX_MOVES = 2;
 /** Requeue while a decommission or rebalance runs. */

@@ -173,6 +173,17 @@ export class PodWorker {
   update(pod: V1Pod): void {
     if (pod.metadata?.uid !== this.uid) return;
     this.#pod = pod;
+    // Someone else rewrote our conditions (the node lifecycle controller
+    // marks pods Ready=False when the node missed heartbeats, e.g. across an
+    // API outage). Like the kubelet's status manager, reconcile against the
+    // server's copy: forget what we last sent so the next report rewrites it.
+    if (
+      this.#lastConditions !== null &&
+      conditionsDiffer(this.#lastConditions, pod.status?.conditions ?? [])
+    ) {
+      this.#lastSent = "";
+      this.#lastConditions = pod.status?.conditions ?? [];
+    }
     this.#queueSync();
   }
 
@@ -596,4 +607,9 @@ export class PodWorker {
     await fs.rm(this.#uidDir, { recursive: true, force: true }).catch(() => {});
     this.#resolveFinished();
   }
+}
+
+/** Whether the server's conditions disagree in status with the ones we last wrote. */
+function conditionsDiffer(ours: readonly V1PodCondition[], server: readonly V1PodCondition[]): boolean {
+  return ours.some((c) => server.find((x) => x.type === c.type)?.status !== c.status);
 }

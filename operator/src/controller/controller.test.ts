@@ -367,6 +367,7 @@ describe("NaradCluster reconcile", () => {
     t.kube.addPod(NS, "demo", 1, true);
     await t.reconcile();
     t.kube.pods.remove(NS, "demo-1");
+    t.brokers.unreachable.add("demo-1");
     const r = await t.reconcile();
     expect(t.cluster().status?.members?.[1]?.state).toBe("Active");
     expect(r.requeueAfterMs).toBeLessThanOrEqual(5000);
@@ -451,6 +452,7 @@ describe("NaradTopic reconcile", () => {
     await t.reconcileT();
     // demo-2 goes Down
     t.kube.pods.remove(NS, "demo-2");
+    t.brokers.unreachable.add("demo-2");
     await t.reconcile();
     await t.clock.advance(31_000);
     await t.reconcile();
@@ -474,6 +476,7 @@ describe("NaradTopic reconcile", () => {
 
     // demo-1 now agrees; demo-2 comes back
     t.brokers.refuseDeletion.clear();
+    t.brokers.unreachable.delete("demo-2");
     t.kube.addPod(NS, "demo", 2, true);
     await t.reconcile();
     await t.reconcileT();
@@ -485,6 +488,57 @@ describe("NaradTopic reconcile", () => {
       "demo-2/orders",
     ]);
     expect(t.recorder.reasons()).toContain("DataDeleted");
+  });
+});
+
+describe("issue #21 item 10: a topic deletion behind a Down member", () => {
+  it("reports Degraded=DeletionBlocked after the bound, and narad.dev/force-delete releases it", async () => {
+    const t = setup();
+    await t.reconcile();
+    t.kube.create(t.kube.topics, {
+      apiVersion: "narad.dev/v1alpha1",
+      kind: "NaradTopic",
+      metadata: { name: "orders", namespace: NS },
+      spec: { cluster: "demo", partitions: 3 },
+    } satisfies NaradTopic);
+    const topic = () => t.kube.topics.get(NS, "orders");
+    const reconcileT = () => reconcileTopic(`${NS}/orders`, t.deps);
+    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
+    await t.reconcile();
+    await reconcileT();
+    t.kube.pods.remove(NS, "demo-2");
+    t.brokers.unreachable.add("demo-2");
+    await t.reconcile();
+    await t.clock.advance(31_000);
+    await t.reconcile();
+    expect(memberState(t.cluster(), "demo-2")).toBe("Down");
+    const obj = topic()!;
+    t.kube.topics.put({
+      ...obj,
+      metadata: { ...obj.metadata, deletionTimestamp: new Date(), resourceVersion: t.kube.nextRv() },
+    });
+    await reconcileT();
+    expect(getCondition(topic()?.status?.conditions, "Degraded")?.status).not.toBe("True");
+    await t.clock.advance(10 * 60_000);
+    await reconcileT();
+    const degraded = getCondition(topic()?.status?.conditions, "Degraded");
+    expect(degraded?.status).toBe("True");
+    expect(degraded?.reason).toBe("DeletionBlocked");
+    expect(degraded?.message).toContain("demo-2 (Down)");
+    expect(degraded?.message).toContain("narad.dev/force-delete=true");
+    expect(topic()?.metadata.finalizers).toEqual(["narad.dev/topic-data"]);
+    const blocked = topic()!;
+    t.kube.topics.put({
+      ...blocked,
+      metadata: {
+        ...blocked.metadata,
+        annotations: { "narad.dev/force-delete": "true" },
+        resourceVersion: t.kube.nextRv(),
+      },
+    });
+    await reconcileT();
+    expect(topic()?.metadata.finalizers ?? []).toEqual([]);
+    expect(t.recorder.events.find((e) => e.reason === "ForcedDeletion")?.message).toContain("demo-2");
   });
 });
 
@@ -614,6 +668,7 @@ describe("Scaling", () => {
       rollout: { downGraceSeconds: 1 },
     });
     t.kube.pods.remove(NS, "demo-1");
+    t.brokers.unreachable.add("demo-1");
     await t.reconcile();
     await t.clock.advance(2_000);
     await t.reconcile();
@@ -628,5 +683,318 @@ describe("Scaling", () => {
     expect(cond(t.cluster(), "Degraded")?.reason).toBe("ScaleDownBlocked");
     expect(cond(t.cluster(), "Degraded")?.message).toContain("demo-1 is Down");
     expect(t.recorder.events.filter((e) => e.reason === "ScaleDownBlocked").length).toBe(1);
+  });
+});
+
+describe("issue #21: never declare Down falsely, never stall silently", () => {
+  async function running(spec: NaradCluster["spec"]) {
+    const t = setup(spec);
+    await t.reconcile();
+    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
+    await t.reconcile();
+    expect(t.cluster().status?.members?.map((m) => m.state)).toEqual(["Active", "Active", "Active"]);
+    return t;
+  }
+  /** What the node lifecycle controller writes for missed heartbeats: Ready=False only. */
+  function nodeControllerFlip(t: ReturnType<typeof setup>, name: string) {
+    const p = t.kube.pods.get(NS, name)!;
+    t.kube.pods.put({
+      ...p,
+      status: {
+        ...p.status,
+        conditions: [
+          { type: "Ready", status: "False", lastTransitionTime: new Date(t.clock.now()) },
+          { type: "ContainersReady", status: "True" },
+        ],
+      },
+    });
+  }
+  const downs = (t: ReturnType<typeof setup>) => t.recorder.events.filter((e) => e.reason === "MemberDown");
+
+  it("item 0: an API outage, every pod flipped not ready by the node controller, brokers answering: nobody Down", async () => {
+    const t = await running({ replicas: 3, image: "ghcr.io/narad/narad:1.0" });
+    // The outage: the watch fails; when it comes back the node controller has flipped every pod.
+    t.kube.pods.health = [{ name: "pods", healthy: false, recoveredAtMs: undefined }];
+    for (let s = 0; s < 120; s += 5) {
+      await t.clock.advance(5_000);
+      await t.reconcile();
+    }
+    for (const i of [0, 1, 2]) nodeControllerFlip(t, `demo-${i}`);
+    t.kube.pods.health = [{ name: "pods", healthy: true, recoveredAtMs: t.clock.now() }];
+    for (let s = 0; s < 180; s += 5) {
+      await t.clock.advance(5_000);
+      await t.reconcile();
+      expect(t.cluster().status?.members?.map((m) => m.state)).toEqual(["Active", "Active", "Active"]);
+    }
+    expect(downs(t)).toEqual([]);
+  });
+
+  it("item 0: pods not ready by the kubelet's word but brokers answering their admin status: nobody Down", async () => {
+    const t = await running({ replicas: 3, image: "ghcr.io/narad/narad:1.0" });
+    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, false);
+    for (let s = 0; s < 120; s += 5) {
+      await t.clock.advance(5_000);
+      await t.reconcile();
+    }
+    expect(t.cluster().status?.members?.map((m) => m.state)).toEqual(["Active", "Active", "Active"]);
+    expect(downs(t)).toEqual([]);
+    // The broker stops answering: Down one grace later, not before.
+    t.brokers.unreachable.add("demo-1");
+    await t.clock.advance(5_000);
+    await t.reconcile();
+    expect(memberState(t.cluster(), "demo-1")).toBe("Active");
+    for (let s = 0; s < 30; s += 5) {
+      await t.clock.advance(5_000);
+      await t.reconcile();
+    }
+    expect(memberState(t.cluster(), "demo-1")).toBe("Down");
+    expect(downs(t)).toHaveLength(1);
+  });
+
+  it("item 7: after a leadership gap the Down clock restarts (no Down on the first pass of the new term)", async () => {
+    const t = await running({ replicas: 3, image: "ghcr.io/narad/narad:1.0" });
+    t.kube.pods.remove(NS, "demo-1");
+    t.brokers.unreachable.add("demo-1");
+    await t.reconcile();
+    await t.clock.advance(20_000);
+    await t.reconcile();
+    // Lease lost for a minute, then regained (Manager.startLeading → memory.startTerm()).
+    await t.clock.advance(60_000);
+    (t.deps.memory as { startTerm?: () => void }).startTerm?.();
+    await t.reconcile();
+    expect(memberState(t.cluster(), "demo-1")).toBe("Active");
+    await t.clock.advance(31_000);
+    await t.reconcile();
+    expect(memberState(t.cluster(), "demo-1")).toBe("Down");
+  });
+
+  it("item 8: a pod whose kubelet clock runs 10 minutes ahead gets the full grace", async () => {
+    const t = await running({ replicas: 3, image: "ghcr.io/narad/narad:1.0" });
+    const p = t.kube.pods.get(NS, "demo-2")!;
+    t.kube.pods.put({
+      ...p,
+      status: {
+        ...p.status,
+        conditions: [
+          {
+            type: "Ready",
+            status: "False",
+            reason: "ContainersNotReady",
+            lastTransitionTime: new Date(t.clock.now() - 600_000),
+          },
+        ],
+      },
+    });
+    t.brokers.unreachable.add("demo-2");
+    await t.reconcile();
+    await t.clock.advance(10_000);
+    await t.reconcile();
+    expect(memberState(t.cluster(), "demo-2")).toBe("Active");
+  });
+
+  it("item 8: a cache whose watch fails carries no Down decision; after recovery it settles first", async () => {
+    const t = await running({ replicas: 3, image: "ghcr.io/narad/narad:1.0" });
+    t.kube.pods.remove(NS, "demo-0");
+    t.brokers.unreachable.add("demo-0");
+    t.kube.pods.health = [{ name: "pods", healthy: false, recoveredAtMs: undefined }];
+    for (let s = 0; s < 90; s += 5) {
+      await t.clock.advance(5_000);
+      await t.reconcile();
+    }
+    expect(memberState(t.cluster(), "demo-0")).toBe("Active");
+    t.kube.pods.health = [{ name: "pods", healthy: true, recoveredAtMs: t.clock.now() }];
+    await t.clock.advance(50_000);
+    await t.reconcile();
+    expect(memberState(t.cluster(), "demo-0")).toBe("Active");
+    // settled (60 s) and then a full grace (30 s) of trusted observations
+    for (let s = 0; s < 45; s += 5) {
+      await t.clock.advance(5_000);
+      await t.reconcile();
+    }
+    expect(memberState(t.cluster(), "demo-0")).toBe("Down");
+  });
+});
+
+describe("issue #21 item 9: a replacement that never becomes Ready", () => {
+  it("makes the cluster Degraded naming the pod and its container state, warns once, and hands the member to the Down rules", async () => {
+    const t = setup({
+      replicas: 3,
+      image: "ghcr.io/narad/narad:1.0",
+      rollout: { downGraceSeconds: 10, replacementTimeoutSeconds: 20 },
+    });
+    await t.reconcile();
+    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
+    await t.reconcile();
+    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
+      s.image = "ghcr.io/narad/narad:broken";
+    });
+    await t.reconcile();
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
+    // Run the roll until it deletes its first pod; the replacement crash-loops.
+    for (let pass = 0; pass < 20 && t.kube.pods.get(NS, "demo-2") !== undefined; pass++) {
+      await t.clock.advance(1000);
+      await t.reconcile();
+    }
+    expect(t.kube.pods.get(NS, "demo-2")).toBeUndefined();
+    t.kube.addPod(NS, "demo", 2, false, "rev-2");
+    const p = t.kube.pods.get(NS, "demo-2")!;
+    t.kube.pods.put({
+      ...p,
+      status: {
+        ...p.status,
+        conditions: [
+          { type: "Ready", status: "False", reason: "ContainersNotReady" },
+          { type: "ContainersReady", status: "False", reason: "ContainersNotReady" },
+        ],
+        containerStatuses: [
+          {
+            name: "narad",
+            image: "ghcr.io/narad/narad:broken",
+            imageID: "",
+            ready: false,
+            restartCount: 4,
+            state: { waiting: { reason: "CrashLoopBackOff", message: "back-off 40s" } },
+            lastState: { terminated: { exitCode: 1, reason: "Error" } },
+          },
+        ],
+      },
+    });
+    t.brokers.unreachable.add("demo-2");
+    t.brokers.draining.delete("demo-2");
+    await t.reconcile();
+    expect(memberState(t.cluster(), "demo-2")).toBe("Maintenance");
+    expect(cond(t.cluster(), "Degraded")?.status).toBe("False");
+    for (let s = 0; s < 20; s++) {
+      await t.clock.advance(1000);
+      await t.reconcile();
+    }
+    const c = t.cluster();
+    const degraded = cond(c, "Degraded");
+    expect(degraded?.status).toBe("True");
+    expect(degraded?.reason).toBe("ReplacementNotReady");
+    expect(degraded?.message).toContain("demo-2");
+    expect(degraded?.message).toContain("CrashLoopBackOff");
+    expect(degraded?.message).toContain("last exit 1");
+    expect(cond(c, "Progressing")?.status).toBe("False");
+    expect(cond(c, "Ready")?.status).toBe("False");
+    // Released from Maintenance: the Down rules apply (pod not ready, broker unreachable, 10 s grace).
+    for (let s = 0; s < 12; s++) {
+      await t.clock.advance(1000);
+      await t.reconcile();
+    }
+    expect(memberState(t.cluster(), "demo-2")).toBe("Down");
+    expect(t.recorder.events.filter((e) => e.reason === "ReplacementNotReady")).toHaveLength(1);
+    expect(t.recorder.events.find((e) => e.reason === "ReplacementNotReady")?.type).toBe("Warning");
+  });
+
+  it("with releaseStuckReplacement false the member stays in Maintenance, still Degraded", async () => {
+    const t = setup({
+      replicas: 3,
+      image: "ghcr.io/narad/narad:1.0",
+      rollout: { downGraceSeconds: 10, replacementTimeoutSeconds: 20, releaseStuckReplacement: false },
+    });
+    await t.reconcile();
+    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
+    await t.reconcile();
+    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
+      s.image = "ghcr.io/narad/narad:broken";
+    });
+    await t.reconcile();
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
+    for (let pass = 0; pass < 20 && t.kube.pods.get(NS, "demo-2") !== undefined; pass++) {
+      await t.clock.advance(1000);
+      await t.reconcile();
+    }
+    t.kube.addPod(NS, "demo", 2, false, "rev-2");
+    t.brokers.unreachable.add("demo-2");
+    for (let s = 0; s < 40; s++) {
+      await t.clock.advance(1000);
+      await t.reconcile();
+    }
+    expect(memberState(t.cluster(), "demo-2")).toBe("Maintenance");
+    expect(cond(t.cluster(), "Degraded")?.reason).toBe("ReplacementNotReady");
+  });
+});
+
+describe("issue #21 items 11 and 12: drift and needless writes", () => {
+  it("item 11: a cluster without spec.image follows the operator's brokerImage, across an operator upgrade", async () => {
+    const t = setup({ replicas: 1 });
+    t.deps.defaultBrokerImage = "registry.local/narad:0.1.0";
+    await t.reconcile();
+    const image = () => t.kube.statefulSets.get(NS, "demo")?.spec?.template.spec?.containers[0]?.image;
+    expect(image()).toBe("registry.local/narad:0.1.0");
+    t.deps.defaultBrokerImage = "registry.local/narad:0.2.0"; // the operator upgraded, with a new default
+    await t.reconcile();
+    expect(image()).toBe("registry.local/narad:0.2.0");
+    expect(t.recorder.events.some((e) => e.reason === "TemplateUpdated" && e.message.includes("0.2.0"))).toBe(
+      true,
+    );
+    // spec.image, when set, wins
+    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
+      s.image = "ghcr.io/narad/narad:pinned";
+    });
+    await t.reconcile();
+    expect(image()).toBe("ghcr.io/narad/narad:pinned");
+  });
+
+  it("item 12: quantities the API server normalised cause no apply and no Updated Event", async () => {
+    const t = setup({ replicas: 1, image: "ghcr.io/narad/narad:1.0", resources: { limits: { cpu: "0.5" } } });
+    await t.reconcile();
+    const sts = t.kube.statefulSets.get(NS, "demo")!;
+    const c0 = sts.spec!.template.spec!.containers[0]!;
+    c0.resources = { ...c0.resources, limits: { ...c0.resources?.limits, cpu: "500m" } };
+    t.kube.statefulSets.put(sts);
+    t.kube.writes.length = 0;
+    const updatedBefore = t.recorder.events.filter((e) => e.reason === "Updated").length;
+    await t.reconcile();
+    expect(t.kube.writes.filter((w) => w.startsWith("apply StatefulSet"))).toEqual([]);
+    expect(t.recorder.events.filter((e) => e.reason === "Updated").length).toBe(updatedBefore);
+  });
+
+  it("item 12: a changing WAL backlog alone writes no status; crossing zero does", async () => {
+    const t = setup();
+    await t.reconcile();
+    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
+    const wal = (n: number) =>
+      t.brokers.statuses.set("demo-1", {
+        nodeId: "demo-1",
+        ready: true,
+        draining: false,
+        wal: { pendingRecords: n, checkpoint: 1, nextSeq: 8 },
+      });
+    wal(7);
+    await t.reconcile();
+    const statusWrites = () => t.kube.writes.filter((w) => w.startsWith("status naradclusters")).length;
+    const before = statusWrites();
+    for (const n of [9, 12, 3, 40]) {
+      wal(n);
+      await t.reconcile();
+    }
+    expect(statusWrites()).toBe(before);
+    wal(0);
+    await t.reconcile();
+    expect(statusWrites()).toBe(before + 1);
+    expect(t.cluster().status?.members?.[1]?.walPendingRecords).toBe(0);
+  });
+
+  it("item 12: observedGeneration does not advance when a step failed", async () => {
+    const t = setup({ replicas: 1, image: "ghcr.io/narad/narad:1.0" });
+    await t.reconcile();
+    expect(t.cluster().status?.observedGeneration).toBe(1);
+    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
+      s.image = "ghcr.io/narad/narad:2.0";
+    });
+    t.kube.failApply = (o) => (o.kind === "StatefulSet" ? new ApiError(500, "etcd timeout") : undefined);
+    await expect(t.reconcile()).rejects.toThrow();
+    expect(t.cluster().metadata.generation).toBe(2);
+    expect(t.cluster().status?.observedGeneration).toBe(1);
+    expect(cond(t.cluster(), "Degraded")?.reason).toBe("ReconcileError");
+    t.kube.failApply = () => undefined;
+    await t.reconcile();
+    expect(t.cluster().status?.observedGeneration).toBe(2);
   });
 });

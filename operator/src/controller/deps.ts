@@ -27,13 +27,34 @@ export interface Caches {
 
 /** What the controller remembers between reconciles; losing it (restart) is safe. */
 export class ControllerMemory {
-  /** cluster uid → member id → earliest time seen without a ready pod. */
+  /** cluster uid → member id → first time (this term, operator clock) seen without a ready pod. */
   readonly notReadySince = new Map<string, Map<string, number>>();
+  /** cluster uid → member id → first failed admin-status probe of the current run of failures. */
+  readonly brokerUnreachableSince = new Map<string, Map<string, number>>();
+  /** cluster uid → the planned restart's replacement pod first seen not Ready, and when (plan/replacement.ts). */
+  readonly replacementSeen = new Map<string, { podUid: string; sinceMs: number }>();
+  /** topic uid → first time (operator clock) this term saw it deleting. */
+  readonly topicDeletingSince = new Map<string, number>();
   /** cluster uid → last applied ServiceMonitor hash, or "absent" once deleted/never wanted. */
   readonly serviceMonitor = new Map<string, string>();
 
+  /**
+   * A new leadership term begins. Observations from an earlier term are not
+   * evidence: the pods may have come and gone in the gap, and timers that
+   * survived it would declare a member Down on the first pass (a gap longer
+   * than the grace looks like a grace already served). Every Down clock
+   * restarts from this term's own observations.
+   */
+  startTerm(): void {
+    this.notReadySince.clear();
+    this.brokerUnreachableSince.clear();
+    this.replacementSeen.clear();
+  }
+
   forget(uid: string): void {
     this.notReadySince.delete(uid);
+    this.brokerUnreachableSince.delete(uid);
+    this.replacementSeen.delete(uid);
     this.serviceMonitor.delete(uid);
   }
 }
@@ -49,6 +70,12 @@ export interface ReconcileDeps {
   clock: Clock;
   log: Logger;
   memory: ControllerMemory;
+  /**
+   * How long after an informer recovers from watch errors its readiness
+   * picture is not believed for Down decisions (NARAD_OPERATOR_OUTAGE_SETTLE_SECONDS;
+   * default OBSERVATION_SETTLE_MS).
+   */
+  observationSettleMs?: number;
   /** NARAD_OPERATOR_BROKER_IMAGE: image for clusters whose spec.image is unset. */
   defaultBrokerImage: string | undefined;
 }

@@ -3,6 +3,7 @@ import type { NaradCluster, NaradTopic } from "../api/v1alpha1/types.ts";
 import { CLUSTER_PLURAL, TOPIC_PLURAL } from "../constants.ts";
 import type { CustomRef, KubeApi, ObjectRef } from "../kube/api.ts";
 import type { KindCache, KindSpec } from "../kube/informers.ts";
+import type { CacheHealth } from "../plan/observation.ts";
 import type { Caches, OwnedKind } from "./deps.ts";
 
 // An in-memory stand-in for the API server plus informer caches, for
@@ -13,8 +14,11 @@ export class MemoryKind<T extends KubernetesObject> implements KindCache<T> {
   readonly spec: KindSpec;
   readonly objects = new Map<string, T>();
   synced = true;
+  /** Tests set this to play a watch outage (healthy: false) and its recovery. */
+  health: CacheHealth[];
   constructor(kind: string) {
     this.spec = { name: kind, apiVersion: "", kind, plural: "" };
+    this.health = [{ name: kind, healthy: true, recoveredAtMs: undefined }];
   }
   get(namespace: string, name: string): T | undefined {
     return this.objects.get(`${namespace}/${name}`);

@@ -170,6 +170,8 @@ export class Manager {
 
   startLeading(): void {
     if (this.#term !== undefined) return;
+    // Down clocks from an earlier term are not evidence (issue #21 item 7).
+    this.#memory.startTerm();
     const { clock, metrics } = this.#o;
     const ac = new AbortController();
     const depth = () => metrics.queueDepth.set((term?.clusters.depth ?? 0) + (term?.topics.depth ?? 0));

@@ -78,3 +78,22 @@ describe("route", () => {
     );
   });
 });
+
+describe("route: action annotations (issue #21 item 12)", () => {
+  it("a restartedAt or rebalance annotation change requeues the cluster at once (no generation bump)", () => {
+    for (const key of ["narad.dev/restartedAt", "narad.dev/rebalance"]) {
+      const before = cluster(1, 3);
+      const after = cluster(1, 3);
+      after.metadata.annotations = { [key]: "2026-12-01T23:00:00Z" };
+      expect(route("NaradCluster", "update", after, clusterSeen(before), topicsOf).clusters).toEqual([
+        "ns/demo",
+      ]);
+    }
+  });
+  it("another annotation changes nothing", () => {
+    const before = cluster(1, 3);
+    const after = cluster(1, 3);
+    after.metadata.annotations = { "example.com/note": "x" };
+    expect(route("NaradCluster", "update", after, clusterSeen(before), topicsOf).clusters).toEqual([]);
+  });
+});

@@ -1,6 +1,12 @@
 import type { KubernetesObject } from "@kubernetes/client-node";
 import type { NaradCluster, NaradTopic } from "../api/v1alpha1/types.ts";
-import { CLUSTER_KIND, LABEL_CLUSTER, TOPIC_KIND } from "../constants.ts";
+import {
+  ANNOTATION_REBALANCE,
+  ANNOTATION_RESTARTED_AT,
+  CLUSTER_KIND,
+  LABEL_CLUSTER,
+  TOPIC_KIND,
+} from "../constants.ts";
 import { objectKey } from "./deps.ts";
 
 // Which work-queue keys an informer event touches. Pure, so the rules that
@@ -11,7 +17,15 @@ export interface ClusterSeen {
   generation: number | undefined;
   deleting: boolean;
   epoch: number | undefined;
+  /**
+   * The annotations that act like spec (restartedAt rolls the pods,
+   * rebalance moves partitions) but do not bump metadata.generation.
+   */
+  actionAnnotations: string;
 }
+
+/** Annotations whose change must reconcile at once, not at the next resync. */
+export const ACTION_ANNOTATIONS: readonly string[] = [ANNOTATION_RESTARTED_AT, ANNOTATION_REBALANCE];
 
 export interface Route {
   clusters: string[];
@@ -25,12 +39,14 @@ export function clusterSeen(c: NaradCluster): ClusterSeen {
     generation: c.metadata.generation,
     deleting: Boolean(c.metadata.deletionTimestamp),
     epoch: c.status?.membershipEpoch,
+    actionAnnotations: JSON.stringify(ACTION_ANNOTATIONS.map((k) => c.metadata.annotations?.[k] ?? null)),
   };
 }
 
 /**
- * - NaradCluster: requeued on add/delete, spec changes (generation) and
- *   deletion; NOT on status-only updates (our own writes would loop). Its
+ * - NaradCluster: requeued on add/delete, spec changes (generation),
+ *   deletion and changes of the action annotations (restartedAt, rebalance:
+ *   they change no generation); NOT on status-only updates (our own writes would loop). Its
  *   topics are requeued when its membership epoch changes too (placement
  *   depends on Active members).
  * - NaradTopic: requeued on every event (its finalizer and deletion matter).
@@ -52,7 +68,8 @@ export function route(
       type !== "update" ||
       before === undefined ||
       before.generation !== now.generation ||
-      before.deleting !== now.deleting;
+      before.deleting !== now.deleting ||
+      before.actionAnnotations !== now.actionAnnotations;
     const membershipChanged = specChanged || before?.epoch !== now.epoch;
     return {
       clusters: specChanged ? [objectKey(ns, name)] : [],

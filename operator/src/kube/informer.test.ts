@@ -97,4 +97,29 @@ describe("ResilientInformer", () => {
     await clock.advance(10_000);
     expect(fake.starts).toBe(1);
   });
+
+  it("reports health: unhealthy from a watch error until a restart succeeds, then when it recovered (issue #21 item 8)", async () => {
+    const clock = new ManualClock(1_000_000);
+    const fake = new FakeInformer();
+    const inf = new ResilientInformer({
+      name: "pods",
+      informer: fake,
+      clock,
+      restartBaseMs: 500,
+      restartMaxMs: 30_000,
+      onEvent: () => {},
+    });
+    inf.start();
+    await settle();
+    expect(inf.health).toEqual({ name: "pods", healthy: true, recoveredAtMs: undefined });
+    // The API server goes away: synced stays true (the cache is kept), health does not.
+    fake.failing = 1;
+    fake.fire("error", new Error("watch: connection refused"));
+    expect(inf.synced).toBe(true);
+    expect(inf.health.healthy).toBe(false);
+    await clock.advance(500); // restart fails
+    expect(inf.health.healthy).toBe(false);
+    await clock.advance(1000); // restart succeeds
+    expect(inf.health).toEqual({ name: "pods", healthy: true, recoveredAtMs: 1_001_500 });
+  });
 });

@@ -1,4 +1,5 @@
 import type { Informer, KubernetesObject, ObjectCache } from "@kubernetes/client-node";
+import type { CacheHealth } from "../plan/observation.ts";
 import { type Clock, systemClock, type TimerHandle } from "./clock.ts";
 import { backoffMs } from "./work-queue.ts";
 
@@ -28,6 +29,9 @@ export class ResilientInformer<T extends KubernetesObject> {
   readonly #o: ResilientInformerOptions<T>;
   readonly #clock: Clock;
   #synced = false;
+  /** False from an error until a restart succeeds: the cache may be frozen meanwhile. */
+  #healthy = false;
+  #recoveredAtMs: number | undefined;
   #stopped = true;
   #failures = 0;
   #erroredThisStart = false;
@@ -47,6 +51,15 @@ export class ResilientInformer<T extends KubernetesObject> {
   /** True once a list has succeeded (the cache reflects the server at least once). */
   get synced(): boolean {
     return this.#synced;
+  }
+
+  /**
+   * Whether the cache follows the server now. "synced" never goes back to
+   * false after the first list; this does, from a watch or list error until
+   * a restart succeeds, and remembers when it last recovered.
+   */
+  get health(): CacheHealth {
+    return { name: this.name, healthy: this.#healthy, recoveredAtMs: this.#recoveredAtMs };
   }
 
   get(name: string, namespace?: string): T | undefined {
@@ -83,6 +96,8 @@ export class ResilientInformer<T extends KubernetesObject> {
     // and resolves too, so only an error-free start counts as synced.
     if (!this.#erroredThisStart && !this.#stopped) {
       this.#failures = 0;
+      if (!this.#healthy && this.#synced) this.#recoveredAtMs = this.#clock.now();
+      this.#healthy = true;
       if (!this.#synced) {
         this.#synced = true;
         this.#o.onEvent({ type: "synced" });
@@ -92,6 +107,7 @@ export class ResilientInformer<T extends KubernetesObject> {
 
   #onError(err: unknown): void {
     this.#erroredThisStart = true;
+    this.#healthy = false;
     if (this.#stopped) return;
     this.#failures++;
     const delay = backoffMs(this.#failures, this.#o.restartBaseMs, this.#o.restartMaxMs);

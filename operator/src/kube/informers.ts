@@ -6,6 +6,7 @@ import {
   makeInformer,
 } from "@kubernetes/client-node";
 import { INFORMER_RESTART_BASE_MS, INFORMER_RESTART_MAX_MS } from "../constants.ts";
+import type { CacheHealth } from "../plan/observation.ts";
 import type { Clock } from "./clock.ts";
 import { type InformerEvent, ResilientInformer } from "./informer.ts";
 
@@ -35,6 +36,8 @@ export interface KindCache<T extends KubernetesObject> {
   get(namespace: string, name: string): T | undefined;
   list(namespace?: string): T[];
   readonly synced: boolean;
+  /** One entry per informer behind this cache (optional: simple fakes are always healthy). */
+  readonly health?: readonly CacheHealth[];
 }
 
 export class KindInformers<T extends KubernetesObject> implements KindCache<T> {
@@ -82,6 +85,10 @@ export class KindInformers<T extends KubernetesObject> implements KindCache<T> {
 
   get synced(): boolean {
     return [...this.#informers.values()].every((i) => i.synced);
+  }
+
+  get health(): CacheHealth[] {
+    return [...this.#informers.values()].map((i) => i.health);
   }
 
   start(): void {

@@ -1,4 +1,10 @@
-import type { Condition, MemberStatus, NaradClusterPhase } from "../api/v1alpha1/types.ts";
+import type {
+  Condition,
+  MemberStatus,
+  NaradClusterPhase,
+  NaradClusterStatus,
+} from "../api/v1alpha1/types.ts";
+import { canonicalJson } from "../specs/canonical-json.ts";
 import { type ConditionInput, setConditions } from "./conditions.ts";
 import type { RollAction } from "./roll.ts";
 import type { ScalePlan } from "./scale.ts";
@@ -31,6 +37,8 @@ export interface ClusterFacts {
   scale?: { progress: ScalePlan["progress"]; blocked: string | undefined } | undefined;
   /** Volume expansion (undefined: the storage step did not run this pass). */
   storage?: StoragePlan | undefined;
+  /** A planned restart's replacement pod not Ready past its bound (plan/replacement.ts): the message. */
+  stuckReplacement?: string | undefined;
 }
 
 export interface RollFacts {
@@ -56,14 +64,18 @@ export function clusterVerdict(
   const g = facts.generation;
   const roll = facts.roll;
   const inFlight = roll?.inFlight;
-  const planned = roll?.plannedUnavailable ?? 0;
+  // A replacement stuck past its bound is no longer a planned absence.
+  const stuckReplacement = facts.stuckReplacement !== undefined;
+  const planned = stuckReplacement ? 0 : (roll?.plannedUnavailable ?? 0);
   const action = roll?.action;
   const stuck = action?.kind === "stuck" ? action : undefined;
   const down = facts.members.filter((m) => m.state === "Down").map((m) => m.id);
   // The member in a planned restart is expected to be away: not a problem;
   // nor are members leaving in a scale-down (ordinals past spec.replicas).
   const notActive = facts.members
-    .filter((m) => m.state !== "Active" && !(m.id === inFlight && m.state === "Maintenance"))
+    .filter(
+      (m) => m.state !== "Active" && !(m.id === inFlight && m.state === "Maintenance" && !stuckReplacement),
+    )
     .filter((m) => m.ordinal < facts.specReplicas)
     .map((m) => `${m.id}=${m.state}`);
   const allReady =
@@ -92,7 +104,15 @@ export function clusterVerdict(
 
   const rollWait = action?.kind === "wait" ? action.reason : undefined;
   let progressing: ConditionInput;
-  if (stuck !== undefined) {
+  if (facts.stuckReplacement !== undefined) {
+    progressing = {
+      type: "Progressing",
+      status: "False",
+      reason: "ReplacementNotReady",
+      message: facts.stuckReplacement,
+      observedGeneration: g,
+    };
+  } else if (stuck !== undefined) {
     progressing = {
       type: "Progressing",
       status: "False",
@@ -168,6 +188,7 @@ export function clusterVerdict(
 
   const problems: string[] = [];
   if (facts.stepError !== undefined) problems.push(facts.stepError);
+  if (facts.stuckReplacement !== undefined) problems.push(facts.stuckReplacement);
   if (stuck !== undefined) problems.push(`rolling restart blocked: ${stuck.reason}`);
   if (down.length > 0) problems.push(`members Down: ${down.join(", ")}`);
   if (facts.everReady && facts.readyPods + planned < facts.specReplicas) {
@@ -180,17 +201,19 @@ export function clusterVerdict(
   const degradedReason =
     facts.stepError !== undefined
       ? "ReconcileError"
-      : facts.scale?.blocked !== undefined
-        ? "ScaleDownBlocked"
-        : stuck !== undefined
-          ? "RollBlocked"
-          : down.length > 0
-            ? "MemberDown"
-            : storageRefused !== undefined
-              ? storageRefused.reason
-              : facts.refused.length > 0
-                ? "ChangeRefused"
-                : "BrokersNotReady";
+      : facts.stuckReplacement !== undefined
+        ? "ReplacementNotReady"
+        : facts.scale?.blocked !== undefined
+          ? "ScaleDownBlocked"
+          : stuck !== undefined
+            ? "RollBlocked"
+            : down.length > 0
+              ? "MemberDown"
+              : storageRefused !== undefined
+                ? storageRefused.reason
+                : facts.refused.length > 0
+                  ? "ChangeRefused"
+                  : "BrokersNotReady";
   const degraded: ConditionInput =
     problems.length > 0
       ? {
@@ -239,4 +262,26 @@ export function clusterVerdict(
   else phase = allReady ? "Running" : "Degraded";
 
   return { phase, conditions: setConditions(previous, [ready, progressing, degraded, stableCond], nowIso) };
+}
+
+/**
+ * Whether the status this pass differs from the stored one in anything worth
+ * a write. Compares only the keys the status step writes (others, e.g. roll
+ * fields set elsewhere, are not its business). A member's walPendingRecords
+ * is information that changes on nearly every pass under load: a change of
+ * the count alone is not worth a write unless it crosses zero (drained or
+ * not); the fresh counts go along with the next write made for another reason.
+ */
+export function statusNeedsWrite(prev: NaradClusterStatus, next: NaradClusterStatus): boolean {
+  const pick = (s: NaradClusterStatus, walOf: (m: MemberStatus) => unknown) =>
+    Object.fromEntries(
+      Object.keys(next).map((k) => {
+        const v = (s as Record<string, unknown>)[k] ?? null;
+        if (k !== "members" || !Array.isArray(v)) return [k, v];
+        return [k, (v as MemberStatus[]).map((m) => ({ ...m, walPendingRecords: walOf(m) }))];
+      }),
+    );
+  const zeroness = (m: MemberStatus) =>
+    m.walPendingRecords === undefined ? null : m.walPendingRecords === 0 ? "drained" : "pending";
+  return canonicalJson(pick(prev, zeroness)) !== canonicalJson(pick(next, zeroness));
 }

@@ -76,23 +76,31 @@ describe("planMembers", () => {
   it("an Active member stays Active within the grace period, then goes Down", () => {
     const prev = [member(0, "Active"), member(1, "Active"), member(2, "Active")];
     const pods = [pod(0, true), pod(1, false, { notReadySinceMs: NOW - 10_000 }), pod(2, true)];
-    const r = planMembers(input({ pods, previous: prev, previousEpoch: 3 }));
+    const unreachable = new Map([["demo-1", NOW]]);
+    const r = planMembers(
+      input({ pods, previous: prev, previousEpoch: 3, brokerUnreachableSinceMs: unreachable }),
+    );
     expect(r.members[1]?.state).toBe("Active");
     expect(r.changed).toBe(false);
-    expect(r.recheckAfterMs).toBe(20_000);
+    // The clock starts at the operator's own first observation, whatever the kubelet wrote.
+    expect(r.notReadySinceMs.get("demo-1")).toBe(NOW);
+    expect(r.recheckAfterMs).toBe(5_000);
     const later = planMembers(
       input({
         pods,
         previous: prev,
         previousEpoch: 3,
-        nowMs: NOW + 20_000,
+        nowMs: NOW + 30_000,
         notReadySinceMs: r.notReadySinceMs,
+        brokerUnreachableSinceMs: unreachable,
       }),
     );
     expect(later.members[1]?.state).toBe("Down");
-    expect(later.members[1]?.since).toBe(new Date(NOW + 20_000).toISOString());
+    expect(later.members[1]?.since).toBe(new Date(NOW + 30_000).toISOString());
     expect(later.epoch).toBe(4);
-    expect(later.transitions).toEqual(["demo-1: Active → Down (pod not ready for 30s)"]);
+    expect(later.transitions).toEqual([
+      "demo-1: Active → Down (pod not ready for 30s, broker unreachable for 30s)",
+    ]);
   });
 
   it("a missing pod counts from when it was first seen missing, across a replacement pod", () => {
@@ -109,6 +117,7 @@ describe("planMembers", () => {
         pods: [replacement],
         nowMs: NOW + 30_000,
         notReadySinceMs: r1.notReadySinceMs,
+        brokerUnreachableSinceMs: new Map([["demo-0", NOW]]),
       }),
     );
     expect(r2.members[0]?.state).toBe("Down");
@@ -231,6 +240,7 @@ describe("planMembers", () => {
         prev: "Maintenance",
         held: false,
         pod: pod(0, false, { notReadySinceMs: NOW - 31_000 }),
+        seenNotReadyMsAgo: 31_000,
         want: "Down",
       },
     ];
@@ -245,6 +255,7 @@ describe("planMembers", () => {
             previousEpoch: 4,
             pods: c.pod === undefined ? [] : [c.pod],
             notReadySinceMs: seen,
+            brokerUnreachableSinceMs: new Map([["demo-0", NOW - 31_000]]),
             maintenance: new Set(c.held ? ["demo-0"] : []),
           }),
         );
@@ -319,5 +330,149 @@ describe("podView", () => {
     expect(ordinalOf("demo-01", "demo")).toBeUndefined();
     expect(ordinalOf("demo-x-1", "demo")).toBeUndefined();
     expect(ordinalOf("other-1", "demo")).toBeUndefined();
+  });
+});
+
+// Issue #21 items 0 and 8: Down needs the broker's own evidence, timed on the
+// operator's clock from its own observations; a node-level verdict and an
+// untrusted cache are unknown, not Down.
+describe("planMembers: evidence for Down", () => {
+  const active = [member(0, "Active")];
+  const notReady = pod(0, false, { notReadySinceMs: NOW - 600_000 });
+  const longAgo = new Map([["demo-0", NOW - 600_000]]);
+
+  it("a pod not ready past the grace whose broker still answers stays Active", () => {
+    const r = planMembers(
+      input({
+        replicas: 1,
+        previous: active,
+        pods: [notReady],
+        notReadySinceMs: longAgo,
+        brokerUnreachableSinceMs: new Map(),
+      }),
+    );
+    expect(r.members[0]?.state).toBe("Active");
+    expect(r.pendingDown.get("demo-0")).toContain("broker still answers");
+    expect(r.recheckAfterMs).toBeLessThanOrEqual(5_000);
+  });
+
+  it("without any broker evidence (no probe results) nobody goes Down", () => {
+    const r = planMembers(
+      input({ replicas: 1, previous: active, pods: [notReady], notReadySinceMs: longAgo }),
+    );
+    expect(r.members[0]?.state).toBe("Active");
+  });
+
+  it("the broker unreachable for less than the grace is not enough, even with the pod long not ready", () => {
+    const r = planMembers(
+      input({
+        replicas: 1,
+        previous: active,
+        pods: [notReady],
+        notReadySinceMs: longAgo,
+        brokerUnreachableSinceMs: new Map([["demo-0", NOW - 10_000]]),
+      }),
+    );
+    expect(r.members[0]?.state).toBe("Active");
+    const later = planMembers(
+      input({
+        replicas: 1,
+        previous: active,
+        pods: [notReady],
+        nowMs: NOW + 20_000,
+        notReadySinceMs: longAgo,
+        brokerUnreachableSinceMs: new Map([["demo-0", NOW - 10_000]]),
+      }),
+    );
+    expect(later.members[0]?.state).toBe("Down");
+  });
+
+  it("the kubelet's lastTransitionTime (another clock) never shortens the grace", () => {
+    // The pod says it has been not ready for 10 minutes (a skewed node clock,
+    // or a transition before a leadership gap); the operator saw it first now.
+    const r = planMembers(
+      input({
+        replicas: 1,
+        previous: active,
+        pods: [notReady],
+        brokerUnreachableSinceMs: longAgo,
+      }),
+    );
+    expect(r.members[0]?.state).toBe("Active");
+    expect(r.notReadySinceMs.get("demo-0")).toBe(NOW);
+  });
+
+  it("Ready=False written by the node controller (NodeNotReady) is unknown: no clock runs", () => {
+    const flipped = pod(0, false, { readyVerdictFromNode: true });
+    const r = planMembers(
+      input({
+        replicas: 1,
+        previous: active,
+        pods: [flipped],
+        notReadySinceMs: longAgo,
+        brokerUnreachableSinceMs: longAgo,
+      }),
+    );
+    expect(r.members[0]?.state).toBe("Active");
+    expect(r.notReadySinceMs.size).toBe(0);
+  });
+
+  it("while observations are not trusted nobody goes Down and the clocks restart afterwards", () => {
+    const r = planMembers(
+      input({
+        replicas: 1,
+        previous: active,
+        pods: [notReady],
+        notReadySinceMs: longAgo,
+        brokerUnreachableSinceMs: longAgo,
+        observationsTrusted: false,
+      }),
+    );
+    expect(r.members[0]?.state).toBe("Active");
+    expect(r.notReadySinceMs.size).toBe(0);
+    const trustedAgain = planMembers(
+      input({
+        replicas: 1,
+        previous: r.members,
+        pods: [notReady],
+        nowMs: NOW + 1_000,
+        notReadySinceMs: r.notReadySinceMs,
+        brokerUnreachableSinceMs: longAgo,
+      }),
+    );
+    expect(trustedAgain.members[0]?.state).toBe("Active");
+    expect(trustedAgain.notReadySinceMs.get("demo-0")).toBe(NOW + 1_000);
+  });
+});
+
+describe("podView: who said not ready", () => {
+  const base = (conditions: Array<{ type: string; status: string; reason?: string }>) =>
+    podView(
+      {
+        metadata: { name: "demo-0", uid: "u0", creationTimestamp: new Date(NOW - 60_000) },
+        status: { podIP: "127.1.0.1", conditions },
+      },
+      "demo",
+    );
+
+  it("Ready=False with ContainersReady=True, or reason NodeNotReady, is the node controller's verdict", () => {
+    expect(
+      base([
+        { type: "Ready", status: "False" },
+        { type: "ContainersReady", status: "True" },
+      ])?.readyVerdictFromNode,
+    ).toBe(true);
+    expect(base([{ type: "Ready", status: "False", reason: "NodeNotReady" }])?.readyVerdictFromNode).toBe(
+      true,
+    );
+  });
+
+  it("the kubelet's own not-ready (ContainersNotReady) is evidence", () => {
+    expect(
+      base([
+        { type: "Ready", status: "False", reason: "ContainersNotReady" },
+        { type: "ContainersReady", status: "False", reason: "ContainersNotReady" },
+      ])?.readyVerdictFromNode,
+    ).toBeUndefined();
   });
 });

@@ -22,10 +22,21 @@ import type { PodView } from "./pods.ts";
 // Every change of state or address bumps the membership epoch; the caller
 // emits one Event per transition.
 //
-// "Not ready since" is the later of the pod's Ready transition and its
-// creation. A missing pod has no timestamps, and a replacement pod's would
-// restart the clock, so the caller also keeps, per member, the earliest time
-// it saw the member without a ready pod; the earlier of the two counts.
+// Down is a claim that the broker is gone, and peers act on it at once
+// (reroute; reads of its partitions answer 503). So it needs two pieces of
+// evidence, both measured on the operator's own clock from its own
+// observations, never from timestamps written by another machine:
+//   - the pod not Ready (or missing) for downGrace, counted from the first
+//     reconcile that saw it so (notReadySinceMs, kept by the caller); and
+//   - the broker's admin status failing for downGrace, counted from the
+//     first failed probe of an unbroken run of failures
+//     (brokerUnreachableSinceMs, kept by the caller; see reachability.ts).
+// A pod whose Ready=False was written by the node lifecycle controller (the
+// node missed heartbeats, typically during an API outage) says nothing about
+// the broker: it counts as unknown, and its clock does not run. Nor does any
+// clock run while the caller's cache is not trusted (watch errors, or the
+// settling time after them): then nobody goes Down and the clocks restart
+// from the next trusted observation.
 
 export interface MembersInput {
   statefulSetName: string;
@@ -36,8 +47,21 @@ export interface MembersInput {
   previousEpoch: number;
   downGraceMs: number;
   nowMs: number;
-  /** member id → earliest time seen without a ready pod (kept by the caller between reconciles). */
+  /** member id → first time (operator clock) this operator saw it without a ready pod; kept by the caller between reconciles. */
   notReadySinceMs: ReadonlyMap<string, number>;
+  /**
+   * member id → first time (operator clock) of the current unbroken run of
+   * failed admin-status probes. A member absent here answered its last probe
+   * (or was never probed): it cannot go Down. Undefined: no broker evidence
+   * at all, so nobody goes Down.
+   */
+  brokerUnreachableSinceMs?: ReadonlyMap<string, number> | undefined;
+  /**
+   * False while the pod cache cannot be believed (watch errors, or the
+   * settling time after an outage; see observation.ts): no member goes
+   * Down and the not-ready clocks are cleared. Default true.
+   */
+  observationsTrusted?: boolean | undefined;
   /** Port in members[].address ("podIP:port"). */
   port: number;
   /** Members held in Maintenance by a planned restart (maintenanceHolds() in roll.ts). */
@@ -54,9 +78,14 @@ export interface MembersResult {
   notReadySinceMs: Map<string, number>;
   /** Reconcile again after this long: the earliest grace expiry still pending. */
   recheckAfterMs: number | undefined;
+  /** Members whose Down grace is running: id → what it still waits for. */
+  pendingDown: Map<string, string>;
   /** Human-readable transitions, for Events and logs ("demo-1: Active → Down (not ready for 31s)"). */
   transitions: string[];
 }
+
+/** How long to wait, at most, before probing a member whose Down grace runs. */
+export const DOWN_RECHECK_MAX_MS = 5_000;
 
 const HELD_STATES: ReadonlySet<MemberState> = new Set(["Decommissioning", "Removed"]);
 
@@ -66,6 +95,7 @@ export function planMembers(input: MembersInput): MembersResult {
   const prevById = new Map(input.previous.map((m) => [m.id, m]));
   const notReadySinceMs = new Map<string, number>();
   const transitions: string[] = [];
+  const pendingDown = new Map<string, string>();
   let recheckAfterMs: number | undefined;
 
   const ordinals = new Set<number>();
@@ -78,11 +108,12 @@ export function planMembers(input: MembersInput): MembersResult {
     const id = `${input.statefulSetName}-${ordinal}`;
     const prev = prevById.get(id);
     const pod = podsByName.get(id);
+    const trusted = input.observationsTrusted !== false;
+    // A Ready=False the node controller wrote is no observation of the broker.
+    const unknown = pod !== undefined && !pod.ready && pod.readyVerdictFromNode === true;
     let notReadySince: number | undefined;
-    if (pod?.ready !== true && input.maintenance?.has(id) !== true) {
-      const seen = input.notReadySinceMs.get(id);
-      const fromPod = pod?.notReadySinceMs ?? nowMs;
-      notReadySince = seen === undefined ? fromPod : Math.min(seen, fromPod);
+    if (trusted && !unknown && pod?.ready !== true && input.maintenance?.has(id) !== true) {
+      notReadySince = input.notReadySinceMs.get(id) ?? nowMs;
       notReadySinceMs.set(id, notReadySince);
     }
     const prevState = prev?.state;
@@ -106,15 +137,26 @@ export function planMembers(input: MembersInput): MembersResult {
             ? "scaled back up, pod ready"
             : "pod ready";
     } else if (prevState === "Active" || prevState === "Maintenance") {
-      const since = notReadySince ?? nowMs;
-      const elapsed = nowMs - since;
-      if (elapsed >= downGraceMs) {
-        state = "Down";
-        why = `${pod === undefined ? "pod missing" : "pod not ready"} for ${Math.round(elapsed / 1000)}s`;
-      } else {
-        state = prevState;
-        const left = downGraceMs - elapsed;
-        recheckAfterMs = recheckAfterMs === undefined ? left : Math.min(recheckAfterMs, left);
+      state = prevState;
+      if (notReadySince !== undefined) {
+        const podFor = nowMs - notReadySince;
+        const unreachableSince = input.brokerUnreachableSinceMs?.get(id);
+        const brokerFor = unreachableSince === undefined ? undefined : nowMs - unreachableSince;
+        if (podFor >= downGraceMs && brokerFor !== undefined && brokerFor >= downGraceMs) {
+          state = "Down";
+          why = `${pod === undefined ? "pod missing" : "pod not ready"} for ${Math.round(podFor / 1000)}s, broker unreachable for ${Math.round(brokerFor / 1000)}s`;
+        } else {
+          const left = Math.max(downGraceMs - podFor, downGraceMs - (brokerFor ?? 0), 0);
+          pendingDown.set(
+            id,
+            brokerFor === undefined
+              ? `pod not ready for ${Math.round(podFor / 1000)}s, broker still answers`
+              : `pod not ready for ${Math.round(podFor / 1000)}s, broker unreachable for ${Math.round(brokerFor / 1000)}s`,
+          );
+          // Look again soon even when the broker answers: it may stop.
+          const next = Math.min(Math.max(left, 1), DOWN_RECHECK_MAX_MS);
+          recheckAfterMs = recheckAfterMs === undefined ? next : Math.min(recheckAfterMs, next);
+        }
       }
     } else if (prevState === "Down") {
       state = "Down";
@@ -149,6 +191,7 @@ export function planMembers(input: MembersInput): MembersResult {
     changed,
     notReadySinceMs,
     recheckAfterMs,
+    pendingDown,
     transitions,
   };
 }

@@ -7,8 +7,21 @@ export interface PodView {
   uid: string;
   podIP: string | undefined;
   ready: boolean;
-  /** When the pod last became not ready (or was created, if later); undefined when ready. */
+  /**
+   * When the pod last became not ready (or was created, if later), from the
+   * kubelet's timestamps; undefined when ready. Informational only: Down is
+   * timed on the operator's own clock (members.ts), never from these.
+   */
   notReadySinceMs: number | undefined;
+  /**
+   * Ready=False written by the node lifecycle controller, not the kubelet:
+   * reason NodeNotReady, or Ready=False while ContainersReady stays True
+   * (the kubelet always moves both). Says the node missed heartbeats, not
+   * that the broker stopped.
+   */
+  readyVerdictFromNode?: boolean;
+  /** The broker container's state in words ("waiting: CrashLoopBackOff (back-off 40s), last exit 1: Error, 6 restarts"). */
+  containerState?: string;
   terminating: boolean;
   /** controller-revision-hash label: which StatefulSet revision the pod runs. */
   revision: string | undefined;
@@ -30,7 +43,17 @@ export function podView(pod: V1Pod, statefulSetName: string): PodView | undefine
   const created = toMs(pod.metadata?.creationTimestamp);
   const transition = toMs(readyCond?.lastTransitionTime);
   const notReadySinceMs = ready ? undefined : Math.max(created ?? 0, transition ?? 0) || undefined;
+  const containersReady = pod.status?.conditions?.find((c) => c.type === "ContainersReady");
+  const readyVerdictFromNode =
+    !ready &&
+    !terminating &&
+    readyCond?.status === "False" &&
+    (readyCond.reason === "NodeNotReady" ||
+      (containersReady?.status === "True" && readyCond.reason !== "ReadinessGatesNotReady"));
+  const containerState = describeContainer(pod);
   return {
+    ...(readyVerdictFromNode ? { readyVerdictFromNode } : {}),
+    ...(containerState !== undefined ? { containerState } : {}),
     name,
     ordinal,
     uid: pod.metadata?.uid ?? "",
@@ -55,4 +78,25 @@ export function toMs(v: Date | string | undefined | null): number | undefined {
   if (v === undefined || v === null) return undefined;
   const ms = v instanceof Date ? v.getTime() : Date.parse(v);
   return Number.isFinite(ms) ? ms : undefined;
+}
+
+/** The first container's state, for messages about a pod that does not become Ready. */
+function describeContainer(pod: V1Pod): string | undefined {
+  const c = pod.status?.containerStatuses?.[0];
+  if (c === undefined) return undefined;
+  const parts: string[] = [];
+  const st = c.state;
+  if (st?.waiting)
+    parts.push(
+      `waiting: ${st.waiting.reason ?? "unknown"}${st.waiting.message ? ` (${st.waiting.message})` : ""}`,
+    );
+  else if (st?.terminated)
+    parts.push(
+      `terminated: exit ${st.terminated.exitCode}${st.terminated.reason ? ` ${st.terminated.reason}` : ""}`,
+    );
+  else if (st?.running) parts.push(c.ready ? "running, ready" : "running, not ready");
+  const last = c.lastState?.terminated;
+  if (last) parts.push(`last exit ${last.exitCode}${last.reason ? `: ${last.reason}` : ""}`);
+  if (c.restartCount > 0) parts.push(`${c.restartCount} restart${c.restartCount === 1 ? "" : "s"}`);
+  return parts.length ? parts.join(", ") : undefined;
 }

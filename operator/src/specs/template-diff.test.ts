@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { describeDiff, templateDiff } from "./template-diff.ts";
+import { describeDiff, quantityEqual, templateDiff } from "./template-diff.ts";
 
 describe("templateDiff", () => {
   it("ignores fields only the live object has (server defaults)", () => {
@@ -48,5 +48,27 @@ describe("templateDiff", () => {
     expect(describeDiff({ path: "x", current: undefined, desired: "y".repeat(100) })).toMatch(
       /<unset> → y+\.\.\.$/,
     );
+  });
+});
+
+describe("quantities the API server normalised (issue #21 item 12)", () => {
+  it("0.5 vs 500m, 1Gi vs 1024Mi, 1 vs 1000m are no drift; 1 vs 2 is", () => {
+    const want = { containers: [{ name: "narad", resources: { limits: { cpu: "0.5", memory: "1Gi" } } }] };
+    const live = {
+      containers: [{ name: "narad", resources: { limits: { cpu: "500m", memory: "1024Mi" } } }],
+    };
+    expect(templateDiff(live, want)).toBeUndefined();
+    expect(quantityEqual("1", "1000m")).toBe(true);
+    expect(quantityEqual(2, "2")).toBe(true);
+    expect(quantityEqual("1e3", "1k")).toBe(true);
+    expect(quantityEqual("1", "2")).toBe(false);
+    expect(quantityEqual("1Gi", "1G")).toBe(false);
+    const grown = { containers: [{ name: "narad", resources: { limits: { cpu: "1", memory: "1Gi" } } }] };
+    expect(templateDiff(live, grown)?.path).toBe("containers[narad].resources.limits.cpu");
+  });
+  it("outside resources, equal amounts in other spellings still differ (not quantities)", () => {
+    expect(
+      templateDiff({ env: [{ name: "X", value: "500m" }] }, { env: [{ name: "X", value: "0.5" }] }),
+    ).toBeDefined();
   });
 });

@@ -39,7 +39,11 @@ function diffAt(path: string, current: unknown, desired: unknown): FieldDiff | u
     }
     return undefined;
   }
-  return scalarEqual(current, desired) ? undefined : { path, current, desired };
+  if (scalarEqual(current, desired)) return undefined;
+  // The API server stores quantities in canonical form (0.5 → 500m, 1024Mi →
+  // 1Gi): the same amount, not a drift to correct on every pass.
+  if (path.includes("resources") && quantityEqual(current, desired)) return undefined;
+  return { path, current, desired };
 }
 
 function diffList(path: string, current: unknown[], desired: unknown[]): FieldDiff | undefined {
@@ -81,6 +85,41 @@ function scalarEqual(a: unknown, b: unknown): boolean {
     return String(a) === String(b);
   }
   return false;
+}
+
+const QUANTITY =
+  /^([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$/;
+const BINARY: Record<string, number> = { Ki: 1, Mi: 2, Gi: 3, Ti: 4, Pi: 5, Ei: 6 };
+const DECIMAL: Record<string, number> = { n: -9, u: -6, m: -3, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18 };
+
+/**
+ * A Kubernetes quantity as an exact rational (numerator, power of ten of the
+ * denominator), or undefined when v is not one.
+ */
+export function parseQuantity(v: unknown): { num: bigint; scale: number } | undefined {
+  const text = typeof v === "number" ? String(v) : typeof v === "string" ? v.trim() : undefined;
+  if (text === undefined) return undefined;
+  const m = QUANTITY.exec(text);
+  if (m === null) return undefined;
+  const [, sign = "", mantissa = "", suffix = ""] = m;
+  const [int = "", frac = ""] = mantissa.split(".");
+  let num = BigInt(`${int || "0"}${frac}`) * (sign === "-" ? -1n : 1n);
+  let scale = frac.length; // value = num / 10^scale
+  if (suffix in BINARY) num *= 1024n ** BigInt(BINARY[suffix] ?? 0);
+  else {
+    const exp = suffix in DECIMAL ? (DECIMAL[suffix] ?? 0) : suffix ? Number(suffix.slice(1)) : 0;
+    scale -= exp;
+  }
+  return { num, scale };
+}
+
+/** Two quantities of the same amount ("0.5" and "500m", "1Gi" and "1024Mi"). */
+export function quantityEqual(a: unknown, b: unknown): boolean {
+  const x = parseQuantity(a);
+  const y = parseQuantity(b);
+  if (x === undefined || y === undefined) return false;
+  const s = Math.max(x.scale, y.scale);
+  return x.num * 10n ** BigInt(s - x.scale) === y.num * 10n ** BigInt(s - y.scale);
 }
 
 function join(path: string, key: string): string {

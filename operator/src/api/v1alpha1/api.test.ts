@@ -81,6 +81,8 @@ const rollout: Required<RolloutSpec> = {
   paused: false,
   force: false,
   downGraceSeconds: 30,
+  replacementTimeoutSeconds: 300,
+  releaseStuckReplacement: true,
 };
 const fullClusterSpec: Required<NaradClusterSpec> = {
   replicas: 5,
@@ -339,7 +341,14 @@ describe("defaults", () => {
       size: "10Gi",
       reclaimPolicy: { whenScaled: "Retain", whenDeleted: "Retain" },
     });
-    expect(r.rollout).toEqual({ drainTimeoutSeconds: 60, paused: false, force: false, downGraceSeconds: 30 });
+    expect(r.rollout).toEqual({
+      drainTimeoutSeconds: 60,
+      paused: false,
+      force: false,
+      downGraceSeconds: 30,
+      replacementTimeoutSeconds: 300,
+      releaseStuckReplacement: true,
+    });
     expect(r.metrics.serviceMonitor).toEqual({ enabled: false, labels: {} });
     expect(r.rebalance).toBe(false);
     expect(r.broker.logLevel).toBe(clusterDefaults.brokerLogLevel);
@@ -411,5 +420,13 @@ describe("RBAC", () => {
     expect(OPERATOR_CLUSTER_ROLE_RULES.some((r) => r.verbs.includes("*") || r.resources.includes("*"))).toBe(
       false,
     );
+  });
+});
+
+describe("spec.image (issue #21 item 11)", () => {
+  it("has no schema default, so the API server never writes one and the operator's brokerImage applies", () => {
+    const image = naradClusterSchema.properties?.["spec"]?.properties?.["image"];
+    expect(image).toBeDefined();
+    expect(image?.default).toBeUndefined();
   });
 });

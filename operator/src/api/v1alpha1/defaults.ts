@@ -27,6 +27,8 @@ export const clusterDefaults = {
   paused: false,
   force: false,
   downGraceSeconds: 30,
+  replacementTimeoutSeconds: 300,
+  releaseStuckReplacement: true,
   serviceMonitorEnabled: false,
   rebalance: false,
   // Auth on the brokers' HTTP API: closed by default in cluster mode.
@@ -103,6 +105,8 @@ export function withClusterDefaults(spec: NaradClusterSpec | undefined): Resolve
       paused: s.rollout?.paused ?? d.paused,
       force: s.rollout?.force ?? d.force,
       downGraceSeconds: s.rollout?.downGraceSeconds ?? d.downGraceSeconds,
+      replacementTimeoutSeconds: s.rollout?.replacementTimeoutSeconds ?? d.replacementTimeoutSeconds,
+      releaseStuckReplacement: s.rollout?.releaseStuckReplacement ?? d.releaseStuckReplacement,
     },
     security: dropUndefined({
       auth: dropUndefined({

@@ -92,6 +92,20 @@ export const OPERATOR_CLUSTER_ROLE_RULES: PolicyRule[] = [
   },
 ];
 
+/** The cluster-scoped part of OPERATOR_CLUSTER_ROLE_RULES: what a namespaced Role cannot grant. */
+export const OPERATOR_CLUSTER_SCOPED_RULES: PolicyRule[] = OPERATOR_CLUSTER_ROLE_RULES.filter((r) =>
+  r.resources.includes("storageclasses"),
+);
+
+/**
+ * The rest: what the operator needs inside each namespace it watches. With
+ * watchNamespaces set, the chart grants these through one Role per watched
+ * namespace instead of cluster-wide.
+ */
+export const OPERATOR_NAMESPACED_RULES: PolicyRule[] = OPERATOR_CLUSTER_ROLE_RULES.filter(
+  (r) => !r.resources.includes("storageclasses"),
+);
+
 /** Namespaced Role (operator namespace only) for leader election. */
 export const LEADER_ELECTION_ROLE_RULES: PolicyRule[] = [
   { apiGroups: ["coordination.k8s.io"], resources: ["leases"], verbs: ["get", "create", "update"] },

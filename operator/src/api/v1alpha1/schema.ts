@@ -154,7 +154,14 @@ const clusterSpec: JSONSchemaProps = obj(
         minimum: 1,
       },
     ),
-    image: str("Broker container image.", { default: d.image, minLength: 1 }),
+    // No default here: the API server would write it into every object, and
+    // the operator's own setting (NARAD_OPERATOR_BROKER_IMAGE, chart value
+    // brokerImage) could never apply. The operator resolves it: spec.image,
+    // else its setting, else DEFAULT_BROKER_IMAGE.
+    image: str(
+      "Broker container image. Unset: the operator's brokerImage setting (NARAD_OPERATOR_BROKER_IMAGE), else its built-in default; clusters that leave it unset follow an operator upgrade.",
+      { minLength: 1 },
+    ),
     imagePullPolicy: str("Image pull policy for the broker container.", {
       enum: ["Always", "IfNotPresent", "Never"],
     }),
@@ -294,11 +301,19 @@ const clusterSpec: JSONSchemaProps = obj(
           { default: d.force },
         ),
         downGraceSeconds: int(
-          "How long a pod may be missing or unready before its member is marked Down and its traffic rerouted.",
+          "How long a pod may be missing or unready, with its broker not answering its admin status, before its member is marked Down and its traffic rerouted. Measured on the operator's clock from its own observations.",
           {
             default: d.downGraceSeconds,
             minimum: 0,
           },
+        ),
+        replacementTimeoutSeconds: int(
+          "How long the replacement pod of a planned restart may stay not Ready before the cluster reports Degraded (ReplacementNotReady) with a Warning Event.",
+          { default: d.replacementTimeoutSeconds, minimum: 10 },
+        ),
+        releaseStuckReplacement: bool(
+          "Once a replacement pod is stuck past replacementTimeoutSeconds, stop holding its member in Maintenance so the Down rules apply and its records are rerouted.",
+          { default: d.releaseStuckReplacement },
         ),
       },
       { default: {} },

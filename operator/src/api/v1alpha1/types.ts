@@ -113,8 +113,22 @@ export interface RolloutSpec {
   paused?: boolean;
   /** Skip the drain gate (day-2 escape hatch). Default false. */
   force?: boolean;
-  /** How long a pod may be gone or unready before its member is marked Down. Default 30. */
+  /**
+   * How long a pod may be gone or unready, with its broker not answering its
+   * admin status, before its member is marked Down. Default 30.
+   */
   downGraceSeconds?: number;
+  /**
+   * How long a planned restart's replacement pod may stay not Ready before
+   * the cluster reports Degraded (ReplacementNotReady). Default 300, min 10.
+   */
+  replacementTimeoutSeconds?: number;
+  /**
+   * Once the replacement is stuck past replacementTimeoutSeconds, stop
+   * holding its member in Maintenance, so the Down rules apply and peers
+   * reroute its records. Default true.
+   */
+  releaseStuckReplacement?: boolean;
 }
 
 export interface AuthSpec {

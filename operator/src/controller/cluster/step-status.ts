@@ -5,17 +5,19 @@ import {
   BROKER_HTTP_PORT,
   CLUSTER_PLURAL,
   LABEL_CLUSTER,
+  OBSERVATION_SETTLE_MS,
   REQUEUE_PROGRESSING_MS,
   STATUS_CONFLICT_REQUEUE_MS,
   STATUS_WAL_TIMEOUT_MS,
 } from "../../constants.ts";
 import { apiMessage, httpStatus } from "../../kube/api.ts";
-import { clusterVerdict } from "../../plan/cluster-status.ts";
+import { clusterVerdict, statusNeedsWrite } from "../../plan/cluster-status.ts";
 import { getCondition } from "../../plan/conditions.ts";
 import { planMembers } from "../../plan/members.ts";
+import { judgeObservations, trackReachability } from "../../plan/observation.ts";
 import { type PodView, podView } from "../../plan/pods.ts";
+import { judgeReplacement } from "../../plan/replacement.ts";
 import { maintenanceHolds } from "../../plan/roll.ts";
-import { canonicalJson } from "../../specs/canonical-json.ts";
 import { resourceNames, selectorString } from "../../specs/labels.ts";
 import type { ClusterContext } from "./context.ts";
 
@@ -45,6 +47,39 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
   // earlier step failed), the persisted roll stands.
   const roll: RollStatus | undefined = ctx.roll !== undefined ? ctx.roll.next : (prev.roll ?? undefined);
 
+  // Evidence for Down decisions: is the cache current, and does each broker
+  // answer its admin status? (plan/members.ts)
+  const trust = judgeObservations(
+    [...(deps.caches.pods.health ?? []), ...(deps.caches.statefulSets.health ?? [])],
+    now,
+    deps.observationSettleMs ?? OBSERVATION_SETTLE_MS,
+  );
+  if (!trust.trusted)
+    ctx.log.info({ why: trust.reason }, "pod readiness not trusted: no member is marked Down");
+  const probes = await probeBrokers(prev.members ?? [], pods, deps.brokers, ctx);
+  const unreachable = trackReachability(
+    deps.memory.brokerUnreachableSince.get(uid) ?? new Map(),
+    probes.answered,
+    now,
+  );
+  deps.memory.brokerUnreachableSince.set(uid, unreachable);
+
+  // A replacement that never becomes Ready must not hold its member in
+  // Maintenance forever (plan/replacement.ts).
+  const replacement = judgeReplacement({
+    roll,
+    pods,
+    updateRevision,
+    nowMs: now,
+    seen: deps.memory.replacementSeen.get(uid),
+    timeoutMs: ctx.spec.rollout.replacementTimeoutSeconds * 1000,
+    release: ctx.spec.rollout.releaseStuckReplacement,
+  });
+  if (replacement.seen === undefined) deps.memory.replacementSeen.delete(uid);
+  else deps.memory.replacementSeen.set(uid, replacement.seen);
+  const maintenance = maintenanceHolds(roll, pods, updateRevision);
+  for (const id of replacement.released) maintenance.delete(id);
+
   const membership = planMembers({
     statefulSetName: stsName,
     replicas: ctx.spec.replicas,
@@ -54,12 +89,17 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
     downGraceMs: ctx.spec.rollout.downGraceSeconds * 1000,
     nowMs: now,
     notReadySinceMs: deps.memory.notReadySince.get(uid) ?? new Map(),
+    brokerUnreachableSinceMs: unreachable,
+    observationsTrusted: trust.trusted,
     port: BROKER_HTTP_PORT,
-    maintenance: maintenanceHolds(roll, pods, updateRevision),
+    maintenance,
     holds: ctx.scale?.holds,
   });
   deps.memory.notReadySince.set(uid, membership.notReadySinceMs);
-  await fillWalPending(membership.members, pods, deps.brokers, ctx);
+  for (const m of membership.members) {
+    const pending = probes.walPending.get(m.id);
+    if (pending !== undefined) m.walPendingRecords = pending;
+  }
 
   const live = pods.filter((p) => !p.terminating);
   const inFlight = roll === undefined ? undefined : live.find((p) => p.name === roll.podInFlight);
@@ -87,6 +127,7 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
       storage: ctx.storage,
       stepError: stepError === undefined ? undefined : apiMessage(stepError),
       everReady,
+      stuckReplacement: replacement.stuck?.message,
       roll:
         roll === undefined && ctx.roll === undefined
           ? undefined
@@ -102,7 +143,9 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
   );
 
   const status: NaradClusterStatus = {
-    observedGeneration: cluster.metadata.generation ?? 0,
+    // A pass whose step failed has not carried out this generation.
+    observedGeneration:
+      stepError === undefined ? (cluster.metadata.generation ?? 0) : (prev.observedGeneration ?? 0),
     phase: verdict.phase,
     replicas: live.length,
     readyReplicas: live.filter((p) => p.ready).length,
@@ -128,6 +171,11 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
       `${t}; membership epoch ${membership.epoch}`,
     );
   }
+  const stuckBefore = getCondition(prev.conditions, "Degraded")?.reason === "ReplacementNotReady";
+  if (replacement.stuck !== undefined && !stuckBefore) {
+    ctx.log.warn({ pod: replacement.stuck.pod }, replacement.stuck.message);
+    deps.recorder.record(cluster, "Warning", "ReplacementNotReady", replacement.stuck.message);
+  }
   if (prev.phase !== status.phase) {
     ctx.log.info({ from: prev.phase, to: status.phase }, "phase changed");
     deps.recorder.record(
@@ -138,7 +186,7 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
     );
   }
 
-  if (statusChanged(prev, status)) {
+  if (statusNeedsWrite(prev, status)) {
     try {
       await deps.api.patchStatus(
         { plural: CLUSTER_PLURAL, namespace: ctx.namespace, name: ctx.name },
@@ -158,9 +206,12 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
   }
 
   const stable = getCondition(verdict.conditions, "Stable")?.status === "True";
-  const candidates = [stable ? undefined : REQUEUE_PROGRESSING_MS, membership.recheckAfterMs].filter(
-    (v): v is number => v !== undefined,
-  );
+  const candidates = [
+    stable ? undefined : REQUEUE_PROGRESSING_MS,
+    membership.recheckAfterMs,
+    replacement.recheckAfterMs,
+    trust.retryAfterMs,
+  ].filter((v): v is number => v !== undefined);
   return { requeueAfterMs: candidates.length ? Math.min(...candidates) : undefined };
 }
 
@@ -175,41 +226,41 @@ function scalePatch(prev: ScaleStatus | undefined, next: ScaleStatus | undefined
   return out as ScaleStatus;
 }
 
-/** Compares only the keys this step writes; others (e.g. roll) belong to other steps. */
-function statusChanged(prev: NaradClusterStatus, next: NaradClusterStatus): boolean {
-  const pick = (s: NaradClusterStatus) =>
-    Object.fromEntries(Object.keys(next).map((k) => [k, (s as Record<string, unknown>)[k] ?? null]));
-  return canonicalJson(pick(prev)) !== canonicalJson(pick(next));
-}
-
 /**
- * Asks each ready broker for its WAL backlog (bounded by the client's
- * timeout). A broker that does not answer keeps its last known count: this
- * is information, not a gate, and must not fail the reconcile.
+ * Asks every member's broker for its admin status (bounded by
+ * STATUS_WAL_TIMEOUT_MS): at the pod's IP, or the member's last known
+ * address while its pod is away. The answers are the broker-side evidence a
+ * Down needs; a member with nowhere to ask counts as not answering. Ready
+ * brokers' answers also carry the WAL backlog (information, not a gate).
  */
-async function fillWalPending(
-  members: MemberStatus[],
+async function probeBrokers(
+  members: readonly MemberStatus[],
   pods: readonly PodView[],
   brokers: BrokerClient,
   ctx: ClusterContext,
-): Promise<void> {
+): Promise<{ answered: Map<string, boolean>; walPending: Map<string, number> }> {
   const byName = new Map(pods.map((p) => [p.name, p]));
+  const ids = new Set([...members.map((m) => m.id), ...pods.map((p) => p.name)]);
+  const lastAddress = new Map(members.map((m) => [m.id, m.address]));
+  const answered = new Map<string, boolean>();
+  const walPending = new Map<string, number>();
   await Promise.all(
-    members.map(async (m) => {
-      const pod = byName.get(m.pod);
-      if (pod?.podIP === undefined || !pod.ready) return;
+    [...ids].map(async (id) => {
+      const pod = byName.get(id);
+      const ip = pod?.podIP ?? lastAddress.get(id)?.replace(/:\d+$/, "");
+      if (ip === undefined || ip === "") {
+        answered.set(id, false);
+        return;
+      }
       try {
-        const s = await brokers.status(
-          { podIP: pod.podIP, id: m.id },
-          AbortSignal.timeout(STATUS_WAL_TIMEOUT_MS),
-        );
-        m.walPendingRecords = s.wal.pendingRecords;
+        const s = await brokers.status({ podIP: ip, id }, AbortSignal.timeout(STATUS_WAL_TIMEOUT_MS));
+        answered.set(id, true);
+        if (pod?.ready === true) walPending.set(id, s.wal.pendingRecords);
       } catch (err) {
-        ctx.log.debug(
-          { member: m.id, err: apiMessage(err) },
-          "broker status unavailable; keeping last WAL count",
-        );
+        answered.set(id, false);
+        ctx.log.debug({ member: id, err: apiMessage(err) }, "broker admin status unavailable");
       }
     }),
   );
+  return { answered, walPending };
 }

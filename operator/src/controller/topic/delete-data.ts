@@ -3,14 +3,16 @@ import type { Logger } from "pino";
 import { topicName } from "../../api/v1alpha1/defaults.ts";
 import type { MemberStatus, NaradTopic } from "../../api/v1alpha1/types.ts";
 import {
+  ANNOTATION_FORCE_DELETE,
   FINALIZER_TOPIC_DATA,
   LABEL_CLUSTER,
   REQUEUE_TOPIC_DELETE_MS,
+  TOPIC_DELETE_BLOCKED_AFTER_MS,
   TOPIC_PLURAL,
 } from "../../constants.ts";
 import { apiMessage } from "../../kube/api.ts";
 import type { ReconcileResult } from "../../kube/workers.ts";
-import { setCondition } from "../../plan/conditions.ts";
+import { setConditions } from "../../plan/conditions.ts";
 import { podView } from "../../plan/pods.ts";
 import { resourceNames } from "../../specs/labels.ts";
 import type { ReconcileDeps } from "../deps.ts";
@@ -24,6 +26,13 @@ import { writeTopicStatus } from "./reconcile.ts";
 // orphaned data that a later topic of the same name would inherit.
 // Confirmations are not remembered: each pass asks again (the call is
 // idempotent), so an operator restart loses nothing.
+//
+// Bounded: a deletion still waiting after TOPIC_DELETE_BLOCKED_AFTER_MS
+// (timed from this operator's first sight of it) reports Degraded=True,
+// reason DeletionBlocked, naming who it waits for. The way out is the
+// annotation narad.dev/force-delete=true, which releases the finalizer
+// without the members that cannot answer (a Warning Event names them: their
+// files stay on their volumes).
 
 export async function deleteTopicData(
   topic: NaradTopic,
@@ -75,25 +84,49 @@ export async function deleteTopicData(
     }),
   );
 
+  const uid = topic.metadata.uid ?? "";
   if (waitingFor.length === 0) {
     const msg = `all ${members.length} member(s) confirmed topic ${brokerTopic}'s local data is removed`;
     log.info(msg);
     deps.recorder.record(topic, "Normal", "DataDeleted", msg);
     await removeFinalizer(topic, deps, log);
+    deps.memory.topicDeletingSince.delete(uid);
     return {};
   }
 
   waitingFor.sort();
+  if (topic.metadata.annotations?.[ANNOTATION_FORCE_DELETE] === "true") {
+    const msg = `${ANNOTATION_FORCE_DELETE}=true: releasing topic ${brokerTopic} without ${waitingFor.join(", ")}; their local files of the topic stay on their volumes`;
+    log.warn(msg);
+    deps.recorder.record(topic, "Warning", "ForcedDeletion", msg);
+    await removeFinalizer(topic, deps, log);
+    deps.memory.topicDeletingSince.delete(uid);
+    return {};
+  }
+  const now = deps.clock.now();
+  const since = deps.memory.topicDeletingSince.get(uid) ?? now;
+  deps.memory.topicDeletingSince.set(uid, since);
+  const blocked = now - since >= TOPIC_DELETE_BLOCKED_AFTER_MS;
   const msg = `waiting for ${waitingFor.length}/${members.length} member(s) to remove topic ${brokerTopic}'s data: ${waitingFor.join(", ")}`;
   log.info(msg);
   deps.recorder.record(topic, "Warning", "DeletionWaiting", msg);
   const prev = topic.status ?? {};
   const next = {
     ...prev,
-    conditions: setCondition(
+    conditions: setConditions(
       prev.conditions,
-      { type: "Ready", status: "False", reason: "DeletionPending", message: msg },
-      new Date(deps.clock.now()).toISOString(),
+      [
+        { type: "Ready", status: "False", reason: "DeletionPending", message: msg },
+        blocked
+          ? {
+              type: "Degraded",
+              status: "True",
+              reason: "DeletionBlocked",
+              message: `${msg}; waiting for ${Math.round((now - since) / 1000)}s. To release it without them, annotate the NaradTopic ${ANNOTATION_FORCE_DELETE}=true (their files stay on their volumes)`,
+            }
+          : { type: "Degraded", status: "False", reason: "DeletionPending", message: "deletion in progress" },
+      ],
+      new Date(now).toISOString(),
     ),
   };
   await writeTopicStatus(topic, prev, next, deps, log);

@@ -1,0 +1,54 @@
+import { describe, expect, it } from "vitest";
+import type { PodView } from "./pods.ts";
+import { judgeReplacement, type ReplacementInput } from "./replacement.ts";
+
+const NOW = 1_000_000;
+const roll = { podInFlight: "demo-2", startedAt: "2026-11-29T12:00:00Z", reason: "image" };
+const replacement: PodView = {
+  name: "demo-2",
+  ordinal: 2,
+  uid: "new",
+  podIP: "127.1.0.3",
+  ready: false,
+  notReadySinceMs: undefined,
+  terminating: false,
+  revision: "rev-2",
+  containerState: "waiting: CrashLoopBackOff, last exit 1: Error, 4 restarts",
+};
+const input = (over: Partial<ReplacementInput>): ReplacementInput => ({
+  roll,
+  pods: [replacement],
+  updateRevision: "rev-2",
+  nowMs: NOW,
+  seen: undefined,
+  timeoutMs: 300_000,
+  release: true,
+  ...over,
+});
+
+describe("judgeReplacement", () => {
+  it("starts its clock at the first sight of the replacement, on the operator's clock", () => {
+    const v = judgeReplacement(input({}));
+    expect(v.seen).toEqual({ podUid: "new", sinceMs: NOW });
+    expect(v.stuck).toBeUndefined();
+    expect(v.recheckAfterMs).toBe(300_000);
+  });
+
+  it("past the bound: stuck, with the pod and its container state named, and released", () => {
+    const v = judgeReplacement(input({ nowMs: NOW + 300_000, seen: { podUid: "new", sinceMs: NOW } }));
+    expect(v.stuck?.message).toContain("demo-2 not Ready after 300s (waiting: CrashLoopBackOff");
+    expect([...v.released]).toEqual(["demo-2"]);
+  });
+
+  it("the old pod draining, a Ready replacement, or no roll: nothing to judge", () => {
+    expect(judgeReplacement(input({ pods: [{ ...replacement, revision: "rev-1" }] })).seen).toBeUndefined();
+    expect(judgeReplacement(input({ pods: [{ ...replacement, ready: true }] })).seen).toBeUndefined();
+    expect(judgeReplacement(input({ roll: undefined })).seen).toBeUndefined();
+  });
+
+  it("a newer replacement pod (another uid) restarts the clock", () => {
+    const v = judgeReplacement(input({ nowMs: NOW + 400_000, seen: { podUid: "older", sinceMs: NOW } }));
+    expect(v.stuck).toBeUndefined();
+    expect(v.seen?.sinceMs).toBe(NOW + 400_000);
+  });
+});
