@@ -59,6 +59,7 @@ export function clusterVerdict(
   const planned = roll?.plannedUnavailable ?? 0;
   const action = roll?.action;
   const stuck = action?.kind === "stuck" ? action : undefined;
+  const aborted = action?.kind === "abort" ? action : undefined;
   const down = facts.members.filter((m) => m.state === "Down").map((m) => m.id);
   // The member in a planned restart is expected to be away: not a problem;
   // nor are members leaving in a scale-down (ordinals past spec.replicas).
@@ -92,7 +93,15 @@ export function clusterVerdict(
 
   const rollWait = action?.kind === "wait" ? action.reason : undefined;
   let progressing: ConditionInput;
-  if (stuck !== undefined) {
+  if (aborted !== undefined) {
+    progressing = {
+      type: "Progressing",
+      status: "False",
+      reason: "RollAborted",
+      message: aborted.reason,
+      observedGeneration: g,
+    };
+  } else if (stuck !== undefined) {
     progressing = {
       type: "Progressing",
       status: "False",
@@ -169,6 +178,7 @@ export function clusterVerdict(
   const problems: string[] = [];
   if (facts.stepError !== undefined) problems.push(facts.stepError);
   if (stuck !== undefined) problems.push(`rolling restart blocked: ${stuck.reason}`);
+  if (aborted !== undefined) problems.push(`rolling restart aborted: ${aborted.reason}`);
   if (down.length > 0) problems.push(`members Down: ${down.join(", ")}`);
   if (facts.everReady && facts.readyPods + planned < facts.specReplicas) {
     problems.push(`${facts.specReplicas - facts.readyPods - planned} broker(s) not ready`);
@@ -184,13 +194,15 @@ export function clusterVerdict(
         ? "ScaleDownBlocked"
         : stuck !== undefined
           ? "RollBlocked"
-          : down.length > 0
-            ? "MemberDown"
-            : storageRefused !== undefined
-              ? storageRefused.reason
-              : facts.refused.length > 0
-                ? "ChangeRefused"
-                : "BrokersNotReady";
+          : aborted !== undefined
+            ? "RollAborted"
+            : down.length > 0
+              ? "MemberDown"
+              : storageRefused !== undefined
+                ? storageRefused.reason
+                : facts.refused.length > 0
+                  ? "ChangeRefused"
+                  : "BrokersNotReady";
   const degraded: ConditionInput =
     problems.length > 0
       ? {

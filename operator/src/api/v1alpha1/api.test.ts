@@ -81,6 +81,7 @@ const rollout: Required<RolloutSpec> = {
   paused: false,
   force: false,
   downGraceSeconds: 30,
+  gateTimeoutSeconds: 60,
 };
 const fullClusterSpec: Required<NaradClusterSpec> = {
   replicas: 5,
@@ -141,7 +142,13 @@ const fullClusterStatus: Required<NaradClusterStatus> = {
   membershipEpoch: 4,
   currentRevision: "demo-5d8f",
   updateRevision: "demo-5d8f",
-  roll: { podInFlight: "demo-1", startedAt: "2026-01-01T00:00:00Z", reason: "image changed" },
+  roll: {
+    podInFlight: "demo-1",
+    startedAt: "2026-01-01T00:00:00Z",
+    reason: "image changed",
+    podReadyAtStart: true,
+    gateBlockedSince: "2026-01-01T00:00:05Z",
+  },
   selector: "app.kubernetes.io/instance=demo",
   scale: {
     decommissioning: "demo-3",
@@ -339,7 +346,13 @@ describe("defaults", () => {
       size: "10Gi",
       reclaimPolicy: { whenScaled: "Retain", whenDeleted: "Retain" },
     });
-    expect(r.rollout).toEqual({ drainTimeoutSeconds: 60, paused: false, force: false, downGraceSeconds: 30 });
+    expect(r.rollout).toEqual({
+      drainTimeoutSeconds: 60,
+      paused: false,
+      force: false,
+      downGraceSeconds: 30,
+      gateTimeoutSeconds: 60,
+    });
     expect(r.metrics.serviceMonitor).toEqual({ enabled: false, labels: {} });
     expect(r.rebalance).toBe(false);
     expect(r.broker.logLevel).toBe(clusterDefaults.brokerLogLevel);
@@ -404,10 +417,11 @@ describe("RBAC", () => {
     expect(missing).toEqual([]);
   });
 
-  it("pods: no create/update/patch, no pods/status", () => {
-    for (const v of ["create", "update", "patch"])
+  it("pods: no create/update/patch/delete (restarts are Evictions), no pods/status", () => {
+    for (const v of ["create", "update", "patch", "delete", "deletecollection"])
       expect(grants(OPERATOR_CLUSTER_ROLE_RULES, "", "pods", v)).toBe(false);
     expect(OPERATOR_CLUSTER_ROLE_RULES.some((r) => r.resources.includes("pods/status"))).toBe(false);
+    expect(grants(OPERATOR_CLUSTER_ROLE_RULES, "", "pods/eviction", "create")).toBe(true);
     expect(OPERATOR_CLUSTER_ROLE_RULES.some((r) => r.verbs.includes("*") || r.resources.includes("*"))).toBe(
       false,
     );

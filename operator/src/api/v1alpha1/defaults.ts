@@ -27,6 +27,7 @@ export const clusterDefaults = {
   paused: false,
   force: false,
   downGraceSeconds: 30,
+  gateTimeoutSeconds: 60,
   serviceMonitorEnabled: false,
   rebalance: false,
   // Auth on the brokers' HTTP API: closed by default in cluster mode.
@@ -103,6 +104,7 @@ export function withClusterDefaults(spec: NaradClusterSpec | undefined): Resolve
       paused: s.rollout?.paused ?? d.paused,
       force: s.rollout?.force ?? d.force,
       downGraceSeconds: s.rollout?.downGraceSeconds ?? d.downGraceSeconds,
+      gateTimeoutSeconds: s.rollout?.gateTimeoutSeconds ?? d.gateTimeoutSeconds,
     },
     security: dropUndefined({
       auth: dropUndefined({
