@@ -2,6 +2,7 @@ import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import type { NaradCluster, NaradTopic } from "../api/v1alpha1/types.ts";
 import { FakeBrokerClient } from "../broker-client/fake.ts";
+import { guardedBrokerClient } from "../broker-client/guarded.ts";
 import { AbortedError, guardedApi } from "../kube/api.ts";
 import { MemoryRecorder } from "../kube/events.ts";
 import { ManualClock } from "../kube/manual-clock.ts";
@@ -397,6 +398,20 @@ describe("NaradCluster reconcile", () => {
     await t.reconcile();
     expect(t.kube.pods.get(NS, "demo-2")).toBeUndefined();
     expect(evictions(t).at(-1)).toBe("evict Pod demo-2");
+  });
+
+  it("#21.5: a lease lost mid-reconcile stops broker calls too: no drain after the term ended", async () => {
+    const t = setup();
+    await rollStarted(t);
+    // the manager hands reconciles a client bound to the term's signal
+    t.deps.brokers = guardedBrokerClient(t.brokers, t.ac.signal);
+    t.brokers.onCall = (call) => {
+      if (call === "status demo-2") t.ac.abort(); // the lease is lost while the probe is out
+    };
+    await t.clock.advance(1000);
+    await t.reconcile().catch((err: unknown) => expect(err).toBeInstanceOf(AbortedError));
+    expect(t.brokers.calls.filter((c) => !c.startsWith("status"))).toEqual([]);
+    expect(t.brokers.draining.has("demo-2")).toBe(false);
   });
 
   it("a config change changes the config hash on the template", async () => {
