@@ -9,9 +9,13 @@ import type { PodView } from "./pods.ts";
 //
 // Per pod:  enterMaintenance (status.roll + member Maintenance, one status write)
 //        →  drain (admin API: stop produce, dispatch the WAL)
-//        →  deletePod once the WAL is empty and every other pod is Ready and Active
+//        →  deletePod (an Eviction) once the WAL is empty
 //        →  wait for the replacement to be Ready at the new revision
 //        →  finish (status.roll cleared; the member goes back to Active)
+// Until the pod is deleted, every pass needs every other pod Ready and
+// Active (drain included: a drained broker next to a failed one leaves one
+// broker in service); a wait for them longer than gateTimeoutMs abandons
+// the restart (abort: cancel the drain, clear status.roll).
 //
 // Gates before a roll starts on a pod (CloudNativePG / Strimzi / Redpanda,
 // see reference/operators.md §2): every other member's pod exists, is not
