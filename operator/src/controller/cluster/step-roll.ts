@@ -94,7 +94,7 @@ export async function rollPods(ctx: ClusterContext): Promise<StepResult> {
         log.info({ pending: s.wal.pendingRecords }, msg);
         deps.recorder.record(cluster, "Normal", "Draining", msg);
       } catch (err) {
-        // The next pass probes again: unreachable and not Ready is a crash, otherwise a wait.
+        // The next pass probes again; an unanswered probe is a wait, never a restart without a drain.
         log.warn({ err: apiMessage(err) }, `drain request to ${pod.name} failed`);
       }
       break;
