@@ -9,12 +9,16 @@
 //   2. scaling back up while a member is being decommissioned cancels it;
 //   3. an unsafe scale-down (a remaining broker not Ready) is refused with
 //      Degraded=ScaleDownBlocked and a Warning, the StatefulSet unchanged;
-//      it proceeds once the broker is back; replicas 0 is refused by the CRD.
+//      it proceeds once the broker is back; replicas 0 is refused by the CRD;
+//   4. #21 item 1: the leaving member's broker stops answering right after
+//      its last partition moved and its pod is force-deleted: it is not
+//      Removed on its stale WAL count, its PVC survives, the recreated pod
+//      goes through the removal gate; zero lost.
 // All on one cluster, in order. Numbers go to console.log ("scale-e2e:").
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { CoreV1Api } from "@kubernetes/client-node";
+import { type CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stderrLog } from "../platform/log.ts";
 import type { Platform } from "../platform/platform.ts";
@@ -393,5 +397,105 @@ describe("scaling", () => {
     }
     await waitSettled(2, 240_000, "the scale-down to finish once every remaining broker is back");
     expect(new Set(await owners())).toEqual(new Set([`${NAME}-0`, `${NAME}-1`]));
+  });
+
+  it("#21.1: a decommissioning member whose pod is force-deleted after its moves is not Removed until its new pod passes the gate; its PVC survives", async () => {
+    const custom = platform.kubeConfig.makeApiClient(CustomObjectsApi);
+    const fast = async () =>
+      (await custom.getNamespacedCustomObject({
+        group: "narad.dev",
+        version: "v1alpha1",
+        namespace: NS,
+        plural: "naradclusters",
+        name: NAME,
+      })) as Cluster;
+    await patch({ replicas: 3 });
+    await waitFor(
+      async () => (await owners()).includes(`${NAME}-2`) && (await cluster())?.status?.scale === undefined,
+      { timeoutMs: 180_000, what: `${NAME}-2 back with partitions rebalanced onto it`, intervalMs: 500 },
+    );
+    const leaving = `${NAME}-2`;
+    const pvc = `data-${leaving}`;
+    const pvcUid = async () =>
+      (await core.listNamespacedPersistentVolumeClaim({ namespace: NS })).items.find(
+        (p) => p.metadata?.name === pvc && !p.metadata?.deletionTimestamp,
+      )?.metadata?.uid;
+    const uid = await pvcUid();
+    expect(uid).toBeDefined();
+    const sampler = new PodSampler(() => 2, pods, log);
+    const producer = new LoadProducer({ tag: "s4", topic: TOPIC, ips: () => sampler.readyIps, headers });
+    await sleep(2_000);
+    const pid = await brokerPid(leaving);
+    await patch({ replicas: 2 });
+    // The moment its last partition has moved: freeze it (so no pass can
+    // confirm its WAL), then force-delete its pod, as a lost node would.
+    let frozen = false;
+    const t0 = Date.now();
+    try {
+      await waitFor(
+        async () => {
+          const c = await fast();
+          const moved =
+            c.status?.scale?.decommissioning === leaving &&
+            (c.status.scale.moves ?? []).length === 0 &&
+            !(await owners()).includes(leaving);
+          if (!moved && state(c, leaving) !== "Removed") return undefined;
+          process.kill(pid, "SIGSTOP");
+          frozen = true;
+          return state(c, leaving) ?? "gone";
+        },
+        { timeoutMs: 180_000, what: `${leaving}'s partitions to move away`, intervalMs: 50 },
+      );
+      const at = await cluster();
+      console.log(
+        `scale-e2e: ${leaving} frozen ${((Date.now() - t0) / 1000).toFixed(1)} s after the scale-down, member ${state(at, leaving)}`,
+      );
+      expect(state(at, leaving), "froze too late: the removal gate had already passed").toBe(
+        "Decommissioning",
+      );
+      await platform.kubectl([
+        "-n",
+        NS,
+        "delete",
+        "pod",
+        leaving,
+        "--force",
+        "--grace-period=0",
+        "--wait=false",
+      ]);
+      const deletedAt = Date.now();
+      // While its pod is missing or not yet answering: still Decommissioning, StatefulSet 3, PVC the same.
+      const seen = new Set<string>();
+      while (Date.now() - deletedAt < 8_000) {
+        const c = await cluster();
+        seen.add(cond(c, "Progressing")?.message ?? "");
+        expect(state(c, leaving)).toBe("Decommissioning");
+        expect(await stsReplicas()).toBe(3);
+        expect(await pvcUid()).toBe(uid);
+        await sleep(500);
+      }
+      console.log(
+        `scale-e2e: while ${leaving} was away: ${[...seen].filter((m) => m.includes(leaving)).join(" | ")}`,
+      );
+    } finally {
+      if (frozen)
+        try {
+          process.kill(pid, "SIGCONT");
+        } catch {
+          // the force-deleted pod's process is gone
+        }
+    }
+    await waitSettled(2, 240_000, `${leaving} removed through its recreated pod`);
+    console.log(
+      `scale-e2e: force-deleted decommission finished in ${((Date.now() - t0) / 1000).toFixed(1)} s; produce: ${producer.summary()}`,
+    );
+    const removed = await events("MemberRemoved");
+    expect(removed).toMatch(new RegExp(`${leaving} decommissioned \\(`));
+    // neither the old stale-count shortcut nor the never-ran one took it
+    expect(removed).not.toContain(`${leaving} decommissioned (no pod`);
+    expect(removed).not.toContain(`${leaving} decommissioned (its broker never ran`);
+    await producer.stop();
+    await sampler.stop();
+    await verify(producer);
   });
 });

@@ -141,6 +141,9 @@ describe("operator RBAC", () => {
       { verb: "create", resource: "pods", subresource: "exec", namespace: NS },
       { verb: "create", resource: "pods", subresource: "portforward", namespace: NS },
       { verb: "create", resource: "pods", namespace: NS },
+      // planned restarts are Evictions (the PodDisruptionBudget is checked): no plain pod delete
+      { verb: "delete", resource: "pods", namespace: NS },
+      { verb: "deletecollection", resource: "pods", namespace: NS },
       { verb: "create", resource: "deployments.apps", namespace: NS },
       { verb: "update", resource: "statefulsets.apps", namespace: NS },
       { verb: "delete", resource: "nodes" },

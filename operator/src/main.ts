@@ -60,9 +60,10 @@ const elector = config.leaderElect
       leaseDurationMs: LEASE_DURATION_MS,
       renewDeadlineMs: LEASE_RENEW_DEADLINE_MS,
       retryPeriodMs: LEASE_RETRY_PERIOD_MS,
-      onStartedLeading: () => manager.startLeading(),
+      onStartedLeading: () => void manager.startLeading(),
       // Losing the lease stops reconciling at once (writes refused from now).
-      onStoppedLeading: () => void manager.stopLeading(),
+      // Awaited by the elector: the next term starts only after this one's reconciles returned.
+      onStoppedLeading: () => manager.stopLeading(),
       onNewLeader: (holder) => log.info({ holder, me: config.identity }, "leader is now %s", holder),
       log: (level, msg, fields) => log[level](fields ?? {}, msg),
     })
@@ -93,7 +94,7 @@ async function start(): Promise<void> {
   if (elector !== undefined) elector.start();
   else {
     log.warn("leader election disabled (NARAD_OPERATOR_LEADER_ELECT=false): run a single replica");
-    manager.startLeading();
+    void manager.startLeading();
   }
 }
 

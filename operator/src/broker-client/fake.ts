@@ -17,9 +17,11 @@ export class FakeBrokerClient implements BrokerClient {
   /** Every successful topic data deletion, as "member/topic". */
   readonly deletions: string[] = [];
   readonly calls: string[] = [];
+  /** Runs as each call is made, before it is answered (e.g. to lose the lease mid-reconcile). */
+  onCall: (call: string) => void = () => {};
 
   async status(ep: BrokerEndpoint): Promise<BrokerStatus> {
-    this.calls.push(`status ${ep.id}`);
+    this.#called(`status ${ep.id}`);
     this.#check(ep);
     if (this.draining.has(ep.id)) return this.#drainStatus(ep);
     const s = this.statuses.get(ep.id);
@@ -43,14 +45,14 @@ export class FakeBrokerClient implements BrokerClient {
   readonly draining = new Set<string>();
 
   async drain(ep: BrokerEndpoint, waitMs: number): Promise<BrokerStatus> {
-    this.calls.push(`drain ${ep.id} ${waitMs}`);
+    this.#called(`drain ${ep.id} ${waitMs}`);
     this.#check(ep);
     this.draining.add(ep.id);
     return this.#drainStatus(ep);
   }
 
   async cancelDrain(ep: BrokerEndpoint): Promise<BrokerStatus> {
-    this.calls.push(`cancelDrain ${ep.id}`);
+    this.#called(`cancelDrain ${ep.id}`);
     this.#check(ep);
     this.draining.delete(ep.id);
     return this.status(ep);
@@ -67,7 +69,7 @@ export class FakeBrokerClient implements BrokerClient {
   }
 
   async deleteTopicData(ep: BrokerEndpoint, topic: string): Promise<TopicDataDeletion> {
-    this.calls.push(`delete ${ep.id} ${topic}`);
+    this.#called(`delete ${ep.id} ${topic}`);
     this.#check(ep);
     const refusal = this.refuseDeletion.get(ep.id);
     if (refusal !== undefined) return { done: false, reason: refusal };
@@ -81,7 +83,7 @@ export class FakeBrokerClient implements BrokerClient {
   moveStartState: BrokerMove["state"] = "copying";
 
   async startMove(ep: BrokerEndpoint, topic: string, partition: number, from: string): Promise<BrokerMove> {
-    this.calls.push(`startMove ${ep.id} ${topic}/${partition} from ${from}`);
+    this.#called(`startMove ${ep.id} ${topic}/${partition} from ${from}`);
     this.#check(ep);
     const key = `${ep.id}/${topic}/${partition}`;
     const have = this.moves.get(key);
@@ -94,17 +96,22 @@ export class FakeBrokerClient implements BrokerClient {
   }
 
   async getMove(ep: BrokerEndpoint, topic: string, partition: number): Promise<BrokerMove | undefined> {
-    this.calls.push(`getMove ${ep.id} ${topic}/${partition}`);
+    this.#called(`getMove ${ep.id} ${topic}/${partition}`);
     this.#check(ep);
     const m = this.moves.get(`${ep.id}/${topic}/${partition}`);
     return m === undefined ? undefined : { state: m.state };
   }
 
   async cancelMove(ep: BrokerEndpoint, topic: string, partition: number): Promise<void> {
-    this.calls.push(`cancelMove ${ep.id} ${topic}/${partition}`);
+    this.#called(`cancelMove ${ep.id} ${topic}/${partition}`);
     this.#check(ep);
     const m = this.moves.get(`${ep.id}/${topic}/${partition}`);
     if (m !== undefined && m.state !== "done") m.state = "cancelled";
+  }
+
+  #called(call: string): void {
+    this.calls.push(call);
+    this.onCall(call);
   }
 
   #check(ep: BrokerEndpoint): void {

@@ -134,6 +134,21 @@ describe("HttpBrokerClient", () => {
     expect(() => parseMove("x", { state: "weird" })).toThrow(/malformed move/);
   });
 
+  it("#21.6: a reply from another node (reused pod IP) is an error, and no side effect is sent to it", async () => {
+    const c = new HttpBrokerClient({ port });
+    const wrong = { podIP: "127.0.0.1", id: "demo-9" };
+    const before = seen.length;
+    await expect(c.status(wrong)).rejects.toThrow(/answered as node "demo-0", not demo-9/);
+    await expect(c.drain(wrong, 250)).rejects.toBeInstanceOf(BrokerClientError);
+    await expect(c.cancelDrain(wrong)).rejects.toBeInstanceOf(BrokerClientError);
+    await expect(c.startMove(wrong, "orders/eu", 1, "demo-3")).rejects.toBeInstanceOf(BrokerClientError);
+    await expect(c.getMove(wrong, "orders/eu", 1)).rejects.toBeInstanceOf(BrokerClientError);
+    await expect(c.cancelMove(wrong, "orders/eu", 1)).rejects.toBeInstanceOf(BrokerClientError);
+    await expect(c.deleteTopicData(wrong, "gone")).rejects.toBeInstanceOf(BrokerClientError);
+    // only status reads reached it
+    expect(seen.slice(before).filter((r) => r !== "GET /admin/v1/status")).toEqual([]);
+  });
+
   it("wraps connection failures", async () => {
     const c = new HttpBrokerClient({ port: 1, timeoutMs: 2000 });
     await expect(c.status(ep)).rejects.toThrow(/broker demo-0: GET http:\/\/127.0.0.1:1/);

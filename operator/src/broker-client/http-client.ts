@@ -10,7 +10,16 @@ import {
   type TopicDataDeletion,
 } from "./types.ts";
 
-/** Admin client over plain HTTP to http://<podIP>:7942 (Node's global fetch). */
+/**
+ * Admin client over plain HTTP to http://<podIP>:7942 (Node's global fetch).
+ *
+ * Every reply is matched to the member it was meant for: a pod IP can be
+ * reused by another pod (another broker, of this cluster or another), so a
+ * status whose nodeId is not the endpoint's id is an error (callers treat it
+ * as unreachable), and a call with a side effect (drain, cancel, moves,
+ * topic data) is only sent after a status reply from that address named the
+ * right node. Replies that carry a nodeId are checked again.
+ */
 export class HttpBrokerClient implements BrokerClient {
   readonly #port: number;
   readonly #timeoutMs: number;
@@ -26,24 +35,27 @@ export class HttpBrokerClient implements BrokerClient {
   async status(ep: BrokerEndpoint, signal?: AbortSignal): Promise<BrokerStatus> {
     const res = await this.#request(ep, "GET", "/admin/v1/status", signal);
     if (res.status !== 200) throw new BrokerClientError(ep.id, await describe(res), res.status);
-    return parseStatus(ep.id, await res.json());
+    return sameNode(ep, parseStatus(ep.id, await res.json()));
   }
 
   async drain(ep: BrokerEndpoint, waitMs: number, signal?: AbortSignal): Promise<BrokerStatus> {
+    await this.status(ep, signal);
     const wait = Math.max(0, Math.floor(waitMs));
     // The broker answers after its own bounded wait; allow for it.
     const res = await this.#request(ep, "POST", `/admin/v1/drain?wait_ms=${wait}`, signal, wait);
     if (res.status !== 200) throw new BrokerClientError(ep.id, await describe(res), res.status);
-    return parseStatus(ep.id, await res.json());
+    return sameNode(ep, parseStatus(ep.id, await res.json()));
   }
 
   async cancelDrain(ep: BrokerEndpoint, signal?: AbortSignal): Promise<BrokerStatus> {
+    await this.status(ep, signal);
     const res = await this.#request(ep, "DELETE", "/admin/v1/drain", signal);
     if (res.status !== 200) throw new BrokerClientError(ep.id, await describe(res), res.status);
-    return parseStatus(ep.id, await res.json());
+    return sameNode(ep, parseStatus(ep.id, await res.json()));
   }
 
   async deleteTopicData(ep: BrokerEndpoint, topic: string, signal?: AbortSignal): Promise<TopicDataDeletion> {
+    await this.status(ep, signal);
     const path = `/admin/v1/topics/${encodeURIComponent(topic)}/data`;
     const res = await this.#request(ep, "DELETE", path, signal);
     if (res.status === 204 || res.status === 200 || res.status === 404) {
@@ -63,6 +75,7 @@ export class HttpBrokerClient implements BrokerClient {
     from: string,
     signal?: AbortSignal,
   ): Promise<BrokerMove> {
+    await this.status(ep, signal);
     const res = await this.#request(ep, "PUT", movePath(topic, partition), signal, 0, { from });
     if (res.status !== 202 && res.status !== 200)
       throw new BrokerClientError(ep.id, await describe(res), res.status);
@@ -75,6 +88,7 @@ export class HttpBrokerClient implements BrokerClient {
     partition: number,
     signal?: AbortSignal,
   ): Promise<BrokerMove | undefined> {
+    await this.status(ep, signal);
     const res = await this.#request(ep, "GET", movePath(topic, partition), signal);
     if (res.status === 404) {
       await res.body?.cancel();
@@ -90,6 +104,7 @@ export class HttpBrokerClient implements BrokerClient {
     partition: number,
     signal?: AbortSignal,
   ): Promise<void> {
+    await this.status(ep, signal);
     const res = await this.#request(ep, "DELETE", movePath(topic, partition), signal);
     // 404: never started or already forgotten; 409: already done. Both end the matter.
     if (res.status < 300 || res.status === 404 || res.status === 409) {
@@ -130,6 +145,17 @@ export class HttpBrokerClient implements BrokerClient {
       throw new BrokerClientError(ep.id, `${method} ${url}: ${errText(err)}`, undefined, { cause: err });
     }
   }
+}
+
+/** The reply came from the broker the endpoint names, or an error (treated as unreachable). */
+function sameNode(ep: BrokerEndpoint, s: BrokerStatus): BrokerStatus {
+  if (s.nodeId !== ep.id)
+    throw new BrokerClientError(
+      ep.id,
+      `${ep.podIP} answered as node ${JSON.stringify(s.nodeId)}, not ${ep.id} (pod IP reused?)`,
+      undefined,
+    );
+  return s;
 }
 
 function movePath(topic: string, partition: number): string {

@@ -2,6 +2,7 @@ import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import type { NaradCluster, NaradTopic } from "../api/v1alpha1/types.ts";
 import { FakeBrokerClient } from "../broker-client/fake.ts";
+import { guardedBrokerClient } from "../broker-client/guarded.ts";
 import { AbortedError, guardedApi } from "../kube/api.ts";
 import { MemoryRecorder } from "../kube/events.ts";
 import { ManualClock } from "../kube/manual-clock.ts";
@@ -240,14 +241,14 @@ describe("NaradCluster reconcile", () => {
     expect(cond(c, "Progressing")?.reason).toBe("RollBlocked");
     expect(cond(c, "Progressing")?.message).toContain("42 WAL record(s) pending");
     expect(cond(c, "Degraded")?.reason).toBe("RollBlocked");
-    expect(t.kube.writes.filter((w) => w.startsWith("delete Pod"))).toEqual([]);
+    expect(t.kube.writes.filter((w) => w.startsWith("evict Pod"))).toEqual([]);
     expect(t.recorder.events.filter((e) => e.reason === "RollBlocked")).toHaveLength(1);
 
     // the drain finishes: the roll continues with that pod, and only it
     t.brokers.stuckDrain.delete("demo-2");
     await t.clock.advance(1000);
     await t.reconcile();
-    expect(t.kube.writes.filter((w) => w.startsWith("delete Pod"))).toEqual(["delete Pod demo-2"]);
+    expect(t.kube.writes.filter((w) => w.startsWith("evict Pod"))).toEqual(["evict Pod demo-2"]);
   });
 
   it("force deletes a pod whose drain timed out, with a Warning", async () => {
@@ -266,7 +267,7 @@ describe("NaradCluster reconcile", () => {
       await t.clock.advance(1000);
       await t.reconcile();
     }
-    expect(t.kube.writes.filter((w) => w.startsWith("delete Pod"))).toEqual(["delete Pod demo-2"]);
+    expect(t.kube.writes.filter((w) => w.startsWith("evict Pod"))).toEqual(["evict Pod demo-2"]);
     expect(t.recorder.events.find((e) => e.reason === "ForcedRestart")?.type).toBe("Warning");
   });
 
@@ -283,7 +284,7 @@ describe("NaradCluster reconcile", () => {
     t.deps.memory = new ControllerMemory();
     await t.reconcile(); // drain
     await t.reconcile(); // delete
-    expect(t.kube.writes.filter((w) => w.startsWith("delete Pod"))).toEqual(["delete Pod demo-2"]);
+    expect(t.kube.writes.filter((w) => w.startsWith("evict Pod"))).toEqual(["evict Pod demo-2"]);
     t.deps.memory = new ControllerMemory();
     t.kube.addPod(NS, "demo", 2, true, "rev-2");
     t.brokers.draining.delete("demo-2"); // a fresh broker process
@@ -293,6 +294,124 @@ describe("NaradCluster reconcile", () => {
     expect(memberState(c, "demo-2")).toBe("Active");
     await t.reconcile(); // next pod
     expect(t.cluster().status?.roll?.podInFlight).toBe("demo-1");
+  });
+
+  /** Three Ready pods at rev-1, then the StatefulSet wants rev-2: demo-2 is in flight after one more pass. */
+  async function rollStarted(t: ReturnType<typeof setup>) {
+    await t.reconcile();
+    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
+    await t.reconcile();
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
+    await t.reconcile(); // enterMaintenance demo-2
+    expect(t.cluster().status?.roll).toMatchObject({ podInFlight: "demo-2", podReadyAtStart: true });
+  }
+  const evictions = (t: ReturnType<typeof setup>) => t.kube.writes.filter((w) => w.startsWith("evict"));
+
+  it("#21.2: one failed status call of a draining (not Ready) broker does not delete its pod", async () => {
+    const t = setup();
+    await rollStarted(t);
+    t.brokers.stuckDrain.set("demo-2", 7);
+    await t.clock.advance(1000);
+    await t.reconcile(); // drain
+    t.kube.setPodReady(NS, "demo-2", false); // draining brokers report not Ready
+    t.brokers.unreachable.add("demo-2"); // one status call fails (timeout, 401, stall)
+    await t.clock.advance(1000);
+    await t.reconcile();
+    expect(evictions(t)).toEqual([]);
+    expect(cond(t.cluster(), "Progressing")?.message).toContain("confirm its drain");
+    t.brokers.unreachable.delete("demo-2");
+    await t.clock.advance(1000);
+    await t.reconcile();
+    expect(evictions(t)).toEqual([]); // still 7 pending
+    t.brokers.stuckDrain.delete("demo-2");
+    await t.clock.advance(1000);
+    await t.reconcile();
+    expect(evictions(t)).toEqual(["evict Pod demo-2"]);
+  });
+
+  it("#21.3: no drain while another broker is down; past gateTimeoutSeconds the drain is cancelled and the roll cleared", async () => {
+    const t = setup({ replicas: 3, image: "ghcr.io/narad/narad:1.0", rollout: { gateTimeoutSeconds: 10 } });
+    await rollStarted(t);
+    t.brokers.stuckDrain.set("demo-2", 7);
+    await t.clock.advance(1000);
+    await t.reconcile(); // drain
+    expect(t.brokers.draining.has("demo-2")).toBe(true);
+    t.kube.setPodReady(NS, "demo-1", false); // another broker fails mid-roll
+    for (let pass = 0; pass < 6; pass++) {
+      await t.clock.advance(1000);
+      await t.reconcile();
+    }
+    expect(t.cluster().status?.roll?.gateBlockedSince).toBeDefined();
+    expect(t.brokers.calls.filter((c) => c.startsWith("cancelDrain"))).toEqual([]);
+    expect(t.recorder.events.filter((e) => e.reason === "RollWaiting")).toHaveLength(1);
+    for (let pass = 0; pass < 6 && !t.recorder.reasons().includes("RollAborted"); pass++) {
+      await t.clock.advance(1000);
+      await t.reconcile();
+    }
+    const c = t.cluster();
+    expect(t.brokers.calls.filter((x) => x.startsWith("cancelDrain"))).toEqual(["cancelDrain demo-2"]);
+    expect(t.brokers.draining.has("demo-2")).toBe(false);
+    expect(c.status?.roll).toBeUndefined();
+    expect(memberState(c, "demo-2")).toBe("Active");
+    const aborted = t.recorder.events.filter((e) => e.reason === "RollAborted");
+    expect(aborted).toHaveLength(1);
+    expect(aborted[0]?.type).toBe("Warning");
+    expect(aborted[0]?.message).toMatch(/demo-1 not Ready.*gateTimeoutSeconds 10.*drain cancelled/);
+    expect(evictions(t)).toEqual([]);
+    // the next restart is the failed pod itself (not Ready first), never demo-2 again meanwhile
+    await t.clock.advance(1000);
+    await t.reconcile();
+    expect(t.cluster().status?.roll).toMatchObject({ podInFlight: "demo-1", podReadyAtStart: false });
+    expect(t.brokers.calls.filter((x) => x.startsWith("drain"))).toEqual(["drain demo-2 2000"]);
+  });
+
+  it("#21.3: the abort shows in the conditions of its pass", async () => {
+    const t = setup({ replicas: 3, image: "ghcr.io/narad/narad:1.0", rollout: { gateTimeoutSeconds: 2 } });
+    await rollStarted(t);
+    t.kube.setPodReady(NS, "demo-0", false);
+    let seen: string | undefined;
+    for (let pass = 0; pass < 5 && seen === undefined; pass++) {
+      await t.clock.advance(1000);
+      await t.reconcile();
+      const p = cond(t.cluster(), "Progressing");
+      if (p?.reason === "RollAborted") seen = p.message;
+    }
+    expect(seen).toMatch(/restart of demo-2 abandoned/);
+  });
+
+  it("#21.4: planned restarts go through the Eviction API; a PodDisruptionBudget refusal (429) is a wait that says so", async () => {
+    const t = setup();
+    await rollStarted(t);
+    t.kube.evictionBudget = () => "Cannot evict pod as it would violate the pod's disruption budget.";
+    for (let pass = 0; pass < 4; pass++) {
+      await t.clock.advance(1000);
+      await t.reconcile();
+    }
+    expect(t.kube.pods.get(NS, "demo-2")).toBeDefined();
+    expect(t.kube.writes.filter((w) => w.startsWith("delete Pod"))).toEqual([]);
+    expect(cond(t.cluster(), "Progressing")?.message).toContain("PodDisruptionBudget");
+    expect(t.recorder.events.filter((e) => e.reason === "EvictionRefused")).toHaveLength(1);
+    expect(t.cluster().status?.roll?.podInFlight).toBe("demo-2");
+    t.kube.evictionBudget = () => undefined;
+    await t.clock.advance(1000);
+    await t.reconcile();
+    expect(t.kube.pods.get(NS, "demo-2")).toBeUndefined();
+    expect(evictions(t).at(-1)).toBe("evict Pod demo-2");
+  });
+
+  it("#21.5: a lease lost mid-reconcile stops broker calls too: no drain after the term ended", async () => {
+    const t = setup();
+    await rollStarted(t);
+    // the manager hands reconciles a client bound to the term's signal
+    t.deps.brokers = guardedBrokerClient(t.brokers, t.ac.signal);
+    t.brokers.onCall = (call) => {
+      if (call === "status demo-2") t.ac.abort(); // the lease is lost while the probe is out
+    };
+    await t.clock.advance(1000);
+    await t.reconcile().catch((err: unknown) => expect(err).toBeInstanceOf(AbortedError));
+    expect(t.brokers.calls.filter((c) => !c.startsWith("status"))).toEqual([]);
+    expect(t.brokers.draining.has("demo-2")).toBe(false);
   });
 
   it("a config change changes the config hash on the template", async () => {

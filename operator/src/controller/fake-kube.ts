@@ -1,7 +1,7 @@
 import type { CoreV1Event, KubernetesObject, V1Pod, V1Secret, V1StatefulSet } from "@kubernetes/client-node";
 import type { NaradCluster, NaradTopic } from "../api/v1alpha1/types.ts";
 import { CLUSTER_PLURAL, TOPIC_PLURAL } from "../constants.ts";
-import type { CustomRef, KubeApi, ObjectRef } from "../kube/api.ts";
+import type { CustomRef, EvictionResult, KubeApi, ObjectRef } from "../kube/api.ts";
 import type { KindCache, KindSpec } from "../kube/informers.ts";
 import type { CacheHealth } from "../plan/observation.ts";
 import type { Caches, OwnedKind } from "./deps.ts";
@@ -166,6 +166,25 @@ export class FakeKube implements KubeApi {
     return store.remove(ref.namespace, ref.name);
   }
 
+  /**
+   * Stands in for the API server's PodDisruptionBudget check: return a
+   * message to refuse an eviction with 429 (undefined: allowed).
+   */
+  evictionBudget: (namespace: string, name: string) => string | undefined = () => undefined;
+
+  async evictPod(namespace: string, name: string, uid?: string): Promise<EvictionResult> {
+    const pod = this.pods.get(namespace, name);
+    if (pod === undefined || (uid !== undefined && pod.metadata?.uid !== uid)) return { kind: "gone" };
+    const refused = this.evictionBudget(namespace, name);
+    if (refused !== undefined) {
+      this.writes.push(`evict refused Pod ${name}`);
+      return { kind: "budget", message: refused };
+    }
+    this.writes.push(`evict Pod ${name}`);
+    this.pods.remove(namespace, name);
+    return { kind: "evicted" };
+  }
+
   async patchStatus<T extends KubernetesObject>(
     ref: CustomRef,
     status: object,
@@ -250,6 +269,20 @@ export class FakeKube implements KubeApi {
         ],
       },
     });
+  }
+
+  /** The kubelet's readiness verdict changes; the pod (uid) stays the same. */
+  setPodReady(ns: string, name: string, ready: boolean): void {
+    const pod = this.pods.get(ns, name);
+    if (pod === undefined) throw new Error(`no pod ${ns}/${name}`);
+    const next = structuredClone(pod);
+    next.status = {
+      ...next.status,
+      conditions: [
+        { type: "Ready", status: ready ? "True" : "False", lastTransitionTime: new Date(this.#now()) },
+      ],
+    };
+    this.pods.put(next);
   }
 
   setStatefulSetStatus(ns: string, name: string, updateRevision: string): void {

@@ -1,6 +1,7 @@
 import type { KubeConfig, KubernetesObject, V1Pod, V1StatefulSet } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { NaradCluster, NaradTopic } from "../api/v1alpha1/types.ts";
+import { guardedBrokerClient } from "../broker-client/guarded.ts";
 import type { BrokerClient } from "../broker-client/types.ts";
 import {
   API_GROUP_VERSION,
@@ -118,6 +119,10 @@ export class Manager {
   readonly #recorder: EventRecorder;
   readonly #seen = new Map<string, ClusterSeen>();
   #term: Term | undefined;
+  /** The last term's workers, finishing; a new term waits for them. */
+  #ending: Promise<void> = Promise.resolve();
+  /** Bumped by every start/stop: a start that waited for the old term checks it is still wanted. */
+  #generation = 0;
 
   constructor(opts: ManagerOptions) {
     this.#o = opts;
@@ -168,9 +173,17 @@ export class Manager {
     return this.#term !== undefined;
   }
 
-  startLeading(): void {
+  /** Starts a term once the previous one has finished; resolves when it runs (or was cancelled meanwhile). */
+  async startLeading(): Promise<void> {
     if (this.#term !== undefined) return;
-    // Down clocks from an earlier term are not evidence (issue #21 item 7).
+    const generation = ++this.#generation;
+    await this.#ending;
+    if (generation !== this.#generation || this.#term !== undefined) return;
+    this.#begin();
+  }
+
+  #begin(): void {
+    // Down clocks from an earlier term are not evidence.
     this.#memory.startTerm();
     const { clock, metrics } = this.#o;
     const ac = new AbortController();
@@ -192,7 +205,7 @@ export class Manager {
       api: guardedApi(this.#o.api, ac.signal),
       storage: guardedStorageApi(this.#o.storage ?? new ClientNodeStorageApi(this.#o.kc), ac.signal),
       recorder: this.#recorder,
-      brokers: this.#o.brokers,
+      brokers: guardedBrokerClient(this.#o.brokers, ac.signal),
       clock,
       log: this.#o.log,
       memory: this.#memory,
@@ -227,8 +240,9 @@ export class Manager {
 
   /** Stops reconciling now: writes are refused from this instant, workers drain. */
   async stopLeading(): Promise<void> {
+    this.#generation++;
     const term = this.#term;
-    if (term === undefined) return;
+    if (term === undefined) return this.#ending;
     this.#term = undefined;
     term.ac.abort();
     term.resync?.cancel();
@@ -237,7 +251,9 @@ export class Manager {
     this.#o.metrics.leader.set(0);
     this.#o.metrics.queueDepth.set(0);
     this.#log.info("not leading: reconciling stopped");
-    await term.done;
+    const ending = term.done.catch(() => undefined);
+    this.#ending = ending;
+    await ending;
   }
 
   async stop(): Promise<void> {

@@ -18,6 +18,13 @@ export interface CustomRef {
   name: string;
 }
 
+export type EvictionResult =
+  | { kind: "evicted" }
+  /** The pod is gone, or (uid given) replaced by another one. */
+  | { kind: "gone" }
+  /** 429: evicting now would violate a PodDisruptionBudget; retry later. */
+  | { kind: "budget"; message: string };
+
 export interface KubeApi {
   /** Server-side apply, fieldManager narad-operator, force (we own these objects). */
   apply<T extends KubernetesObject>(obj: T): Promise<T>;
@@ -26,6 +33,12 @@ export interface KubeApi {
    * preconditions.uid) when it is another object by now (409).
    */
   delete(ref: ObjectRef, preconditions?: { uid?: string }): Promise<boolean>;
+  /**
+   * policy/v1 Eviction of a pod (pods/eviction), so the API server checks
+   * its PodDisruptionBudget atomically against its own view, not our cache.
+   * With uid, only that incarnation of the pod is evicted.
+   */
+  evictPod(namespace: string, name: string, uid?: string): Promise<EvictionResult>;
   /**
    * Merge patch on the /status subresource, guarded by resourceVersion (409
    * when the object changed since it was read: reconcile again from cache).
@@ -104,6 +117,10 @@ export function guardedApi(api: KubeApi, signal: AbortSignal): KubeApi {
     delete: (ref, pre) => {
       check(`delete ${ref.kind}/${ref.name}`);
       return api.delete(ref, pre);
+    },
+    evictPod: (ns, name, uid) => {
+      check(`evict Pod/${name}`);
+      return api.evictPod(ns, name, uid);
     },
     patchStatus: (ref, status, rv) => {
       check(`status ${ref.plural}/${ref.name}`);

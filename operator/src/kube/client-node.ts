@@ -13,7 +13,7 @@ import {
   type V1Secret,
 } from "@kubernetes/client-node";
 import { API_GROUP, API_VERSION, FIELD_MANAGER } from "../constants.ts";
-import { type CustomRef, httpStatus, type KubeApi, type ObjectRef } from "./api.ts";
+import { type CustomRef, type EvictionResult, httpStatus, type KubeApi, type ObjectRef } from "./api.ts";
 import type { LeaseRecord, LeaseStore } from "./leader-election.ts";
 
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
@@ -56,6 +56,29 @@ export class ClientNodeApi implements KubeApi {
       if (httpStatus(err) === 404 || isUnknownKind(err)) return false;
       // A uid precondition that no longer matches: the object was replaced.
       if (httpStatus(err) === 409 && preconditions?.uid !== undefined) return false;
+      throw err;
+    }
+  }
+
+  async evictPod(namespace: string, name: string, uid?: string): Promise<EvictionResult> {
+    try {
+      await this.#core.createNamespacedPodEviction({
+        name,
+        namespace,
+        body: {
+          apiVersion: "policy/v1",
+          kind: "Eviction",
+          metadata: { name, namespace },
+          ...(uid === undefined ? {} : { deleteOptions: { preconditions: { uid } } }),
+        },
+      });
+      return { kind: "evicted" };
+    } catch (err) {
+      const code = httpStatus(err);
+      if (code === 404) return { kind: "gone" };
+      // A uid precondition that no longer matches: the pod was replaced.
+      if (code === 409 && uid !== undefined) return { kind: "gone" };
+      if (code === 429) return { kind: "budget", message: evictionMessage(err) };
       throw err;
     }
   }
@@ -205,4 +228,20 @@ function fromLease(l: V1Lease): LeaseRecord {
     leaseTransitions: l.spec?.leaseTransitions ?? 0,
     resourceVersion: l.metadata?.resourceVersion,
   };
+}
+
+/** The API server's reason for refusing an eviction (the Status message), for conditions and Events. */
+function evictionMessage(err: unknown): string {
+  const body = (err as { body?: unknown }).body;
+  const parsed = typeof body === "string" ? safeJson(body) : body;
+  const msg = (parsed as { message?: unknown } | undefined)?.message;
+  return typeof msg === "string" ? msg : "Cannot evict pod as it would violate the pod's disruption budget.";
+}
+
+function safeJson(s: string): unknown {
+  try {
+    return JSON.parse(s);
+  } catch {
+    return undefined;
+  }
 }

@@ -38,7 +38,9 @@ function candidate(lease: MemoryLease, clock: ManualClock, identity: string, eve
     renewDeadlineMs: 10_000,
     retryPeriodMs: 2_000,
     onStartedLeading: () => events.push(`${identity}:start`),
-    onStoppedLeading: () => events.push(`${identity}:stop`),
+    onStoppedLeading: () => {
+      events.push(`${identity}:stop`);
+    },
     log: () => {},
   });
 }
@@ -125,5 +127,47 @@ describe("LeaderElector", () => {
     expect(a.isLeader).toBe(false);
     await a.stop();
     expect(lease.record?.holderIdentity).toBe("intruder");
+  });
+
+  it("#21.5: a re-acquired lease starts a new term only after the old one has finished", async () => {
+    const clock = new ManualClock();
+    const lease = new MemoryLease();
+    const events: string[] = [];
+    let finishOldTerm: () => void = () => {};
+    let slow = true;
+    const a = new LeaderElector({
+      store: lease.storeFor(),
+      clock,
+      identity: "a",
+      leaseDurationMs: 15_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 2_000,
+      onStartedLeading: () => events.push("start"),
+      onStoppedLeading: () => {
+        events.push("stop");
+        if (!slow) return;
+        return new Promise<void>((resolve) => {
+          finishOldTerm = () => {
+            events.push("old term finished");
+            resolve();
+          };
+        });
+      },
+      log: () => {},
+    });
+    a.start();
+    await clock.advance(2_000);
+    lease.down = true;
+    await clock.advance(12_000); // renew deadline passes: stops leading
+    expect(events).toEqual(["start", "stop"]);
+    lease.down = false;
+    await clock.advance(20_000); // the lease is free again, but the old term still runs
+    expect(events).toEqual(["start", "stop"]);
+    finishOldTerm();
+    await clock.advance(4_000);
+    expect(events).toEqual(["start", "stop", "old term finished", "start"]);
+    expect(a.isLeader).toBe(true);
+    slow = false;
+    await a.stop();
   });
 });

@@ -11,7 +11,11 @@ import { sleep } from "./clock.ts";
 //   lease can expire for others (renewDeadline < leaseDuration), so two
 //   leaders never act at once as long as clocks tick at the same rate;
 // - on shutdown a leader releases the lease (empty holder) so a successor
-//   need not wait out the duration.
+//   need not wait out the duration;
+// - a term ends before the next one starts: onStoppedLeading may return a
+//   promise (the old term's reconciles draining), and the elector neither
+//   campaigns again nor calls onStartedLeading until it has settled, so a
+//   re-acquired lease never runs two reconciles of one key.
 
 /** The fields of a Lease we read and write. */
 export interface LeaseRecord {
@@ -40,7 +44,8 @@ export interface LeaderElectionOptions {
   renewDeadlineMs: number;
   retryPeriodMs: number;
   onStartedLeading: () => void;
-  onStoppedLeading: () => void;
+  /** May return a promise: the next term waits for it (the old one's work to finish). */
+  onStoppedLeading: () => void | Promise<void>;
   onNewLeader?: (identity: string) => void;
   log: (level: "info" | "warn" | "debug", msg: string, fields?: Record<string, unknown>) => void;
 }
@@ -75,7 +80,7 @@ export class LeaderElector {
     await this.#loop;
     this.#loop = undefined;
     if (this.#leading) {
-      this.#setLeading(false);
+      await this.#setLeading(false);
       await this.#release();
     }
   }
@@ -88,7 +93,7 @@ export class LeaderElector {
         await sleep(clock, retryPeriodMs, signal);
       }
       if (signal.aborted) return;
-      this.#setLeading(true);
+      await this.#setLeading(true);
       // Leader: renew every retry period; give up once renewDeadline passes
       // without a successful renewal, or at once if someone else holds it.
       let lastRenewMs = clock.now();
@@ -107,21 +112,29 @@ export class LeaderElector {
             reason: lostToOther ? "held by another candidate" : "renew deadline passed",
             holder: this.#observed?.holderIdentity,
           });
-          this.#setLeading(false);
+          await this.#setLeading(false);
           break;
         }
       }
     }
   }
 
-  #setLeading(leading: boolean): void {
+  /** Resolves once the transition's callback has finished (stopping: the old term is over). */
+  async #setLeading(leading: boolean): Promise<void> {
     if (this.#leading === leading) return;
     this.#leading = leading;
     this.#o.log("info", leading ? "leader election: started leading" : "leader election: stopped leading", {
       identity: this.#o.identity,
     });
-    if (leading) this.#o.onStartedLeading();
-    else this.#o.onStoppedLeading();
+    if (leading) {
+      this.#o.onStartedLeading();
+      return;
+    }
+    try {
+      await this.#o.onStoppedLeading();
+    } catch (err) {
+      this.#o.log("warn", "leader election: stopping the term failed", { err: errMessage(err) });
+    }
   }
 
   /** One attempt; a request slower than timeoutMs counts as a failure. */

@@ -69,6 +69,7 @@ export function clusterVerdict(
   const planned = stuckReplacement ? 0 : (roll?.plannedUnavailable ?? 0);
   const action = roll?.action;
   const stuck = action?.kind === "stuck" ? action : undefined;
+  const aborted = action?.kind === "abort" ? action : undefined;
   const down = facts.members.filter((m) => m.state === "Down").map((m) => m.id);
   // The member in a planned restart is expected to be away: not a problem;
   // nor are members leaving in a scale-down (ordinals past spec.replicas).
@@ -110,6 +111,14 @@ export function clusterVerdict(
       status: "False",
       reason: "ReplacementNotReady",
       message: facts.stuckReplacement,
+      observedGeneration: g,
+    };
+  } else if (aborted !== undefined) {
+    progressing = {
+      type: "Progressing",
+      status: "False",
+      reason: "RollAborted",
+      message: aborted.reason,
       observedGeneration: g,
     };
   } else if (stuck !== undefined) {
@@ -190,6 +199,7 @@ export function clusterVerdict(
   if (facts.stepError !== undefined) problems.push(facts.stepError);
   if (facts.stuckReplacement !== undefined) problems.push(facts.stuckReplacement);
   if (stuck !== undefined) problems.push(`rolling restart blocked: ${stuck.reason}`);
+  if (aborted !== undefined) problems.push(`rolling restart aborted: ${aborted.reason}`);
   if (down.length > 0) problems.push(`members Down: ${down.join(", ")}`);
   if (facts.everReady && facts.readyPods + planned < facts.specReplicas) {
     problems.push(`${facts.specReplicas - facts.readyPods - planned} broker(s) not ready`);
@@ -207,13 +217,15 @@ export function clusterVerdict(
           ? "ScaleDownBlocked"
           : stuck !== undefined
             ? "RollBlocked"
-            : down.length > 0
-              ? "MemberDown"
-              : storageRefused !== undefined
-                ? storageRefused.reason
-                : facts.refused.length > 0
-                  ? "ChangeRefused"
-                  : "BrokersNotReady";
+            : aborted !== undefined
+              ? "RollAborted"
+              : down.length > 0
+                ? "MemberDown"
+                : storageRefused !== undefined
+                  ? storageRefused.reason
+                  : facts.refused.length > 0
+                    ? "ChangeRefused"
+                    : "BrokersNotReady";
   const degraded: ConditionInput =
     problems.length > 0
       ? {

@@ -4,6 +4,7 @@ import type { PodView } from "./pods.ts";
 import {
   type BrokerProbe,
   maintenanceHolds,
+  nextRollStatus,
   planRoll,
   type RollAction,
   type RollInput,
@@ -32,8 +33,14 @@ function member(ordinal: number, state: MemberStatus["state"] = "Active"): Membe
   return { id: `demo-${ordinal}`, pod: `demo-${ordinal}`, ordinal, state, since: "2026-11-29T11:00:00Z" };
 }
 
-function roll(pod: string, startedMsAgo = 1_000): RollStatus {
-  return { podInFlight: pod, startedAt: new Date(NOW - startedMsAgo).toISOString(), reason: "test" };
+function roll(pod: string, startedMsAgo = 1_000, over: Partial<RollStatus> = {}): RollStatus {
+  return {
+    podInFlight: pod,
+    startedAt: new Date(NOW - startedMsAgo).toISOString(),
+    reason: "test",
+    podReadyAtStart: true,
+    ...over,
+  };
 }
 
 const drained: BrokerProbe = { reachable: true, draining: true, pendingRecords: 0 };
@@ -52,6 +59,7 @@ function input(over: Partial<RollInput>): RollInput {
     paused: false,
     force: false,
     drainTimeoutMs: 60_000,
+    gateTimeoutMs: 60_000,
     inFlightBroker: undefined,
     ...over,
   };
@@ -204,14 +212,72 @@ const cases: Array<{ name: string; in: Partial<RollInput>; want: Want; reason?: 
     want: { kind: "stuck", pod: "demo-2", pendingRecords: undefined },
   },
   {
-    name: "a not-Ready pod whose broker does not answer: delete (what a crash would do)",
+    name: "a pod not Ready when the roll named it, whose broker does not answer: delete (what a crash would do)",
     in: {
-      roll: roll("demo-2"),
+      roll: roll("demo-2", 1_000, { podReadyAtStart: false }),
       inFlightBroker: unreachable,
       pods: [pod(0), pod(1), pod(2, { ready: false })],
     },
     want: { kind: "deletePod", pod: "demo-2", forced: false },
     reason: /WAL stays on its volume/,
+  },
+  // #21 item 2: a draining broker reports not Ready by design; one failed probe is no confirmed drain
+  {
+    name: "a pod Ready when the roll named it, now not Ready (draining) and one probe fails: wait, no delete",
+    in: {
+      roll: roll("demo-2"),
+      inFlightBroker: unreachable,
+      pods: [pod(0), pod(1), pod(2, { ready: false })],
+    },
+    want: { kind: "wait", code: "BrokerUnreachable", pod: "demo-2" },
+    reason: /confirm its drain/,
+  },
+  {
+    name: "an older status.roll without podReadyAtStart counts as Ready at start: wait, no delete",
+    in: {
+      roll: { podInFlight: "demo-2", startedAt: new Date(NOW - 1_000).toISOString(), reason: "test" },
+      inFlightBroker: unreachable,
+      pods: [pod(0), pod(1), pod(2, { ready: false })],
+    },
+    want: { kind: "wait", code: "BrokerUnreachable" },
+  },
+  {
+    name: "the crash path keeps the gate: another pod not Ready → wait, no delete",
+    in: {
+      roll: roll("demo-2", 1_000, { podReadyAtStart: false }),
+      inFlightBroker: unreachable,
+      pods: [pod(0), pod(1, { ready: false }), pod(2, { ready: false })],
+    },
+    want: { kind: "wait", code: "PodsNotReady", pod: "demo-2", gateBlocked: true },
+  },
+  // #21 item 3: the drain is gated, and a blocked gate is bounded
+  {
+    name: "does not drain while another pod is not Ready",
+    in: {
+      roll: roll("demo-2"),
+      inFlightBroker: serving,
+      pods: [pod(0), pod(1, { ready: false }), pod(2)],
+    },
+    want: { kind: "wait", code: "PodsNotReady", pod: "demo-2", gateBlocked: true },
+  },
+  {
+    name: "draining, another pod fails: wait within the bound",
+    in: {
+      roll: roll("demo-2", 30_000, { gateBlockedSince: new Date(NOW - 59_000).toISOString() }),
+      inFlightBroker: pending(5),
+      pods: [pod(0), pod(1, { ready: false }), pod(2, { ready: false })],
+    },
+    want: { kind: "wait", code: "PodsNotReady", gateBlocked: true },
+  },
+  {
+    name: "draining, another pod failed past the bound: abort and cancel the drain",
+    in: {
+      roll: roll("demo-2", 90_000, { gateBlockedSince: new Date(NOW - 60_000).toISOString() }),
+      inFlightBroker: drained,
+      pods: [pod(0), pod(1, { ready: false }), pod(2, { ready: false })],
+    },
+    want: { kind: "abort", pod: "demo-2", cancelDrain: true },
+    reason: /abandoned after 60s.*demo-1 not Ready.*gateTimeoutSeconds 60/,
   },
   {
     name: "deleted, not yet observed gone: wait",
@@ -262,6 +328,24 @@ describe("planRoll", () => {
       if (c.reason !== undefined) expect("reason" in got ? got.reason : "").toMatch(c.reason);
     });
   }
+
+  it("status.roll: records whether the pod was Ready, starts the gate clock once, drops it when clear", () => {
+    const start = nextRollStatus(
+      undefined,
+      { kind: "enterMaintenance", pod: "demo-2", reason: "r", podReady: false },
+      NOW,
+    );
+    expect(start).toMatchObject({ podInFlight: "demo-2", podReadyAtStart: false });
+    const gateWait: RollAction = { kind: "wait", code: "PodsNotReady", reason: "x", gateBlocked: true };
+    const blocked = nextRollStatus(start, gateWait, NOW + 1_000);
+    expect(blocked?.gateBlockedSince).toBe(new Date(NOW + 1_000).toISOString());
+    expect(nextRollStatus(blocked, gateWait, NOW + 9_000)?.gateBlockedSince).toBe(blocked?.gateBlockedSince);
+    const clear = nextRollStatus(blocked, { kind: "drain", pod: "demo-2" }, NOW + 10_000);
+    expect(clear).toEqual(start);
+    expect(
+      nextRollStatus(blocked, { kind: "abort", pod: "demo-2", reason: "x", cancelDrain: true }, NOW),
+    ).toBe(undefined);
+  });
 
   it("a whole roll, pass by pass, deletes one pod at a time, highest ordinal first", () => {
     let pods = [pod(0), pod(1), pod(2)];

@@ -9,9 +9,13 @@ import type { PodView } from "./pods.ts";
 //
 // Per pod:  enterMaintenance (status.roll + member Maintenance, one status write)
 //        →  drain (admin API: stop produce, dispatch the WAL)
-//        →  deletePod once the WAL is empty and every other pod is Ready and Active
+//        →  deletePod (an Eviction) once the WAL is empty
 //        →  wait for the replacement to be Ready at the new revision
 //        →  finish (status.roll cleared; the member goes back to Active)
+// Until the pod is deleted, every pass needs every other pod Ready and
+// Active (drain included: a drained broker next to a failed one leaves one
+// broker in service); a wait for them longer than gateTimeoutMs abandons
+// the restart (abort: cancel the drain, clear status.roll).
 //
 // Gates before a roll starts on a pod (CloudNativePG / Strimzi / Redpanda,
 // see reference/operators.md §2): every other member's pod exists, is not
@@ -43,6 +47,12 @@ export interface RollInput {
   paused: boolean;
   force: boolean;
   drainTimeoutMs: number;
+  /**
+   * How long the pod in flight waits, before it is deleted, for every other
+   * broker to be Ready and Active (from status.roll.gateBlockedSince); past
+   * it the restart is abandoned (spec.rollout.gateTimeoutSeconds).
+   */
+  gateTimeoutMs: number;
   /** Admin status of the pod in flight; undefined when none was asked (no roll, no pod IP). */
   inFlightBroker: BrokerProbe | undefined;
   /** Partition moves in flight (rebalance), described; a roll does not start meanwhile. */
@@ -59,16 +69,29 @@ export type WaitCode =
   | "BrokerUnreachable"
   | "PodReplacing"
   | "NewPodNotReady"
+  | "DisruptionBudget"
   | "NoRevision";
 
 export type RollAction =
   | { kind: "none"; reason: string }
-  | { kind: "wait"; code: WaitCode; reason: string; pod?: string }
-  | { kind: "enterMaintenance"; pod: string; reason: string }
+  | {
+      kind: "wait";
+      code: WaitCode;
+      reason: string;
+      pod?: string;
+      /** The pod in flight waits for the others (the clock of gateTimeoutMs runs). */
+      gateBlocked?: true;
+    }
+  | { kind: "enterMaintenance"; pod: string; reason: string; podReady: boolean }
   | { kind: "drain"; pod: string }
   | { kind: "cancelDrain"; pod: string; reason: string }
   | { kind: "deletePod"; pod: string; uid: string; reason: string; forced: boolean }
   | { kind: "stuck"; pod: string; reason: string; pendingRecords: number | undefined }
+  /**
+   * Another broker stayed unavailable past gateTimeoutMs while this pod was in
+   * flight: cancel its drain (cancelDrain: it may be draining) and clear status.roll.
+   */
+  | { kind: "abort"; pod: string; reason: string; cancelDrain: boolean }
   | { kind: "finish"; pod: string; revision: string };
 
 export function planRoll(input: RollInput): RollAction {
@@ -90,6 +113,7 @@ export function planRoll(input: RollInput): RollAction {
   return {
     kind: "enterMaintenance",
     pod: candidate.name,
+    podReady: candidate.ready,
     reason: `runs revision ${candidate.revision ?? "(none)"}, the StatefulSet wants ${rev}${candidate.ready ? "" : " (not Ready: restarted first)"}`,
   };
 }
@@ -120,13 +144,22 @@ function continueRoll(input: RollInput, roll: RollStatus): RollAction {
     return { kind: "finish", pod: name, revision: pod.revision };
   }
 
-  // Still the outdated pod: drain it, then delete it.
+  // Still the outdated pod: drain it, then delete it. Every step from here
+  // on (drain, wait, delete, even the crash path) needs the other brokers
+  // Ready and Active: a second broker down must never meet a drained one.
+  const blocked = gate(input, name, true, true);
+  if (blocked !== undefined) return blockedOrAbort(input, roll, blocked, probe);
+
   const elapsed = input.nowMs - Date.parse(roll.startedAt);
   const timedOut = Number.isFinite(elapsed) && elapsed >= input.drainTimeoutMs;
   const secs = Math.round((Number.isFinite(elapsed) ? elapsed : 0) / 1000);
   if (probe === undefined || !probe.reachable) {
     const why = probe === undefined ? "has no pod IP" : `does not answer (${probe.error})`;
-    if (!pod.ready) {
+    // A draining broker reports not Ready by design, so "not Ready and does
+    // not answer" proves a crash only for a pod that was already not Ready
+    // when the roll named it; one failed probe of a drained broker is not
+    // a confirmed drain. Absent (older status): treated as Ready.
+    if (!pod.ready && roll.podReadyAtStart === false) {
       // It serves nothing; deleting it is what a crash would do. Its WAL stays
       // on its volume and is dispatched when the replacement starts.
       return {
@@ -134,11 +167,16 @@ function continueRoll(input: RollInput, roll: RollStatus): RollAction {
         pod: name,
         uid: pod.uid,
         forced: false,
-        reason: `${name} is not Ready and its broker ${why}: restarting it without a drain (its WAL stays on its volume)`,
+        reason: `${name} was not Ready before its restart and its broker ${why}: restarting it without a drain (its WAL stays on its volume)`,
       };
     }
     if (timedOut) return stuckOrForce(input, pod, `broker ${name} ${why} for ${secs}s`, undefined);
-    return { kind: "wait", code: "BrokerUnreachable", pod: name, reason: `broker ${name} ${why}` };
+    return {
+      kind: "wait",
+      code: "BrokerUnreachable",
+      pod: name,
+      reason: `broker ${name} ${why}; waiting for it to confirm its drain`,
+    };
   }
   if (!probe.draining) return { kind: "drain", pod: name };
   if (probe.pendingRecords > 0) {
@@ -156,9 +194,6 @@ function continueRoll(input: RollInput, roll: RollStatus): RollAction {
       reason: `draining ${name}: ${probe.pendingRecords} WAL record(s) pending`,
     };
   }
-  const blocked = gate(input, name, true, true);
-  if (blocked !== undefined)
-    return { ...blocked, pod: name, reason: `${name} drained, but ${blocked.reason}` };
   return {
     kind: "deletePod",
     pod: name,
@@ -166,6 +201,58 @@ function continueRoll(input: RollInput, roll: RollStatus): RollAction {
     forced: false,
     reason: `${name} drained (0 WAL records pending)`,
   };
+}
+
+/**
+ * The pod in flight waits for the others; once they have kept it waiting
+ * for gateTimeoutMs (counted from status.roll.gateBlockedSince, which the
+ * first blocked pass records), the restart is abandoned so a drained broker
+ * does not stay out of service next to a failed one.
+ */
+function blockedOrAbort(
+  input: RollInput,
+  roll: RollStatus,
+  blocked: Extract<RollAction, { kind: "wait" }>,
+  probe: BrokerProbe | undefined,
+): RollAction {
+  const name = roll.podInFlight;
+  const since = roll.gateBlockedSince === undefined ? Number.NaN : Date.parse(roll.gateBlockedSince);
+  const waited = input.nowMs - since;
+  if (Number.isFinite(waited) && waited >= input.gateTimeoutMs) {
+    // Unknown (no answer) counts as possibly draining: the cancel is harmless.
+    const cancelDrain = probe === undefined || !probe.reachable || probe.draining;
+    return {
+      kind: "abort",
+      pod: name,
+      cancelDrain,
+      reason: `restart of ${name} abandoned after ${Math.round(waited / 1000)}s waiting for the other brokers (${blocked.reason}; spec.rollout.gateTimeoutSeconds ${Math.round(input.gateTimeoutMs / 1000)})${cancelDrain ? `: cancelling its drain` : ""}; the roll starts again once every broker is Ready`,
+    };
+  }
+  return { ...blocked, pod: name, gateBlocked: true, reason: `${name} waits: ${blocked.reason}` };
+}
+
+/**
+ * status.roll after this pass: set when a restart starts, cleared when it
+ * finishes or is abandoned; gateBlockedSince is recorded on the first pass
+ * the other brokers block the pod in flight and dropped once they do not.
+ */
+export function nextRollStatus(
+  prev: RollStatus | undefined,
+  action: RollAction,
+  nowMs: number,
+): RollStatus | undefined {
+  if (action.kind === "enterMaintenance")
+    return {
+      podInFlight: action.pod,
+      startedAt: new Date(nowMs).toISOString(),
+      reason: action.reason,
+      podReadyAtStart: action.podReady,
+    };
+  if (action.kind === "finish" || action.kind === "abort" || prev === undefined) return undefined;
+  if (action.kind === "wait" && action.gateBlocked === true)
+    return { ...prev, gateBlockedSince: prev.gateBlockedSince ?? new Date(nowMs).toISOString() };
+  const { gateBlockedSince: _, ...rest } = prev;
+  return rest;
 }
 
 function stuckOrForce(

@@ -422,6 +422,72 @@ describe("planScale: decommission", () => {
     expect(sim.scale).toBeUndefined();
   });
 
+  // #21 item 1: a stale "0 pending" must never delete a volume with acknowledged records
+  it("a member whose broker ran and whose pod is missing is not Removed on its stale WAL count: it waits for the pod", () => {
+    const leaving = { ...member(3, "Decommissioning"), address: "127.1.0.4:7942", walPendingRecords: 0 };
+    const p = planScale(
+      input({
+        replicas: 3,
+        members: [member(0), member(1), member(2), leaving],
+        scale: { decommissioning: "demo-3", refusingProduceSince: new Date(NOW - 5_000).toISOString() },
+      }),
+    );
+    expect(p.holds.get("demo-3")).toBe("Decommissioning");
+    expect(p.events.map((e) => e.reason)).not.toContain("MemberRemoved");
+    expect(p.progress?.message).toMatch(/its pod is missing, waiting for it to come back/);
+    // the new broker must be seen refusing produce again before its WAL counts
+    expect(p.next?.refusingProduceSince).toBeUndefined();
+  });
+
+  it("the recreated pod goes through the whole removal gate: refusing produce, then WAL empty on a later pass", () => {
+    const leaving = { ...member(3, "Decommissioning"), address: "127.1.0.4:7942", walPendingRecords: 0 };
+    const base = {
+      replicas: 3,
+      members: [member(0), member(1), member(2), leaving],
+      pods: [0, 1, 2, 3].map((i) => pod(i, i === 3 ? { ready: false } : {})),
+    };
+    const refusing = (pendingRecords: number) => ({
+      reachable: true as const,
+      pendingRecords,
+      ownedPartitions: 0,
+      refusingProduce: true,
+      movedAwayCopies: 0,
+    });
+    // the new broker does not answer yet
+    let p = planScale(
+      input({
+        ...base,
+        scale: { decommissioning: "demo-3" },
+        decommissionProbe: { reachable: false, error: "ECONNREFUSED" },
+      }),
+    );
+    expect(p.holds.get("demo-3")).toBe("Decommissioning");
+    // it answers with its WAL replayed: 12 pending; first sighting of the refusal
+    p = planScale(input({ ...base, scale: { decommissioning: "demo-3" }, decommissionProbe: refusing(12) }));
+    expect(p.next?.refusingProduceSince).toBeDefined();
+    expect(p.holds.get("demo-3")).toBe("Decommissioning");
+    p = planScale(input({ ...base, scale: p.next, decommissionProbe: refusing(12) }));
+    expect(p.progress?.message).toMatch(/12 record\(s\) pending/);
+    expect(p.holds.get("demo-3")).toBe("Decommissioning");
+    p = planScale(input({ ...base, scale: p.next, decommissionProbe: refusing(0) }));
+    expect(p.holds.get("demo-3")).toBe("Removed");
+  });
+
+  it("a terminating pod is no confirmation either", () => {
+    const leaving = { ...member(3, "Decommissioning"), address: "127.1.0.4:7942", walPendingRecords: 0 };
+    const p = planScale(
+      input({
+        replicas: 3,
+        members: [member(0), member(1), member(2), leaving],
+        pods: [0, 1, 2, 3].map((i) => pod(i, i === 3 ? { terminating: true, ready: false } : {})),
+        scale: { decommissioning: "demo-3", refusingProduceSince: new Date(NOW - 5_000).toISOString() },
+        decommissionProbe: undefined,
+      }),
+    );
+    expect(p.holds.get("demo-3")).toBe("Decommissioning");
+    expect(p.progress?.message).toMatch(/terminating/);
+  });
+
   it("a member that never got a pod is removed without moves", () => {
     const p = planScale(
       input({

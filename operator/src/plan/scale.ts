@@ -270,14 +270,28 @@ function decommissionStep(plan: ScalePlan, input: ScaleInput, victim: MemberStat
   // Owns nothing: wait for its WAL to be dispatched.
   const probe = input.decommissionProbe;
   const pod = input.pods.find((p) => p.name === victim.id);
-  if (pod === undefined && (victim.walPendingRecords ?? 0) === 0) {
-    // No broker runs (e.g. a member that never started): nothing to drain.
+  if (pod === undefined && neverRan(victim)) {
+    // No broker ever ran for it (its pod never got an IP and no WAL count was
+    // ever reported): there is no volume with records to lose.
     plan.holds.set(victim.id, "Removed");
     plan.events.push({
       type: "Normal",
       reason: "MemberRemoved",
-      message: `${victim.id} decommissioned (no pod, owns nothing, no WAL records last reported): member → Removed`,
+      message: `${victim.id} decommissioned (its broker never ran, owns nothing): member → Removed`,
     });
+    return finish(plan);
+  }
+  if (pod === undefined || pod.terminating) {
+    // Its pod is gone (node lost, drain timed out, force-deleted) or going:
+    // the last WAL count stored in status is stale, and its volume may hold
+    // acknowledged records not yet dispatched. Wait for the StatefulSet to
+    // recreate the pod and run the whole removal gate on the new broker: it
+    // must be seen refusing produce again, on a later pass than its WAL count.
+    if (plan.next !== undefined) delete plan.next.refusingProduceSince;
+    plan.progress = {
+      reason: "ScalingDown",
+      message: `decommissioning ${victim.id}: partitions moved; its pod is ${pod === undefined ? "missing" : "terminating"}, waiting for it to come back to confirm its WAL is empty (its volume is kept meanwhile)`,
+    };
     return finish(plan);
   }
   if (probe === undefined || !probe.reachable) {
@@ -512,6 +526,15 @@ function finish(plan: ScalePlan): ScalePlan {
     plan.next = undefined;
   else if (n !== undefined && (n.moves ?? []).length === 0) delete n.moves;
   return plan;
+}
+
+/**
+ * A member whose broker never ran: no address was ever recorded (its pod
+ * never had an IP) and no WAL count was ever reported. Anything else may
+ * have acknowledged records on its volume.
+ */
+function neverRan(m: MemberStatus): boolean {
+  return m.address === undefined && m.walPendingRecords === undefined;
 }
 
 /** Members that stay: ordinals below spec.replicas. */

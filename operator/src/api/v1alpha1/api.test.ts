@@ -83,6 +83,7 @@ const rollout: Required<RolloutSpec> = {
   downGraceSeconds: 30,
   replacementTimeoutSeconds: 300,
   releaseStuckReplacement: true,
+  gateTimeoutSeconds: 60,
 };
 const fullClusterSpec: Required<NaradClusterSpec> = {
   replicas: 5,
@@ -143,7 +144,13 @@ const fullClusterStatus: Required<NaradClusterStatus> = {
   membershipEpoch: 4,
   currentRevision: "demo-5d8f",
   updateRevision: "demo-5d8f",
-  roll: { podInFlight: "demo-1", startedAt: "2026-01-01T00:00:00Z", reason: "image changed" },
+  roll: {
+    podInFlight: "demo-1",
+    startedAt: "2026-01-01T00:00:00Z",
+    reason: "image changed",
+    podReadyAtStart: true,
+    gateBlockedSince: "2026-01-01T00:00:05Z",
+  },
   selector: "app.kubernetes.io/instance=demo",
   scale: {
     decommissioning: "demo-3",
@@ -348,6 +355,7 @@ describe("defaults", () => {
       downGraceSeconds: 30,
       replacementTimeoutSeconds: 300,
       releaseStuckReplacement: true,
+      gateTimeoutSeconds: 60,
     });
     expect(r.metrics.serviceMonitor).toEqual({ enabled: false, labels: {} });
     expect(r.rebalance).toBe(false);
@@ -413,10 +421,11 @@ describe("RBAC", () => {
     expect(missing).toEqual([]);
   });
 
-  it("pods: no create/update/patch, no pods/status", () => {
-    for (const v of ["create", "update", "patch"])
+  it("pods: no create/update/patch/delete (restarts are Evictions), no pods/status", () => {
+    for (const v of ["create", "update", "patch", "delete", "deletecollection"])
       expect(grants(OPERATOR_CLUSTER_ROLE_RULES, "", "pods", v)).toBe(false);
     expect(OPERATOR_CLUSTER_ROLE_RULES.some((r) => r.resources.includes("pods/status"))).toBe(false);
+    expect(grants(OPERATOR_CLUSTER_ROLE_RULES, "", "pods/eviction", "create")).toBe(true);
     expect(OPERATOR_CLUSTER_ROLE_RULES.some((r) => r.verbs.includes("*") || r.resources.includes("*"))).toBe(
       false,
     );

@@ -29,6 +29,7 @@ export const clusterDefaults = {
   downGraceSeconds: 30,
   replacementTimeoutSeconds: 300,
   releaseStuckReplacement: true,
+  gateTimeoutSeconds: 60,
   serviceMonitorEnabled: false,
   rebalance: false,
   // Auth on the brokers' HTTP API: closed by default in cluster mode.
@@ -107,6 +108,7 @@ export function withClusterDefaults(spec: NaradClusterSpec | undefined): Resolve
       downGraceSeconds: s.rollout?.downGraceSeconds ?? d.downGraceSeconds,
       replacementTimeoutSeconds: s.rollout?.replacementTimeoutSeconds ?? d.replacementTimeoutSeconds,
       releaseStuckReplacement: s.rollout?.releaseStuckReplacement ?? d.releaseStuckReplacement,
+      gateTimeoutSeconds: s.rollout?.gateTimeoutSeconds ?? d.gateTimeoutSeconds,
     },
     security: dropUndefined({
       auth: dropUndefined({

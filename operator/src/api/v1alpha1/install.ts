@@ -73,8 +73,11 @@ export const OPERATOR_CLUSTER_ROLE_RULES: PolicyRule[] = [
     resources: ["networkpolicies"],
     verbs: ["get", "create", "patch", "delete"],
   },
-  // Pods: delete is how a planned restart happens (StatefulSet updateStrategy OnDelete).
-  { apiGroups: [""], resources: ["pods"], verbs: ["get", "list", "watch", "delete"] },
+  // Pods: read only. A planned restart (StatefulSet updateStrategy OnDelete)
+  // is an Eviction, so the API server checks the PodDisruptionBudget; the
+  // operator cannot delete a pod past it.
+  { apiGroups: [""], resources: ["pods"], verbs: ["get", "list", "watch"] },
+  { apiGroups: [""], resources: ["pods/eviction"], verbs: ["create"] },
   // PVCs: update/patch to expand, delete for reclaimPolicy Delete; the StatefulSet creates them.
   {
     apiGroups: [""],

@@ -129,6 +129,12 @@ export interface RolloutSpec {
    * reroute its records. Default true.
    */
   releaseStuckReplacement?: boolean;
+  /**
+   * How long the pod in a planned restart waits for every other broker to be
+   * Ready and Active before the restart is abandoned (its drain cancelled,
+   * status.roll cleared). Default 60, min 1.
+   */
+  gateTimeoutSeconds?: number;
 }
 
 export interface AuthSpec {
@@ -259,6 +265,13 @@ export interface RollStatus {
   startedAt: string;
   /** Why the pod is being restarted (first spec difference, or "forced"). */
   reason: string;
+  /**
+   * Whether the pod was Ready when the roll named it. Only a pod that was not
+   * Ready then may be restarted without a confirmed drain (absent: treated as Ready).
+   */
+  podReadyAtStart?: boolean;
+  /** RFC 3339: since when the other brokers keep this restart from going on (cleared when they are back). */
+  gateBlockedSince?: string;
 }
 
 export interface NaradClusterStatus {

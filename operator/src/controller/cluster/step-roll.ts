@@ -7,10 +7,16 @@ import {
   ROLL_REQUEUE_MS,
   ROLL_STATUS_TIMEOUT_MS,
 } from "../../constants.ts";
-import { apiMessage } from "../../kube/api.ts";
+import { apiMessage, type EvictionResult } from "../../kube/api.ts";
 import { getCondition } from "../../plan/conditions.ts";
 import { type PodView, podView } from "../../plan/pods.ts";
-import { type BrokerProbe, outdatedPods, planRoll, type RollAction } from "../../plan/roll.ts";
+import {
+  type BrokerProbe,
+  nextRollStatus,
+  outdatedPods,
+  planRoll,
+  type RollAction,
+} from "../../plan/roll.ts";
 import { resourceNames } from "../../specs/labels.ts";
 import { StepError } from "./apply-owned.ts";
 import { type ClusterContext, NEXT, type StepResult } from "./context.ts";
@@ -42,7 +48,7 @@ export async function rollPods(ctx: ClusterContext): Promise<StepResult> {
   const inFlightPod = prevRoll === undefined ? undefined : pods.find((p) => p.name === prevRoll.podInFlight);
   const probe = inFlightPod === undefined ? undefined : await probeBroker(ctx, inFlightPod);
 
-  const action = planRoll({
+  let action: RollAction = planRoll({
     nowMs: now,
     replicas: ctx.spec.replicas,
     updateRevision,
@@ -52,13 +58,14 @@ export async function rollPods(ctx: ClusterContext): Promise<StepResult> {
     paused: ctx.spec.rollout.paused,
     force: ctx.spec.rollout.force,
     drainTimeoutMs: ctx.spec.rollout.drainTimeoutSeconds * 1000,
+    gateTimeoutMs: ctx.spec.rollout.gateTimeoutSeconds * 1000,
     inFlightBroker: probe,
     scaleBusy: cluster.status?.scale?.moves?.length
       ? `${cluster.status.scale.moves.length} partition move(s) in flight`
       : undefined,
   });
   const outdated = updateRevision === undefined ? 0 : outdatedPods(pods, updateRevision).length;
-  let next: RollStatus | undefined = prevRoll;
+  let next: RollStatus | undefined = nextRollStatus(prevRoll, action, now);
   const podOf = (name: string) => pods.find((p) => p.name === name);
   const log = ctx.log.child({ roll: action.kind, ...("pod" in action ? { pod: action.pod } : {}) });
 
@@ -68,9 +75,11 @@ export async function rollPods(ctx: ClusterContext): Promise<StepResult> {
       break;
     case "wait":
       log.debug({ code: action.code }, `roll waits: ${action.reason}`);
+      // One Event when the other brokers start to hold the pod in flight, not one per pass.
+      if (action.gateBlocked === true && prevRoll?.gateBlockedSince === undefined)
+        deps.recorder.record(cluster, "Warning", "RollWaiting", action.reason);
       break;
     case "enterMaintenance": {
-      next = { podInFlight: action.pod, startedAt: new Date(now).toISOString(), reason: action.reason };
       const msg = `restarting ${action.pod} (${action.reason}): member → Maintenance, then drain`;
       log.info(msg);
       deps.recorder.record(cluster, "Normal", "RollingUpdate", msg);
@@ -85,7 +94,7 @@ export async function rollPods(ctx: ClusterContext): Promise<StepResult> {
         log.info({ pending: s.wal.pendingRecords }, msg);
         deps.recorder.record(cluster, "Normal", "Draining", msg);
       } catch (err) {
-        // The next pass probes again: unreachable and not Ready is a crash, otherwise a wait.
+        // The next pass probes again; an unanswered probe is a wait, never a restart without a drain.
         log.warn({ err: apiMessage(err) }, `drain request to ${pod.name} failed`);
       }
       break;
@@ -103,24 +112,53 @@ export async function rollPods(ctx: ClusterContext): Promise<StepResult> {
       break;
     }
     case "deletePod": {
+      // An Eviction, not a DELETE: the API server checks the PodDisruptionBudget
+      // against its own current view, atomically, where our cache may be stale.
+      let result: EvictionResult;
       try {
-        const deleted = await deps.api.delete(
-          { apiVersion: "v1", kind: "Pod", namespace: ctx.namespace, name: action.pod },
-          { uid: action.uid },
-        );
-        const msg = `deleted pod ${action.pod} for a planned restart: ${action.reason}`;
-        log.info({ deleted, forced: action.forced }, msg);
-        deps.recorder.record(
-          cluster,
-          action.forced ? "Warning" : "Normal",
-          action.forced ? "ForcedRestart" : "RollingUpdate",
-          deleted ? msg : `pod ${action.pod} was already gone or replaced`,
-        );
+        result = await deps.api.evictPod(ctx.namespace, action.pod, action.uid);
       } catch (err) {
-        const msg = `delete pod ${action.pod}: ${apiMessage(err)}`;
+        const msg = `evict pod ${action.pod}: ${apiMessage(err)}`;
         deps.recorder.record(cluster, "Warning", "RollFailed", msg);
         throw new StepError(msg, { cause: err });
       }
+      if (result.kind === "budget") {
+        // Not ours to override: wait, and say so (once per blocked stretch).
+        const reason = `the PodDisruptionBudget refuses evicting ${action.pod} now (${result.message}); retrying`;
+        log.warn(reason);
+        const shown = getCondition(cluster.status?.conditions, "Progressing")?.message ?? "";
+        if (!shown.includes("PodDisruptionBudget"))
+          deps.recorder.record(cluster, "Warning", "EvictionRefused", reason);
+        action = { kind: "wait", code: "DisruptionBudget", pod: action.pod, reason };
+        break;
+      }
+      const msg = `evicted pod ${action.pod} for a planned restart: ${action.reason}`;
+      log.info({ result: result.kind, forced: action.forced }, msg);
+      deps.recorder.record(
+        cluster,
+        action.forced ? "Warning" : "Normal",
+        action.forced ? "ForcedRestart" : "RollingUpdate",
+        result.kind === "evicted" ? msg : `pod ${action.pod} was already gone or replaced`,
+      );
+      break;
+    }
+    case "abort": {
+      const pod = podOf(action.pod);
+      let cancelled = "";
+      if (action.cancelDrain && pod?.podIP !== undefined) {
+        try {
+          await deps.brokers.cancelDrain({ podIP: pod.podIP, id: pod.name });
+          cancelled = "; drain cancelled, it accepts produce again";
+        } catch (err) {
+          // Cleared anyway: its member leaves Maintenance, so peers stop
+          // holding for it; a broker that is away cannot be asked.
+          cancelled = `; cancelling its drain failed (${apiMessage(err)})`;
+        }
+      }
+      const msg = `${action.reason}${cancelled}`;
+      log.warn(msg);
+      deps.recorder.record(cluster, "Warning", "RollAborted", msg);
+      action = { ...action, reason: msg };
       break;
     }
     case "stuck": {

@@ -154,9 +154,9 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
     membershipEpoch: membership.epoch,
     selector: selectorString(ctx.name),
     // null clears it (merge patch)
-    roll: roll ?? (null as unknown as undefined),
+    roll: mergePatchOf(prev.roll ?? undefined, roll) as RollStatus,
     // The scale step decided it this pass; else the persisted one stands.
-    scale: scalePatch(prev.scale, ctx.scale !== undefined ? ctx.scale.next : prev.scale),
+    scale: mergePatchOf(prev.scale, ctx.scale !== undefined ? ctx.scale.next : prev.scale) as ScaleStatus,
   };
   if (sts?.status?.currentRevision !== undefined) status.currentRevision = sts.status.currentRevision;
   if (updateRevision !== undefined) status.updateRevision = updateRevision;
@@ -216,14 +216,14 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
 }
 
 /**
- * status.scale for a merge patch: null clears it, and a key it had that the
- * new value lacks is sent as null (a merge patch keeps absent keys).
+ * A status object (roll, scale) for a merge patch: null clears it, and a key
+ * it had that the new value lacks is sent as null (a merge patch keeps absent keys).
  */
-function scalePatch(prev: ScaleStatus | undefined, next: ScaleStatus | undefined): ScaleStatus {
-  if (next === undefined) return null as unknown as ScaleStatus;
+function mergePatchOf(prev: object | undefined, next: object | undefined): unknown {
+  if (next === undefined) return null;
   const out: Record<string, unknown> = { ...next };
   for (const k of Object.keys(prev ?? {})) if (!(k in out)) out[k] = null;
-  return out as ScaleStatus;
+  return out;
 }
 
 /**
