@@ -95,7 +95,15 @@ describe.skipIf(!helm)("helm chart charts/narad-operator", () => {
       "watchNamespaces={team-a,team-b}",
     ]);
     expect(objs.map((o) => o.kind)).toContain("ServiceMonitor");
-    expect(objs.map((o) => o.kind)).not.toContain("Role");
+    // No leader-election Role; with watchNamespaces the operator's rights are
+    // a Role (and RoleBinding) per watched namespace, and a ClusterRole only
+    // for what is cluster-scoped.
+    const roles = objs.filter((o) => o.kind === "Role") as Array<{
+      metadata: { name: string; namespace?: string };
+    }>;
+    expect(roles.map((r) => r.metadata.namespace).sort()).toEqual(["team-a", "team-b"]);
+    expect(roles.some((r) => r.metadata.name.endsWith("-leader-election"))).toBe(false);
+    expect(objs.filter((o) => o.kind === "RoleBinding").length).toBe(2);
     const env = JSON.stringify(objs.find((o) => o.kind === "Deployment"));
     expect(env).toContain('{"name":"NARAD_OPERATOR_WATCH_NAMESPACES","value":"team-a,team-b"}');
     expect(env).toContain('{"name":"NARAD_OPERATOR_LEADER_ELECT","value":"false"}');
