@@ -6,8 +6,11 @@ import { hostname } from "node:os";
 import { pino } from "pino";
 import { cliCommandNames, cliUsage } from "./cli/usage.ts";
 import { ConfigError, loadConfig, usage } from "./config.ts";
+import { armEarlyStop, releaseEarlyStop } from "./early-stop.ts";
 
 async function serve(argv: string[]): Promise<void> {
+  // Until the drain handler below is on, a signal exits at once (early-stop.ts).
+  armEarlyStop();
   const config = loadConfig(argv, process.env, hostname());
   const logger = pino({ level: config.logLevel, base: { node: config.nodeId } });
   // Loaded here, not at the top: the broker's modules take ~2 s to load, which the client commands skip.
@@ -40,6 +43,7 @@ async function serve(argv: string[]): Promise<void> {
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
+  releaseEarlyStop();
 }
 
 async function main(argv: string[]): Promise<void> {
