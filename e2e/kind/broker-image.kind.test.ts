@@ -4,7 +4,7 @@
 // then SIGTERM: exit 0 well within the grace period.
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { brokerImage, buildImages, docker, operatorImage } from "./docker.ts";
+import { brokerImage, buildImages, docker, dockerLogs, operatorImage } from "./docker.ts";
 
 const suffix = `${process.pid}-${Date.now().toString(36)}`;
 const volume = `narad-smoke-${suffix}`;
@@ -133,7 +133,7 @@ describe("broker image (docker run)", () => {
     ]);
     try {
       await sleep(1500);
-      const readyBefore = (await docker(["logs", name]).catch(() => "")).includes("narad ready");
+      const readyBefore = (await dockerLogs(name).catch(() => "")).includes("narad ready");
       const t0 = Date.now();
       await docker(["stop", "-t", "30", name]);
       const elapsed = Date.now() - t0;
@@ -149,7 +149,7 @@ describe("broker image (docker run)", () => {
       // load (14 s at load average 23 on 2 cores), hence the loose bound.
       expect(state.ExitCode).toBe(0);
       expect(elapsed).toBeLessThan(25_000);
-      if (!readyBefore) expect(await docker(["logs", name])).toContain("before the broker was ready");
+      if (!readyBefore) expect(await dockerLogs(name)).toContain("before the broker was ready");
     } finally {
       await docker(["rm", "-f", name]).catch(() => {});
     }

@@ -50,6 +50,12 @@ export async function docker(args: string[]): Promise<string> {
   return stdout.trim();
 }
 
+/** A container's log, stdout and stderr together. */
+export async function dockerLogs(container: string): Promise<string> {
+  const { stdout, stderr } = await execFileAsync("docker", ["logs", container], { maxBuffer: 64 << 20 });
+  return `${stdout}${stderr}`;
+}
+
 /** Makes dockerd answer (installing docker.io when it can), or throws saying what is missing. */
 export async function ensureDocker(): Promise<{ startedByUs: boolean }> {
   const before = existsSync(dockerStartedMarker);
