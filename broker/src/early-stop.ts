@@ -7,6 +7,7 @@
 // loads its modules and recovers its WAL (seconds on a busy node) waited out
 // the whole grace period and ended in SIGKILL. entry.ts arms this before any
 // heavy module is loaded; serve() releases it once its own drain handler is on.
+// operator/src/entry.ts uses it the same way for the operator.
 // Only node: built-ins here, so it loads in no time.
 
 let armed = false;

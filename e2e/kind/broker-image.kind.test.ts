@@ -155,6 +155,27 @@ describe("broker image (docker run)", () => {
     }
   });
 
+  it("operator image: SIGTERM while it is still starting exits 0, not after the grace period", async () => {
+    // Same PID 1 problem: main.ts registered its handler after ~10-25 s of module loading here.
+    const name = `${container}-operator`;
+    await docker(["run", "-d", "--name", name, "--read-only", "--user", "1000", operatorImage]);
+    try {
+      await sleep(1500);
+      const t0 = Date.now();
+      await docker(["stop", "-t", "30", name]);
+      const elapsed = Date.now() - t0;
+      const state = JSON.parse(await docker(["inspect", name, "--format", "{{json .State}}"])) as {
+        ExitCode: number;
+      };
+      process.stderr.write(`[broker-image] operator early stop took ${elapsed} ms\n`);
+      // Before the fix: 30.9 s and exit 137.
+      expect(state.ExitCode).toBe(0);
+      expect(elapsed).toBeLessThan(25_000);
+    } finally {
+      await docker(["rm", "-f", name]).catch(() => {});
+    }
+  });
+
   it("SIGTERM: drains and exits 0 within the grace period", async () => {
     const t0 = Date.now();
     await docker(["stop", "-t", "30", container]);
