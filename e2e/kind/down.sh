@@ -6,7 +6,10 @@ CLUSTER="${KIND_CLUSTER:-narad-e2e}"
 STATE="${NARAD_KIND_STATE:-$HOME/.cache/narad-kind/clusters/$CLUSTER}"
 KIND=$(command -v kind || echo "$HOME/.cache/narad-kind/kind-v0.33.0/kind")
 if [ -f "$STATE/routes" ]; then
-  while read -r r; do [ -n "$r" ] && ip route del "$r" 2>/dev/null || true; done <"$STATE/routes"
+  while read -r r; do
+    [ -n "$r" ] || continue
+    if [ "$(id -u)" = 0 ]; then ip route del "$r" 2>/dev/null || true; else sudo -n ip route del "$r" 2>/dev/null || true; fi
+  done <"$STATE/routes"
   rm -f "$STATE/routes"
 fi
 if [ -x "$KIND" ] && "$KIND" get clusters 2>/dev/null | grep -qx "$CLUSTER"; then

@@ -21,6 +21,7 @@ CLUSTER="${KIND_CLUSTER:-narad-e2e}"
 NODE_MODE="${NARAD_KIND_NODE:-local}"
 KIND_VERSION=v0.33.0
 STATE="${NARAD_KIND_STATE:-$HOME/.cache/narad-kind/clusters/$CLUSTER}"
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo -n "$@"; fi; }
 log() { printf '[kind-up %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 t0=$SECONDS
@@ -78,7 +79,8 @@ for node in $("$KIND" get nodes --name "$CLUSTER"); do
   ip=$(docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$node")
   cidr=$(KUBECONFIG="$STATE/kubeconfig" kubectl get node "$node" -o jsonpath='{.spec.podCIDR}' 2>/dev/null || true)
   [ -n "$cidr" ] || cidr=10.244.0.0/24
-  ip route replace "$cidr" via "$ip" && echo "$cidr" >>"$STATE/routes"
+  as_root ip route replace "$cidr" via "$ip" || die "cannot add a route to $cidr (needs root or sudo)"
+  echo "$cidr" >>"$STATE/routes"
   step "route $cidr via $ip ($node)"
 done
 echo "KUBECONFIG=$STATE/kubeconfig"
