@@ -30,7 +30,9 @@ gobuild() {
   local t0=$SECONDS src="$CACHE/src/$name-$version"
   rm -rf "$src" && mkdir -p "$src" && cd "$src"
   go mod init "local/$name" >/dev/null 2>&1
-  go get "$module@$version" >&2
+  # The package path, not just the module: go get then records the sums of
+  # every module the package imports.
+  go get "$pkg@$version" >&2
   mkdir -p "$out.tmp"
   CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out.tmp/$name" "$pkg" >&2
   rm -rf "$out" && mv "$out.tmp" "$out"
