@@ -1,8 +1,16 @@
 import { defineConfig } from "vitest/config";
 
-// Three projects: fast unit tests beside the code, integration tests that
-// start real broker processes, and e2e suites against a real Kubernetes API
-// (the local platform, or kind). `vitest run` runs all of them.
+// Projects: fast unit tests beside the code, integration tests that start
+// real broker processes, e2e suites against a real Kubernetes API (the local
+// platform, or kind through e2e/harness), and `kind`: suites that need Docker
+// and real containers (e2e/kind/*.kind.test.ts, `npm run e2e:kind`). `vitest
+// run` (npm test) runs all but `kind`.
+// The kind project exists only when asked for (`--project kind`), so a plain
+// `vitest run` never starts its globalSetup (which installs/starts dockerd).
+const kindSelected = process.argv.some(
+  (a, i) => a === "--project=kind" || (a === "--project" && process.argv[i + 1] === "kind"),
+);
+
 export default defineConfig({
   test: {
     projects: [
@@ -38,6 +46,20 @@ export default defineConfig({
           fileParallelism: false,
         },
       },
+      ...(kindSelected
+        ? [
+            {
+              test: {
+                name: "kind",
+                include: ["e2e/kind/**/*.kind.test.ts"],
+                globalSetup: ["e2e/kind/global-setup.ts"],
+                testTimeout: 900_000,
+                hookTimeout: 3_600_000,
+                fileParallelism: false,
+              },
+            },
+          ]
+        : []),
     ],
   },
 });

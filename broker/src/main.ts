@@ -6,30 +6,16 @@ import { hostname } from "node:os";
 import { pino } from "pino";
 import { cliCommandNames, cliUsage } from "./cli/usage.ts";
 import { ConfigError, loadConfig, usage } from "./config.ts";
+import { armEarlyStop, releaseEarlyStop } from "./early-stop.ts";
 
 async function serve(argv: string[]): Promise<void> {
-  // A signal while the broker is still starting (module loading and WAL
-  // recovery take seconds on a busy node) exits at once: nothing has been
-  // acknowledged yet, and the WAL recovers from any stop. Without a handler,
-  // a container's PID 1 never sees SIGTERM at all (the kernel drops signals
-  // with the default action for a namespace's init), so `docker stop` or a
-  // pod deletion during startup would wait out the whole grace period.
-  let started = false;
-  const early = (signal: NodeJS.Signals) => {
-    if (started) return;
-    process.stderr.write(`narad: ${signal} before the broker was ready: exiting\n`);
-    process.exit(0);
-  };
-  process.on("SIGTERM", early);
-  process.on("SIGINT", early);
+  // Until the drain handler below is on, a signal exits at once (early-stop.ts).
+  armEarlyStop();
   const config = loadConfig(argv, process.env, hostname());
   const logger = pino({ level: config.logLevel, base: { node: config.nodeId } });
   // Loaded here, not at the top: the broker's modules take ~2 s to load, which the client commands skip.
   const { startBroker } = await import("./node.ts");
   const broker = await startBroker(config, logger);
-  started = true;
-  process.off("SIGTERM", early);
-  process.off("SIGINT", early);
   logger.info(
     { http: broker.httpAddress, dataDir: config.dataDir, metastore: config.metastore, dev: config.dev },
     `narad ready on ${config.security.tlsDir === undefined ? "http" : "https"}://${broker.httpAddress}`,
@@ -57,6 +43,7 @@ async function serve(argv: string[]): Promise<void> {
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
+  releaseEarlyStop();
 }
 
 async function main(argv: string[]): Promise<void> {

@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
-# Deletes the kind cluster left by `KEEP=1 e2e/kind/run.sh`.
-# NOT RUN on this project's machines (no Docker engine).
+# Deletes the kind cluster made by e2e/kind/up.sh (or run.sh with KEEP=1) and
+# the routes up.sh added. Idempotent.
 set -euo pipefail
 CLUSTER="${KIND_CLUSTER:-narad-e2e}"
-if kind get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
-  kind delete cluster --name "$CLUSTER"
+STATE="${NARAD_KIND_STATE:-$HOME/.cache/narad-kind/clusters/$CLUSTER}"
+KIND=$(command -v kind || echo "$HOME/.cache/narad-kind/kind-v0.33.0/kind")
+if [ -f "$STATE/routes" ]; then
+  while read -r r; do
+    [ -n "$r" ] || continue
+    if [ "$(id -u)" = 0 ]; then ip route del "$r" 2>/dev/null || true; else sudo -n ip route del "$r" 2>/dev/null || true; fi
+  done <"$STATE/routes"
+  rm -f "$STATE/routes"
+fi
+if [ -x "$KIND" ] && "$KIND" get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
+  "$KIND" delete cluster --name "$CLUSTER" >&2
 else
   echo "no kind cluster named $CLUSTER" >&2
 fi

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Runs the e2e suites that use e2e/harness on a kind cluster:
-#   create the cluster (e2e/kind/kind-config.yaml) -> build the broker and
-#   operator images -> kind load them -> default StorageClass -> routes from
-#   this host to the pod IPs -> E2E_PLATFORM=kind vitest -> delete the cluster.
+#   e2e/kind/up.sh (docker, kind, node image, cluster, images, route) ->
+#   default StorageClass check -> E2E_PLATFORM=kind vitest -> down.sh.
 #
 #   e2e/kind/run.sh                  KEEP=1 keeps the cluster (delete it with e2e/kind/down.sh)
 #   KIND_CLUSTER=name                cluster name (default narad-e2e); an existing one is reused, not deleted
@@ -12,11 +11,12 @@
 # kind; a suite that calls startPlatform directly would start a local platform
 # instead, so it is skipped with a message.
 #
-# Needs docker, kind (v0.33.0, matching the node image digest), kubectl, node
-# deps (npm ci) and, for the pod-IP route, Linux with root or sudo.
-#
-# NOT RUN on this project's machines (no Docker engine): reviewed and
-# `bash -n`-checked only. CI: .github/workflows/e2e-kind.yml.
+# Needs node deps (npm ci), kubectl, and root (dockerd, the pod-IP route);
+# scripts/docker/ensure-docker.sh installs and starts Docker when it is
+# missing, and the dockerd it started is stopped at the end (KEEP=1 keeps it).
+# NARAD_KIND_NODE=local|upstream picks the node image (e2e/kind/up.sh).
+# The kind project's own suites (e2e/kind/*.kind.test.ts) run with
+# `npm run e2e:kind` instead; this script runs the harness suites on kind.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -26,7 +26,6 @@ OPERATOR_IMAGE="ghcr.io/narad/narad-operator:0.1.0"
 SUITES="${E2E_KIND_SUITES:-e2e/harness e2e/operator}"
 KEEP="${KEEP:-0}"
 CREATED=0
-ROUTES=()
 WORK=$(mktemp -d)
 
 log() { printf '[kind %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
@@ -36,61 +35,30 @@ as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo -n "$@"; fi; }
 
 cleanup() {
   local rc=$?
-  for r in "${ROUTES[@]}"; do as_root ip route del "$r" 2>/dev/null || true; done
   if [ "$CREATED" = 1 ] && [ "$KEEP" != 1 ]; then
     log "deleting kind cluster $CLUSTER"
-    kind delete cluster --name "$CLUSTER" || true
+    KIND_CLUSTER="$CLUSTER" bash "$ROOT/e2e/kind/down.sh" || true
   elif [ "$CREATED" = 1 ]; then
-    log "KEEP=1: cluster $CLUSTER kept; KUBECONFIG=$WORK/kubeconfig; delete it with e2e/kind/down.sh"
+    log "KEEP=1: cluster $CLUSTER kept; delete it with e2e/kind/down.sh"
   fi
-  [ "$KEEP" = 1 ] || rm -rf "$WORK"
+  if [ "$KEEP" != 1 ]; then bash "$ROOT/scripts/docker/stop-docker.sh" || true; fi
+  rm -rf "$WORK"
   exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-need docker
-need kind
-need kubectl
 need npx
 cd "$ROOT"
 
-if kind get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
-  log "reusing kind cluster $CLUSTER (it is not deleted at the end)"
-else
-  log "creating kind cluster $CLUSTER"
-  CREATED=1
-  kind create cluster --name "$CLUSTER" --config e2e/kind/kind-config.yaml --wait 180s
-fi
-kind get kubeconfig --name "$CLUSTER" >"$WORK/kubeconfig"
-export KUBECONFIG="$WORK/kubeconfig"
-
-log "building $BROKER_IMAGE"
-docker build -f broker/Dockerfile -t "$BROKER_IMAGE" .
-log "building $OPERATOR_IMAGE"
-docker build -f operator/Dockerfile -t "$OPERATOR_IMAGE" .
-log "loading the images into $CLUSTER"
-kind load docker-image --name "$CLUSTER" "$BROKER_IMAGE" "$OPERATOR_IMAGE"
-
-# kind ships the local-path provisioner as StorageClass "standard", marked default.
-if kubectl get storageclass -o jsonpath='{range .items[*]}{.metadata.annotations.storageclass\.kubernetes\.io/is-default-class}{"\n"}{end}' | grep -qx true; then
-  log "default StorageClass present"
-elif kubectl get storageclass standard >/dev/null 2>&1; then
-  log "marking StorageClass standard as the default"
-  kubectl annotate --overwrite storageclass standard storageclass.kubernetes.io/is-default-class=true
-else
-  die "no default StorageClass and no 'standard' class to promote"
-fi
-
-# Suites dial pod IPs (as on the local platform). Route each node's pod CIDR
-# to that node's container address; this works on a Linux Docker host.
-while read -r cidr ip; do
-  [ -n "$cidr" ] && [ -n "$ip" ] || continue
-  log "route $cidr via $ip"
-  as_root ip route replace "$cidr" via "$ip" || die "cannot add a route to $cidr (needs root or sudo)"
-  ROUTES+=("$cidr")
-done < <(kubectl get nodes -o jsonpath='{range .items[*]}{.spec.podCIDR} {.status.addresses[?(@.type=="InternalIP")].address}{"\n"}{end}')
+# Docker, kind, the node image (offline by default), the cluster, Narad's
+# images and the pod-CIDR route: e2e/kind/up.sh (see its header).
+up=$(KIND_CLUSTER="$CLUSTER" bash e2e/kind/up.sh)
+CREATED=1
+export KUBECONFIG=$(printf '%s\n' "$up" | sed -n 's/^KUBECONFIG=//p')
+KIND=$(printf '%s\n' "$up" | sed -n 's/^KIND=//p')
+export PATH="$(dirname "$KIND"):$PATH"
 
 files=()
 for s in $SUITES; do

@@ -3,6 +3,12 @@
 # kube-controller-manager, kubectl) from the Go module proxy into
 # ~/.cache/narad-k8s/<component>-<version>/ and does nothing when they exist.
 # A cold build takes tens of minutes on 2 cores; warm runs return at once.
+#
+#   build-binaries.sh        etcd, kube-apiserver, kube-controller-manager, kubectl
+#   build-binaries.sh node   also kubelet, kubeadm, kube-scheduler, kube-proxy into
+#                            kubernetes-v<version>-node/ (the offline kind node
+#                            image, e2e/kind/node-image/), from the same module
+#                            dir, so the Go build cache is shared
 set -euo pipefail
 
 K8S_VERSION="${NARAD_K8S_VERSION:-1.36.3}"
@@ -59,10 +65,39 @@ build_k8s() {
   log "kubernetes ready at $K8S_BIN"
 }
 
+# Node components (kind): same module dir and ldflags as build_k8s.
+build_k8s_node() {
+  local NODE_BIN="$K8S_BIN-node" all=1 c
+  for c in $NODE_COMPONENTS; do [ -x "$NODE_BIN/$c" ] || all=0; done
+  [ "$all" = 1 ] && { log "kubernetes v$K8S_VERSION node components cached"; return; }
+  local src="$CACHE/src/kubernetes-v$K8S_VERSION"
+  [ -f "$src/go.mod" ] || { log "error: $src/go.mod missing (build_k8s did not run?)"; exit 1; }
+  cd "$src"
+  for c in $NODE_COMPONENTS; do
+    log "resolving $c"
+    go get -tool "k8s.io/kubernetes/cmd/$c@v$K8S_VERSION" >&2
+  done
+  local minor="${K8S_VERSION#1.}"; minor="${minor%%.*}"
+  local v="-X k8s.io/component-base/version.gitVersion=v$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=v$K8S_VERSION -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor"
+  mkdir -p "$NODE_BIN.tmp"
+  for c in $NODE_COMPONENTS; do
+    [ -x "$NODE_BIN.tmp/$c" ] && { log "$c already built (resuming)"; continue; }
+    log "compiling $c"
+    CGO_ENABLED=0 GOBIN="$NODE_BIN.tmp" go install -trimpath -ldflags "-s -w $v" "k8s.io/kubernetes/cmd/$c" >&2
+  done
+  rm -rf "$NODE_BIN" && mv "$NODE_BIN.tmp" "$NODE_BIN"
+  log "kubernetes node components ready at $NODE_BIN"
+}
+NODE_COMPONENTS="kubelet kubeadm kube-scheduler kube-proxy"
+
 mkdir -p "$CACHE"
 exec 9>"$CACHE/.build.lock"
 flock 9
 build_etcd
 build_k8s
+if [ "${1:-}" = node ]; then
+  build_k8s_node
+  echo "K8S_NODE_BIN=$K8S_BIN-node"
+fi
 echo "ETCD=$ETCD_BIN/etcd"
 echo "K8S_BIN=$K8S_BIN"

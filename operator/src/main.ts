@@ -4,6 +4,7 @@
 
 import { KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
+import { releaseEarlyStop } from "../../broker/src/early-stop.ts";
 import { ClusterCredentials } from "./broker-client/credentials.ts";
 import { HttpBrokerClient } from "./broker-client/http-client.ts";
 import { loadConfig } from "./config.ts";
@@ -123,6 +124,8 @@ async function shutdown(signal: string): Promise<void> {
 
 process.on("SIGTERM", () => void shutdown("SIGTERM"));
 process.on("SIGINT", () => void shutdown("SIGINT"));
+// entry.ts's exit-at-once handler gives way to the orderly shutdown above.
+releaseEarlyStop();
 process.on("unhandledRejection", (err) => log.error({ err }, "unhandled rejection"));
 
 start().catch((err: unknown) => {

@@ -235,6 +235,10 @@ function deployment(v: ChartValues, ns: string): Obj {
               imagePullPolicy: v.image.pullPolicy,
               env: operatorEnv(v),
               ports: [{ name: "http-metrics", containerPort: OPERATOR_PORT, protocol: "TCP" }],
+              // Loading the operator's modules took 10-25 s on a busy kind node,
+              // close to what liveness alone allows (3 x 10 s): liveness starts
+              // once the server answered, for up to 3 min.
+              startupProbe: { ...probe("/healthz", 2), failureThreshold: 90 },
               livenessProbe: probe("/healthz", 10),
               readinessProbe: probe("/readyz", 5),
               resources: v.resources,

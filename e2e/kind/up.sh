@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Creates (or reuses) the kind cluster for the kind suites and prints
+# KUBECONFIG=<path> and KIND=<kind binary> on stdout:
+#   docker (scripts/docker/ensure-docker.sh) -> kind CLI -> node image ->
+#   kind create cluster -> Narad images built and `kind load`ed -> a route from
+#   this host to the pod CIDR through the node container.
+#
+#   KIND_CLUSTER=name         default narad-e2e
+#   NARAD_KIND_NODE=local     (default) the offline node image built here:
+#                             e2e/kind/node-image/ (Kubernetes v1.36.3, nothing pulled)
+#   NARAD_KIND_NODE=upstream  kind-config.yaml's kindest/node image (needs a registry)
+#   NARAD_IMAGES=local|upstream   how Narad's images are built (scripts/docker/build-images.sh)
+#
+# The kind CLI is `kind` from PATH when it is v0.33.0, else built from the Go
+# module proxy into ~/.cache/narad-kind/kind-v0.33.0/ (e2e/kind/node-image/build-go.sh kind).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+# kubectl: PATH, else the one e2e/platform/build-binaries.sh built.
+command -v kubectl >/dev/null 2>&1 || export PATH="$PATH:${NARAD_K8S_CACHE:-$HOME/.cache/narad-k8s}/kubernetes-v1.36.3"
+CLUSTER="${KIND_CLUSTER:-narad-e2e}"
+NODE_MODE="${NARAD_KIND_NODE:-local}"
+KIND_VERSION=v0.33.0
+STATE="${NARAD_KIND_STATE:-$HOME/.cache/narad-kind/clusters/$CLUSTER}"
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo -n "$@"; fi; }
+log() { printf '[kind-up %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+t0=$SECONDS
+step() { log "$1 (+$((SECONDS - t0)) s)"; }
+cd "$ROOT"
+
+bash scripts/docker/ensure-docker.sh
+KIND=$(command -v kind || true)
+if [ -z "$KIND" ] || ! "$KIND" version 2>/dev/null | grep -q "$KIND_VERSION"; then
+  KIND="$HOME/.cache/narad-kind/kind-$KIND_VERSION/kind"
+  [ -x "$KIND" ] || bash e2e/kind/node-image/build-go.sh kind >/dev/null
+fi
+step "kind: $KIND"
+
+mkdir -p "$STATE"
+config="$STATE/kind-config.yaml"
+if [ "$NODE_MODE" = local ]; then
+  # Everything the node image needs is built from source here (cached).
+  bash e2e/kind/node-image/build-go.sh >/dev/null
+  image=$(bash e2e/kind/node-image/build-node-image.sh)
+  step "node image $image"
+  # The upstream config, with our image and the tag of our etcd build.
+  sed "s#^\([[:space:]]*image:\).*#\1 $image#" e2e/kind/kind-config.yaml >"$config"
+  # kind-config.yaml ends with its kubeadmConfigPatches list: add an item.
+  cat >>"$config" <<'YAML'
+  - |
+    kind: ClusterConfiguration
+    etcd:
+      local:
+        imageTag: 3.6.16-0
+YAML
+elif [ "$NODE_MODE" = upstream ]; then
+  cp e2e/kind/kind-config.yaml "$config"
+else
+  die "NARAD_KIND_NODE must be local or upstream, not $NODE_MODE"
+fi
+
+if "$KIND" get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
+  step "reusing kind cluster $CLUSTER"
+else
+  step "creating kind cluster $CLUSTER"
+  "$KIND" create cluster --name "$CLUSTER" --config "$config" --wait 300s >&2
+  step "cluster created"
+fi
+"$KIND" get kubeconfig --name "$CLUSTER" >"$STATE/kubeconfig"
+chmod 600 "$STATE/kubeconfig"
+
+bash scripts/docker/build-images.sh
+"$KIND" load docker-image --name "$CLUSTER" ghcr.io/narad/narad:0.1.0 ghcr.io/narad/narad-operator:0.1.0 >&2
+step "images loaded"
+
+# Suites dial pod IPs: route each node's pod CIDR through its container.
+: >"$STATE/routes"
+for node in $("$KIND" get nodes --name "$CLUSTER"); do
+  ip=$(docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$node")
+  cidr=$(KUBECONFIG="$STATE/kubeconfig" kubectl get node "$node" -o jsonpath='{.spec.podCIDR}' 2>/dev/null || true)
+  [ -n "$cidr" ] || cidr=10.244.0.0/24
+  as_root ip route replace "$cidr" via "$ip" || die "cannot add a route to $cidr (needs root or sudo)"
+  echo "$cidr" >>"$STATE/routes"
+  step "route $cidr via $ip ($node)"
+done
+echo "KUBECONFIG=$STATE/kubeconfig"
+echo "KIND=$KIND"
