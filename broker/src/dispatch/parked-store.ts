@@ -53,7 +53,12 @@ interface ParkFile {
 export interface ParkedStoreOptions {
   dir: string;
   incarnation: string;
-  /** The WAL checkpoint at open: parked records at or above it are still in the WAL. */
+  /**
+   * The first seq the WAL holds at or above its checkpoint at open (its next
+   * seq when it holds none): parked records at or above it are still in the
+   * WAL. Not the checkpoint itself: a checkpoint reset below deleted segments
+   * would make parked records look re-dispatchable from a WAL that lost them.
+   */
   walCheckpoint: number;
   maxBytes: number;
   logger: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
