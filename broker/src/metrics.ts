@@ -188,7 +188,7 @@ export function createBrokerMetrics(opts: { defaultMetrics: boolean }): BrokerMe
     }),
     dispatchStalledLaneRecords: new Gauge({
       name: "narad_dispatch_stalled_lane_records",
-      help: "Records of each lane the last pass left undone, by reason (maintenance, no-live-sibling, in-doubt, commit-failing, moving)",
+      help: "Records of each lane the last pass left undone, by reason (maintenance, no-live-sibling, in-doubt, idempotent, commit-failing, moving)",
       labelNames: ["topic", "partition", "reason"],
       registers: r,
     }),

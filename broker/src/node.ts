@@ -176,10 +176,14 @@ export async function startBroker(
   });
   metastore.onChange(peerMembershipSync(peers, () => metastore.members()));
   // Stalled lanes' records leave the WAL for here so the rest keeps flowing (dispatch/parked-store.ts).
+  // Parked records are "still in the WAL" only from the first seq the WAL holds at or above
+  // its checkpoint: a checkpoint reset to 1 (malformed file) sits below deleted segments.
+  const walCheckpoint = wal.stats().checkpoint;
+  const walHeld = await wal.read(walCheckpoint, 1, Number.MAX_SAFE_INTEGER);
   const parked = await openParkedStore({
     dir: join(config.dataDir, "parked"),
     incarnation: wal.incarnation,
-    walCheckpoint: wal.stats().checkpoint,
+    walCheckpoint: walHeld[0]?.seq ?? Math.max(walCheckpoint, wal.stats().nextSeq),
     maxBytes: defaultParkedMaxBytes,
     logger: logger.child({ component: "parked" }),
   });

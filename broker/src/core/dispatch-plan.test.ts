@@ -337,6 +337,24 @@ describe("planDispatch", () => {
     expect(removed.reroutes[0]!.moves.map((m) => m.record.seq)).toEqual(range(1, 11));
   });
 
+  it("holds an idempotent producer's stamped records for a Down owner and reroutes only the plain ones", () => {
+    const c = cluster({
+      a: [
+        ["n1", "Down"],
+        ["n2", "Active"],
+      ],
+    });
+    const records = range(1, 7).map((s) => {
+      const r = rec(s, "a", 0);
+      return s % 2 === 0 ? { ...r, producer: { id: "p1", epoch: 0, seq: s / 2 - 1 } } : r;
+    });
+    const p = plan(records, c);
+    expect(p.reroutes.flatMap((g) => g.moves.map((m) => m.record.seq))).toEqual([1, 3, 5]);
+    expect(p.held).toEqual([
+      expect.objectContaining({ partition: 0, nodeId: "n1", reason: "idempotent", count: 3, firstSeq: 2 }),
+    ]);
+  });
+
   it("reroutes a failing owner only after enough passes and when membership agrees", () => {
     const c = cluster({
       a: [

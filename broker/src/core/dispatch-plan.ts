@@ -176,7 +176,7 @@ export function lookaheadLimit(checkpoint: number, windowRecords: number, lookah
 // ---------------------------------------------------------------------------
 // Per-lane decision
 
-export type HoldReason = "maintenance" | "no-live-sibling" | "in-doubt";
+export type HoldReason = "maintenance" | "no-live-sibling" | "in-doubt" | "idempotent";
 export type RerouteReason = "owner-down" | "owner-removed" | "owner-failing";
 
 export type LaneDecision =
@@ -467,7 +467,23 @@ export function planDispatch(input: PlanInput): DispatchPlan {
             firstSeq: doubted[0]!.seq,
           });
         }
-        const rest = doubted.length === 0 ? d.records : d.records.filter((r) => !inDoubt?.(key, r.seq));
+        const unsure = doubted.length === 0 ? d.records : d.records.filter((r) => !inDoubt?.(key, r.seq));
+        // An idempotent producer's record is never rerouted: its stamp is per
+        // partition, so a copy goes unstamped and a retry of its request
+        // (which times out: the copy has a new seq) is stored again.
+        const stamped = unsure.filter((r) => r.producer !== undefined);
+        if (stamped.length > 0) {
+          held.push({
+            laneKey: key,
+            topic: d.topic,
+            partition: d.partition,
+            nodeId: d.nodeId,
+            reason: "idempotent",
+            count: stamped.length,
+            firstSeq: stamped[0]!.seq,
+          });
+        }
+        const rest = stamped.length === 0 ? unsure : unsure.filter((r) => r.producer === undefined);
         if (rest.length === 0) continue;
         const moves = rest.map((record) => ({ record, toPartition: chooseSibling(record.key, live)! }));
         reroutes.push({

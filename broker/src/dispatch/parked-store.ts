@@ -48,12 +48,19 @@ export interface ParkedStore {
 interface ParkFile {
   name: string;
   live: Set<number>;
+  /** Has frames past a damaged one: never deleted (what follows the damage was not read). */
+  damaged?: true;
 }
 
 export interface ParkedStoreOptions {
   dir: string;
   incarnation: string;
-  /** The WAL checkpoint at open: parked records at or above it are still in the WAL. */
+  /**
+   * The first seq the WAL holds at or above its checkpoint at open (its next
+   * seq when it holds none): parked records at or above it are still in the
+   * WAL. Not the checkpoint itself: a checkpoint reset below deleted segments
+   * would make parked records look re-dispatchable from a WAL that lost them.
+   */
   walCheckpoint: number;
   maxBytes: number;
   logger: { warn(obj: object, msg: string): void; error(obj: object, msg: string): void };
@@ -82,7 +89,11 @@ export async function openParkedStore(o: ParkedStoreOptions): Promise<ParkedStor
     for (let at = 0; at < buf.length; ) {
       const c = checkWalFrame(buf, at, buf.length);
       if (c.kind !== "ok") {
-        o.logger.error({ file: name, at, check: c.kind }, "parked file damaged after this point");
+        o.logger.error(
+          { file: name, at, check: c.kind },
+          "parked file damaged after this point; the file is kept for recovery",
+        );
+        f.damaged = true;
         break;
       }
       const r = decodeCheckedWalFrame(buf, at);
@@ -93,8 +104,8 @@ export async function openParkedStore(o: ParkedStoreOptions): Promise<ParkedStor
       fileOf.set(r.seq, f);
       bytes += recordBytes(r);
     }
-    if (f.live.size === 0) await rm(join(o.dir, name), { force: true });
-    else files.push(f);
+    if (f.live.size === 0 && f.damaged !== true) await rm(join(o.dir, name), { force: true });
+    else if (f.live.size > 0) files.push(f);
   }
   let sorted: WalRecord[] | undefined;
 
@@ -154,7 +165,7 @@ export async function openParkedStore(o: ParkedStoreOptions): Promise<ParkedStor
       }
       if (emptied.length === 0) return;
       for (const f of emptied) {
-        await rm(join(o.dir, f.name), { force: true });
+        if (f.damaged !== true) await rm(join(o.dir, f.name), { force: true });
         files.splice(files.indexOf(f), 1);
       }
       await nodeLogIo.fsyncDir(o.dir);

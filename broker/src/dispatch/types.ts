@@ -71,7 +71,7 @@ export interface StalledLaneStatus {
   topic: string;
   partition: number;
   nodeId: string;
-  /** maintenance | no-live-sibling | in-doubt | commit-failing | moving */
+  /** maintenance | no-live-sibling | in-doubt | idempotent | commit-failing | moving */
   reason: string;
   records: number;
   /** Age of its oldest record. */

@@ -53,6 +53,19 @@ describe("readWindow", () => {
     expect(r.absent).toEqual([{ from: 5, to: 7 }]);
   });
 
+  it("reports a gap wider than the limit as absent (the checkpoint must be able to pass it)", async () => {
+    // A WAL whose first retained seq is far above the checkpoint (a reset
+    // checkpoint over deleted segments, a lost segment): the first record
+    // read is past the limit, and the gap below the limit does not exist.
+    const wal = createFakeWal();
+    wal.put("a", 0, 300);
+    wal.dropSeqs(Array.from({ length: 250 }, (_, i) => i + 1));
+    const r = await readWindow(wal, { ...base, from: 1, limit: 100 });
+    expect(r.records).toEqual([]);
+    expect(r.absent).toEqual([{ from: 1, to: 100 }]);
+    expect(r.stoppedBy).toBe("limit");
+  });
+
   it("stops at the pass byte budget but always takes one record", async () => {
     const wal = createFakeWal();
     wal.put("a", 0, 5, 100); // 102 bytes each (key k<n> + payload)

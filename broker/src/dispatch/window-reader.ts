@@ -62,7 +62,11 @@ export async function readWindow(
     let expect = cursor;
     for (const r of got) {
       if (r.seq < expect) continue; // defensive: never re-handle a seq within one read
-      if (r.seq >= req.limit) return { records, absent, stoppedBy: "limit", bytes };
+      if (r.seq >= req.limit) {
+        // Seqs below a durable record the read skipped do not exist, up to the limit too.
+        if (req.limit > expect) absent.push({ from: expect, to: req.limit });
+        return { records, absent, stoppedBy: "limit", bytes };
+      }
       if (r.seq > expect) absent.push({ from: expect, to: r.seq });
       expect = r.seq + 1;
       if (skipHas(req.skip, r.seq)) continue;
