@@ -51,4 +51,12 @@ describe("judgeReplacement", () => {
     expect(v.stuck).toBeUndefined();
     expect(v.seen?.sinceMs).toBe(NOW + 400_000);
   });
+
+  it("a pod an earlier term already reported stuck stays stuck in a new term (no second timeout in Maintenance)", () => {
+    const v = judgeReplacement(input({ seen: undefined, stuckBefore: "demo-2" }));
+    expect(v.stuck?.pod).toBe("demo-2");
+    expect([...v.released]).toEqual(["demo-2"]);
+    // Another pod's record does not carry over.
+    expect(judgeReplacement(input({ seen: undefined, stuckBefore: "demo-1" })).stuck).toBeUndefined();
+  });
 });

@@ -19,6 +19,13 @@ export interface ReplacementInput {
   timeoutMs: number;
   /** spec.rollout.releaseStuckReplacement: hand the member to the Down rules once stuck. */
   release: boolean;
+  /**
+   * The pod a persisted ReplacementNotReady condition names (an earlier term
+   * already judged it stuck). With no record of our own (a new term clears
+   * it), such a pod stays stuck rather than being held in Maintenance for a
+   * second timeout, which would take a Down member back to Maintenance.
+   */
+  stuckBefore?: string | undefined;
 }
 
 export interface ReplacementVerdict {
@@ -45,7 +52,12 @@ export function judgeReplacement(input: ReplacementInput): ReplacementVerdict {
   // Only the replacement counts: the old pod draining or terminating is the
   // roll's own business, bounded by drainTimeoutSeconds.
   if (pod === undefined || pod.terminating || pod.revision !== input.updateRevision || pod.ready) return none;
-  const sinceMs = input.seen?.podUid === pod.uid ? input.seen.sinceMs : input.nowMs;
+  const sinceMs =
+    input.seen?.podUid === pod.uid
+      ? input.seen.sinceMs
+      : input.seen === undefined && input.stuckBefore === pod.name
+        ? input.nowMs - input.timeoutMs
+        : input.nowMs;
   const forMs = input.nowMs - sinceMs;
   const seen = { podUid: pod.uid, sinceMs };
   if (forMs < input.timeoutMs)
