@@ -1162,16 +1162,17 @@ describe("review-op: a stuck replacement across a new term and a fixed image", (
 
   it("once the image is fixed, the crash-looping replacement (now outdated) is restarted without waiting for a drain", async () => {
     const t = await stuck();
+    const before = t.kube.writes.length;
     t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
       s.image = "ghcr.io/narad/narad:1.1";
     });
     await t.reconcile();
     t.kube.setStatefulSetStatus(NS, "demo", "rev-3");
-    for (let pass = 0; pass < 10 && t.kube.pods.get(NS, "demo-2") !== undefined; pass++) {
+    for (let pass = 0; pass < 120 && t.kube.pods.get(NS, "demo-2") !== undefined; pass++) {
       await t.clock.advance(1000);
       await t.reconcile();
     }
-    expect(t.kube.writes).toContain("evict Pod demo-2");
+    expect(t.kube.writes.slice(before)).toContain("evict Pod demo-2");
     expect(cond(t.cluster(), "Progressing")?.reason).not.toBe("RollBlocked");
   });
 });
