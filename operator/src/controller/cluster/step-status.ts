@@ -9,6 +9,7 @@ import {
   REQUEUE_PROGRESSING_MS,
   STATUS_CONFLICT_REQUEUE_MS,
   STATUS_WAL_TIMEOUT_MS,
+  TERMINATION_GRACE_EXTRA_SECONDS,
 } from "../../constants.ts";
 import { apiMessage, httpStatus } from "../../kube/api.ts";
 import { clusterVerdict, statusNeedsWrite } from "../../plan/cluster-status.ts";
@@ -75,6 +76,7 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
     timeoutMs: ctx.spec.rollout.replacementTimeoutSeconds * 1000,
     release: ctx.spec.rollout.releaseStuckReplacement,
     stuckBefore: stuckReplacementPod(prev.conditions),
+    terminationGraceMs: (ctx.spec.rollout.drainTimeoutSeconds + TERMINATION_GRACE_EXTRA_SECONDS) * 1000,
   });
   if (replacement.seen === undefined) deps.memory.replacementSeen.delete(uid);
   else deps.memory.replacementSeen.set(uid, replacement.seen);
