@@ -1117,3 +1117,103 @@ describe("issue #21 items 11 and 12: drift and needless writes", () => {
     expect(t.cluster().status?.observedGeneration).toBe(2);
   });
 });
+
+describe("review-op: a stuck replacement across a new term and a fixed image", () => {
+  async function stuck() {
+    const t = setup({
+      replicas: 3,
+      image: "ghcr.io/narad/narad:1.0",
+      rollout: { downGraceSeconds: 10, replacementTimeoutSeconds: 20 },
+    });
+    await t.reconcile();
+    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
+    await t.reconcile();
+    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
+      s.image = "ghcr.io/narad/narad:broken";
+    });
+    await t.reconcile();
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
+    for (let pass = 0; pass < 20 && t.kube.pods.get(NS, "demo-2") !== undefined; pass++) {
+      await t.clock.advance(1000);
+      await t.reconcile();
+    }
+    expect(t.kube.pods.get(NS, "demo-2")).toBeUndefined();
+    t.kube.addPod(NS, "demo", 2, false, "rev-2");
+    t.brokers.unreachable.add("demo-2");
+    t.brokers.draining.delete("demo-2");
+    for (let s = 0; s < 40; s++) {
+      await t.clock.advance(1000);
+      await t.reconcile();
+    }
+    expect(cond(t.cluster(), "Degraded")?.reason).toBe("ReplacementNotReady");
+    expect(memberState(t.cluster(), "demo-2")).toBe("Down");
+    return t;
+  }
+
+  it("a new leadership term does not put the released (Down) member back in Maintenance", async () => {
+    const t = await stuck();
+    t.deps.memory.startTerm();
+    await t.clock.advance(1000);
+    await t.reconcile();
+    expect(memberState(t.cluster(), "demo-2")).toBe("Down");
+    expect(cond(t.cluster(), "Degraded")?.reason).toBe("ReplacementNotReady");
+  });
+
+  it("once the image is fixed, the crash-looping replacement (now outdated) is restarted without waiting for a drain", async () => {
+    const t = await stuck();
+    const before = t.kube.writes.length;
+    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
+      s.image = "ghcr.io/narad/narad:1.1";
+    });
+    await t.reconcile();
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-3");
+    for (let pass = 0; pass < 120 && t.kube.pods.get(NS, "demo-2") !== undefined; pass++) {
+      await t.clock.advance(1000);
+      await t.reconcile();
+    }
+    expect(t.kube.writes.slice(before)).toContain("evict Pod demo-2");
+    expect(cond(t.cluster(), "Progressing")?.reason).not.toBe("RollBlocked");
+  });
+});
+
+describe("review-op: an evicted pod that stays Terminating (its node is gone)", () => {
+  it("is a stuck replacement too: Degraded, and its member leaves Maintenance", async () => {
+    const t = setup({
+      replicas: 3,
+      image: "ghcr.io/narad/narad:1.0",
+      rollout: { downGraceSeconds: 10, replacementTimeoutSeconds: 20, drainTimeoutSeconds: 30 },
+    });
+    await t.reconcile();
+    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
+    await t.reconcile();
+    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
+      s.image = "ghcr.io/narad/narad:1.1";
+    });
+    await t.reconcile();
+    t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
+    // The eviction is accepted but the kubelet never confirms: the pod stays Terminating.
+    const evict = t.kube.evictPod.bind(t.kube);
+    t.kube.evictPod = async (ns, name, uid) => {
+      const p = t.kube.pods.get(ns, name)!;
+      const r = await evict(ns, name, uid);
+      if (r.kind === "evicted")
+        t.kube.pods.put({ ...p, metadata: { ...p.metadata, deletionTimestamp: new Date(t.clock.now()) } });
+      return r;
+    };
+    for (let pass = 0; pass < 20 && !t.kube.writes.includes("evict Pod demo-2"); pass++) {
+      await t.clock.advance(1000);
+      await t.reconcile();
+    }
+    expect(t.kube.writes).toContain("evict Pod demo-2");
+    t.brokers.unreachable.add("demo-2");
+    for (let s = 0; s < 150; s++) {
+      await t.clock.advance(1000);
+      await t.reconcile();
+    }
+    expect(t.kube.pods.get(NS, "demo-2")?.metadata?.deletionTimestamp).toBeDefined();
+    expect(cond(t.cluster(), "Degraded")?.reason).toBe("ReplacementNotReady");
+    expect(memberState(t.cluster(), "demo-2")).toBe("Down");
+  });
+});

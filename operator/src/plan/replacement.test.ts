@@ -51,4 +51,29 @@ describe("judgeReplacement", () => {
     expect(v.stuck).toBeUndefined();
     expect(v.seen?.sinceMs).toBe(NOW + 400_000);
   });
+
+  it("a pod an earlier term already reported stuck stays stuck in a new term (no second timeout in Maintenance)", () => {
+    const v = judgeReplacement(input({ seen: undefined, stuckBefore: "demo-2" }));
+    expect(v.stuck?.pod).toBe("demo-2");
+    expect([...v.released]).toEqual(["demo-2"]);
+    // Another pod's record does not carry over.
+    expect(judgeReplacement(input({ seen: undefined, stuckBefore: "demo-1" })).stuck).toBeUndefined();
+  });
+
+  it("a pod in flight that stays gone or terminating is stuck after the bound plus its termination grace", () => {
+    const terminating = { ...replacement, uid: "old", revision: "rev-1", terminating: true };
+    const first = judgeReplacement(input({ pods: [terminating], terminationGraceMs: 75_000 }));
+    expect(first.seen).toEqual({ podUid: "gone:demo-2", sinceMs: NOW });
+    expect(first.recheckAfterMs).toBe(375_000);
+    const later = judgeReplacement(
+      input({ pods: [terminating], terminationGraceMs: 75_000, nowMs: NOW + 375_000, seen: first.seen }),
+    );
+    expect(later.stuck?.message).toContain("still terminating");
+    expect([...later.released]).toEqual(["demo-2"]);
+    const missing = judgeReplacement(input({ pods: [], nowMs: NOW + 300_000, seen: first.seen }));
+    expect(missing.stuck?.message).toContain("not recreated");
+    // The replacement, once created, starts its own clock.
+    const created = judgeReplacement(input({ nowMs: NOW + 70_000, seen: first.seen }));
+    expect(created.seen).toEqual({ podUid: "new", sinceMs: NOW + 70_000 });
+  });
 });

@@ -19,6 +19,18 @@ export interface ReplacementInput {
   timeoutMs: number;
   /** spec.rollout.releaseStuckReplacement: hand the member to the Down rules once stuck. */
   release: boolean;
+  /**
+   * The pod a persisted ReplacementNotReady condition names (an earlier term
+   * already judged it stuck). With no record of our own (a new term clears
+   * it), such a pod stays stuck rather than being held in Maintenance for a
+   * second timeout, which would take a Down member back to Maintenance.
+   */
+  stuckBefore?: string | undefined;
+  /**
+   * Extra time allowed while the pod in flight is gone or terminating (its
+   * terminationGracePeriodSeconds × 1000): a normal termination is not stuck.
+   */
+  terminationGraceMs?: number | undefined;
 }
 
 export interface ReplacementVerdict {
@@ -41,25 +53,42 @@ export function judgeReplacement(input: ReplacementInput): ReplacementVerdict {
   };
   const roll = input.roll;
   if (roll === undefined || input.updateRevision === undefined) return none;
-  const pod = input.pods.find((p) => p.name === roll.podInFlight);
-  // Only the replacement counts: the old pod draining or terminating is the
-  // roll's own business, bounded by drainTimeoutSeconds.
-  if (pod === undefined || pod.terminating || pod.revision !== input.updateRevision || pod.ready) return none;
-  const sinceMs = input.seen?.podUid === pod.uid ? input.seen.sinceMs : input.nowMs;
+  const found = input.pods.find((p) => p.name === roll.podInFlight);
+  // The old pod draining is the roll's own business, bounded by
+  // drainTimeoutSeconds. A pod in flight that is gone or terminating is
+  // waiting for its replacement, which may never come (a Terminating pod on
+  // a lost node stays so until someone force-deletes it): that wait is
+  // bounded too, allowing terminationGraceMs for a normal termination.
+  const gone = found === undefined || found.terminating;
+  if (!gone && (found.revision !== input.updateRevision || found.ready)) return none;
+  const key = gone ? `gone:${roll.podInFlight}` : found.uid;
+  const boundMs = input.timeoutMs + (gone ? (input.terminationGraceMs ?? 0) : 0);
+  const sinceMs =
+    // The replacement, once created, starts its own clock: a termination
+    // that took its whole grace must not eat into the replacement's bound.
+    input.seen?.podUid === key
+      ? input.seen.sinceMs
+      : input.seen === undefined && input.stuckBefore === roll.podInFlight
+        ? input.nowMs - boundMs
+        : input.nowMs;
   const forMs = input.nowMs - sinceMs;
-  const seen = { podUid: pod.uid, sinceMs };
-  if (forMs < input.timeoutMs)
-    return { seen, stuck: undefined, released: new Set(), recheckAfterMs: input.timeoutMs - forMs };
-  const state = pod.containerState ?? "no container status yet";
-  const message = `replacement pod ${pod.name} not Ready after ${Math.round(forMs / 1000)}s (${state})${
+  const seen = { podUid: key, sinceMs };
+  if (forMs < boundMs)
+    return { seen, stuck: undefined, released: new Set(), recheckAfterMs: boundMs - forMs };
+  const state = gone
+    ? found === undefined
+      ? "no pod: not recreated"
+      : "the old pod is still terminating"
+    : (found.containerState ?? "no container status yet");
+  const message = `replacement pod ${roll.podInFlight} not Ready after ${Math.round(forMs / 1000)}s (${state})${
     input.release
       ? "; its member is no longer held in Maintenance: the Down rules apply, so peers reroute once its broker is unreachable"
       : "; its member stays in Maintenance (spec.rollout.releaseStuckReplacement is false)"
   }`;
   return {
     seen,
-    stuck: { pod: pod.name, forMs, message },
-    released: input.release ? new Set([pod.name]) : new Set(),
+    stuck: { pod: roll.podInFlight, forMs, message },
+    released: input.release ? new Set([roll.podInFlight]) : new Set(),
     recheckAfterMs: undefined,
   };
 }

@@ -8,6 +8,7 @@ import {
   planRoll,
   type RollAction,
   type RollInput,
+  rollForPodInFlight,
   rollOrder,
 } from "./roll.ts";
 
@@ -395,5 +396,34 @@ describe("rollOrder and maintenanceHolds", () => {
     expect(maintenanceHolds(r, [], NEW)).toEqual(new Set(["demo-2"]));
     expect(maintenanceHolds(r, [pod(2, { revision: NEW, ready: false })], NEW)).toEqual(new Set(["demo-2"]));
     expect(maintenanceHolds(r, [pod(2, { revision: NEW })], NEW)).toEqual(new Set());
+  });
+});
+
+describe("rollForPodInFlight (review-op)", () => {
+  it("names afresh an outdated pod in flight that replaced the one the roll named", () => {
+    const r = roll("demo-2", 600_000, {
+      podUid: "uid-2",
+      gateBlockedSince: new Date(NOW - 5_000).toISOString(),
+    });
+    const replaced = pod(2, { uid: "uid-2b", ready: false, revision: "demo-mid" });
+    const next = rollForPodInFlight(r, [pod(0), pod(1), replaced], NEW, NOW);
+    expect(next).toEqual({
+      podInFlight: "demo-2",
+      reason: "test",
+      podUid: "uid-2b",
+      podReadyAtStart: false,
+      startedAt: new Date(NOW).toISOString(),
+    });
+    // Named afresh and not Ready, its broker away: restarted without a drain.
+    const a = planRoll(input({ pods: [pod(0), pod(1), replaced], roll: next, inFlightBroker: unreachable }));
+    expect(a.kind).toBe("deletePod");
+  });
+
+  it("leaves the roll alone for the named pod, a replacement at the update revision, or no recorded uid", () => {
+    const r = roll("demo-2", 1_000, { podUid: "uid-2" });
+    expect(rollForPodInFlight(r, [pod(2)], NEW, NOW)).toBe(r);
+    expect(rollForPodInFlight(r, [pod(2, { uid: "x", revision: NEW })], NEW, NOW)).toBe(r);
+    const old = roll("demo-2");
+    expect(rollForPodInFlight(old, [pod(2, { uid: "x" })], NEW, NOW)).toBe(old);
   });
 });

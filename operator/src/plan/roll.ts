@@ -82,7 +82,7 @@ export type RollAction =
       /** The pod in flight waits for the others (the clock of gateTimeoutMs runs). */
       gateBlocked?: true;
     }
-  | { kind: "enterMaintenance"; pod: string; reason: string; podReady: boolean }
+  | { kind: "enterMaintenance"; pod: string; reason: string; podReady: boolean; podUid?: string }
   | { kind: "drain"; pod: string }
   | { kind: "cancelDrain"; pod: string; reason: string }
   | { kind: "deletePod"; pod: string; uid: string; reason: string; forced: boolean }
@@ -114,6 +114,7 @@ export function planRoll(input: RollInput): RollAction {
     kind: "enterMaintenance",
     pod: candidate.name,
     podReady: candidate.ready,
+    podUid: candidate.uid,
     reason: `runs revision ${candidate.revision ?? "(none)"}, the StatefulSet wants ${rev}${candidate.ready ? "" : " (not Ready: restarted first)"}`,
   };
 }
@@ -247,6 +248,7 @@ export function nextRollStatus(
       startedAt: new Date(nowMs).toISOString(),
       reason: action.reason,
       podReadyAtStart: action.podReady,
+      ...(action.podUid === undefined ? {} : { podUid: action.podUid }),
     };
   if (action.kind === "finish" || action.kind === "abort" || prev === undefined) return undefined;
   if (action.kind === "wait" && action.gateBlocked === true)
@@ -325,6 +327,35 @@ function gate(
   if (notActive.length > 0)
     return { kind: "wait", code: "MemberNotActive", reason: `members not Active: ${notActive.join(", ")}` };
   return undefined;
+}
+
+/**
+ * status.roll as it applies to the pod now in flight. When that pod is not
+ * the one the roll named (another uid: it was replaced since, and is still
+ * outdated, e.g. a crash-looping replacement whose image was then fixed),
+ * the roll names it afresh: its own readiness now, and a new start for the
+ * drain bound. Otherwise podReadyAtStart would describe a pod that no longer
+ * exists, and a replacement that never ran could only be restarted by force.
+ * Unchanged when no uid was recorded (older status) or the pod is at the
+ * update revision (the normal replacement).
+ */
+export function rollForPodInFlight(
+  roll: RollStatus | undefined,
+  pods: readonly PodView[],
+  updateRevision: string | undefined,
+  nowMs: number,
+): RollStatus | undefined {
+  if (roll?.podUid === undefined) return roll;
+  const pod = pods.find((p) => p.name === roll.podInFlight);
+  if (pod === undefined || pod.terminating || pod.uid === roll.podUid) return roll;
+  if (pod.revision !== undefined && pod.revision === updateRevision) return roll;
+  const { gateBlockedSince: _, ...rest } = roll;
+  return {
+    ...rest,
+    podUid: pod.uid,
+    podReadyAtStart: pod.ready,
+    startedAt: new Date(nowMs).toISOString(),
+  };
 }
 
 /** Live pods whose revision differs from the StatefulSet's update revision. */

@@ -149,6 +149,7 @@ const fullClusterStatus: Required<NaradClusterStatus> = {
     startedAt: "2026-01-01T00:00:00Z",
     reason: "image changed",
     podReadyAtStart: true,
+    podUid: "1c1c1c1c-0000-4000-8000-000000000002",
     gateBlockedSince: "2026-01-01T00:00:05Z",
   },
   selector: "app.kubernetes.io/instance=demo",

@@ -446,6 +446,7 @@ const clusterStatus = obj("Observed state, written by the operator.", {
       startedAt: timestamp("When this restart began."),
       reason: str("Why the pod is being restarted."),
       podReadyAtStart: bool("Whether the pod was Ready when the roll named it."),
+      podUid: str("uid of the pod the roll named."),
       gateBlockedSince: timestamp("Since when the other brokers keep this restart from going on."),
     },
     { required: ["podInFlight", "startedAt", "reason"] },

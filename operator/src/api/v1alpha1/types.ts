@@ -270,6 +270,12 @@ export interface RollStatus {
    * Ready then may be restarted without a confirmed drain (absent: treated as Ready).
    */
   podReadyAtStart?: boolean;
+  /**
+   * uid of the pod the roll named. A pod in flight with another uid was
+   * replaced since (a recreated pod still outdated, e.g. a crash-looping
+   * replacement whose image was then fixed): the roll names it afresh.
+   */
+  podUid?: string;
   /** RFC 3339: since when the other brokers keep this restart from going on (cleared when they are back). */
   gateBlockedSince?: string;
 }

@@ -16,6 +16,7 @@ import {
   outdatedPods,
   planRoll,
   type RollAction,
+  rollForPodInFlight,
 } from "../../plan/roll.ts";
 import { resourceNames } from "../../specs/labels.ts";
 import { StepError } from "./apply-owned.ts";
@@ -42,30 +43,43 @@ export async function rollPods(ctx: ClusterContext): Promise<StepResult> {
     .filter((p: V1Pod) => p.metadata?.labels?.[LABEL_CLUSTER] === ctx.name)
     .map((p) => podView(p, stsName))
     .filter((v): v is PodView => v !== undefined);
-  const prevRoll = cluster.status?.roll ?? undefined;
   const updateRevision = sts?.status?.updateRevision;
   const now = deps.clock.now();
+  const persistedRoll = cluster.status?.roll ?? undefined;
+  const prevRoll = rollForPodInFlight(persistedRoll, pods, updateRevision, now);
+  // A pod in flight replaced since the roll named it is named afresh, and
+  // that is persisted before anything is done to it.
+  const renamed = prevRoll !== persistedRoll ? prevRoll : undefined;
   const inFlightPod = prevRoll === undefined ? undefined : pods.find((p) => p.name === prevRoll.podInFlight);
-  const probe = inFlightPod === undefined ? undefined : await probeBroker(ctx, inFlightPod);
+  const probe =
+    inFlightPod === undefined || renamed !== undefined ? undefined : await probeBroker(ctx, inFlightPod);
 
-  let action: RollAction = planRoll({
-    nowMs: now,
-    replicas: ctx.spec.replicas,
-    updateRevision,
-    pods,
-    members: cluster.status?.members ?? [],
-    roll: prevRoll,
-    paused: ctx.spec.rollout.paused,
-    force: ctx.spec.rollout.force,
-    drainTimeoutMs: ctx.spec.rollout.drainTimeoutSeconds * 1000,
-    gateTimeoutMs: ctx.spec.rollout.gateTimeoutSeconds * 1000,
-    inFlightBroker: probe,
-    scaleBusy: cluster.status?.scale?.moves?.length
-      ? `${cluster.status.scale.moves.length} partition move(s) in flight`
-      : undefined,
-  });
+  let action: RollAction =
+    renamed !== undefined
+      ? {
+          kind: "wait",
+          code: "PodReplacing",
+          pod: renamed.podInFlight,
+          reason: `${renamed.podInFlight} was replaced since the roll named it and is still outdated: restarting the new pod (${renamed.podReadyAtStart ? "Ready" : "not Ready"})`,
+        }
+      : planRoll({
+          nowMs: now,
+          replicas: ctx.spec.replicas,
+          updateRevision,
+          pods,
+          members: cluster.status?.members ?? [],
+          roll: prevRoll,
+          paused: ctx.spec.rollout.paused,
+          force: ctx.spec.rollout.force,
+          drainTimeoutMs: ctx.spec.rollout.drainTimeoutSeconds * 1000,
+          gateTimeoutMs: ctx.spec.rollout.gateTimeoutSeconds * 1000,
+          inFlightBroker: probe,
+          scaleBusy: cluster.status?.scale?.moves?.length
+            ? `${cluster.status.scale.moves.length} partition move(s) in flight`
+            : undefined,
+        });
   const outdated = updateRevision === undefined ? 0 : outdatedPods(pods, updateRevision).length;
-  let next: RollStatus | undefined = nextRollStatus(prevRoll, action, now);
+  let next: RollStatus | undefined = renamed ?? nextRollStatus(prevRoll, action, now);
   const podOf = (name: string) => pods.find((p) => p.name === name);
   const log = ctx.log.child({ roll: action.kind, ...("pod" in action ? { pod: action.pod } : {}) });
 

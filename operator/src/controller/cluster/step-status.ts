@@ -9,6 +9,7 @@ import {
   REQUEUE_PROGRESSING_MS,
   STATUS_CONFLICT_REQUEUE_MS,
   STATUS_WAL_TIMEOUT_MS,
+  TERMINATION_GRACE_EXTRA_SECONDS,
 } from "../../constants.ts";
 import { apiMessage, httpStatus } from "../../kube/api.ts";
 import { clusterVerdict, statusNeedsWrite } from "../../plan/cluster-status.ts";
@@ -74,6 +75,8 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
     seen: deps.memory.replacementSeen.get(uid),
     timeoutMs: ctx.spec.rollout.replacementTimeoutSeconds * 1000,
     release: ctx.spec.rollout.releaseStuckReplacement,
+    stuckBefore: stuckReplacementPod(prev.conditions),
+    terminationGraceMs: (ctx.spec.rollout.drainTimeoutSeconds + TERMINATION_GRACE_EXTRA_SECONDS) * 1000,
   });
   if (replacement.seen === undefined) deps.memory.replacementSeen.delete(uid);
   else deps.memory.replacementSeen.set(uid, replacement.seen);
@@ -213,6 +216,13 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
     trust.retryAfterMs,
   ].filter((v): v is number => v !== undefined);
   return { requeueAfterMs: candidates.length ? Math.min(...candidates) : undefined };
+}
+
+/** The pod a persisted ReplacementNotReady condition names (plan/replacement.ts writes the message). */
+function stuckReplacementPod(conditions: NaradClusterStatus["conditions"]): string | undefined {
+  const c = getCondition(conditions, "Progressing");
+  if (c?.reason !== "ReplacementNotReady") return undefined;
+  return /^replacement pod (\S+) not Ready/.exec(c.message ?? "")?.[1];
 }
 
 /**
