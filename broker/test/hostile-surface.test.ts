@@ -58,3 +58,40 @@ describe("producer registry against hostile names (auth off)", () => {
     expect(res.status).toBe(201);
   });
 });
+
+describe("repeated query parameters (auth off)", () => {
+  let broker: RunningNarad;
+
+  beforeAll(async () => {
+    broker = await startNarad({ logLevel: "error" });
+    const res = await fetch(`${broker.url}/v1/topics`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ name: "rep", partitions: 1 }),
+    });
+    expect(res.status).toBe(201);
+  });
+
+  afterAll(async () => {
+    await broker?.stop();
+  });
+
+  it("reads the first value of a repeated parameter, as Narad (Go) does, never a 500", async () => {
+    const produced = await fetch(`${broker.url}/v1/topics/rep/produce?key=first&key=second&acks=wal&acks=0`, {
+      method: "POST",
+      body: "m",
+    });
+    expect(produced.status).toBe(202);
+    const consumed = await fetch(`${broker.url}/v1/topics/rep/consume?wait=2s&wait=1s&group=g&group=h`);
+    expect(consumed.status).toBe(200);
+    const msg = (await consumed.json()) as { key: string; receipt_handle: string };
+    expect(msg.key).toBe("first");
+    const acked = await fetch(
+      `${broker.url}/v1/topics/rep/ack?receipt_handle=${encodeURIComponent(msg.receipt_handle)}&receipt_handle=x`,
+      { method: "POST" },
+    );
+    expect(acked.status).toBe(204);
+    const bad = await fetch(`${broker.url}/v1/topics/rep/records?partition=0&partition=zz&offset=0`);
+    expect(bad.status).toBeLessThan(500);
+  });
+});
