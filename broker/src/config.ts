@@ -72,6 +72,8 @@ export interface LimitsConfig {
   /** scrypt checks running at once, and queued before 503. */
   hashConcurrency: number;
   hashMaxQueued: number;
+  /** Named producers in the producer registry (POST /v1/producers with a new name beyond it: 409). */
+  maxNamedProducers: number;
 }
 
 /** HTTP authentication, cluster RPC authentication and TLS (README "Security"). */
@@ -173,6 +175,7 @@ const settings = {
   "login-interval-ms": { env: "NARAD_LOGIN_INTERVAL_MS", file: "loginIntervalMs" },
   "hash-concurrency": { env: "NARAD_HASH_CONCURRENCY", file: "hashConcurrency" },
   "hash-max-queued": { env: "NARAD_HASH_MAX_QUEUED", file: "hashMaxQueued" },
+  "max-named-producers": { env: "NARAD_MAX_NAMED_PRODUCERS", file: "maxNamedProducers" },
 } as const;
 type SettingName = keyof typeof settings;
 
@@ -226,6 +229,7 @@ Limits against hostile clients (docs/security.md; a refusal counts in narad_limi
   --login-interval-ms N       then one attempt per N ms NARAD_LOGIN_INTERVAL_MS (default ${k.loginIntervalMs})
   --hash-concurrency N        scrypt checks at once      NARAD_HASH_CONCURRENCY (default ${k.hashConcurrency})
   --hash-max-queued N         queued checks before 503   NARAD_HASH_MAX_QUEUED (default ${k.hashMaxQueued})
+  --max-named-producers N     named producers in the registry NARAD_MAX_NAMED_PRODUCERS (default ${k.maxNamedProducers})
   --dev                       single node on 127.0.0.1 with data under ./data
 `;
 
@@ -409,6 +413,7 @@ export function loadConfig(
       loginIntervalMs: count("login-interval-ms", k.loginIntervalMs),
       hashConcurrency: count("hash-concurrency", k.hashConcurrency),
       hashMaxQueued: count("hash-max-queued", k.hashMaxQueued),
+      maxNamedProducers: count("max-named-producers", k.maxNamedProducers),
     },
   };
   if (config.limits.headersTimeoutMs > config.limits.requestTimeoutMs)

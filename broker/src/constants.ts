@@ -149,3 +149,5 @@ export const loginIntervalMs = 12_000;
 /** At most this many scrypt checks at once (Narad v1: 4 bcrypt checks). */
 export const hashConcurrency = 4;
 export const hashMaxQueued = 256;
+/** Named producers the registry keeps (each named init rewrites the whole registry file). */
+export const maxNamedProducers = 10_000;

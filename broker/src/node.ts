@@ -125,7 +125,9 @@ export async function startBroker(
   const registryStore =
     opts.producerRegistryStore ?? (clustered ? undefined : fileRegistryStore(config.dataDir));
   const producerRegistry =
-    registryStore === undefined ? undefined : await openProducerRegistry(registryStore);
+    registryStore === undefined
+      ? undefined
+      : await openProducerRegistry(registryStore, undefined, config.limits.maxNamedProducers);
   const commitWaiters = new CommitWaiters();
   const logs = await openLogStore({
     producerEpoch: (id) => producerRegistry?.epochOf(id),

@@ -146,7 +146,7 @@ export class Authenticator {
     }
     // NUL cannot occur in a username (Basic splits at ":"; the users file forbids it).
     const throttleKey = `${userName}\0${client}`;
-    const gate = this.#d.throttle.begin(throttleKey, now);
+    const gate = this.#d.throttle.begin(throttleKey, now, client);
     if (!gate.allowed) {
       const retryAfterSeconds = Math.max(1, Math.ceil(gate.retryAfterMs / 1000));
       return {
@@ -165,7 +165,9 @@ export class Authenticator {
           ? (await this.#d.passwords.verify(absentHash, password)) && false
           : await this.#d.passwords.verify(user.password, password);
     } catch (err) {
-      if (err instanceof BusyError)
+      if (err instanceof BusyError) {
+        // No password was checked: the attempt does not count against the user.
+        this.#d.throttle.refund(throttleKey);
         return {
           ok: false,
           status: 503,
@@ -174,6 +176,7 @@ export class Authenticator {
           message: err.message,
           retryAfterSeconds: 1,
         };
+      }
       throw err;
     }
     if (!ok || user === undefined || knownKey === undefined) {

@@ -56,4 +56,27 @@ describe("LoginThrottle", () => {
     expect(t.begin("d", 1)).toMatchObject({ allowed: false, reason: "table_full" });
     expect(t.begin("d", 60_000).allowed).toBe(true);
   });
+
+  it("one client address cannot fill the table and lock everyone else out", () => {
+    const t = new LoginThrottle({ ...small, maxEntries: 100, maxEntriesPerClient: 10 });
+    // A stranger at 6.6.6.6 cycles through made-up usernames, 5 attempts each.
+    for (let u = 0; u < 200; u++) for (let i = 0; i < 5; i++) t.begin(`u${u}@6.6.6.6`, 0, "6.6.6.6");
+    expect(t.size).toBe(10);
+    expect(t.begin("u999\x006.6.6.6", 1, "6.6.6.6")).toMatchObject({ allowed: false, reason: "table_full" });
+    // The real user, from her own address, still gets her attempts.
+    expect(t.begin("alice\x0010.0.0.1", 1, "10.0.0.1")).toEqual({ allowed: true });
+    // The stranger's share comes back as its entries expire.
+    expect(t.begin("u999\x006.6.6.6", 60_000, "6.6.6.6").allowed).toBe(true);
+  });
+
+  it("a refunded attempt (no password checked) does not count", () => {
+    const t = new LoginThrottle();
+    for (let i = 0; i < 50; i++) {
+      expect(t.begin("bob", 0, "a").allowed).toBe(true);
+      t.refund("bob");
+    }
+    expect(t.size).toBe(0);
+    for (let i = 0; i < 5; i++) expect(t.begin("bob", 0, "a").allowed).toBe(true);
+    expect(t.begin("bob", 0, "a").allowed).toBe(false);
+  });
 });

@@ -60,8 +60,18 @@ export class CommitWaiters {
     }
   }
 
-  /** Outcomes of seqs [first, last], or undefined for those not settled within timeoutMs. */
-  async wait(first: number, last: number, timeoutMs: number): Promise<Array<CommitOutcome | undefined>> {
+  /**
+   * Outcomes of seqs [first, last], or undefined for those not settled within
+   * timeoutMs or before `signal` aborts (the client hung up: its admission
+   * share is back, so its records must not stay referenced here for the
+   * rest of the timeout).
+   */
+  async wait(
+    first: number,
+    last: number,
+    timeoutMs: number,
+    signal?: AbortSignal,
+  ): Promise<Array<CommitOutcome | undefined>> {
     const out = new Array<CommitOutcome | undefined>(last - first + 1);
     const pending: Array<Promise<void>> = [];
     const registered: number[] = [];
@@ -86,13 +96,18 @@ export class CommitWaiters {
     }
     if (pending.length === 0) return out;
     let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
     await Promise.race([
       Promise.all(pending),
       new Promise<void>((resolve) => {
         timer = setTimeout(resolve, timeoutMs);
+        onAbort = resolve;
+        if (signal?.aborted) resolve();
+        else signal?.addEventListener("abort", onAbort, { once: true });
       }),
     ]);
     clearTimeout(timer);
+    if (onAbort !== undefined) signal?.removeEventListener("abort", onAbort);
     for (const seq of registered) this.#waiting.delete(seq);
     return out;
   }

@@ -23,6 +23,19 @@ export interface AppOptions {
   serverFactory?: (handler: RequestListener) => HttpsServer;
 }
 
+/**
+ * Query strings as Narad (Go) reads them (url.Values.Get): a repeated
+ * parameter counts once, with its first value. fastify's default turns
+ * `?wait=1s&wait=2s` into an array, which the routes (typed as strings)
+ * crashed on (500) or misread (`key=a&key=b` became a key of two zero
+ * bytes), and which the authoriser and the route could read differently.
+ */
+export function firstValueQuery(raw: string): Record<string, string> {
+  const out: Record<string, string> = Object.create(null);
+  for (const [k, v] of new URLSearchParams(raw)) if (!Object.hasOwn(out, k)) out[k] = v;
+  return out;
+}
+
 export function buildApp(
   s: BrokerServices,
   logger: FastifyBaseLogger,
@@ -43,6 +56,7 @@ export function buildApp(
     // Topic names are case-sensitive and may contain dots.
     routerOptions: { caseSensitive: true, ignoreTrailingSlash: true, maxParamLength: 512 },
     return503OnClosing: true,
+    querystringParser: firstValueQuery,
   });
   // A serverFactory (HTTPS) ignores the http options above.
   app.server.headersTimeout = lim.headersTimeoutMs;

@@ -39,7 +39,8 @@ export function initNamed(
   name: string,
   freshId: () => string,
 ): { state: RegistryState; id: string; epoch: number } {
-  const cur = state.named[name];
+  // Own entries only: "constructor" or "__proto__" are valid names, not Object.prototype's members.
+  const cur = Object.hasOwn(state.named, name) ? state.named[name] : undefined;
   if (cur !== undefined && cur.epoch >= maxRegistryEpoch)
     throw new Error(`producer "${name}" has used every epoch`);
   const next = cur === undefined ? { id: freshId(), epoch: 0 } : { id: cur.id, epoch: cur.epoch + 1 };

@@ -8,6 +8,7 @@
 
 import { mkdir, open, readFile, rename } from "node:fs/promises";
 import { join } from "node:path";
+import { conflict } from "../errors.ts";
 import {
   emptyRegistryState,
   epochIn,
@@ -45,10 +46,16 @@ export class RegistryConflict extends Error {}
 
 export const defaultIdBlock = 1000;
 
-/** A registry over `store`; inits are serialised, unnamed ids come from blocks of `block`. */
+/**
+ * A registry over `store`; inits are serialised, unnamed ids come from blocks
+ * of `block`. A new name beyond `maxNamed` names is refused (409): every
+ * named producer stays in the state for ever and each named init rewrites
+ * the whole state, so without a cap any client could grow it without bound.
+ */
 export async function openProducerRegistry(
   store: RegistryStore,
   block = defaultIdBlock,
+  maxNamed = Number.POSITIVE_INFINITY,
 ): Promise<ProducerRegistry> {
   let { state, rev } = await store.load();
   let byId = indexById(state);
@@ -103,7 +110,12 @@ export async function openProducerRegistry(
       serial(async () => {
         if (name === undefined) return { id: idOf(await freshNumber()), epoch: 0 };
         // A new name needs an id first (from this broker's block).
-        const known = (store.peek?.() ?? state).named[name] !== undefined;
+        const latest = store.peek?.() ?? state;
+        const known = Object.hasOwn(latest.named, name);
+        if (!known && Object.keys(latest.named).length >= maxNamed)
+          throw conflict(
+            `the producer registry holds ${maxNamed} named producers, its limit (--max-named-producers); reuse a name or raise the limit`,
+          );
         const n = known ? -1 : await freshNumber();
         return update((s) => {
           const r = initNamed(s, name, () => idOf(n >= 0 ? n : s.nextId));

@@ -20,6 +20,7 @@ import {
 } from "../../core/batch-codec.ts";
 import { choosePartition, createRotator, generateKey } from "../../core/partitioner.ts";
 import type { WalRecordInput } from "../../core/records.ts";
+import type { CommitWaiters } from "../../dispatch/commit-waiters.ts";
 import { badRequest, NaradError, unavailable } from "../../errors.ts";
 import type { TopicConfig } from "../../meta/types.ts";
 import { parseOptionalInt } from "../params.ts";
@@ -161,7 +162,18 @@ export function produceRoutes(s: BrokerServices) {
       const last = appended?.lastSeq;
       if (first === undefined || last === undefined || last - first + 1 !== records.length)
         throw new CodedRefusal(503, "acks_all_unavailable", "the WAL did not report the records' seqs", 1);
-      const outcomes = await waiters!.wait(first, last, ackTimeoutMs);
+      // A client that hangs up stops waiting: the response close already gave
+      // its admission share back, and its records are committed anyway.
+      const hangUp = new AbortController();
+      const onClose = () => hangUp.abort();
+      if (request.raw.socket?.destroyed === true) hangUp.abort();
+      else request.raw.socket?.once("close", onClose);
+      let outcomes: Awaited<ReturnType<CommitWaiters["wait"]>>;
+      try {
+        outcomes = await waiters!.wait(first, last, ackTimeoutMs, hangUp.signal);
+      } finally {
+        request.raw.socket?.off("close", onClose);
+      }
       const answer = acksAllAnswer(
         records.map((r) => r.partition),
         outcomes,

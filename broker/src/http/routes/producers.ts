@@ -5,6 +5,7 @@
 // 201 {"producer_id": "...", "epoch": N}.
 
 import type { FastifyInstance } from "fastify";
+import { NaradError } from "../../errors.ts";
 import { producerNamePattern } from "../../producers/registry-state.ts";
 import type { BrokerServices } from "../services.ts";
 
@@ -32,7 +33,15 @@ export function producerRoutes(s: BrokerServices) {
           .code(400)
           .send({ error: "name must be 1-128 chars of [A-Za-z0-9._-]", code: "bad_request" });
       }
-      const id = await registry.init(name as string | undefined);
+      let id: Awaited<ReturnType<typeof registry.init>>;
+      try {
+        id = await registry.init(name as string | undefined);
+      } catch (err) {
+        // The registry is full (--max-named-producers): a 409 naming the setting.
+        if (err instanceof NaradError && err.code === "CONFLICT")
+          s.metrics.limitRefusals.inc({ limit: "named_producers" });
+        throw err;
+      }
       return reply.code(201).send({ producer_id: id.id, epoch: id.epoch });
     });
   };
