@@ -12,7 +12,6 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { OpenedPartitionLog } from "../log/partition-log.ts";
 import { topicFixture } from "../meta/contract.ts";
-import type { PbMoveVerifyResponse } from "../rpc/proto.ts";
 import { createMemoryCluster } from "../testing/memory-metastore.ts";
 import { MoveSource } from "./source.ts";
 
