@@ -23,7 +23,13 @@ import {
   skipHas,
 } from "../broker/src/core/dispatch-plan.ts";
 import type { CommitRecord, WalRecordInput } from "../broker/src/core/records.ts";
-import { type InDoubtMarks, isInDoubt, markInDoubt, pruneInDoubt } from "../broker/src/dispatch/in-doubt.ts";
+import {
+  doubtsOf,
+  type InDoubtMarks,
+  isInDoubt,
+  markInDoubt,
+  pruneInDoubt,
+} from "../broker/src/dispatch/in-doubt.ts";
 import type { DispatcherOptions } from "../broker/src/dispatch/types.ts";
 import { readWindow } from "../broker/src/dispatch/window-reader.ts";
 import { commitNeverApplied, isPartitionMoving } from "../broker/src/rpc/status.ts";
@@ -198,7 +204,7 @@ export class SimDispatcher {
       resolve: (t, p) => this.#env.resolve(t, p),
       partitionCount: (t) => this.#env.partitionCount(t),
       failures: this.#failures,
-      inDoubt: (lane, seq) => isInDoubt(this.inDoubt, lane, seq, now, holdMs),
+      inDoubt: (topic, partition, seq) => isInDoubt(this.inDoubt, topic, partition, seq, now, holdMs),
       options: this.#o,
     });
     this.passes++;
@@ -321,7 +327,7 @@ export class SimDispatcher {
       committed.push(...r.committedSeqs);
       const f = r.failure;
       if (f !== undefined && !(f.outcome === "error" && commitNeverApplied(f.error))) {
-        markInDoubt(this.inDoubt, r.lane.key, f.seqs, now);
+        markInDoubt(this.inDoubt, r.lane.topic, r.lane.partition, f.seqs, now);
         env.trace(
           `${env.localNodeId} in doubt on ${r.lane.topic}/${r.lane.partition}@${r.lane.nodeId}: seqs ${f.seqs.join(",")} (${f.outcome})`,
         );
@@ -336,7 +342,7 @@ export class SimDispatcher {
     if (p.plan.reroutes.length > 0) {
       const input: WalRecordInput[] = [];
       for (const g of p.plan.reroutes) {
-        const marks = this.inDoubt.get(g.laneKey);
+        const marks = doubtsOf(this.inDoubt, g.topic, g.fromPartition);
         const expired = g.moves.filter((mv) => marks?.has(mv.record.seq) === true);
         if (expired.length > 0) env.expiredDoubts(expired.map((mv) => mv.record.payload.toString()));
         for (const m of g.moves) {
