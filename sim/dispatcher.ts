@@ -44,7 +44,8 @@ export interface CommitAnswer {
 export interface DispatchEnv {
   readonly localNodeId: string;
   now(): number;
-  resolve(topic: string, partition: number): Destination;
+  /** Where (topic, partition) of incarnation `topicUid` lives; topic-missing when that incarnation is gone. */
+  resolve(topic: string, partition: number, topicUid?: string): Destination;
   partitionCount(topic: string): number;
   /** The local PartitionLog.commitDurable; throws its errors. */
   commitLocal(topic: string, partition: number, records: readonly CommitRecord[]): CommitAnswer;
@@ -58,7 +59,7 @@ export interface DispatchEnv {
     answer: (result: CommitAnswer | { error: Error }) => void,
   ): void;
   /** The stale-replica defense (Metastore.confirmTopicDeleted); may throw (API unreachable). */
-  confirmTopicDeleted(topic: string): boolean;
+  confirmTopicDeleted(topic: string, uid?: string): boolean;
   /** A named crash point: true means this broker dies here (the caller stops at once). */
   crashAt(point: string): boolean;
   trace(msg: string): void;
@@ -201,7 +202,7 @@ export class SimDispatcher {
       records: read.records,
       incarnation: wal.incarnation,
       localNodeId: this.#env.localNodeId,
-      resolve: (t, p) => this.#env.resolve(t, p),
+      resolve: (t, p, uid) => this.#env.resolve(t, p, uid),
       partitionCount: (t) => this.#env.partitionCount(t),
       failures: this.#failures,
       inDoubt: (topic, partition, seq) => isInDoubt(this.inDoubt, topic, partition, seq, now, holdMs),
@@ -329,7 +330,7 @@ export class SimDispatcher {
       if (f !== undefined && !(f.outcome === "error" && commitNeverApplied(f.error))) {
         markInDoubt(this.inDoubt, r.lane.topic, r.lane.partition, f.seqs, now);
         env.trace(
-          `${env.localNodeId} in doubt on ${r.lane.topic}/${r.lane.partition}@${r.lane.nodeId}: seqs ${f.seqs.join(",")} (${f.outcome})`,
+          `${env.localNodeId} in doubt on ${r.lane.topic}/${r.lane.partition}@${r.lane.nodeId}: seqs ${f.seqs.join(",")} (${f.outcome}${f.outcome === "error" && f.error instanceof Error ? `: ${f.error.message}` : ""})`,
         );
       }
       if (f === undefined) continue;
@@ -349,6 +350,8 @@ export class SimDispatcher {
           const r = m.record;
           input.push({
             topic: r.topic,
+            // The copy keeps the incarnation the group resolved to (dispatcher.ts reroute).
+            ...(g.topicUid === undefined ? {} : { topicUid: g.topicUid }),
             key: r.key,
             partition: m.toPartition,
             createdMs: r.createdMs,
@@ -368,7 +371,7 @@ export class SimDispatcher {
     for (const m of p.plan.missingTopics) {
       let confirmed = false;
       try {
-        confirmed = env.confirmTopicDeleted(m.topic);
+        confirmed = env.confirmTopicDeleted(m.topic, m.topicUid);
       } catch {
         failed = true;
       }
