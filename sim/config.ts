@@ -40,20 +40,21 @@ export interface FaultFlags {
   /**
    * Found by this sim (F2): the source of a move restarts after the owner
    * swap but before the destination installed; its resume() re-freezes the
-   * moved-away copy under token "", which refuses the destination's freeze.
+   * moved-away copy under token "", which refused the destination's freeze
+   * (fixed: a moved-away freeze accepts any move's token).
    * Off: the sim does not restart a swapped move's source.
    */
   sourceRestartAfterSwap: boolean;
 }
 
 export const noKnownBugFlags: FaultFlags = {
-  topicRecreate: false,
-  longViewLag: false,
+  topicRecreate: true, // topic identity: records carry the uid, the sim models resolve/commit/confirm by uid
+  longViewLag: true, // the handoff freeze at install is permanent (sim/moves models it)
   shrinkingWindow: true, // the prune fix is in (dispatch/in-doubt.ts)
-  inDoubtPrune: true,
-  longMaintenance: false,
-  skipSetCrash: false,
-  sourceRestartAfterSwap: false,
+  inDoubtPrune: true, // and doubts are keyed by partition, so a move keeps them (F3)
+  longMaintenance: true, // passes 200 seeds; the sim does not model parking (the real fix of the stall)
+  skipSetCrash: false, // F1 is not fixed (the skip-set is memory), although 200 seeds do not reach a duplicate
+  sourceRestartAfterSwap: true, // F2: a moved-away freeze accepts any move's token (source.ts, modelled)
 };
 
 export const allFlags: FaultFlags = {

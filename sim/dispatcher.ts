@@ -23,7 +23,13 @@ import {
   skipHas,
 } from "../broker/src/core/dispatch-plan.ts";
 import type { CommitRecord, WalRecordInput } from "../broker/src/core/records.ts";
-import { type InDoubtMarks, isInDoubt, markInDoubt, pruneInDoubt } from "../broker/src/dispatch/in-doubt.ts";
+import {
+  doubtsOf,
+  type InDoubtMarks,
+  isInDoubt,
+  markInDoubt,
+  pruneInDoubt,
+} from "../broker/src/dispatch/in-doubt.ts";
 import type { DispatcherOptions } from "../broker/src/dispatch/types.ts";
 import { readWindow } from "../broker/src/dispatch/window-reader.ts";
 import { commitNeverApplied, isPartitionMoving } from "../broker/src/rpc/status.ts";
@@ -38,7 +44,8 @@ export interface CommitAnswer {
 export interface DispatchEnv {
   readonly localNodeId: string;
   now(): number;
-  resolve(topic: string, partition: number): Destination;
+  /** Where (topic, partition) of incarnation `topicUid` lives; topic-missing when that incarnation is gone. */
+  resolve(topic: string, partition: number, topicUid?: string): Destination;
   partitionCount(topic: string): number;
   /** The local PartitionLog.commitDurable; throws its errors. */
   commitLocal(topic: string, partition: number, records: readonly CommitRecord[]): CommitAnswer;
@@ -52,7 +59,7 @@ export interface DispatchEnv {
     answer: (result: CommitAnswer | { error: Error }) => void,
   ): void;
   /** The stale-replica defense (Metastore.confirmTopicDeleted); may throw (API unreachable). */
-  confirmTopicDeleted(topic: string): boolean;
+  confirmTopicDeleted(topic: string, uid?: string): boolean;
   /** A named crash point: true means this broker dies here (the caller stops at once). */
   crashAt(point: string): boolean;
   trace(msg: string): void;
@@ -195,10 +202,10 @@ export class SimDispatcher {
       records: read.records,
       incarnation: wal.incarnation,
       localNodeId: this.#env.localNodeId,
-      resolve: (t, p) => this.#env.resolve(t, p),
+      resolve: (t, p, uid) => this.#env.resolve(t, p, uid),
       partitionCount: (t) => this.#env.partitionCount(t),
       failures: this.#failures,
-      inDoubt: (lane, seq) => isInDoubt(this.inDoubt, lane, seq, now, holdMs),
+      inDoubt: (topic, partition, seq) => isInDoubt(this.inDoubt, topic, partition, seq, now, holdMs),
       options: this.#o,
     });
     this.passes++;
@@ -321,9 +328,9 @@ export class SimDispatcher {
       committed.push(...r.committedSeqs);
       const f = r.failure;
       if (f !== undefined && !(f.outcome === "error" && commitNeverApplied(f.error))) {
-        markInDoubt(this.inDoubt, r.lane.key, f.seqs, now);
+        markInDoubt(this.inDoubt, r.lane.topic, r.lane.partition, f.seqs, now);
         env.trace(
-          `${env.localNodeId} in doubt on ${r.lane.topic}/${r.lane.partition}@${r.lane.nodeId}: seqs ${f.seqs.join(",")} (${f.outcome})`,
+          `${env.localNodeId} in doubt on ${r.lane.topic}/${r.lane.partition}@${r.lane.nodeId}: seqs ${f.seqs.join(",")} (${f.outcome}${f.outcome === "error" && f.error instanceof Error ? `: ${f.error.message}` : ""})`,
         );
       }
       if (f === undefined) continue;
@@ -336,13 +343,15 @@ export class SimDispatcher {
     if (p.plan.reroutes.length > 0) {
       const input: WalRecordInput[] = [];
       for (const g of p.plan.reroutes) {
-        const marks = this.inDoubt.get(g.laneKey);
+        const marks = doubtsOf(this.inDoubt, g.topic, g.fromPartition);
         const expired = g.moves.filter((mv) => marks?.has(mv.record.seq) === true);
         if (expired.length > 0) env.expiredDoubts(expired.map((mv) => mv.record.payload.toString()));
         for (const m of g.moves) {
           const r = m.record;
           input.push({
             topic: r.topic,
+            // The copy keeps the incarnation the group resolved to (dispatcher.ts reroute).
+            ...(g.topicUid === undefined ? {} : { topicUid: g.topicUid }),
             key: r.key,
             partition: m.toPartition,
             createdMs: r.createdMs,
@@ -362,7 +371,7 @@ export class SimDispatcher {
     for (const m of p.plan.missingTopics) {
       let confirmed = false;
       try {
-        confirmed = env.confirmTopicDeleted(m.topic);
+        confirmed = env.confirmTopicDeleted(m.topic, m.topicUid);
       } catch {
         failed = true;
       }

@@ -13,6 +13,7 @@ import type { PodView } from "../operator/src/plan/pods.ts";
 import { liveTopic } from "./model/metastore.ts";
 import { partitionKey, type SimNode } from "./model/node.ts";
 import { destStart } from "./moves/destination.ts";
+import { sourceForget } from "./moves/source.ts";
 import type { World } from "./world.ts";
 
 export interface OperatorMove {
@@ -208,7 +209,12 @@ export class OperatorModel {
           all = false; // "still exists here": the broker refuses until its replica caught up
           continue;
         }
-        for (const key of [...n.disk.logs.keys()]) if (key.startsWith(`${t.name}/`)) n.disk.logs.delete(key);
+        for (const key of [...n.disk.logs.keys()]) {
+          if (!key.startsWith(`${t.name}/`)) continue;
+          n.disk.logs.delete(key);
+          // The partition directory goes with its moved-away mark; the freeze of the deleted incarnation ends.
+          sourceForget(n, key);
+        }
       }
       if (all) {
         w.meta.removeTopic(w.now, t.name);

@@ -8,6 +8,11 @@ import { type Destination, skipHas } from "../broker/src/core/dispatch-plan.ts";
 import { partitionForKey } from "../broker/src/core/partitioner.ts";
 import type { CommitRecord } from "../broker/src/core/records.ts";
 import { destinationOf } from "../broker/src/core/routing.ts";
+import {
+  batchTopicUid,
+  TopicIdentityError,
+  topicIdentityProblem,
+} from "../broker/src/core/topic-identity.ts";
 import { badRequest, notFound } from "../broker/src/errors.ts";
 import { NotOwnerError } from "../broker/src/rpc/status.ts";
 import { type Prng, prng } from "../broker/src/testing/prng.ts";
@@ -207,26 +212,30 @@ export class World {
     return {
       localNodeId: n.id,
       now: () => this.now,
-      resolve: (topic, p): Destination => {
-        // dispatch/cluster-destinations.ts resolve, over this node's replica.
+      resolve: (topic, p, topicUid): Destination => {
+        // dispatch/cluster-destinations.ts resolve, over this node's replica:
+        // a record of another incarnation than the live namesake's is topic-missing.
         const v = this.view(n);
         const t = liveTopic(v, topic);
         if (t === undefined || p >= t.partitions) return { kind: "topic-missing" };
-        return destinationOf(n.id, t.owners[p] ?? "", v.members);
+        if (topicUid !== undefined && topicUid !== String(t.uid)) return { kind: "topic-missing" };
+        const d = destinationOf(n.id, t.owners[p] ?? "", v.members);
+        return d.kind === "owner" ? { ...d, topicUid: String(t.uid) } : d;
       },
       partitionCount: (topic) => liveTopic(this.view(n), topic)?.partitions ?? 0,
       commitLocal: (topic, p, records) => this.#commitInto(n, topic, p, records, "local"),
       sendCommit: (to, topic, p, records, deadlineMs, answer) =>
         this.#sendCommit(n, to, topic, p, records, deadlineMs, answer),
-      confirmTopicDeleted: (topic) => {
+      confirmTopicDeleted: (topic, uid) => {
         if (this.faultsOn && this.rng.bool(0.1)) {
           this.#fault("api-unavailable");
           throw new Error("API server unreachable");
         }
         // Replica absent, then a quorum read: objects being deleted count as gone (kube-metastore.ts).
-        return (
-          liveTopic(this.view(n), topic) === undefined && liveTopic(this.meta.latest, topic) === undefined
-        );
+        // With a uid, what must be gone is that incarnation: a namesake with another uid keeps nothing alive.
+        const alive = (t: { uid: number } | undefined) =>
+          t !== undefined && (uid === undefined || String(t.uid) === uid);
+        return !alive(liveTopic(this.view(n), topic)) && !alive(liveTopic(this.meta.latest, topic));
       },
       crashAt: (point) => this.crashAt(n, point),
       trace: (msg) => this.log(msg),
@@ -258,6 +267,12 @@ export class World {
   ): CommitAnswer {
     const key = partitionKey(topic, p);
     if (n.mem?.holds.has(key) === true) throw new SimLogError("PARTITION_MOVING", `${key} is being moved in`);
+    // core/topic-identity.ts: the owner appends only when its view is the commit's incarnation.
+    const batch = batchTopicUid(records);
+    if (!batch.ok) throw new TopicIdentityError(batch.problem);
+    const live = liveTopic(this.view(n), topic);
+    const problem = topicIdentityProblem(topic, live && { uid: String(live.uid) }, batch.uid);
+    if (problem !== undefined) throw new TopicIdentityError(problem);
     const log = openLog(this.moveCtx, n, topic, p);
     const res = log.commit(records);
     if (res.appended > 0)
@@ -395,6 +410,8 @@ export class World {
     n.disk.wal.append([
       {
         topic: t.name,
+        // Records carry the incarnation the ingress accepted them for (WAL formats 3/4).
+        topicUid: String(t.uid),
         key,
         partition: partitionForKey(key, t.partitions),
         createdMs: this.now,

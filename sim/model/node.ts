@@ -25,6 +25,8 @@ export interface NodeDisk {
   markers: Map<string, MoveMarker>;
   /** Partitions given away whose local copy waits for deletion (the moved-away file). */
   movedAway: Set<string>;
+  /** Moved-away partitions whose mark says "handoff" (the destination confirmed the install). */
+  handedOff: Set<string>;
 }
 
 export interface NodeMemory {
@@ -62,5 +64,6 @@ export function newDisk(incarnation: string): NodeDisk {
     staged: new Map(),
     markers: new Map(),
     movedAway: new Set(),
+    handedOff: new Set(),
   };
 }

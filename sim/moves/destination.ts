@@ -3,9 +3,10 @@
 // catchUpStep decide), freeze the source and copy the rest (finalize) →
 // ready; while ready renew the freeze every renewInterval; once this node's
 // view names it owner, finalize once more (or, with the source unreachable,
-// install if the freeze is known to hold) and install → done. After install
-// nothing renews the freeze: the source keeps it only once its own view
-// shows the swap (source.ts movedAway).
+// install if the freeze is known to hold) and install → done. The last
+// finalize is the handoff (moveFreeze handoff: true): from then on the
+// source's freeze never lapses, whatever its view says; a source unreachable
+// at install is told later (#handOffLater), until then its freeze may lapse.
 
 import {
   type CatchUpProgress,
@@ -18,7 +19,7 @@ import { liveTopic, ownerOf } from "../model/metastore.ts";
 import { partitionKey, type SimNode } from "../model/node.ts";
 import { SimPartitionLog } from "../model/partition-log.ts";
 import { type MoveContext, MoveRpcError } from "./context.ts";
-import { type SourceManifest, sourceFreeze, sourceManifest, sourceUnfreeze } from "./source.ts";
+import { type SourceManifest, sourceForget, sourceFreeze, sourceManifest, sourceUnfreeze } from "./source.ts";
 
 export type MoveState = "copying" | "ready" | "done" | "failed";
 
@@ -33,6 +34,8 @@ export interface DestMove {
   frozenAtMs: number;
   destHwm: number;
   nextAtMs: number;
+  /** The source confirmed the handoff (its freeze can no longer lapse). */
+  handedOff: boolean;
   error?: string;
 }
 
@@ -92,6 +95,7 @@ export function launch(
     frozenAtMs: 0,
     destHwm: 0,
     nextAtMs: ctx.now(),
+    handedOff: false,
   });
   n.mem!.holds.add(key);
   if (!n.disk.staged.has(key)) n.disk.staged.set(key, emptyStage(ctx, n, mk.topic));
@@ -119,12 +123,35 @@ export function destRecover(ctx: MoveContext, n: SimNode): void {
 
 /** Whether a move has work to do now. */
 export function destDue(ctx: MoveContext, _n: SimNode, m: DestMove): boolean {
-  return (m.state === "copying" || m.state === "ready") && ctx.now() >= m.nextAtMs;
+  const handOffDue = m.state === "done" && !m.handedOff;
+  return (m.state === "copying" || m.state === "ready" || handOffDue) && ctx.now() >= m.nextAtMs;
+}
+
+/** MoveManager.#handOffLater: one attempt to tell an unreachable-at-install source of the handoff. */
+function handOffLater(ctx: MoveContext, n: SimNode, m: DestMove): void {
+  try {
+    ctx.call(n, m.from, "moveFreeze", (src) =>
+      sourceFreeze(ctx, src, m.topic, m.partition, m.token, ctx.timing.freezeTtlMs, true),
+    );
+    m.handedOff = true;
+    ctx.trace(`${n.id} move ${partitionKey(m.topic, m.partition)}: source confirmed the handoff`);
+  } catch (err) {
+    const e = err instanceof MoveRpcError ? err : undefined;
+    if (e?.code === "CONFLICT" || e?.code === "NOT_FOUND") {
+      m.handedOff = true; // nothing left to freeze there
+      return;
+    }
+    m.nextAtMs = ctx.now() + ctx.timing.moveRetryMs;
+  }
 }
 
 /** One turn of MoveManager.#loop. */
 export function destStep(ctx: MoveContext, n: SimNode, m: DestMove): void {
   const key = partitionKey(m.topic, m.partition);
+  if (m.state === "done") {
+    handOffLater(ctx, n, m);
+    return;
+  }
   const v = ctx.view(n);
   if (liveTopic(v, m.topic) === undefined) {
     fail(ctx, n, m, "the topic was deleted");
@@ -183,12 +210,13 @@ function copy(n: SimNode, key: string, man: SourceManifest): void {
   n.disk.staged.set(key, man.log.prefix(man.bytes));
 }
 
-function finalize(ctx: MoveContext, n: SimNode, m: DestMove, key: string): void {
+function finalize(ctx: MoveContext, n: SimNode, m: DestMove, key: string, handoff = false): void {
   for (let attempt = 0; ; attempt++) {
     const man = ctx.call(n, m.from, "moveFreeze", (src) =>
-      sourceFreeze(ctx, src, m.topic, m.partition, m.token, ctx.timing.freezeTtlMs),
+      sourceFreeze(ctx, src, m.topic, m.partition, m.token, ctx.timing.freezeTtlMs, handoff),
     );
     m.frozenAtMs = ctx.now();
+    if (handoff) m.handedOff = true;
     if (ctx.crashAt(n, "move-freeze")) throw new MoveRpcError("UNAVAILABLE", "crashed");
     copy(n, key, man);
     const staged = n.disk.staged.get(key);
@@ -214,7 +242,8 @@ function renew(ctx: MoveContext, n: SimNode, m: DestMove, key: string): void {
 
 function install(ctx: MoveContext, n: SimNode, m: DestMove, key: string): void {
   try {
-    finalize(ctx, n, m, key);
+    // The handoff: from this answer on the source's freeze never lapses.
+    finalize(ctx, n, m, key, true);
   } catch (err) {
     if (n.mem === undefined) return;
     if (m.frozenAtMs + ctx.timing.freezeTtlMs <= ctx.now()) throw err;
@@ -224,10 +253,13 @@ function install(ctx: MoveContext, n: SimNode, m: DestMove, key: string): void {
   if (ctx.crashAt(n, "move-install")) return;
   const staged = n.disk.staged.get(key)!;
   n.disk.logs.set(key, staged);
+  // The directory is replaced (moved-away mark and all); onInstalled → MoveSource.forget.
+  sourceForget(n, key);
   n.disk.staged.delete(key);
   n.disk.markers.delete(key);
   n.mem.holds.delete(key);
   m.state = "done";
+  m.nextAtMs = ctx.now() + ctx.timing.moveRetryMs;
   ctx.trace(`${n.id} move ${key} done: installed hwm ${staged.highWatermark}`);
 }
 

@@ -13,6 +13,8 @@ export interface SourceFreeze {
   token: string;
   expiresAtMs: number;
   movedAway: boolean;
+  /** The destination installed the copy (source.ts #handOff): only a new install here ends the freeze. */
+  handedOff: boolean;
 }
 
 export interface SourceManifest {
@@ -74,22 +76,31 @@ export function sourceFreeze(
   partition: number,
   token: string,
   ttlMs: number,
+  handoff = false,
 ): SourceManifest {
   const log = check(ctx, n, topic, partition);
   const m = mem(n);
   const key = partitionKey(topic, partition);
   const held = m.freezes.get(key);
-  if (held !== undefined && held.token !== token)
+  // A given-away copy stays frozen for good, so any move may renew it (a
+  // restarted source re-freezes it under no token of the move finishing: F2).
+  if (held !== undefined && held.token !== token && !held.movedAway)
     throw new MoveRpcError("CONFLICT", `${key} frozen by another move`);
   let f = held;
   if (f === undefined) {
-    f = { token, expiresAtMs: 0, movedAway: false };
+    f = { token, expiresAtMs: 0, movedAway: false, handedOff: false };
     m.freezes.set(key, f);
     ctx.trace(`${n.id} source froze ${key}`);
   }
   if (!f.movedAway) f.expiresAtMs = ctx.now() + Math.max(1, ttlMs);
   log.frozen = true;
-  if (ownerOf(ctx.view(n), topic, partition) !== n.id) movedAway(ctx, n, key, f);
+  if (handoff) {
+    // The destination installed: whatever our view says, nothing may land here again.
+    if (!f.handedOff) ctx.trace(`${n.id} source: ${key} handed off`);
+    f.handedOff = true;
+    n.disk.handedOff.add(key);
+    movedAway(ctx, n, key, f);
+  } else if (ownerOf(ctx.view(n), topic, partition) !== n.id) movedAway(ctx, n, key, f);
   return { highWatermark: log.highWatermark, bytes: log.bytes, frozen: true, log };
 }
 
@@ -104,6 +115,14 @@ export function sourceUnfreeze(
   const f = mem(n).freezes.get(key);
   if (f === undefined || f.token !== token || f.movedAway) return;
   endFreeze(ctx, n, key);
+}
+
+/** MoveSource.forget: this node installed a fresh copy (a move back); the old freeze and marks are gone. */
+export function sourceForget(n: SimNode, key: string): void {
+  n.mem?.freezes.delete(key);
+  n.mem?.deletions.delete(key);
+  n.disk.movedAway.delete(key);
+  n.disk.handedOff.delete(key);
 }
 
 function endFreeze(ctx: MoveContext, n: SimNode, key: string): void {
@@ -162,24 +181,45 @@ function deleteMovedAway(ctx: MoveContext, n: SimNode, key: string): void {
   const owner = ownerOf(v, topic, p);
   if (owner === n.id) {
     const f = m.freezes.get(key);
+    if (f?.handedOff === true) {
+      // Our view lags the swap the destination already acted on: stay frozen, look again later.
+      m.deletions.set(key, ctx.now() + ctx.timing.sourceDeleteDelayMs);
+      return;
+    }
     if (f !== undefined) f.movedAway = false;
     endFreeze(ctx, n, key);
     return;
   }
   try {
-    const ours = n.disk.logs.get(key)?.highWatermark ?? 0;
-    const theirs = ctx.call(n, owner, "ownerStats", (peer) => {
+    const oursLog = n.disk.logs.get(key);
+    const ours = oursLog?.highWatermark ?? 0;
+    // MoveVerify: the new owner's checksums of our segments (modelled as the
+    // frames themselves), never its HWM alone.
+    const theirs = ctx.call(n, owner, "moveVerify", (peer) => {
       const pv = ctx.view(peer);
       if (ownerOf(pv, topic, p) !== peer.id) throw new MoveRpcError("UNAVAILABLE", "not owner");
       if (peer.mem?.holds.has(key) === true) throw new MoveRpcError("UNAVAILABLE", "PARTITION_MOVING");
-      return peer.disk.logs.get(key)?.highWatermark ?? 0;
+      return (
+        peer.disk.logs
+          .get(key)
+          ?.frames.slice(0, ours)
+          .map((f) => ({ ...f })) ?? []
+      );
     });
-    if (theirs < ours) throw new Error(`new owner's HWM ${theirs} below ours ${ours}`);
+    if (theirs.length < ours) throw new Error(`new owner's HWM ${theirs.length} below ours ${ours}`);
+    const differs = (oursLog?.frames ?? []).findIndex(
+      (f, i) =>
+        theirs[i]?.id !== f.id || theirs[i]?.seq !== f.seq || theirs[i]?.incarnation !== f.incarnation,
+    );
+    if (differs >= 0) throw new Error(`the new owner's copy differs from ours at offset ${differs}`);
     if (ctx.crashAt(n, "move-delete")) return;
     n.disk.logs.delete(key);
     n.disk.movedAway.delete(key);
+    n.disk.handedOff.delete(key);
     m.freezes.delete(key);
-    ctx.trace(`${n.id} source deleted moved-away copy ${key} (ours ${ours}, theirs ${theirs})`);
+    ctx.trace(
+      `${n.id} source deleted moved-away copy ${key} (ours ${ours}, theirs ${theirs.length}, same frames)`,
+    );
   } catch (err) {
     ctx.trace(`${n.id} source keeps ${key}: ${err instanceof Error ? err.message : String(err)}`);
     m.deletions.set(key, ctx.now() + ctx.timing.sourceDeleteDelayMs);
@@ -194,13 +234,15 @@ export function sourceResume(ctx: MoveContext, n: SimNode): void {
     const log = n.disk.logs.get(key);
     if (liveTopic(v, topic) === undefined || log === undefined) continue;
     const owner = ownerOf(v, topic, p);
-    if (owner === n.id) {
+    // A handed-off copy stays frozen even if our view names us owner: it lags the install.
+    const handedOff = n.disk.handedOff.has(key);
+    if (owner === n.id && !handedOff) {
       n.disk.movedAway.delete(key);
       continue;
     }
-    if (owner === "") continue;
+    if (owner === "" && !handedOff) continue;
     log.frozen = true;
-    const f: SourceFreeze = { token: "", expiresAtMs: 0, movedAway: false };
+    const f: SourceFreeze = { token: "", expiresAtMs: 0, movedAway: false, handedOff };
     mem(n).freezes.set(key, f);
     movedAway(ctx, n, key, f);
   }

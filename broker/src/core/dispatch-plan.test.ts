@@ -308,7 +308,7 @@ describe("planDispatch", () => {
         incarnation: INC,
         localNodeId: "n0",
         failures: new Map(),
-        inDoubt: (lane, seq) => lane === laneKey("a", 0, "n1") && doubted.has(seq),
+        inDoubt: (topic, partition, seq) => topic === "a" && partition === 0 && doubted.has(seq),
         options: planOpts,
         ...cluster({
           a: [

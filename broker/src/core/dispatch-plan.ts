@@ -308,8 +308,12 @@ export interface PlanInput {
   partitionCount: (topic: string) => number;
   /** Consecutive failed passes per lane key. */
   failures: ReadonlyMap<string, number>;
-  /** Whether a record's last commit on this lane ended without an answer and is still held in doubt (I4). */
-  inDoubt?: (laneKey: string, seq: number) => boolean;
+  /**
+   * Whether a record's last commit to this partition ended without an answer
+   * and is still held in doubt (I4). Per partition, not per lane: the doubt
+   * survives an owner change (a move carries the data, a landed commit too).
+   */
+  inDoubt?: (topic: string, partition: number, seq: number) => boolean;
   options: PlanOptions;
 }
 
@@ -455,7 +459,7 @@ export function planDispatch(input: PlanInput): DispatchPlan {
         const doubted =
           inDoubt === undefined || decision.reason === "owner-removed"
             ? []
-            : d.records.filter((r) => inDoubt(key, r.seq));
+            : d.records.filter((r) => inDoubt(d.topic, d.partition, r.seq));
         if (doubted.length > 0) {
           held.push({
             laneKey: key,
@@ -467,7 +471,8 @@ export function planDispatch(input: PlanInput): DispatchPlan {
             firstSeq: doubted[0]!.seq,
           });
         }
-        const unsure = doubted.length === 0 ? d.records : d.records.filter((r) => !inDoubt?.(key, r.seq));
+        const unsure =
+          doubted.length === 0 ? d.records : d.records.filter((r) => !inDoubt?.(d.topic, d.partition, r.seq));
         // An idempotent producer's record is never rerouted: its stamp is per
         // partition, so a copy goes unstamped and a retry of its request
         // (which times out: the copy has a new seq) is stored again.

@@ -295,6 +295,32 @@ describe("dispatcher", () => {
     expect(dest.seqs("a", 0)).toEqual(doubted);
   });
 
+  it("keeps in-doubt records held when a move swaps the owner: the doubt belongs to the partition (F3)", async () => {
+    const { wal, dest, d } = rig();
+    dest.addTopic("a", ["n1", "n0"]);
+    // n1 stores the first batch and dies before answering.
+    dest.setBehaviour({ nodeId: "n1" }, "lost-answer");
+    const doubted = wal.put("a", 0, 5);
+    d.start();
+    await until(() => dest.commitCalls.some((c) => c.nodeId === "n1"));
+    dest.setBehaviour({ nodeId: "n1" }, "refuse");
+    // A move hands partition 0 (with the records n1 stored) to n2, which is then Down.
+    dest.addTopic("a", ["n2", "n0"]);
+    dest.setBehaviour({ nodeId: "n2" }, "refuse");
+    dest.setMember("n2", "Down");
+    const later = wal.put("a", 0, 5);
+    await until(() => d.stats().reroutedRecords === 5 && dest.seqs("a", 1).length === 5);
+    await sleep(60);
+    // Still held: rerouting them would store them a second time next to the copies that moved.
+    expect(d.stats().reroutedRecords).toBe(5);
+    expect(d.stats().heldRecords).toBe(5);
+    dest.setBehaviour({ nodeId: "n2" }, "ok");
+    dest.setMember("n2", "Active");
+    expect(await d.drain(3000)).toBe(true);
+    expectExactlyOnce(dest, keysOf([...doubted, ...later]));
+    expect(dest.seqs("a", 0)).toEqual(doubted);
+  });
+
   it("keeps a lane's in-doubt seqs when a shrinking window no longer reaches them (issue #13 item 6)", async () => {
     // Lookahead 0: a pass reads [checkpoint, checkpoint + window). The window
     // grows with the partitions of the last pass and shrinks back; one held

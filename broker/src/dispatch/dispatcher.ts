@@ -48,9 +48,10 @@ import { commitNeverApplied, isPartitionMoving } from "../rpc/status.ts";
 import type { IngressWal } from "../wal/types.ts";
 import { commitLanes, type LaneResult } from "./commit-runner.ts";
 import {
+  doubtsOf,
   type InDoubtMarks,
-  isInDoubt as isLaneSeqInDoubt,
-  markInDoubt as markLaneInDoubt,
+  isInDoubt as isSeqInDoubt,
+  markInDoubt as markSeqsInDoubt,
   pruneInDoubt as pruneLaneDoubts,
 } from "./in-doubt.ts";
 import type { ParkedStore } from "./parked-store.ts";
@@ -283,7 +284,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       // A refusal or no connection is an answer; a timeout, an abort or any other error leaves the batch in doubt.
       const f = r.failure;
       if (f !== undefined && !(f.outcome === "error" && commitNeverApplied(f.error)))
-        markInDoubt(r.lane.key, f.seqs ?? []);
+        markInDoubt(r.lane.topic, r.lane.partition, f.seqs ?? []);
       if (r.failure === undefined || r.failure.outcome === "aborted") continue;
       failed = true;
       failedLanes.set(r.lane.key, moving ? "moving" : "commit-failing");
@@ -305,12 +306,12 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     return { seqs, failed, failedLanes };
   }
 
-  function markInDoubt(lane: string, seqs: readonly number[]): void {
-    markLaneInDoubt(inDoubt, lane, seqs, nowMs());
+  function markInDoubt(topic: string, partition: number, seqs: readonly number[]): void {
+    markSeqsInDoubt(inDoubt, topic, partition, seqs, nowMs());
   }
 
-  function isInDoubt(lane: string, seq: number): boolean {
-    return isLaneSeqInDoubt(inDoubt, lane, seq, nowMs(), inDoubtHoldMs);
+  function isInDoubt(topic: string, partition: number, seq: number): boolean {
+    return isSeqInDoubt(inDoubt, topic, partition, seq, nowMs(), inDoubtHoldMs);
   }
 
   /** Forgets done seqs only (in-doubt.ts); parked seqs stay marked. */
@@ -321,7 +322,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   /** Reroutes of records whose in-doubt hold ran out: the one place a record may now be stored twice. */
   function reportExpiredDoubts(plan: DispatchPlan): void {
     for (const g of plan.reroutes) {
-      const m = inDoubt.get(g.laneKey);
+      const m = doubtsOf(inDoubt, g.topic, g.fromPartition);
       if (m === undefined) continue;
       const expired = g.moves.filter((mv) => m.has(mv.record.seq)).length;
       if (expired === 0) continue;

@@ -1,40 +1,66 @@
 // The dispatcher's in-doubt bookkeeping (dispatch-plan.ts I4), pure: which
-// seqs of a lane had their last commit fail without an answer, since when,
-// and what to forget after a pass. dispatcher.ts owns one InDoubtMarks and
+// seqs of a partition had their last commit fail without an answer, since
+// when, and what to forget after a pass. Doubts are keyed by (topic,
+// partition), not by lane (which names the owner): a partition move swaps
+// the owner, but the data moves with the partition, a doubted commit that
+// did land included. Keyed by owner, the doubt was lost at the swap and the
+// record was rerouted and stored twice (F3, found by sim/). dispatcher.ts owns one InDoubtMarks and
 // calls these with its clock; the simulation (sim/) calls the same functions,
 // so it exercises exactly the rules production runs.
 
 import { type SkipSet, skipHas } from "../core/dispatch-plan.ts";
 
-/** Lane key → seq → when its commit on that lane first failed without an answer. */
+/** doubtKey(topic, partition) → seq → when its commit there first failed without an answer. */
 export type InDoubtMarks = Map<string, Map<number, number>>;
 
-/** Marks seqs in doubt on a lane; a seq already marked keeps its first time (the hold runs from then). */
-export function markInDoubt(marks: InDoubtMarks, lane: string, seqs: readonly number[], nowMs: number): void {
+/** The key of a partition's doubts: whatever node owns it (a lane key names the owner, this does not). */
+export function doubtKey(topic: string, partition: number): string {
+  return `${topic}\u0000${partition}`;
+}
+
+/** Marks seqs in doubt on a partition; a seq already marked keeps its first time (the hold runs from then). */
+export function markInDoubt(
+  marks: InDoubtMarks,
+  topic: string,
+  partition: number,
+  seqs: readonly number[],
+  nowMs: number,
+): void {
   if (seqs.length === 0) return;
-  let m = marks.get(lane);
+  const key = doubtKey(topic, partition);
+  let m = marks.get(key);
   if (m === undefined) {
     m = new Map();
-    marks.set(lane, m);
+    marks.set(key, m);
   }
   for (const s of seqs) if (!m.has(s)) m.set(s, nowMs);
 }
 
-/** Whether a seq is still held in doubt on a lane: marked, and its hold has not run out. */
+/** Whether a seq is still held in doubt on a partition: marked, and its hold has not run out. */
 export function isInDoubt(
   marks: InDoubtMarks,
-  lane: string,
+  topic: string,
+  partition: number,
   seq: number,
   nowMs: number,
   holdMs: number,
 ): boolean {
-  const since = marks.get(lane)?.get(seq);
+  const since = marks.get(doubtKey(topic, partition))?.get(seq);
   return since !== undefined && nowMs - since < holdMs;
+}
+
+/** A partition's marked seqs (held or expired), e.g. to report reroutes of expired doubts. */
+export function doubtsOf(
+  marks: InDoubtMarks,
+  topic: string,
+  partition: number,
+): ReadonlyMap<number, number> | undefined {
+  return marks.get(doubtKey(topic, partition));
 }
 
 /**
  * Forgets seqs that are done (below the checkpoint or in the skip-set), and
- * nothing else. A lane missing from a pass is not evidence: a window that
+ * nothing else. A partition missing from a pass is not evidence: a window that
  * shrank, the pass byte budget or the lookahead may simply not have reached
  * its records, which are still undone; forgetting them there reopened the
  * duplicate seam. A parked seq sits below the checkpoint without being done,
@@ -47,8 +73,8 @@ export function pruneInDoubt(
   isParked: (seq: number) => boolean = () => false,
 ): void {
   if (marks.size === 0) return;
-  for (const [lane, m] of marks) {
+  for (const [key, m] of marks) {
     for (const s of m.keys()) if ((s < checkpoint || skipHas(done, s)) && !isParked(s)) m.delete(s);
-    if (m.size === 0) marks.delete(lane);
+    if (m.size === 0) marks.delete(key);
   }
 }

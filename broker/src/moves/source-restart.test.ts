@@ -1,0 +1,101 @@
+// F2 (found by sim/): a source restarted after handing a partition off (its
+// moved-away mark on disk) re-freezes the copy in resume(). The destination
+// finishing the move then renews the freeze under its own token; the
+// restarted source must accept it (not answer CONFLICT "frozen by another
+// partition move"), both when its view already names the destination owner
+// and when its view still lags the swap. A CONFLICT there either wedged the
+// move (destination already owner: retried forever) or failed it (not yet
+// owner: released the partition, later served as an empty log).
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { OpenedPartitionLog } from "../log/partition-log.ts";
+import { topicFixture } from "../meta/contract.ts";
+import { createMemoryCluster } from "../testing/memory-metastore.ts";
+import { MoveSource } from "./source.ts";
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+async function restartedSource(mark: string, ownerInView: string) {
+  const root = mkdtempSync(join(tmpdir(), "narad-source-restart-"));
+  dirs.push(root);
+  const cluster = createMemoryCluster([
+    { id: "n0", address: "127.0.0.1:7942", state: "Active" },
+    { id: "n1", address: "127.0.0.1:7943", state: "Active" },
+  ]);
+  const metastore = cluster.metastore();
+  await metastore.createTopic(topicFixture("t", { partitions: 1 }));
+  cluster.setOwner("t", 0, ownerInView);
+  const partitionDir = (t: string, p: number) => join(root, t, String(p));
+  mkdirSync(partitionDir("t", 0), { recursive: true });
+  writeFileSync(join(partitionDir("t", 0), "moved-away"), mark);
+  let logFrozen = false;
+  const log = {
+    freeze: async () => {
+      logFrozen = true;
+    },
+    unfreeze: () => {
+      logFrozen = false;
+    },
+    get frozen() {
+      return logFrozen;
+    },
+    stats: () => ({ highWatermark: 7, oldestOffset: 0 }),
+    segmentExtents: () => [{ base: 0, bytes: 100 }],
+    readSegmentBytes: async () => null,
+  } as unknown as OpenedPartitionLog;
+  const source = new MoveSource({
+    nodeId: "n0",
+    metastore,
+    logs: {
+      get: async () => log,
+      removePartition: async () => {},
+      exists: async () => true,
+      partitionDir,
+    },
+    consumers: {
+      freezePartition: async () => {},
+      unfreezePartition: () => {},
+      dropPartition: () => {},
+      frontiers: async () => [],
+    },
+    // The new owner has not installed yet: the copy is never deleted here.
+    ownerVerify: async () => {
+      throw new Error("PARTITION_MOVING");
+    },
+    maxFreezeTtlMs: 60_000,
+    maxFetchBytes: 1 << 20,
+    deleteDelayMs: 60_000,
+    logger: { info() {}, warn() {} },
+  });
+  await source.resume();
+  return { source, log, cluster };
+}
+
+describe("move source: restarted after the handoff", () => {
+  for (const [name, mark, owner] of [
+    ["view names the destination owner", "handoff", "n1"],
+    ["view still lags the swap", "handoff", "n0"],
+    ["moved away before the handoff", "", "n1"],
+  ] as const) {
+    it(`accepts the destination's freeze token (${name})`, async () => {
+      const { source, log } = await restartedSource(mark, owner);
+      expect(source.frozen("t", 0)).toBe(true);
+      expect(log.frozen).toBe(true);
+      const manifest = await source.freeze("t", 0, "destination-token", 30_000, true);
+      expect(manifest.high_watermark).toBe(7);
+      expect(manifest.frozen).toBe(true);
+      // A renewal without the handoff flag (the destination's #renew while ready) too.
+      await expect(source.freeze("t", 0, "destination-token", 30_000)).resolves.toBeDefined();
+      // The freeze never lapses and the move's unfreeze cannot end it: the copy is given away.
+      source.unfreeze("t", 0, "destination-token");
+      expect(source.frozen("t", 0)).toBe(true);
+      expect(log.frozen).toBe(true);
+      source.close();
+    });
+  }
+});
