@@ -141,7 +141,12 @@ export const headersTimeoutMs = 10_000;
 export const requestTimeoutMs = 300_000;
 /** Above consumeMaxWaitMs, so a long poll is never cut as idle. */
 export const idleTimeoutMs = 75_000;
-/** 64 MiB at 32 KiB/s is ~34 min: a slow but honest link passes; a byte every few seconds does not. */
+/**
+ * A byte every few seconds fails this; an honest slow link passes it. The
+ * whole request is also bounded by requestTimeoutMs (300 s), so the largest
+ * batch (64 MiB) needs about 220 KiB/s: raise --request-timeout-ms for
+ * slower links that send big batches.
+ */
 export const bodyMinBytesPerSecond = 32 * 1024;
 export const bodyGraceMs = 5_000;
 export const loginFreeAttempts = 5;
