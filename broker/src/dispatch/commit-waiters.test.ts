@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { CommitWaiters } from "./commit-waiters.ts";
+import { CommitWaiters, withCommitWaiters } from "./commit-waiters.ts";
+import type { Destinations } from "./types.ts";
 
 describe("CommitWaiters", () => {
   it("settles waiters from commit outcomes", async () => {
@@ -26,5 +27,31 @@ describe("CommitWaiters", () => {
     expect(w.waiting).toBe(0);
     // Already aborted: returns at once.
     expect(await w.wait(5, 5, 60_000, ac.signal)).toEqual([undefined]);
+  });
+});
+
+describe("withCommitWaiters", () => {
+  it("passes the topic uid through to resolve and the deletion check (a dropped uid commits into a namesake)", async () => {
+    const calls: Array<[string, ...unknown[]]> = [];
+    const inner = {
+      localNodeId: "n0",
+      resolve: (...a: unknown[]) => {
+        calls.push(["resolve", ...a]);
+        return { kind: "topic-missing" as const };
+      },
+      partitionCount: () => 1,
+      confirmTopicDeleted: async (...a: unknown[]) => {
+        calls.push(["confirm", ...a]);
+        return true;
+      },
+      commit: async () => ({ baseOffset: 0, appended: 0, duplicates: 0 }),
+    } as unknown as Destinations;
+    const wrapped = withCommitWaiters(inner, new CommitWaiters());
+    wrapped.resolve("t", 2, "uid-old");
+    await wrapped.confirmTopicDeleted("t", "uid-old");
+    expect(calls).toEqual([
+      ["resolve", "t", 2, "uid-old"],
+      ["confirm", "t", "uid-old"],
+    ]);
   });
 });

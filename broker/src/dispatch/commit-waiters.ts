@@ -138,9 +138,9 @@ export function withCommitWaiters(
   return {
     ...d,
     localNodeId: d.localNodeId,
-    resolve: (t, p) => d.resolve(t, p),
+    resolve: (t, p, uid) => d.resolve(t, p, uid),
     partitionCount: (t) => d.partitionCount(t),
-    confirmTopicDeleted: (t) => d.confirmTopicDeleted(t),
+    confirmTopicDeleted: (t, uid) => d.confirmTopicDeleted(t, uid),
     async commit(nodeId, topic, partition, records, deadlineMs) {
       const result: CommitResult = await d.commit(nodeId, topic, partition, records, deadlineMs);
       const outcomes = result.outcomes;
