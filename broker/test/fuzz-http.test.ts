@@ -516,7 +516,12 @@ describe("HTTP API fuzzing against a real broker", () => {
             if (bad !== undefined) failures.push(`#${item.i} ${what}: ${bad}`);
           }
         } catch (err) {
-          failures.push(`#${item.i} ${what}: ${(err as Error).message}`);
+          // A body above the 1 MiB API limit may be answered 413 and the
+          // connection closed while the client is still sending it: a reset,
+          // not a 5xx, hang or crash (the raw requests count it as "closed").
+          if ((item.req?.body?.length ?? 0) > 1024 * 1024) {
+            statuses.set("closed", (statuses.get("closed") ?? 0) + 1);
+          } else failures.push(`#${item.i} ${what}: ${(err as Error).message}`);
         }
       }
     };
