@@ -386,6 +386,14 @@ export class World {
         void from;
         return r;
       },
+      authoritativeOwner: (_n, topic, partition) => {
+        if (this.faultsOn && this.rng.bool(0.1)) {
+          this.#fault("api-unavailable");
+          throw new Error("API server unreachable");
+        }
+        const t = liveTopic(this.meta.latest, topic);
+        return t === undefined ? "gone" : (t.owners[partition] ?? "");
+      },
       trace: (msg) => this.log(msg),
       crashAt: (n, point) => this.crashAt(n, point),
       timing: this.cfg.timing,

@@ -27,6 +27,11 @@ export interface NodeDisk {
   movedAway: Set<string>;
   /** Moved-away partitions whose mark says "handoff" (the destination confirmed the install). */
   handedOff: Set<string>;
+  /**
+   * Freezes in force (the move-freeze file: key → token). A restarted source
+   * freezes these again for a whole ttl: the destination still counts on them.
+   */
+  freezeMarks: Map<string, string>;
 }
 
 export interface NodeMemory {
@@ -65,5 +70,6 @@ export function newDisk(incarnation: string): NodeDisk {
     markers: new Map(),
     movedAway: new Set(),
     handedOff: new Set(),
+    freezeMarks: new Map(),
   };
 }

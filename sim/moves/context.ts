@@ -24,6 +24,12 @@ export interface MoveContext {
    * UNAVAILABLE although the effect happened).
    */
   call<T>(from: SimNode, to: string, what: string, handler: (peer: SimNode) => T): T;
+  /**
+   * Metastore.authoritativeOwner: the owner by a quorum read of the latest
+   * state (not the node's lagging view); "gone" when the topic incarnation is
+   * deleted. Throws when the API server is unreachable.
+   */
+  authoritativeOwner(node: SimNode, topic: string, partition: number): string | "gone";
   trace(msg: string): void;
   crashAt(node: SimNode, point: string): boolean;
   timing: { freezeTtlMs: number; renewIntervalMs: number; moveRetryMs: number; sourceDeleteDelayMs: number };

@@ -2,7 +2,11 @@
 // freezes with a token and a ttl (renewed by the destination), lapse when
 // not renewed, turn permanent once this node's view shows another owner
 // (moved-away), and delete the local copy after a delay once the new owner
-// serves at least our HWM. Freezes are memory; the moved-away mark is disk.
+// serves at least our HWM. A freeze in force is remembered on disk (the
+// move-freeze mark): a source that restarts freezes it again for a whole ttl,
+// because the destination may install on the strength of it. A freeze that
+// lapses first asks the authority who owns the partition: a view lagging the
+// swap must not reopen a copy given away.
 
 import { liveTopic, ownerOf } from "../model/metastore.ts";
 import { partitionKey, type SimNode } from "../model/node.ts";
@@ -86,10 +90,15 @@ export function sourceFreeze(
   // restarted source re-freezes it under no token of the move finishing: F2).
   if (held !== undefined && held.token !== token && !held.movedAway)
     throw new MoveRpcError("CONFLICT", `${key} frozen by another move`);
+  // A handoff confirms a freeze the destination installed on; with none held
+  // it is a stale move's (the partition moved back and was installed here
+  // afresh): taking it would freeze the live partition for good.
+  if (handoff && held === undefined) throw new MoveRpcError("CONFLICT", `${key} holds no freeze to hand off`);
   let f = held;
   if (f === undefined) {
     f = { token, expiresAtMs: 0, movedAway: false, handedOff: false };
     m.freezes.set(key, f);
+    n.disk.freezeMarks.set(key, token);
     ctx.trace(`${n.id} source froze ${key}`);
   }
   if (!f.movedAway) f.expiresAtMs = ctx.now() + Math.max(1, ttlMs);
@@ -123,11 +132,13 @@ export function sourceForget(n: SimNode, key: string): void {
   n.mem?.deletions.delete(key);
   n.disk.movedAway.delete(key);
   n.disk.handedOff.delete(key);
+  n.disk.freezeMarks.delete(key);
 }
 
 function endFreeze(ctx: MoveContext, n: SimNode, key: string): void {
   const m = mem(n);
   if (!m.freezes.delete(key)) return;
+  n.disk.freezeMarks.delete(key);
   const log = n.disk.logs.get(key);
   if (log !== undefined) log.frozen = false;
   ctx.trace(`${n.id} source unfroze ${key}`);
@@ -149,6 +160,7 @@ export function sourceViewChanged(ctx: MoveContext, n: SimNode): void {
     const [topic, p] = splitKey(key);
     if (liveTopic(v, topic) === undefined) {
       m.freezes.delete(key);
+      n.disk.freezeMarks.delete(key);
       continue;
     }
     if (ownerOf(v, topic, p) !== n.id) movedAway(ctx, n, key, f);
@@ -160,10 +172,7 @@ export function sourceTick(ctx: MoveContext, n: SimNode): void {
   const m = mem(n);
   const now = ctx.now();
   for (const [key, f] of [...m.freezes]) {
-    if (!f.movedAway && f.expiresAtMs <= now) {
-      ctx.trace(`${n.id} source: freeze of ${key} lapsed`);
-      endFreeze(ctx, n, key);
-    }
+    if (!f.movedAway && f.expiresAtMs <= now) lapse(ctx, n, key, f);
   }
   for (const [key, due] of [...m.deletions]) {
     if (due > now) continue;
@@ -171,6 +180,26 @@ export function sourceTick(ctx: MoveContext, n: SimNode): void {
     deleteMovedAway(ctx, n, key);
     if (n.mem === undefined) return;
   }
+}
+
+/** MoveSource.#lapse: not renewed; commits resume only if the authority still names this node owner. */
+function lapse(ctx: MoveContext, n: SimNode, key: string, f: SourceFreeze): void {
+  const [topic, p] = splitKey(key);
+  let owner: string;
+  try {
+    owner = ctx.authoritativeOwner(n, topic, p);
+  } catch {
+    ctx.trace(`${n.id} source: freeze of ${key} lapsed, owner unconfirmed; staying frozen`);
+    f.expiresAtMs = ctx.now() + ctx.timing.renewIntervalMs;
+    return;
+  }
+  if (owner === "gone" || owner === n.id) {
+    ctx.trace(`${n.id} source: freeze of ${key} lapsed`);
+    endFreeze(ctx, n, key);
+    return;
+  }
+  ctx.trace(`${n.id} source: freeze of ${key} lapsed, but ${owner} owns it now`);
+  movedAway(ctx, n, key, f);
 }
 
 function deleteMovedAway(ctx: MoveContext, n: SimNode, key: string): void {
@@ -216,6 +245,7 @@ function deleteMovedAway(ctx: MoveContext, n: SimNode, key: string): void {
     n.disk.logs.delete(key);
     n.disk.movedAway.delete(key);
     n.disk.handedOff.delete(key);
+    n.disk.freezeMarks.delete(key);
     m.freezes.delete(key);
     ctx.trace(
       `${n.id} source deleted moved-away copy ${key} (ours ${ours}, theirs ${theirs.length}, same frames)`,
@@ -245,6 +275,22 @@ export function sourceResume(ctx: MoveContext, n: SimNode): void {
     const f: SourceFreeze = { token: "", expiresAtMs: 0, movedAway: false, handedOff };
     mem(n).freezes.set(key, f);
     movedAway(ctx, n, key, f);
+  }
+  // Freezes in force at the crash: a destination may install counting on
+  // them, so they hold for a whole ttl from now, under the same token.
+  for (const [key, token] of [...n.disk.freezeMarks]) {
+    const [topic, p] = splitKey(key);
+    const log = n.disk.logs.get(key);
+    if (mem(n).freezes.has(key)) continue;
+    if (liveTopic(v, topic) === undefined || log === undefined) {
+      n.disk.freezeMarks.delete(key);
+      continue;
+    }
+    log.frozen = true;
+    const f: SourceFreeze = { token, expiresAtMs: ctx.now() + ctx.timing.freezeTtlMs, movedAway: false, handedOff: false };
+    mem(n).freezes.set(key, f);
+    ctx.trace(`${n.id} source: ${key} frozen again after the restart`);
+    if (ownerOf(v, topic, p) !== n.id) movedAway(ctx, n, key, f);
   }
 }
 

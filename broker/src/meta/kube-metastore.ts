@@ -329,6 +329,27 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
     },
 
     ownerOf: (topic, partition) => topics.get(topic)?.owners.get(partition) ?? "",
+
+    async authoritativeOwner(topic, partition, uid) {
+      // A quorum LIST, as confirmTopicDeleted: the object name need not be the topic's.
+      let fresh: NaradTopic[];
+      try {
+        fresh = (await api.listTopics()).items;
+      } catch (err) {
+        logger.debug({ topic, err: String(err) }, "authoritativeOwner: quorum read failed");
+        return { kind: "unknown" };
+      }
+      const t = fresh.find((o) => {
+        if (o.spec?.cluster !== clusterName || o.metadata?.deletionTimestamp !== undefined) return false;
+        try {
+          return topicName(o) === topic;
+        } catch {
+          return false;
+        }
+      });
+      if (t === undefined || (uid !== undefined && t.metadata?.uid !== uid)) return { kind: "gone" };
+      return { kind: "owner", node: assignmentsOf(t).get(partition) ?? "" };
+    },
     members: () => members,
     membershipEpoch: () => epoch,
     caughtUp,

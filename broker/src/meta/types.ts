@@ -68,6 +68,9 @@ export interface Member {
   state: MemberState;
 }
 
+/** What a quorum read says of a partition's owner; "unknown" when the authority could not be read. */
+export type AuthoritativeOwner = { kind: "owner"; node: string } | { kind: "gone" } | { kind: "unknown" };
+
 export interface Metastore {
   /** "memory": testing/memory-metastore.ts, several in-process brokers sharing one state. */
   readonly kind: "file" | "kubernetes" | "memory";
@@ -88,6 +91,14 @@ export interface Metastore {
   confirmTopicDeleted(name: string, uid?: string): Promise<boolean>;
   /** Node id owning a partition. */
   ownerOf(topic: string, partition: number): string;
+  /**
+   * The partition's owner by a quorum read of the authority, not the local
+   * replica, for a decision the replica's lag must not make (a move source
+   * whose freeze lapsed, about to take commits again). With `uid`, a namesake
+   * of another incarnation counts as gone. Optional: a backend whose local
+   * state is the authority (file, memory) answers from ownerOf.
+   */
+  authoritativeOwner?(topic: string, partition: number, uid?: string): Promise<AuthoritativeOwner>;
   members(): readonly Member[];
   /**
    * The membership epoch (NaradCluster.status.membershipEpoch; bumped on

@@ -1,6 +1,9 @@
 // Issue #13 item 7: a topic deleted while one of its partitions is frozen for
 // a move must not leave queue consumers frozen (503 on consume/ack until a
 // restart), neither for the deleted topic nor for a namesake created later.
+import { mkdirSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { OpenedPartitionLog } from "../log/partition-log.ts";
 import { topicFixture } from "../meta/contract.ts";
@@ -9,6 +12,7 @@ import { createMemoryCluster } from "../testing/memory-metastore.ts";
 import { MoveSource } from "./source.ts";
 
 function setup() {
+  const root = mkdtempSync(join(tmpdir(), "narad-source-deleted-"));
   const cluster = createMemoryCluster([{ id: "n0", address: "127.0.0.1:7942", state: "Active" }]);
   const shared = cluster.metastore();
   // A replica can apply a delete and a re-create in one change notification
@@ -37,7 +41,12 @@ function setup() {
       get: async () => log,
       removePartition: async () => {},
       exists: async () => true,
-      partitionDir: (t, p) => `/nonexistent/${t}/${p}`,
+      // The log store creates a partition's directory when it opens the log.
+      partitionDir: (t, p) => {
+        const dir = join(root, t, String(p));
+        mkdirSync(dir, { recursive: true });
+        return dir;
+      },
     },
     consumers: {
       freezePartition: async (t, p) => {

@@ -9,19 +9,32 @@
 // freeze is kept for good (nothing may land here any more) and the local
 // copy is deleted once the new owner proves, by checksum, that it holds
 // every byte of it (never on the strength of an HWM it reports).
+//
+// Two rules keep a destination's install safe across crashes and lag. A
+// freeze in force is on disk (source-marks.ts): a restarted source freezes
+// the partition again for a whole ttl before it takes a commit, because a
+// destination that cannot reach it installs while the freeze is known to
+// hold. And a freeze that lapses asks the authority (a quorum read, not the
+// replica) who owns the partition: with a view lagging the swap, resuming
+// commits would land them in a copy already given away.
 
-import { existsSync } from "node:fs";
-import { readFile, rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
 import { badRequest, conflict, NaradError, notFound } from "../errors.ts";
 import type { OpenedPartitionLog } from "../log/partition-log.ts";
 import type { Metastore } from "../meta/types.ts";
 import type { PbMoveManifest, PbMoveVerifyResponse, PbSegmentExtent } from "../rpc/proto.ts";
 import { checksumMismatch, chunkChecksum, type SegmentChecksum, segmentChecksums } from "./checksum.ts";
+import {
+  freezeMarkFile,
+  handoffMark,
+  movedAwayFile,
+  readMark,
+  removeMark,
+  writeMark,
+} from "./source-marks.ts";
 
 export interface MoveSourceDeps {
   nodeId: string;
-  metastore: Pick<Metastore, "getTopic" | "ownerOf" | "onChange" | "listTopics">;
+  metastore: Pick<Metastore, "getTopic" | "ownerOf" | "onChange" | "listTopics" | "authoritativeOwner">;
   logs: {
     get(topic: string, partition: number): Promise<OpenedPartitionLog>;
     removePartition(topic: string, partition: number): Promise<void>;
@@ -37,21 +50,14 @@ export interface MoveSourceDeps {
   };
   /** MoveVerify at the partition's current owner (a peer): its checksums of these segment prefixes. */
   ownerVerify(topic: string, partition: number, segments: PbSegmentExtent[]): Promise<PbMoveVerifyResponse>;
-  /** Upper bound on a requested ttl (and on a fetch's bytes below). */
+  /** Upper bound on a requested ttl (and on a fetch's bytes below); also the freeze a restart restores. */
   maxFreezeTtlMs: number;
+  /** How soon a lapsed freeze whose owner could not be confirmed asks again (default 1 s). */
+  lapseRetryMs?: number;
   maxFetchBytes: number;
   deleteDelayMs: number;
   logger: { info(obj: object, msg: string): void; warn(obj: object, msg: string): void };
 }
-
-/**
- * File in a partition dir: this node gave the partition away and deletes it
- * once the new owner serves it. Its content is "handoff" when the
- * destination confirmed the install: then the freeze holds even while this
- * node's view still names it owner.
- */
-const movedAwayFile = "moved-away";
-const handoffMark = "handoff";
 
 interface Freeze {
   token: string;
@@ -62,6 +68,10 @@ interface Freeze {
   movedAway: boolean;
   /** The destination installed the copy: only a new install here (forget) ends the freeze. */
   handedOff: boolean;
+  /** Bumped by every renewal: a lapse that awaited the authority across one is void. */
+  renewals: number;
+  /** The durable moved-away mark being written; a handoff is answered only once it is. */
+  marked: Promise<void> | undefined;
 }
 
 export class MoveSource {
@@ -138,6 +148,10 @@ export class MoveSource {
     // restarted source re-freezes it under no token of the move finishing).
     if (held !== undefined && held.token !== token && !held.movedAway)
       throw conflict(`${key} is frozen by another partition move`);
+    // A handoff confirms a freeze the destination installed on. With none
+    // held it is a stale move's (the partition moved back and was installed
+    // here afresh since): taking it would freeze the live partition for good.
+    if (handoff && held === undefined) throw conflict(`${key} holds no freeze to hand off`);
     const log = await this.#d.logs.get(topic, partition);
     const ttl = Math.max(1_000, Math.min(ttlMs, this.#d.maxFreezeTtlMs));
     let f = this.#freezes.get(key);
@@ -148,14 +162,22 @@ export class MoveSource {
         timer: undefined,
         movedAway: false,
         handedOff: false,
+        renewals: 0,
+        marked: undefined,
       };
       this.#freezes.set(key, f);
       this.#d.logger.info({ topic, partition, ttlMs: ttl }, "partition frozen for a move");
+      await writeMark(
+        this.#d.logs.partitionDir(topic, partition),
+        freezeMarkFile,
+        JSON.stringify({ token, topicUid: f.topicUid }),
+      );
     }
     const entry = f;
     if (!entry.movedAway) {
+      entry.renewals++;
       clearTimeout(entry.timer);
-      entry.timer = setTimeout(() => this.#lapse(topic, partition, entry), ttl);
+      entry.timer = setTimeout(() => void this.#lapse(topic, partition, entry), ttl);
       entry.timer.unref();
     }
     // Both are idempotent; a renewal also waits for any commit still running.
@@ -168,6 +190,11 @@ export class MoveSource {
     // A former owner finishing a move after the swap: the freeze stays, the copy goes once installed.
     else if (this.#d.metastore.ownerOf(topic, partition) !== this.#d.nodeId)
       this.#movedAway(topic, partition, entry);
+    // The destination installs on this answer: the moved-away mark must survive a crash first.
+    await entry.marked?.catch(() => {
+      entry.marked = this.#mark(topic, partition, entry.handedOff);
+      return entry.marked;
+    });
     return this.manifest(topic, partition, true);
   }
 
@@ -176,7 +203,7 @@ export class MoveSource {
     f.handedOff = true;
     if (f.movedAway) {
       // Already moved away by our own view: only the mark's content changes.
-      this.#mark(topic, partition, true);
+      f.marked = this.#mark(topic, partition, true);
       return;
     }
     this.#movedAway(topic, partition, f);
@@ -198,9 +225,39 @@ export class MoveSource {
     this.#d.consumers.unfreezePartition(topic, partition);
   }
 
-  #lapse(topic: string, partition: number, f: Freeze): void {
+  /**
+   * Not renewed within the ttl. Commits resume only when the authority still
+   * names this node owner: the destination may have installed (the owner
+   * swapped) while this node's view lags and no handoff reached it.
+   */
+  async #lapse(topic: string, partition: number, f: Freeze): Promise<void> {
     const key = `${topic}/${partition}`;
-    if (this.#freezes.get(key) !== f || f.movedAway) return;
+    const current = () => this.#freezes.get(key) === f && !f.movedAway && !this.#closed;
+    if (!current()) return;
+    const renewals = f.renewals;
+    const read =
+      (await this.#d.metastore.authoritativeOwner?.(topic, partition, f.topicUid).catch(() => undefined)) ??
+      (this.#d.metastore.authoritativeOwner === undefined
+        ? { kind: "owner" as const, node: this.#d.metastore.ownerOf(topic, partition) }
+        : { kind: "unknown" as const });
+    if (!current() || f.renewals !== renewals) return;
+    if (read.kind === "unknown") {
+      this.#d.logger.warn(
+        { topic, partition },
+        "partition move freeze lapsed, but the owner could not be confirmed: staying frozen",
+      );
+      f.timer = setTimeout(() => void this.#lapse(topic, partition, f), this.#d.lapseRetryMs ?? 1_000);
+      f.timer.unref();
+      return;
+    }
+    if (read.kind === "owner" && read.node !== this.#d.nodeId) {
+      this.#d.logger.warn(
+        { topic, partition, owner: read.node },
+        "partition move freeze lapsed after the owner swapped: keeping it frozen for good",
+      );
+      this.#movedAway(topic, partition, f);
+      return;
+    }
     this.#d.logger.warn({ topic, partition }, "partition move freeze lapsed (not renewed); commits resume");
     this.#end(topic, partition);
   }
@@ -211,6 +268,7 @@ export class MoveSource {
     if (f === undefined) return;
     clearTimeout(f.timer);
     this.#freezes.delete(key);
+    this.#dropFreezeMark(topic, partition);
     this.#d.logs.get(topic, partition).then(
       (log) => log.unfreeze(),
       () => undefined,
@@ -275,7 +333,7 @@ export class MoveSource {
     if (f.movedAway) return;
     f.movedAway = true;
     clearTimeout(f.timer);
-    this.#mark(topic, partition, f.handedOff);
+    f.marked = this.#mark(topic, partition, f.handedOff);
     this.#d.logger.info(
       { topic, partition, owner: this.#d.metastore.ownerOf(topic, partition) },
       "moved partition has a new owner; deleting the local copy once it serves the partition",
@@ -283,11 +341,22 @@ export class MoveSource {
     this.#scheduleDelete(topic, partition);
   }
 
-  /** Remembered on disk: a restart before the deletion must not leave an orphan copy. */
-  #mark(topic: string, partition: number, handedOff: boolean): void {
-    const path = join(this.#d.logs.partitionDir(topic, partition), movedAwayFile);
-    writeFile(path, handedOff ? handoffMark : "").catch((err: unknown) =>
+  /**
+   * Remembered on disk: a restart before the deletion must not leave an
+   * orphan copy, nor reopen a handed-off one. Resolves once durable.
+   */
+  #mark(topic: string, partition: number, handedOff: boolean): Promise<void> {
+    const dir = this.#d.logs.partitionDir(topic, partition);
+    const written = writeMark(dir, movedAwayFile, handedOff ? handoffMark : "");
+    written.catch((err: unknown) =>
       this.#d.logger.warn({ topic, partition, err }, "could not mark a moved-away partition"),
+    );
+    return written;
+  }
+
+  #dropFreezeMark(topic: string, partition: number): void {
+    removeMark(this.#d.logs.partitionDir(topic, partition), freezeMarkFile).catch((err: unknown) =>
+      this.#d.logger.warn({ topic, partition, err }, "could not remove a move-freeze mark"),
     );
   }
 
@@ -355,23 +424,64 @@ export class MoveSource {
   async resume(): Promise<void> {
     for (const t of this.#d.metastore.listTopics()) {
       for (let p = 0; p < t.partitions; p++) {
-        const mark = join(this.#d.logs.partitionDir(t.name, p), movedAwayFile);
-        if (!(await this.#d.logs.exists(t.name, p)) || !existsSync(mark)) continue;
-        const owner = this.#d.metastore.ownerOf(t.name, p);
-        // A handed-off copy stays frozen even if our view names us owner: it
-        // lags the install (a move back would have replaced the directory, mark and all).
-        const handedOff = (await readFile(mark, "utf8").catch(() => "")) === handoffMark;
-        if (owner === this.#d.nodeId && !handedOff) {
-          await rm(mark, { force: true });
-          continue;
-        }
-        if (owner === "" && !handedOff) continue;
-        await (await this.#d.logs.get(t.name, p)).freeze();
-        const f: Freeze = { token: "", topicUid: t.uid, timer: undefined, movedAway: false, handedOff };
-        this.#freezes.set(`${t.name}/${p}`, f);
-        this.#movedAway(t.name, p, f);
+        if (!(await this.#d.logs.exists(t.name, p))) continue;
+        const dir = this.#d.logs.partitionDir(t.name, p);
+        const mark = await readMark(dir, movedAwayFile);
+        if (mark !== undefined) await this.#resumeMovedAway(t.name, p, t.uid, mark === handoffMark);
+        else await this.#resumeFreeze(t.name, p, t.uid, await readMark(dir, freezeMarkFile));
       }
     }
+  }
+
+  async #resumeMovedAway(topic: string, p: number, uid: string | undefined, handedOff: boolean): Promise<void> {
+    const owner = this.#d.metastore.ownerOf(topic, p);
+    // A handed-off copy stays frozen even if our view names us owner: it
+    // lags the install (a move back would have replaced the directory, mark and all).
+    if (owner === this.#d.nodeId && !handedOff) {
+      await removeMark(this.#d.logs.partitionDir(topic, p), movedAwayFile);
+      return;
+    }
+    if (owner === "" && !handedOff) return;
+    await (await this.#d.logs.get(topic, p)).freeze();
+    const f = this.#restored("", uid, handedOff);
+    this.#freezes.set(`${topic}/${p}`, f);
+    this.#movedAway(topic, p, f);
+  }
+
+  /**
+   * A freeze in force when this process died: a destination may install
+   * counting on it, so it holds again for a whole ttl under its token (the
+   * destination's renewals carry on) and then lapses as any freeze does.
+   */
+  async #resumeFreeze(topic: string, p: number, uid: string | undefined, raw: string | undefined): Promise<void> {
+    if (raw === undefined) return;
+    let saved: { token?: unknown; topicUid?: unknown } = {};
+    try {
+      saved = JSON.parse(raw) as typeof saved;
+    } catch {
+      // A torn mark still says a freeze was in force: hold it under no token (lapse ends it).
+    }
+    if (typeof saved.topicUid === "string" && uid !== undefined && saved.topicUid !== uid) {
+      // The mark belongs to an incarnation deleted since: nothing of it is left to move.
+      await removeMark(this.#d.logs.partitionDir(topic, p), freezeMarkFile);
+      return;
+    }
+    const token = typeof saved.token === "string" ? saved.token : "";
+    await (await this.#d.logs.get(topic, p)).freeze();
+    await this.#d.consumers.freezePartition(topic, p);
+    const f = this.#restored(token, uid, false);
+    this.#freezes.set(`${topic}/${p}`, f);
+    this.#d.logger.info({ topic, partition: p }, "partition frozen again after a restart: a move counts on it");
+    if (this.#d.metastore.ownerOf(topic, p) !== this.#d.nodeId) {
+      this.#movedAway(topic, p, f);
+      return;
+    }
+    f.timer = setTimeout(() => void this.#lapse(topic, p, f), this.#d.maxFreezeTtlMs);
+    f.timer.unref();
+  }
+
+  #restored(token: string, topicUid: string | undefined, handedOff: boolean): Freeze {
+    return { token, topicUid, timer: undefined, movedAway: false, handedOff, renewals: 0, marked: undefined };
   }
 
   close(): void {

@@ -1,0 +1,182 @@
+// The move source's freeze across a restart, a lapse and a stale handoff
+// (found by sim/: seeds 10108, 10941, 25485, 29314, 35121 lost acknowledged
+// records, 25289 and 34501 stalled a live partition).
+//
+// - A destination that cannot reach the source installs while the freeze is
+//   known to hold. A source killed and restarted inside that window used to
+//   come back unfrozen and take commits the installed copy never got: the
+//   freeze is now on disk and restored for a whole ttl.
+// - A freeze that lapses while the source's view lags the owner swap used to
+//   reopen the given-away copy: the lapse now asks the authority.
+// - A handoff of a stale move (the partition moved back and was installed
+//   afresh here) used to freeze the live partition for good: it is refused.
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { OpenedPartitionLog } from "../log/partition-log.ts";
+import { topicFixture } from "../meta/contract.ts";
+import type { AuthoritativeOwner, Metastore } from "../meta/types.ts";
+import { createMemoryCluster } from "../testing/memory-metastore.ts";
+import { MoveSource } from "./source.ts";
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+/** A log that only records whether it is frozen (commits are the log's business, tested there). */
+function fakeLog() {
+  const state = { frozen: false };
+  const log = {
+    freeze: async () => {
+      state.frozen = true;
+    },
+    unfreeze: () => {
+      state.frozen = false;
+    },
+    get frozen() {
+      return state.frozen;
+    },
+    stats: () => ({ highWatermark: 3, oldestOffset: 0 }),
+    segmentExtents: () => [{ base: 0, bytes: 10 }],
+    readSegmentBytes: async () => null,
+  } as unknown as OpenedPartitionLog;
+  return { log, state };
+}
+
+async function world() {
+  const root = mkdtempSync(join(tmpdir(), "narad-source-freeze-"));
+  dirs.push(root);
+  const cluster = createMemoryCluster([
+    { id: "n0", address: "127.0.0.1:7942", state: "Active" },
+    { id: "n1", address: "127.0.0.1:7943", state: "Active" },
+  ]);
+  const base = cluster.metastore();
+  await base.createTopic(topicFixture("t", { partitions: 1 }));
+  cluster.setOwner("t", 0, "n0");
+  const { log, state } = fakeLog();
+  // The authority's answer, separate from the view (which keeps naming n0: it lags).
+  let authority: AuthoritativeOwner | Error = { kind: "owner", node: "n0" };
+  const metastore: Pick<Metastore, "getTopic" | "ownerOf" | "onChange" | "listTopics" | "authoritativeOwner"> =
+    {
+      getTopic: (n) => base.getTopic(n),
+      ownerOf: (t, p) => base.ownerOf(t, p),
+      onChange: (l) => base.onChange(l),
+      listTopics: () => base.listTopics(),
+      authoritativeOwner: async () => {
+        if (authority instanceof Error) throw authority;
+        return authority;
+      },
+    };
+  const partitionDir = (t: string, p: number) => join(root, t, String(p));
+  const start = async () => {
+    const source = new MoveSource({
+      nodeId: "n0",
+      metastore,
+      logs: {
+        get: async () => log,
+        removePartition: async () => {},
+        exists: async () => true,
+        partitionDir,
+      },
+      consumers: {
+        freezePartition: async () => {},
+        unfreezePartition: () => {},
+        dropPartition: () => {},
+        frontiers: async () => [],
+      },
+      ownerVerify: async () => {
+        throw new Error("PARTITION_MOVING");
+      },
+      maxFreezeTtlMs: 1_000,
+      lapseRetryMs: 100,
+      maxFetchBytes: 1 << 20,
+      deleteDelayMs: 60_000,
+      logger: { info() {}, warn() {} },
+    });
+    await source.resume();
+    return source;
+  };
+  mkdirSync(partitionDir("t", 0), { recursive: true });
+  return {
+    start,
+    state,
+    dir: partitionDir("t", 0),
+    setAuthority: (a: AuthoritativeOwner | Error) => {
+      authority = a;
+    },
+  };
+}
+
+async function until(cond: () => boolean, ms = 5_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+describe("move source freeze", () => {
+  it("is on disk before the freeze is answered, and a restarted source holds it again under the same token", async () => {
+    const w = await world();
+    const first = await w.start();
+    await first.freeze("t", 0, "move-a", 1_000);
+    expect(JSON.parse(readFileSync(join(w.dir, "move-freeze"), "utf8"))).toMatchObject({ token: "move-a" });
+    // kill -9: the process and its memory are gone, the disk is not.
+    first.close();
+    w.state.frozen = false;
+    const second = await w.start();
+    expect(w.state.frozen).toBe(true);
+    expect(second.frozen("t", 0)).toBe(true);
+    // The destination's renewals carry on; another move's freeze is refused.
+    await second.freeze("t", 0, "move-a", 1_000);
+    await expect(second.freeze("t", 0, "move-b", 1_000)).rejects.toMatchObject({ code: "CONFLICT" });
+    // Not renewed: it lapses, the authority still names this node, commits resume and the mark goes.
+    await until(() => !w.state.frozen, 4_000);
+    expect(second.frozen("t", 0)).toBe(false);
+    await until(() => !existsSync(join(w.dir, "move-freeze")));
+    second.close();
+  });
+
+  it("a lapse while the view lags the swap keeps the copy frozen for good", async () => {
+    const w = await world();
+    const source = await w.start();
+    await source.freeze("t", 0, "move-a", 1_000);
+    w.setAuthority({ kind: "owner", node: "n1" });
+    await until(() => existsSync(join(w.dir, "moved-away")), 4_000);
+    expect(w.state.frozen).toBe(true);
+    expect(source.heldCopies()).toBe(1);
+    source.close();
+  });
+
+  it("a lapse whose owner cannot be confirmed stays frozen until the authority answers", async () => {
+    const w = await world();
+    const source = await w.start();
+    await source.freeze("t", 0, "move-a", 1_000);
+    w.setAuthority(new Error("API server unreachable"));
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(w.state.frozen).toBe(true);
+    w.setAuthority({ kind: "owner", node: "n0" });
+    await until(() => !w.state.frozen, 2_000);
+    source.close();
+  });
+
+  it("a handoff with no freeze held (a stale move's) is refused and freezes nothing", async () => {
+    const w = await world();
+    const source = await w.start();
+    await expect(source.freeze("t", 0, "old-move", 1_000, true)).rejects.toMatchObject({ code: "CONFLICT" });
+    expect(w.state.frozen).toBe(false);
+    expect(source.frozen("t", 0)).toBe(false);
+    source.close();
+  });
+
+  it("a handoff is answered only once its moved-away mark is on disk", async () => {
+    const w = await world();
+    const source = await w.start();
+    await source.freeze("t", 0, "move-a", 1_000);
+    await source.freeze("t", 0, "move-a", 1_000, true);
+    expect(readFileSync(join(w.dir, "moved-away"), "utf8")).toBe("handoff");
+    source.close();
+  });
+});
