@@ -11,7 +11,13 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { CoreV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+} from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NaradError } from "../../broker/src/errors.ts";
 import { describeMetastoreContract, topicFixture } from "../../broker/src/meta/contract.ts";
@@ -392,6 +398,52 @@ describe("kubernetes metastore", () => {
       what: "recreated topic visible",
     });
     expect(await store.confirmTopicDeleted("again")).toBe(false);
+  });
+
+  it("authoritativeOwner reads the owner from the API server, not the replica, and says unknown when it cannot", async () => {
+    const created = await store.createTopic(topicFixture("authority", { partitions: 1 }));
+    await waitFor(() => store.ownerOf("authority", 0) === "demo-0", { timeoutMs: 10_000, what: "owner" });
+    expect(await store.authoritativeOwner("authority", 0, created.uid)).toEqual({
+      kind: "owner",
+      node: "demo-0",
+    });
+    const obj = (
+      (await objects.listNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace,
+        plural: "naradtopics",
+      })) as {
+        items: NaradTopic[];
+      }
+    ).items.find((t) => t.spec.name === "authority");
+    // The owner swap lands while the broker's watch is frozen: its replica lags, the authority does not.
+    proxy.set("frozen");
+    try {
+      await objects.patchNamespacedCustomObjectStatus(
+        {
+          group: GROUP,
+          version: VERSION,
+          namespace,
+          plural: "naradtopics",
+          name: obj?.metadata.name ?? "",
+          body: { status: { assignments: [{ partition: 0, owner: "demo-1" }], assignmentEpoch: 99 } },
+        },
+        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+      );
+      expect(store.ownerOf("authority", 0)).toBe("demo-0");
+      // Through the frozen proxy the quorum read cannot finish: unknown, never the stale replica's answer.
+      expect(await store.authoritativeOwner("authority", 0, created.uid)).toEqual({ kind: "unknown" });
+    } finally {
+      proxy.set("open");
+    }
+    expect(await store.authoritativeOwner("authority", 0, created.uid)).toEqual({
+      kind: "owner",
+      node: "demo-1",
+    });
+    // Another incarnation's uid, or no such topic: gone.
+    expect(await store.authoritativeOwner("authority", 0, "some-other-uid")).toEqual({ kind: "gone" });
+    expect(await store.authoritativeOwner("never-existed", 0)).toEqual({ kind: "gone" });
   });
 
   it("keeps serving reads and refuses writes quickly with 503 while the API server is unreachable", async () => {

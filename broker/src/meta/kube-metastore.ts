@@ -20,7 +20,7 @@ import { conflict, NaradError, notFound } from "../errors.ts";
 import { apiStatus, type NaradApi, naradApi, writeError } from "./kube/api.ts";
 import { assignmentsOf, memberOf, naradTopicFor, specMergePatch, topicConfigOf } from "./kube/convert.ts";
 import { Reflector, type ReflectorLogger, type ReflectorTiming } from "./kube/reflector.ts";
-import type { Member, Metastore, TopicConfig, TopicPatch } from "./types.ts";
+import type { AuthoritativeOwner, Member, Metastore, TopicConfig, TopicPatch } from "./types.ts";
 
 export interface KubeMetastoreTiming extends ReflectorTiming {
   /** How long createTopic waits for the operator to write status.assignments. */
@@ -69,6 +69,7 @@ export interface KubeMetastore extends Metastore {
   caughtUp(): boolean;
   /** Forces a relist of both collections (tests, diagnostics). */
   resync(): void;
+  authoritativeOwner(topic: string, partition: number, uid?: string): Promise<AuthoritativeOwner>;
 }
 
 /** In-cluster credentials when running in a pod, else KUBECONFIG / ~/.kube/config. */
