@@ -199,6 +199,10 @@ function lapse(ctx: MoveContext, n: SimNode, key: string, f: SourceFreeze): void
     return;
   }
   ctx.trace(`${n.id} source: freeze of ${key} lapsed, but ${owner} owns it now`);
+  // As good as a handoff: the authority says the swap happened, our view lags
+  // it, and a lagging view must not read "owned again" and reopen the copy.
+  f.handedOff = true;
+  n.disk.handedOff.add(key);
   movedAway(ctx, n, key, f);
 }
 
@@ -287,7 +291,12 @@ export function sourceResume(ctx: MoveContext, n: SimNode): void {
       continue;
     }
     log.frozen = true;
-    const f: SourceFreeze = { token, expiresAtMs: ctx.now() + ctx.timing.freezeTtlMs, movedAway: false, handedOff: false };
+    const f: SourceFreeze = {
+      token,
+      expiresAtMs: ctx.now() + ctx.timing.freezeTtlMs,
+      movedAway: false,
+      handedOff: false,
+    };
     mem(n).freezes.set(key, f);
     ctx.trace(`${n.id} source: ${key} frozen again after the restart`);
     if (ownerOf(v, topic, p) !== n.id) movedAway(ctx, n, key, f);

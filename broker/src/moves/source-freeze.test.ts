@@ -58,17 +58,19 @@ async function world() {
   const { log, state } = fakeLog();
   // The authority's answer, separate from the view (which keeps naming n0: it lags).
   let authority: AuthoritativeOwner | Error = { kind: "owner", node: "n0" };
-  const metastore: Pick<Metastore, "getTopic" | "ownerOf" | "onChange" | "listTopics" | "authoritativeOwner"> =
-    {
-      getTopic: (n) => base.getTopic(n),
-      ownerOf: (t, p) => base.ownerOf(t, p),
-      onChange: (l) => base.onChange(l),
-      listTopics: () => base.listTopics(),
-      authoritativeOwner: async () => {
-        if (authority instanceof Error) throw authority;
-        return authority;
-      },
-    };
+  const metastore: Pick<
+    Metastore,
+    "getTopic" | "ownerOf" | "onChange" | "listTopics" | "authoritativeOwner"
+  > = {
+    getTopic: (n) => base.getTopic(n),
+    ownerOf: (t, p) => base.ownerOf(t, p),
+    onChange: (l) => base.onChange(l),
+    listTopics: () => base.listTopics(),
+    authoritativeOwner: async () => {
+      if (authority instanceof Error) throw authority;
+      return authority;
+    },
+  };
   const partitionDir = (t: string, p: number) => join(root, t, String(p));
   const start = async () => {
     const source = new MoveSource({
@@ -147,7 +149,15 @@ describe("move source freeze", () => {
     await until(() => existsSync(join(w.dir, "moved-away")), 4_000);
     expect(w.state.frozen).toBe(true);
     expect(source.heldCopies()).toBe(1);
+    // As good as a handoff: the view still names this node, and neither the
+    // deletion pass nor a restart may read that as "owned again" (sim seed 7890).
+    await until(() => readFileSync(join(w.dir, "moved-away"), "utf8") === "handoff");
     source.close();
+    w.state.frozen = false;
+    const restarted = await w.start();
+    expect(w.state.frozen).toBe(true);
+    expect(restarted.heldCopies()).toBe(1);
+    restarted.close();
   });
 
   it("a lapse whose owner cannot be confirmed stays frozen until the authority answers", async () => {
