@@ -11,6 +11,7 @@
 import {
   advanceCheckpoint,
   type CommitLane,
+  clipDoneSet,
   type Destination,
   type DispatchPlan,
   lookaheadLimit,
@@ -115,6 +116,8 @@ export class SimDispatcher {
     this.#env = env;
     this.#o = options;
     this.checkpoint = wal.checkpoint;
+    // The done-set the process before saved (openDoneSetStore clips it).
+    this.skip = clipDoneSet(wal.doneSet, wal.checkpoint, wal.nextSeq);
     this.#windowRecords = options.windowRecords;
   }
 
@@ -146,7 +149,8 @@ export class SimDispatcher {
    */
   doneAboveCheckpoint(): number[] {
     const out: number[] = [];
-    for (const r of this.skip) for (let s = r.from; s < r.to; s++) out.push(s);
+    for (const r of this.skip)
+      for (let s = r.from; s < r.to; s++) if (!skipHas(this.#wal.doneSet, s)) out.push(s);
     for (const run of this.#pass?.runs ?? []) out.push(...run.committedSeqs);
     return out;
   }
@@ -390,10 +394,12 @@ export class SimDispatcher {
     this.#windowRecords = p.plan.nextWindowRecords;
     const next = advanceCheckpoint(p.checkpoint, this.skip);
     this.#pass = undefined;
-    if (next.checkpoint > p.checkpoint) {
+    if (next.checkpoint > p.checkpoint || (doneRanges.length > 0 && next.skip.length > 0)) {
       if (env.crashAt("commit-before-checkpoint")) return;
-      this.#wal.setCheckpoint(next.checkpoint);
     }
+    // dispatcher.ts: the whole done-set, before the checkpoint write.
+    if (doneRanges.length > 0 && next.skip.length > 0) this.#wal.doneSet = this.skip;
+    if (next.checkpoint > p.checkpoint) this.#wal.setCheckpoint(next.checkpoint);
     this.checkpoint = next.checkpoint;
     this.skip = next.skip;
     const before = this.#markedSeqs();

@@ -15,6 +15,7 @@ import { clusterAddressOf } from "./core/routing.ts";
 import { type ClusterDestinationHooks, clusterDestinations } from "./dispatch/cluster-destinations.ts";
 import { CommitWaiters, commitOutcomeMetrics, withCommitWaiters } from "./dispatch/commit-waiters.ts";
 import { createDispatcher } from "./dispatch/dispatcher.ts";
+import { openDoneSetStore } from "./dispatch/done-set-store.ts";
 import { dispatchMetricsSink } from "./dispatch/metrics-sink.ts";
 import { defaultParkedMaxBytes, openParkedStore } from "./dispatch/parked-store.ts";
 import { buildApp } from "./http/app.ts";
@@ -189,8 +190,17 @@ export async function startBroker(
     maxBytes: defaultParkedMaxBytes,
     logger: logger.child({ component: "parked" }),
   });
+  // The done seqs above the checkpoint, so a restart does not dispatch them again (dispatch/done-set-store.ts).
+  const doneSet = await openDoneSetStore({
+    dir: join(config.dataDir, "dispatch"),
+    incarnation: wal.incarnation,
+    checkpoint: walCheckpoint,
+    nextSeq: wal.stats().nextSeq,
+    logger: logger.child({ component: "dispatch" }),
+  });
   const dispatcher = createDispatcher({
     parked,
+    doneSet,
     wal,
     destinations: withCommitWaiters(
       clusterDestinations({

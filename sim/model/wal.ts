@@ -1,3 +1,4 @@
+import type { SkipSet } from "../../broker/src/core/dispatch-plan.ts";
 // The ingress WAL of one broker: dense seqs from 1, a durable checkpoint,
 // an incarnation id carried in every CommitRecord. Everything here survives
 // a crash (it models the fsynced files); the dispatcher's skip-set and
@@ -9,6 +10,8 @@ export class SimWal {
   readonly incarnation: string;
   readonly #records: WalRecord[] = [];
   #checkpoint = 1;
+  /** The dispatcher's done-set file (dispatch/done-set-store.ts): done seqs above the checkpoint. */
+  doneSet: SkipSet = [];
 
   constructor(incarnation: string) {
     this.incarnation = incarnation;

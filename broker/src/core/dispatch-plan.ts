@@ -136,6 +136,14 @@ export function skipAddSeqs(skip: SkipSet, seqs: readonly number[]): SkipSet {
  * Moves the checkpoint over every done seq contiguous with it and prunes the
  * skip-set of everything below the result. The checkpoint never moves back.
  */
+/** A saved done-set's ranges that still mean something: inside [checkpoint, nextSeq), merged. */
+export function clipDoneSet(ranges: readonly SeqRange[], checkpoint: number, nextSeq: number): SkipSet {
+  const clipped = ranges
+    .map((r) => ({ from: Math.max(r.from, checkpoint), to: Math.min(r.to, nextSeq) }))
+    .filter((r) => r.to > r.from);
+  return skipAddRanges([], clipped);
+}
+
 export function advanceCheckpoint(checkpoint: number, skip: SkipSet): { checkpoint: number; skip: SkipSet } {
   let cp = checkpoint;
   let i = 0;

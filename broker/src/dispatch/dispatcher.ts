@@ -23,8 +23,12 @@
 // node together with the owner.
 //
 // Order within a pass: commits (fanout lanes at once) → reroute append →
-// deletion checks → skip-set + checkpoint write. A crash anywhere before the
-// checkpoint write only means re-sending records, which the owners dedup.
+// deletion checks → skip-set → done-set write → checkpoint write. A crash
+// before the done-set write re-dispatches what this pass finished: a
+// committed record is deduped by its owner, but one rerouted (or committed
+// to an owner that is Down by then, and so rerouted after the restart) can be
+// stored twice. The done-set (done-set-store.ts) keeps that to one pass's
+// records instead of everything done above a checkpoint a held lane pins.
 
 import {
   advanceCheckpoint,
@@ -47,6 +51,7 @@ import type { WalRecord, WalRecordInput } from "../core/records.ts";
 import { commitNeverApplied, isPartitionMoving } from "../rpc/status.ts";
 import type { IngressWal } from "../wal/types.ts";
 import { commitLanes, type LaneResult } from "./commit-runner.ts";
+import type { DoneSetStore } from "./done-set-store.ts";
 import {
   doubtsOf,
   type InDoubtMarks,
@@ -83,6 +88,11 @@ export interface DispatcherDeps {
    * stops the pass's reach lookaheadWindows windows past it.
    */
   parked?: ParkedStore;
+  /**
+   * Where the done seqs above the checkpoint are saved (done-set-store.ts).
+   * Absent: they are memory only, and a crash re-dispatches all of them.
+   */
+  doneSet?: DoneSetStore;
 }
 
 /** What the loop does after a pass. */
@@ -110,7 +120,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const maxPassBytes = o.maxPassBytes ?? o.maxBatchBytes * o.commitFanout;
 
   let checkpoint = wal.stats().checkpoint;
-  let skip: SkipSet = [];
+  // The done seqs above the checkpoint the process before saved: skipped, not re-sent.
+  let skip: SkipSet = deps.doneSet?.initial ?? [];
   let windowRecords = o.windowRecords;
   let failures = new Map<string, number>();
   /** Lane key → seq → when its commit on that lane first failed without an answer. */
@@ -494,6 +505,18 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     reportStalled(plan, committed.failedLanes, records);
 
     const next = advanceCheckpoint(cp, skip);
+    // Before the checkpoint write, and whole (ranges below the new checkpoint
+    // too): a crash between the two writes keeps the old checkpoint with
+    // every seq done since it. Needed only while done seqs sit above it.
+    if (deps.doneSet !== undefined && doneRanges.length > 0 && next.skip.length > 0) {
+      try {
+        await deps.doneSet.save(skip);
+      } catch (err) {
+        // Memory still knows; a crash now only re-dispatches them (duplicates at worst).
+        countError("done-set");
+        logger.warn({ err }, "could not save the dispatch done-set");
+      }
+    }
     if (next.checkpoint > cp) {
       try {
         await wal.setCheckpoint(next.checkpoint);

@@ -64,7 +64,8 @@ export type DispatchErrorKind =
   | "reroute"
   | "confirm"
   | "checkpoint"
-  | "park";
+  | "park"
+  | "done-set";
 
 /** A lane that made no progress in the last pass (status and metrics). */
 export interface StalledLaneStatus {
