@@ -141,13 +141,15 @@ describe("review abc807a: the move-freeze mark", () => {
     // Well past any ttl: nothing may still hold the partition for move-a.
     await sleep(1_500);
     const heldAfterFailure = source.frozen("t", 0);
+    // The disk is back: another move may freeze the partition (nothing holds it)...
+    mkdirSync(w.dir, { recursive: true });
     const otherMove = await source.freeze("t", 0, "move-b", 1_000).then(
       () => "accepted",
       (e: { code?: string }) => e.code ?? "error",
     );
     source.unfreeze("t", 0, "move-b");
-    // The disk is back; the destination of move-a retries.
-    mkdirSync(w.dir, { recursive: true });
+    await until(() => !existsSync(join(w.dir, "move-freeze")));
+    // ...and the destination of move-a, retrying, gets an answer only with its mark on disk.
     const answered = await source.freeze("t", 0, "move-a", 1_000).then(
       () => true,
       () => false,

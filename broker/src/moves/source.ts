@@ -50,7 +50,7 @@ export interface MoveSourceDeps {
   };
   /** MoveVerify at the partition's current owner (a peer): its checksums of these segment prefixes. */
   ownerVerify(topic: string, partition: number, segments: PbSegmentExtent[]): Promise<PbMoveVerifyResponse>;
-  /** Upper bound on a requested ttl (and on a fetch's bytes below); also the freeze a restart restores. */
+  /** Upper bound on a requested ttl (and on a fetch's bytes below); also the freeze a restart restores from a mark without a ttl. */
   maxFreezeTtlMs: number;
   /** How soon a lapsed freeze whose owner could not be confirmed asks again (default 1 s). */
   lapseRetryMs?: number;
@@ -72,6 +72,10 @@ interface Freeze {
   renewals: number;
   /** The durable moved-away mark being written; a handoff is answered only once it is. */
   marked: Promise<void> | undefined;
+  /** The move-freeze mark being written: no call (the first or a racing renewal) answers before it is durable. */
+  durable: Promise<void> | undefined;
+  /** The longest ttl granted, as the move-freeze mark records it: what a restart holds the freeze for. */
+  ttlMs: number;
 }
 
 export class MoveSource {
@@ -164,16 +168,40 @@ export class MoveSource {
         handedOff: false,
         renewals: 0,
         marked: undefined,
+        durable: undefined,
+        ttlMs: 0,
       };
       this.#freezes.set(key, f);
       this.#d.logger.info({ topic, partition, ttlMs: ttl }, "partition frozen for a move");
-      await writeMark(
-        this.#d.logs.partitionDir(topic, partition),
-        freezeMarkFile,
-        JSON.stringify({ token, topicUid: f.topicUid }),
-      );
     }
     const entry = f;
+    // The mark records the longest ttl granted: a restart holds the freeze that long, never less
+    // than the destination counts on. Written (again) before this call answers.
+    if (!entry.movedAway && ttl > entry.ttlMs) {
+      const previous = entry.ttlMs;
+      const before = entry.durable ?? Promise.resolve();
+      entry.ttlMs = ttl;
+      entry.durable = before
+        .then(() =>
+          writeMark(
+            this.#d.logs.partitionDir(topic, partition),
+            freezeMarkFile,
+            JSON.stringify({ token: entry.token, topicUid: entry.topicUid, ttlMs: ttl }),
+          ),
+        )
+        .catch((err: unknown) => {
+          if (previous === 0) {
+            // Not durable, so not held: no timerless entry refusing other moves; a retry writes it again.
+            if (this.#freezes.get(key) === entry) this.#freezes.delete(key);
+          } else if (entry.ttlMs === ttl) {
+            // The older mark (a shorter ttl) stays; the next renewal writes it again.
+            entry.ttlMs = previous;
+            entry.durable = undefined;
+          }
+          throw err;
+        });
+    }
+    await entry.durable;
     if (!entry.movedAway) {
       entry.renewals++;
       clearTimeout(entry.timer);
@@ -427,25 +455,36 @@ export class MoveSource {
         if (!(await this.#d.logs.exists(t.name, p))) continue;
         const dir = this.#d.logs.partitionDir(t.name, p);
         const mark = await readMark(dir, movedAwayFile);
-        if (mark !== undefined) await this.#resumeMovedAway(t.name, p, t.uid, mark === handoffMark);
-        else await this.#resumeFreeze(t.name, p, t.uid, await readMark(dir, freezeMarkFile));
+        // A moved-away mark dropped (owned here again) leaves the freeze mark to decide.
+        if (mark !== undefined && (await this.#resumeMovedAway(t.name, p, t.uid, mark === handoffMark)))
+          continue;
+        await this.#resumeFreeze(t.name, p, t.uid, await readMark(dir, freezeMarkFile));
       }
     }
   }
 
-  async #resumeMovedAway(topic: string, p: number, uid: string | undefined, handedOff: boolean): Promise<void> {
+  /** Whether the partition is held (frozen, or left alone unowned); false once the mark is dropped. */
+  async #resumeMovedAway(
+    topic: string,
+    p: number,
+    uid: string | undefined,
+    handedOff: boolean,
+  ): Promise<boolean> {
     const owner = this.#d.metastore.ownerOf(topic, p);
     // A handed-off copy stays frozen even if our view names us owner: it
     // lags the install (a move back would have replaced the directory, mark and all).
     if (owner === this.#d.nodeId && !handedOff) {
       await removeMark(this.#d.logs.partitionDir(topic, p), movedAwayFile);
-      return;
+      return false;
     }
-    if (owner === "" && !handedOff) return;
+    if (owner === "" && !handedOff) return true;
     await (await this.#d.logs.get(topic, p)).freeze();
+    // As any freeze: no lease taken or settled in a copy given away.
+    await this.#d.consumers.freezePartition(topic, p);
     const f = this.#restored("", uid, handedOff);
     this.#freezes.set(`${topic}/${p}`, f);
     this.#movedAway(topic, p, f);
+    return true;
   }
 
   /**
@@ -453,9 +492,14 @@ export class MoveSource {
    * counting on it, so it holds again for a whole ttl under its token (the
    * destination's renewals carry on) and then lapses as any freeze does.
    */
-  async #resumeFreeze(topic: string, p: number, uid: string | undefined, raw: string | undefined): Promise<void> {
+  async #resumeFreeze(
+    topic: string,
+    p: number,
+    uid: string | undefined,
+    raw: string | undefined,
+  ): Promise<void> {
     if (raw === undefined) return;
-    let saved: { token?: unknown; topicUid?: unknown } = {};
+    let saved: { token?: unknown; topicUid?: unknown; ttlMs?: unknown } = {};
     try {
       saved = JSON.parse(raw) as typeof saved;
     } catch {
@@ -469,19 +513,37 @@ export class MoveSource {
     const token = typeof saved.token === "string" ? saved.token : "";
     await (await this.#d.logs.get(topic, p)).freeze();
     await this.#d.consumers.freezePartition(topic, p);
-    const f = this.#restored(token, uid, false);
+    // The ttl the mark records (the longest granted); a mark without one: the longest any move may ask.
+    const ttl =
+      typeof saved.ttlMs === "number" && Number.isFinite(saved.ttlMs)
+        ? Math.max(1_000, Math.min(saved.ttlMs, this.#d.maxFreezeTtlMs))
+        : this.#d.maxFreezeTtlMs;
+    const f = this.#restored(token, uid, false, ttl);
     this.#freezes.set(`${topic}/${p}`, f);
-    this.#d.logger.info({ topic, partition: p }, "partition frozen again after a restart: a move counts on it");
+    this.#d.logger.info(
+      { topic, partition: p },
+      "partition frozen again after a restart: a move counts on it",
+    );
     if (this.#d.metastore.ownerOf(topic, p) !== this.#d.nodeId) {
       this.#movedAway(topic, p, f);
       return;
     }
-    f.timer = setTimeout(() => void this.#lapse(topic, p, f), this.#d.maxFreezeTtlMs);
+    f.timer = setTimeout(() => void this.#lapse(topic, p, f), ttl);
     f.timer.unref();
   }
 
-  #restored(token: string, topicUid: string | undefined, handedOff: boolean): Freeze {
-    return { token, topicUid, timer: undefined, movedAway: false, handedOff, renewals: 0, marked: undefined };
+  #restored(token: string, topicUid: string | undefined, handedOff: boolean, ttlMs = 0): Freeze {
+    return {
+      token,
+      topicUid,
+      timer: undefined,
+      movedAway: false,
+      handedOff,
+      renewals: 0,
+      marked: undefined,
+      durable: undefined,
+      ttlMs,
+    };
   }
 
   close(): void {
