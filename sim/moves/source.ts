@@ -199,10 +199,6 @@ function lapse(ctx: MoveContext, n: SimNode, key: string, f: SourceFreeze): void
     return;
   }
   ctx.trace(`${n.id} source: freeze of ${key} lapsed, but ${owner} owns it now`);
-  // As good as a handoff: the authority says the swap happened, our view lags
-  // it, and a lagging view must not read "owned again" and reopen the copy.
-  f.handedOff = true;
-  n.disk.handedOff.add(key);
   movedAway(ctx, n, key, f);
 }
 
@@ -216,6 +212,18 @@ function deleteMovedAway(ctx: MoveContext, n: SimNode, key: string): void {
     const f = m.freezes.get(key);
     if (f?.handedOff === true) {
       // Our view lags the swap the destination already acted on: stay frozen, look again later.
+      m.deletions.set(key, ctx.now() + ctx.timing.sourceDeleteDelayMs);
+      return;
+    }
+    // Owned again by our view, which may lag a swap a lapse saw through the authority.
+    let owner: string;
+    try {
+      owner = ctx.authoritativeOwner(n, topic, p);
+    } catch {
+      m.deletions.set(key, ctx.now() + ctx.timing.sourceDeleteDelayMs);
+      return;
+    }
+    if (owner !== "gone" && owner !== n.id) {
       m.deletions.set(key, ctx.now() + ctx.timing.sourceDeleteDelayMs);
       return;
     }

@@ -18,7 +18,14 @@ import { topicName } from "../../../operator/src/api/v1alpha1/defaults.ts";
 import type { NaradCluster, NaradTopic } from "../../../operator/src/api/v1alpha1/types.ts";
 import { conflict, NaradError, notFound } from "../errors.ts";
 import { apiStatus, type NaradApi, naradApi, writeError } from "./kube/api.ts";
-import { assignmentsOf, memberOf, naradTopicFor, specMergePatch, topicConfigOf } from "./kube/convert.ts";
+import {
+  assignmentsOf,
+  isoTime,
+  memberOf,
+  naradTopicFor,
+  specMergePatch,
+  topicConfigOf,
+} from "./kube/convert.ts";
 import { Reflector, type ReflectorLogger, type ReflectorTiming } from "./kube/reflector.ts";
 import type { AuthoritativeOwner, Member, Metastore, TopicConfig, TopicPatch } from "./types.ts";
 
@@ -340,7 +347,7 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
         logger.debug({ topic, err: String(err) }, "authoritativeOwner: quorum read failed");
         return { kind: "unknown" };
       }
-      const t = fresh.find((o) => {
+      const named = fresh.filter((o) => {
         if (o.spec?.cluster !== clusterName || o.metadata?.deletionTimestamp !== undefined) return false;
         try {
           return topicName(o) === topic;
@@ -348,7 +355,19 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
           return false;
         }
       });
-      if (t === undefined || (uid !== undefined && t.metadata?.uid !== uid)) return { kind: "gone" };
+      // With a uid, that incarnation (several objects may carry one topic name);
+      // without one, the one the replica picks: the oldest, then by object name.
+      const rank = (o: NaradTopic) =>
+        [isoTime(o.metadata?.creationTimestamp), o.metadata?.name ?? ""] as const;
+      const t =
+        uid !== undefined
+          ? named.find((o) => o.metadata?.uid === uid)
+          : named.sort((a, b) => {
+              const [ca, na] = rank(a);
+              const [cb, nb] = rank(b);
+              return ca < cb ? -1 : ca > cb ? 1 : na < nb ? -1 : na > nb ? 1 : 0;
+            })[0];
+      if (t === undefined) return { kind: "gone" };
       return { kind: "owner", node: assignmentsOf(t).get(partition) ?? "" };
     },
     members: () => members,

@@ -417,6 +417,9 @@ export class MoveManager {
     const src = this.#source(m);
     for (let attempt = 0; ; attempt++) {
       this.#stopCheck(m);
+      // The source's ttl runs from when it took the request, never before it was sent:
+      // counting from the answer would outlive the source's freeze by the answer's latency.
+      const sentAt = Date.now();
       const manifest = await src.moveFreeze({
         topic: m.topic,
         partition: m.partition,
@@ -424,7 +427,7 @@ export class MoveManager {
         ttl_ms: this.#d.timing.freezeTtlMs,
         handoff,
       });
-      m.frozenAt = Date.now();
+      m.frozenAt = sentAt;
       if (handoff) m.handedOff = true;
       m.sourceHwm = manifest.high_watermark;
       await this.#copy(m, dir, manifest);
@@ -469,13 +472,14 @@ export class MoveManager {
 
   /** While ready: keep the source frozen; if its HWM moved (the freeze lapsed), copy again. */
   async #renew(m: Move, dir: string): Promise<void> {
+    const sentAt = Date.now();
     const manifest = await this.#source(m).moveFreeze({
       topic: m.topic,
       partition: m.partition,
       token: m.token,
       ttl_ms: this.#d.timing.freezeTtlMs,
     });
-    m.frozenAt = Date.now();
+    m.frozenAt = sentAt;
     if (manifest.high_watermark !== m.destHwm || !copyComplete(manifest.segments, await stagedExtents(dir))) {
       this.#d.logger.warn(
         { topic: m.topic, partition: m.partition },
@@ -498,6 +502,9 @@ export class MoveManager {
       await this.#finalize(m, dir, true);
     } catch (err) {
       if (m.frozenAt + this.#d.timing.freezeTtlMs <= Date.now()) throw err;
+      // An answer, not an unreachable source: it holds no freeze of ours (it lapsed, or
+      // another move's): the copy verified before is not known to be complete.
+      if (err instanceof NaradError && err.code === "CONFLICT") throw err;
       this.#d.logger.warn(
         { topic: m.topic, partition: m.partition, err },
         "source unreachable at install; the copy matched it within the freeze, installing",

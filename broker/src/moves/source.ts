@@ -20,7 +20,7 @@
 
 import { badRequest, conflict, NaradError, notFound } from "../errors.ts";
 import type { OpenedPartitionLog } from "../log/partition-log.ts";
-import type { Metastore } from "../meta/types.ts";
+import type { AuthoritativeOwner, Metastore } from "../meta/types.ts";
 import type { PbMoveManifest, PbMoveVerifyResponse, PbSegmentExtent } from "../rpc/proto.ts";
 import { checksumMismatch, chunkChecksum, type SegmentChecksum, segmentChecksums } from "./checksum.ts";
 import {
@@ -50,7 +50,7 @@ export interface MoveSourceDeps {
   };
   /** MoveVerify at the partition's current owner (a peer): its checksums of these segment prefixes. */
   ownerVerify(topic: string, partition: number, segments: PbSegmentExtent[]): Promise<PbMoveVerifyResponse>;
-  /** Upper bound on a requested ttl (and on a fetch's bytes below); also the freeze a restart restores. */
+  /** Upper bound on a requested ttl (and on a fetch's bytes below); also the freeze a restart restores from a mark without a ttl. */
   maxFreezeTtlMs: number;
   /** How soon a lapsed freeze whose owner could not be confirmed asks again (default 1 s). */
   lapseRetryMs?: number;
@@ -72,6 +72,10 @@ interface Freeze {
   renewals: number;
   /** The durable moved-away mark being written; a handoff is answered only once it is. */
   marked: Promise<void> | undefined;
+  /** The move-freeze mark being written: no call (the first or a racing renewal) answers before it is durable. */
+  durable: Promise<void> | undefined;
+  /** The longest ttl granted, as the move-freeze mark records it: what a restart holds the freeze for. */
+  ttlMs: number;
 }
 
 export class MoveSource {
@@ -146,6 +150,9 @@ export class MoveSource {
     const held = this.#freezes.get(key);
     // A given-away copy stays frozen for good, so any move may renew it (a
     // restarted source re-freezes it under no token of the move finishing).
+    // A freeze restored from a torn mark has no token: the first move to renew
+    // it is the one that wrote it (the operator runs one move per partition).
+    if (held !== undefined && held.token === "" && !held.movedAway) held.token = token;
     if (held !== undefined && held.token !== token && !held.movedAway)
       throw conflict(`${key} is frozen by another partition move`);
     // A handoff confirms a freeze the destination installed on. With none
@@ -164,16 +171,40 @@ export class MoveSource {
         handedOff: false,
         renewals: 0,
         marked: undefined,
+        durable: undefined,
+        ttlMs: 0,
       };
       this.#freezes.set(key, f);
       this.#d.logger.info({ topic, partition, ttlMs: ttl }, "partition frozen for a move");
-      await writeMark(
-        this.#d.logs.partitionDir(topic, partition),
-        freezeMarkFile,
-        JSON.stringify({ token, topicUid: f.topicUid }),
-      );
     }
     const entry = f;
+    // The mark records the longest ttl granted: a restart holds the freeze that long, never less
+    // than the destination counts on. Written (again) before this call answers.
+    if (!entry.movedAway && ttl > entry.ttlMs) {
+      const previous = entry.ttlMs;
+      const before = entry.durable ?? Promise.resolve();
+      entry.ttlMs = ttl;
+      entry.durable = before
+        .then(() =>
+          writeMark(
+            this.#d.logs.partitionDir(topic, partition),
+            freezeMarkFile,
+            JSON.stringify({ token: entry.token, topicUid: entry.topicUid, ttlMs: ttl }),
+          ),
+        )
+        .catch((err: unknown) => {
+          if (previous === 0) {
+            // Not durable, so not held: no timerless entry refusing other moves; a retry writes it again.
+            if (this.#freezes.get(key) === entry) this.#freezes.delete(key);
+          } else if (entry.ttlMs === ttl) {
+            // The older mark (a shorter ttl) stays; the next renewal writes it again.
+            entry.ttlMs = previous;
+            entry.durable = undefined;
+          }
+          throw err;
+        });
+    }
+    await entry.durable;
     if (!entry.movedAway) {
       entry.renewals++;
       clearTimeout(entry.timer);
@@ -235,11 +266,7 @@ export class MoveSource {
     const current = () => this.#freezes.get(key) === f && !f.movedAway && !this.#closed;
     if (!current()) return;
     const renewals = f.renewals;
-    const read =
-      (await this.#d.metastore.authoritativeOwner?.(topic, partition, f.topicUid).catch(() => undefined)) ??
-      (this.#d.metastore.authoritativeOwner === undefined
-        ? { kind: "owner" as const, node: this.#d.metastore.ownerOf(topic, partition) }
-        : { kind: "unknown" as const });
+    const read = await this.#askAuthority(topic, partition, f.topicUid);
     if (!current() || f.renewals !== renewals) return;
     if (read.kind === "unknown") {
       this.#d.logger.warn(
@@ -255,13 +282,24 @@ export class MoveSource {
         { topic, partition, owner: read.node },
         "partition move freeze lapsed after the owner swapped: keeping it frozen for good",
       );
-      // As good as a handoff: our view lags the swap, and a lagging view must
-      // not read "owned again" (#delete) and reopen the copy.
-      this.#handOff(topic, partition, f);
+      // Moved away (the deletion pass asks the authority again before it
+      // reads a lagging view's "owned again" as a move back).
+      this.#movedAway(topic, partition, f);
       return;
     }
     this.#d.logger.warn({ topic, partition }, "partition move freeze lapsed (not renewed); commits resume");
     this.#end(topic, partition);
+  }
+
+  /** The owner by a quorum read; the local state where the metastore is the authority. */
+  async #askAuthority(
+    topic: string,
+    partition: number,
+    uid: string | undefined,
+  ): Promise<AuthoritativeOwner> {
+    const ask = this.#d.metastore.authoritativeOwner;
+    if (ask === undefined) return { kind: "owner", node: this.#d.metastore.ownerOf(topic, partition) };
+    return ask.call(this.#d.metastore, topic, partition, uid).catch(() => ({ kind: "unknown" }) as const);
   }
 
   #end(topic: string, partition: number): void {
@@ -386,7 +424,15 @@ export class MoveSource {
         this.#scheduleDelete(topic, partition);
         return;
       }
-      // Owned again (moved back): serve it.
+      // Owned again by our view. It may lag a swap a lapse saw through the
+      // authority: only the authority's word reopens the copy.
+      const read = await this.#askAuthority(topic, partition, f?.topicUid);
+      if (this.#closed || this.#freezes.get(key) !== f) return;
+      if (read.kind === "unknown" || (read.kind === "owner" && read.node !== this.#d.nodeId)) {
+        this.#scheduleDelete(topic, partition);
+        return;
+      }
+      // Moved back (or the topic is gone): serve it.
       if (f !== undefined) f.movedAway = false;
       this.#end(topic, partition);
       return;
@@ -429,30 +475,36 @@ export class MoveSource {
         if (!(await this.#d.logs.exists(t.name, p))) continue;
         const dir = this.#d.logs.partitionDir(t.name, p);
         const mark = await readMark(dir, movedAwayFile);
-        if (mark !== undefined) await this.#resumeMovedAway(t.name, p, t.uid, mark === handoffMark);
-        else await this.#resumeFreeze(t.name, p, t.uid, await readMark(dir, freezeMarkFile));
+        // A moved-away mark dropped (owned here again) leaves the freeze mark to decide.
+        if (mark !== undefined && (await this.#resumeMovedAway(t.name, p, t.uid, mark === handoffMark)))
+          continue;
+        await this.#resumeFreeze(t.name, p, t.uid, await readMark(dir, freezeMarkFile));
       }
     }
   }
 
+  /** Whether the partition is held (frozen, or left alone unowned); false once the mark is dropped. */
   async #resumeMovedAway(
     topic: string,
     p: number,
     uid: string | undefined,
     handedOff: boolean,
-  ): Promise<void> {
+  ): Promise<boolean> {
     const owner = this.#d.metastore.ownerOf(topic, p);
     // A handed-off copy stays frozen even if our view names us owner: it
     // lags the install (a move back would have replaced the directory, mark and all).
     if (owner === this.#d.nodeId && !handedOff) {
       await removeMark(this.#d.logs.partitionDir(topic, p), movedAwayFile);
-      return;
+      return false;
     }
-    if (owner === "" && !handedOff) return;
+    if (owner === "" && !handedOff) return true;
     await (await this.#d.logs.get(topic, p)).freeze();
+    // As any freeze: no lease taken or settled in a copy given away.
+    await this.#d.consumers.freezePartition(topic, p);
     const f = this.#restored("", uid, handedOff);
     this.#freezes.set(`${topic}/${p}`, f);
     this.#movedAway(topic, p, f);
+    return true;
   }
 
   /**
@@ -467,7 +519,7 @@ export class MoveSource {
     raw: string | undefined,
   ): Promise<void> {
     if (raw === undefined) return;
-    let saved: { token?: unknown; topicUid?: unknown } = {};
+    let saved: { token?: unknown; topicUid?: unknown; ttlMs?: unknown } = {};
     try {
       saved = JSON.parse(raw) as typeof saved;
     } catch {
@@ -481,7 +533,12 @@ export class MoveSource {
     const token = typeof saved.token === "string" ? saved.token : "";
     await (await this.#d.logs.get(topic, p)).freeze();
     await this.#d.consumers.freezePartition(topic, p);
-    const f = this.#restored(token, uid, false);
+    // The ttl the mark records (the longest granted); a mark without one: the longest any move may ask.
+    const ttl =
+      typeof saved.ttlMs === "number" && Number.isFinite(saved.ttlMs)
+        ? Math.max(1_000, Math.min(saved.ttlMs, this.#d.maxFreezeTtlMs))
+        : this.#d.maxFreezeTtlMs;
+    const f = this.#restored(token, uid, false, ttl);
     this.#freezes.set(`${topic}/${p}`, f);
     this.#d.logger.info(
       { topic, partition: p },
@@ -491,12 +548,22 @@ export class MoveSource {
       this.#movedAway(topic, p, f);
       return;
     }
-    f.timer = setTimeout(() => void this.#lapse(topic, p, f), this.#d.maxFreezeTtlMs);
+    f.timer = setTimeout(() => void this.#lapse(topic, p, f), ttl);
     f.timer.unref();
   }
 
-  #restored(token: string, topicUid: string | undefined, handedOff: boolean): Freeze {
-    return { token, topicUid, timer: undefined, movedAway: false, handedOff, renewals: 0, marked: undefined };
+  #restored(token: string, topicUid: string | undefined, handedOff: boolean, ttlMs = 0): Freeze {
+    return {
+      token,
+      topicUid,
+      timer: undefined,
+      movedAway: false,
+      handedOff,
+      renewals: 0,
+      marked: undefined,
+      durable: undefined,
+      ttlMs,
+    };
   }
 
   close(): void {
