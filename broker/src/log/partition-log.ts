@@ -128,6 +128,12 @@ export interface OpenedPartitionLog extends PartitionLog {
   freeze(): Promise<void>;
   unfreeze(): void;
   readonly frozen: boolean;
+  /**
+   * Partition moves: the highest committed seq of every ingress incarnation
+   * this log knows (its dedup floor plus its segments), a copy. The moved
+   * copy keeps it as its floor: the segments alone may no longer say it.
+   */
+  committedSeqs(): Map<string, number>;
 }
 
 const partitionDirPattern = /^p(\d{5})$/;
@@ -293,6 +299,10 @@ class PartitionLogImpl implements OpenedPartitionLog {
 
   committedSeq(incarnation: string): number {
     return this.#dedup.get(incarnation) ?? 0;
+  }
+
+  committedSeqs(): Map<string, number> {
+    return new Map(this.#dedup);
   }
 
   producerEpoch(producerId: string): number | undefined {

@@ -40,6 +40,7 @@ function fakeLog() {
     },
     stats: () => ({ highWatermark: 3, oldestOffset: 0 }),
     segmentExtents: () => [{ base: 0, bytes: 10 }],
+    committedSeqs: () => new Map(),
     readSegmentBytes: async () => null,
   } as unknown as OpenedPartitionLog;
   return { log, state };
@@ -58,17 +59,19 @@ async function world() {
   const { log, state } = fakeLog();
   // The authority's answer, separate from the view (which keeps naming n0: it lags).
   let authority: AuthoritativeOwner | Error = { kind: "owner", node: "n0" };
-  const metastore: Pick<Metastore, "getTopic" | "ownerOf" | "onChange" | "listTopics" | "authoritativeOwner"> =
-    {
-      getTopic: (n) => base.getTopic(n),
-      ownerOf: (t, p) => base.ownerOf(t, p),
-      onChange: (l) => base.onChange(l),
-      listTopics: () => base.listTopics(),
-      authoritativeOwner: async () => {
-        if (authority instanceof Error) throw authority;
-        return authority;
-      },
-    };
+  const metastore: Pick<
+    Metastore,
+    "getTopic" | "ownerOf" | "onChange" | "listTopics" | "authoritativeOwner"
+  > = {
+    getTopic: (n) => base.getTopic(n),
+    ownerOf: (t, p) => base.ownerOf(t, p),
+    onChange: (l) => base.onChange(l),
+    listTopics: () => base.listTopics(),
+    authoritativeOwner: async () => {
+      if (authority instanceof Error) throw authority;
+      return authority;
+    },
+  };
   const partitionDir = (t: string, p: number) => join(root, t, String(p));
   const start = async () => {
     const source = new MoveSource({

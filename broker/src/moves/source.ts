@@ -111,6 +111,10 @@ export class MoveSource {
       segments: log.segmentExtents().map((e) => ({ base: e.base, bytes: e.bytes })),
       frozen: log.frozen,
       frontiers: withFrontiers ? await this.#d.consumers.frontiers(topic, partition) : [],
+      // Under the freeze the map is final (no commit runs), like the HWM.
+      dedup_floor: withFrontiers
+        ? [...log.committedSeqs()].map(([incarnation, seq]) => ({ incarnation, seq }))
+        : [],
     };
   }
 
@@ -433,7 +437,12 @@ export class MoveSource {
     }
   }
 
-  async #resumeMovedAway(topic: string, p: number, uid: string | undefined, handedOff: boolean): Promise<void> {
+  async #resumeMovedAway(
+    topic: string,
+    p: number,
+    uid: string | undefined,
+    handedOff: boolean,
+  ): Promise<void> {
     const owner = this.#d.metastore.ownerOf(topic, p);
     // A handed-off copy stays frozen even if our view names us owner: it
     // lags the install (a move back would have replaced the directory, mark and all).
@@ -453,7 +462,12 @@ export class MoveSource {
    * counting on it, so it holds again for a whole ttl under its token (the
    * destination's renewals carry on) and then lapses as any freeze does.
    */
-  async #resumeFreeze(topic: string, p: number, uid: string | undefined, raw: string | undefined): Promise<void> {
+  async #resumeFreeze(
+    topic: string,
+    p: number,
+    uid: string | undefined,
+    raw: string | undefined,
+  ): Promise<void> {
     if (raw === undefined) return;
     let saved: { token?: unknown; topicUid?: unknown } = {};
     try {
@@ -471,7 +485,10 @@ export class MoveSource {
     await this.#d.consumers.freezePartition(topic, p);
     const f = this.#restored(token, uid, false);
     this.#freezes.set(`${topic}/${p}`, f);
-    this.#d.logger.info({ topic, partition: p }, "partition frozen again after a restart: a move counts on it");
+    this.#d.logger.info(
+      { topic, partition: p },
+      "partition frozen again after a restart: a move counts on it",
+    );
     if (this.#d.metastore.ownerOf(topic, p) !== this.#d.nodeId) {
       this.#movedAway(topic, p, f);
       return;
