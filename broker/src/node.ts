@@ -141,6 +141,7 @@ export async function startBroker(
     logger: logger.child({ component: "log" }),
     topicExists: (topic) => metastore.getTopic(topic) !== undefined,
     maxOpenLogs: config.limits.maxOpenLogs,
+    maxSegmentFds: config.limits.maxSegmentFds,
     onOpenRefused: () => metrics.limitRefusals.inc({ limit: "open_logs" }),
   });
   const consumers = new ConsumerManager({
