@@ -9,7 +9,8 @@
 //  - a pinned handle (refs > 0: a read in flight) is never evicted; a
 //    dropped one (its segment was deleted or its log closed) is closed as
 //    soon as its last pin goes;
-//  - eviction takes the least recently used unpinned handle;
+//  - eviction takes the least recently used unpinned handle, and the
+//    caller that evicted opens only once that close returned;
 //  - when every slot is pinned, a new key waits (FIFO in the I/O layer):
 //    the bound is strict, never exceeded to serve a read.
 // Reads pin one segment at a time (never one while holding another), so a
@@ -18,8 +19,13 @@
 export type PinDecision<K> =
   /** The handle is open or being opened: use (await) it. */
   | { kind: "hit" }
-  /** Open it now; close `evict` first (already removed from the set, counted as closing). */
-  | { kind: "open"; evict: K[] }
+  /** A slot is free: open it now. */
+  | { kind: "open" }
+  /**
+   * Full: close `victim` (already out of the set, counted as closing until
+   * closed()), then ask again. Not pinned.
+   */
+  | { kind: "evict"; victim: K }
   /** No slot free: retry once a slot frees (unpin, closed, dropped). */
   | { kind: "wait" }
   /** The key was dropped: it is never handed out again (its file may be gone or replaced). */
@@ -67,16 +73,15 @@ export class HandleLru<K> {
       return { kind: "hit" };
     }
     if (e !== undefined) return { kind: "gone" };
-    const evict: K[] = [];
-    while (this.used >= this.max) {
+    if (this.used >= this.max) {
       const victim = this.#lruUnpinned();
       if (victim === undefined) return { kind: "wait" };
       this.#entries.delete(victim);
       this.#closing++;
-      evict.push(victim);
+      return { kind: "evict", victim };
     }
     this.#entries.set(key, { refs: 1, dropped: false });
-    return { kind: "open", evict };
+    return { kind: "open" };
   }
 
   /** A read finished. Returns true when the handle must be closed now (dropped and idle). */

@@ -76,8 +76,12 @@ export class SegmentHandles {
         await new Promise<void>((r) => this.#waiters.push(r));
         continue;
       }
+      if (d.kind === "evict") {
+        // The slot is ours to take once the victim's fd is really closed.
+        await this.#close(d.victim);
+        continue;
+      }
       if (d.kind === "open") {
-        for (const v of d.evict) void this.#close(v);
         this.#opens++;
         const opening = this.#io.open(path, false);
         this.#files.set(key, opening);
