@@ -287,7 +287,12 @@ export function sourceResume(ctx: MoveContext, n: SimNode): void {
       continue;
     }
     log.frozen = true;
-    const f: SourceFreeze = { token, expiresAtMs: ctx.now() + ctx.timing.freezeTtlMs, movedAway: false, handedOff: false };
+    const f: SourceFreeze = {
+      token,
+      expiresAtMs: ctx.now() + ctx.timing.freezeTtlMs,
+      movedAway: false,
+      handedOff: false,
+    };
     mem(n).freezes.set(key, f);
     ctx.trace(`${n.id} source: ${key} frozen again after the restart`);
     if (ownerOf(v, topic, p) !== n.id) movedAway(ctx, n, key, f);
