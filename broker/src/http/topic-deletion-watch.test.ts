@@ -88,6 +88,21 @@ describe("TopicDeletionWatch", () => {
     live.stop();
   });
 
+  it("asks the authority once for many requests waiting on one incarnation", async () => {
+    const f = fakeMeta();
+    f.topics.set("t", topic("u1"));
+    const watch = new TopicDeletionWatch(f.meta, 20);
+    const ws = Array.from({ length: 50 }, () => watch.watch("t", "u1"));
+    expect(watch.watching).toBe(50);
+    f.topics.delete("t");
+    f.changed();
+    f.changed();
+    await until(() => ws.every((w) => w.deleted));
+    expect(f.asked).toBe(1);
+    for (const w of ws) w.stop();
+    expect(watch.watching).toBe(0);
+  });
+
   it("never reports a uid-less topic", () => {
     const f = fakeMeta();
     const watch = new TopicDeletionWatch(f.meta, 20);

@@ -21,10 +21,12 @@ export function incarnationGone(current: TopicConfig | undefined, uid: string): 
   return current === undefined || current.uid !== uid;
 }
 
-interface Watcher {
+/** Every request waiting on one topic incarnation: one confirmation serves them all. */
+interface Group {
+  key: string;
   name: string;
   uid: string;
-  controller: AbortController;
+  waiting: Set<AbortController>;
   confirming: boolean;
 }
 
@@ -43,7 +45,8 @@ const never: DeletionWatch = {
 
 export class TopicDeletionWatch {
   readonly #meta: Pick<Metastore, "getTopic" | "onChange" | "confirmTopicDeleted">;
-  readonly #watchers = new Set<Watcher>();
+  /** name NUL uid → its waiting requests. */
+  readonly #groups = new Map<string, Group>();
   readonly #retryMs: number;
 
   /** retryMs: how soon a confirmation the authority refused (or failed) is asked again while the view says gone. */
@@ -51,48 +54,61 @@ export class TopicDeletionWatch {
     this.#meta = meta;
     this.#retryMs = retryMs;
     meta.onChange(() => {
-      for (const w of this.#watchers) this.#check(w);
+      for (const g of this.#groups.values()) this.#check(g);
     });
   }
 
+  /** Requests being watched. */
   get watching(): number {
-    return this.#watchers.size;
+    let n = 0;
+    for (const g of this.#groups.values()) n += g.waiting.size;
+    return n;
   }
 
   /** Watches the incarnation `uid` of topic `name` until stop(); a uid-less topic is never reported. */
   watch(name: string, uid: string | undefined): DeletionWatch {
     if (uid === undefined || uid === "") return never;
-    const w: Watcher = { name, uid, controller: new AbortController(), confirming: false };
-    this.#watchers.add(w);
+    const key = `${name}\0${uid}`;
+    let g = this.#groups.get(key);
+    if (g === undefined) {
+      g = { key, name, uid, waiting: new Set(), confirming: false };
+      this.#groups.set(key, g);
+    }
+    const group = g;
+    const controller = new AbortController();
+    group.waiting.add(controller);
     // The delete may have been applied before this request started waiting.
-    this.#check(w);
+    this.#check(group);
     return {
-      signal: w.controller.signal,
+      signal: controller.signal,
       get deleted() {
-        return w.controller.signal.aborted;
+        return controller.signal.aborted;
       },
       stop: () => {
-        this.#watchers.delete(w);
+        group.waiting.delete(controller);
+        if (group.waiting.size === 0 && this.#groups.get(key) === group) this.#groups.delete(key);
       },
     };
   }
 
-  #check(w: Watcher): void {
-    if (w.confirming || w.controller.signal.aborted) return;
-    if (!incarnationGone(this.#meta.getTopic(w.name), w.uid)) return;
-    w.confirming = true;
-    this.#meta
-      .confirmTopicDeleted(w.name, w.uid)
+  #check(g: Group): void {
+    if (g.confirming || g.waiting.size === 0) return;
+    if (!incarnationGone(this.#meta.getTopic(g.name), g.uid)) return;
+    g.confirming = true;
+    void this.#meta
+      .confirmTopicDeleted(g.name, g.uid)
       .catch(() => false)
       .then(async (confirmed) => {
         if (confirmed) {
-          w.controller.abort();
+          // Out of the map first: a request that starts watching now gets a group (and an answer) of its own.
+          if (this.#groups.get(g.key) === g) this.#groups.delete(g.key);
+          for (const c of g.waiting) c.abort();
           return;
         }
-        // Not confirmed yet (the authority lags or is unreachable): ask again while still waiting.
+        // Not confirmed yet (the authority lags or is unreachable): ask again while anyone still waits.
         await new Promise((r) => setTimeout(r, this.#retryMs).unref());
-        w.confirming = false;
-        if (this.#watchers.has(w)) this.#check(w);
+        g.confirming = false;
+        this.#check(g);
       });
   }
 }
