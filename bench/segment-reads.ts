@@ -6,20 +6,22 @@
 //   - the default-sized cache;
 //   - a cache of 4, one sequential reader (one open per segment crossed);
 //   - a cache of 4, 8 concurrent readers at random offsets (thrash).
-// Passes are interleaved and the median of SEGREAD_ROUNDS (default 3) kept.
+// Passes are interleaved and the median of SEGREAD_ROUNDS (default 5) kept,
+// as records/s (wall clock) and as process CPU µs per record (the steadier
+// number on a shared machine).
 // BEFORE_LOG_DIR=<dir holding an older broker/src/log copy> adds that
 // code's store as a further line (a true before/after in the same run).
 // SEGREAD_SEGMENTS (default 1,000) segments of ~32 KiB.
 
 import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import type { CommitRecord } from "../broker/src/core/records.ts";
 import { type LogStore, type LogStoreOptions, openLogStore } from "../broker/src/log/log-store.ts";
 import { Report } from "./lib/report.ts";
 
 const segments = Number(process.env.SEGREAD_SEGMENTS ?? 1_000);
-const rounds = Number(process.env.SEGREAD_ROUNDS ?? 3);
+const rounds = Number(process.env.SEGREAD_ROUNDS ?? 5);
 const recordBytes = 1_024;
 const perSegment = 30;
 const total = segments * perSegment;
@@ -48,15 +50,24 @@ function options(dataDir: string, maxSegmentFds: number): LogStoreOptions {
   };
 }
 
-/** Records read per second by `readers` concurrent readers over the whole log. */
-async function pass(open: Opener, dataDir: string, cache: number, readers: number): Promise<number> {
+/**
+ * Records read per second (wall clock) by `readers` concurrent readers, and
+ * the process CPU time per record (steadier than wall time on a busy machine).
+ */
+async function pass(
+  open: Opener,
+  dataDir: string,
+  cache: number,
+  readers: number,
+): Promise<{ perSec: number; cpuUsPerRecord: number }> {
   const store = await open(options(dataDir, cache));
   try {
     const log = await store.get("t", 0);
     const started = performance.now();
+    const cpu0 = process.cpuUsage();
     let read = 0;
-    // Long enough (2 × the log per reader) that timer noise and the first opens do not dominate.
-    const perReader = 2 * total;
+    // Long enough (the whole log per reader) that timer noise and the first opens do not dominate.
+    const perReader = total;
     await Promise.all(
       Array.from({ length: readers }, async (_, k) => {
         // Sequential from offset 0 with one reader; else random starting points, short pages.
@@ -78,7 +89,11 @@ async function pass(open: Opener, dataDir: string, cache: number, readers: numbe
         return k;
       }),
     );
-    return read / ((performance.now() - started) / 1_000);
+    const cpu = process.cpuUsage(cpu0);
+    return {
+      perSec: read / ((performance.now() - started) / 1_000),
+      cpuUsPerRecord: (cpu.user + cpu.system) / read,
+    };
   } finally {
     await store.closeAll();
   }
@@ -114,6 +129,7 @@ async function main(): Promise<void> {
       { name: "cache 4, 8 random readers", cache: 4, readers: 8 },
     ];
     const samples = new Map<string, number[]>();
+    const cpuSamples = new Map<string, number[]>();
     for (let r = 0; r < rounds; r++) {
       for (const o of openers) {
         for (const c of configs) {
@@ -121,25 +137,30 @@ async function main(): Promise<void> {
           if (o.name === "before" && c.cache !== segments + 8) continue;
           const key = `${o.name}: ${c.name}`;
           const v = await pass(o.open, dataDir, c.cache, c.readers);
-          samples.set(key, [...(samples.get(key) ?? []), v]);
+          samples.set(key, [...(samples.get(key) ?? []), v.perSec]);
+          cpuSamples.set(key, [...(cpuSamples.get(key) ?? []), v.cpuUsPerRecord]);
         }
       }
     }
-    const base1 = median(samples.get(`after: ${configs[0]!.name}`)!);
-    const base8 = median(samples.get(`after: ${configs[2]!.name}`)!);
+    const baseKeys = [`after: ${configs[0]!.name}`, `after: ${configs[2]!.name}`];
+    const baseOf = (key: string) => (key.includes("1 sequential") ? baseKeys[0]! : baseKeys[2 - 1]!);
     for (const [key, vs] of samples) {
-      const baseline = key.includes("1 sequential") ? base1 : base8;
+      const isBase = baseKeys.includes(key);
+      report.record(key, median(vs), "records/s", isBase ? null : median(samples.get(baseOf(key))!));
+    }
+    for (const [key, vs] of cpuSamples) {
+      const isBase = baseKeys.includes(key);
       report.record(
-        key,
+        `${key} (CPU)`,
         median(vs),
-        "records/s",
-        key === `after: ${configs[0]!.name}` || key === `after: ${configs[2]!.name}` ? null : baseline,
+        "µs CPU/record",
+        isBase ? null : median(cpuSamples.get(baseOf(key))!),
       );
     }
     report.write(
       "segment-reads-results.json",
       "segment-reads",
-      `${segments} segments of ${perSegment} × ${recordBytes} B records, median of ${rounds}; ratio against the cache that holds every segment, same reader count`,
+      `${segments} segments of ${perSegment} × ${recordBytes} B records, median of ${rounds}; ratio against the cache that holds every segment (new code), same reader count; load average ${loadavg()[0]!.toFixed(1)} at the end`,
     );
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
