@@ -2,8 +2,9 @@
 // file handles (the active segment's read-write handle, shared by the
 // writer and positional readers; a sealed segment's read handle comes from
 // the log store's bounded cache, segment-handles.ts), the verified end
-// position, the sparse index, and the corrupt gaps found at recovery. A segment never serves bytes at or beyond `verifiedEnd`: the
-// writer only advances it after fsync + read-back verification.
+// position, the sparse index, and the corrupt gaps found at recovery. A
+// segment never serves bytes at or beyond `verifiedEnd`: the writer only
+// advances it after fsync + read-back verification.
 
 import {
   decodeFrameRecords,
