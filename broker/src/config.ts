@@ -58,6 +58,8 @@ export interface LimitsConfig {
   maxPartitions: number;
   /** Partition logs this node keeps open at once (each holds at least 2 fds). */
   maxOpenLogs: number;
+  /** Read handles of sealed segments open at once, over all partition logs (an LRU, opened on demand). */
+  maxSegmentFds: number;
   /** Time to send the request head, and the whole request (head and body). */
   headersTimeoutMs: number;
   requestTimeoutMs: number;
@@ -165,6 +167,7 @@ const settings = {
   "max-topics": { env: "NARAD_MAX_TOPICS", file: "maxTopics" },
   "max-partitions": { env: "NARAD_MAX_PARTITIONS", file: "maxPartitions" },
   "max-open-logs": { env: "NARAD_MAX_OPEN_LOGS", file: "maxOpenLogs" },
+  "max-segment-fds": { env: "NARAD_MAX_SEGMENT_FDS", file: "maxSegmentFds" },
   "headers-timeout-ms": { env: "NARAD_HEADERS_TIMEOUT_MS", file: "headersTimeoutMs" },
   "request-timeout-ms": { env: "NARAD_REQUEST_TIMEOUT_MS", file: "requestTimeoutMs" },
   "idle-timeout-ms": { env: "NARAD_IDLE_TIMEOUT_MS", file: "idleTimeoutMs" },
@@ -220,6 +223,7 @@ Limits against hostile clients (docs/security.md; a refusal counts in narad_limi
   --max-topics N              topics in the cluster      NARAD_MAX_TOPICS    (default ${k.maxTopics})
   --max-partitions N          partitions over all topics NARAD_MAX_PARTITIONS (default ${k.maxPartitions})
   --max-open-logs N           partition logs open at once (2+ fds each) NARAD_MAX_OPEN_LOGS (default ${k.maxOpenLogs})
+  --max-segment-fds N         sealed-segment read handles open at once (LRU) NARAD_MAX_SEGMENT_FDS (default ${k.maxSegmentFds})
   --headers-timeout-ms N      time to send request headers NARAD_HEADERS_TIMEOUT_MS (default ${k.headersTimeoutMs})
   --request-timeout-ms N      time to send a whole request NARAD_REQUEST_TIMEOUT_MS (default ${k.requestTimeoutMs})
   --idle-timeout-ms N         close a silent connection  NARAD_IDLE_TIMEOUT_MS (default ${k.idleTimeoutMs})
@@ -311,6 +315,12 @@ export function loadConfig(
     return fromFile === undefined ? undefined : String(fromFile);
   };
   const count = (name: SettingName, fallback: number) => parseCount(get(name), fallback, `--${name}`);
+  // A read needs one handle: 0 would wait forever.
+  const positiveCount = (name: SettingName, fallback: number) => {
+    const n = count(name, fallback);
+    if (n === 0) throw new ConfigError(`--${name} must be at least 1`);
+    return n;
+  };
 
   const logLevel = get("log-level") ?? "info";
   if (!["trace", "debug", "info", "warn", "error", "fatal", "silent"].includes(logLevel)) {
@@ -404,6 +414,7 @@ export function loadConfig(
       maxTopics: count("max-topics", k.maxTopics),
       maxPartitions: count("max-partitions", k.maxPartitions),
       maxOpenLogs: count("max-open-logs", k.maxOpenLogs),
+      maxSegmentFds: positiveCount("max-segment-fds", k.maxSegmentFds),
       headersTimeoutMs: count("headers-timeout-ms", k.headersTimeoutMs),
       requestTimeoutMs: count("request-timeout-ms", k.requestTimeoutMs),
       idleTimeoutMs: count("idle-timeout-ms", k.idleTimeoutMs),

@@ -137,6 +137,8 @@ export const maxTopics = 1_000;
 /** 2+ fds per open partition log: 4,096 partitions fit a 16k nofile limit with room for sockets. */
 export const maxPartitions = 4_096;
 export const maxOpenLogs = 4_096;
+/** Sealed-segment read handles open at once over all logs (log/segment-handles.ts); opened on demand. */
+export const maxSegmentFds = 1_024;
 export const headersTimeoutMs = 10_000;
 export const requestTimeoutMs = 300_000;
 /** Above consumeMaxWaitMs, so a long poll is never cut as idle. */

@@ -7,6 +7,7 @@ import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
+import { Gauge } from "prom-client";
 import { openSecurity } from "./auth/setup.ts";
 import type { Config } from "./config.ts";
 import * as k from "./constants.ts";
@@ -142,7 +143,25 @@ export async function startBroker(
     logger: logger.child({ component: "log" }),
     topicExists: (topic) => metastore.getTopic(topic) !== undefined,
     maxOpenLogs: config.limits.maxOpenLogs,
+    maxSegmentFds: config.limits.maxSegmentFds,
     onOpenRefused: () => metrics.limitRefusals.inc({ limit: "open_logs" }),
+  });
+  // Read at scrape time: the sealed-segment handle cache (log/segment-handles.ts).
+  new Gauge({
+    name: "narad_segment_read_handles",
+    help: "Sealed-segment read handles holding an fd (open, opening or closing); at most --max-segment-fds",
+    registers: [metrics.registry],
+    collect() {
+      this.set(logs.segmentFds().open);
+    },
+  });
+  new Gauge({
+    name: "narad_segment_read_handle_waiters",
+    help: "Reads waiting for a sealed-segment read handle (every handle is held by a read in flight)",
+    registers: [metrics.registry],
+    collect() {
+      this.set(logs.segmentFds().waiting);
+    },
   });
   const consumers = new ConsumerManager({
     dataDir: config.dataDir,

@@ -28,19 +28,24 @@ export interface RecordResult {
 export type AcksAllAnswer =
   | { status: 200; results: RecordResult[] }
   | { status: 409; code: "producer_fenced" | "out_of_order_sequence"; error: string }
-  | { status: 503; code: "commit_timeout"; error: string };
+  | { status: 503; code: "commit_timeout"; error: string }
+  | { status: 410; code: "topic_deleted"; error: string };
 
 /**
  * The answer for records bound for `partitions` whose owner outcomes are
  * `outcomes` (undefined: not committed within the wait). Any refusal wins
  * over a timeout, a timeout over success: the request succeeds only when
- * every record has an offset.
+ * every record has an offset. When the wait ended because the deletion of
+ * the records' topic incarnation was confirmed (`topicDeleted`), missing
+ * records are answered 410: they will never be committed into a live topic,
+ * and any that were committed went with it.
  */
 export function acksAllAnswer(
   partitions: readonly number[],
   outcomes: ReadonlyArray<number | undefined>,
   idempotent: boolean,
   timeoutMs: number,
+  topicDeleted?: { topic: string },
 ): AcksAllAnswer {
   let fenced = 0;
   let outOfOrder = 0;
@@ -65,6 +70,13 @@ export function acksAllAnswer(
       status: 409,
       code: "out_of_order_sequence",
       error: `out of order sequence: ${outOfOrder} record(s) are not the next sequence of this producer at their partition (a gap, an overlap, an older sequence or a reused one); they were not stored`,
+    };
+  }
+  if (missing > 0 && topicDeleted !== undefined) {
+    return {
+      status: 410,
+      code: "topic_deleted",
+      error: `topic "${topicDeleted.topic}" was deleted while this request waited for its commit: ${missing} of ${partitions.length} record(s) were not committed and never will be (they are discarded with the deleted topic); any that were committed are deleted with it. Do not retry into a re-created topic of the same name unless that is intended.`,
     };
   }
   if (missing > 0) {

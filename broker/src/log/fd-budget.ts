@@ -8,7 +8,8 @@
 // Why refuse rather than close the least recently used log: partition logs
 // are held by long-lived users (consumer queues, the dispatcher, moves) that
 // keep their handle; closing one under them would fail their next read.
-// Closing idle segment handles inside a log is the next step (docs/limits.md).
+// Inside a log, sealed segments' read handles are a separate bounded cache
+// (segment-handles.ts, --max-segment-fds) that does close idle ones.
 
 export class FdBudget {
   readonly maxOpen: number;

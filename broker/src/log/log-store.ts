@@ -13,7 +13,14 @@ import type { ProducerSequenceLimits } from "../core/producer-sequence.ts";
 import { FdBudget } from "./fd-budget.ts";
 import { LogError } from "./log-errors.ts";
 import { type LogIo, nodeLogIo } from "./log-io.ts";
-import { type LogLogger, type OpenedPartitionLog, openPartitionLog, silentLogger } from "./partition-log.ts";
+import {
+  defaultMaxSegmentFds,
+  type LogLogger,
+  type OpenedPartitionLog,
+  openPartitionLog,
+  silentLogger,
+} from "./partition-log.ts";
+import { SegmentHandles } from "./segment-handles.ts";
 import type { PartitionStats } from "./types.ts";
 
 export interface LogStoreOptions {
@@ -43,6 +50,12 @@ export interface LogStoreOptions {
   maxOpenLogs?: number;
   /** Called when an open is refused by maxOpenLogs (a metric). */
   onOpenRefused?: () => void;
+  /**
+   * Read handles of sealed segments open at once, over all logs of this
+   * store (segment-handles.ts); default defaultMaxSegmentFds. The active
+   * segment of each open log holds its own handle on top (maxOpenLogs bounds those).
+   */
+  maxSegmentFds?: number;
 }
 
 export interface RetentionPolicy {
@@ -86,6 +99,8 @@ export interface LogStore {
   deleteTopic(topic: string): Promise<void>;
   /** Applies each policy to every partition of that topic on disk; returns segments deleted. */
   retentionPass(policies: ReadonlyMap<string, RetentionPolicy>): Promise<number>;
+  /** Sealed-segment read handles open now, and the bound (--max-segment-fds). */
+  segmentFds(): { open: number; max: number; opens: number; waiting: number };
   closeAll(): Promise<void>;
 }
 
@@ -146,6 +161,7 @@ class LogStoreImpl implements LogStore {
   /** "topic/partition" → number of holds (partition moves). */
   readonly #holds = new Map<string, number>();
   readonly #fds: FdBudget;
+  readonly #segmentHandles: SegmentHandles;
 
   constructor(opts: LogStoreOptions, io: LogIo, topicsDir: string, trashDir: string, known: Set<string>) {
     this.#opts = opts;
@@ -155,6 +171,7 @@ class LogStoreImpl implements LogStore {
     this.#known = known;
     this.#logger = opts.logger ?? silentLogger;
     this.#fds = new FdBudget(opts.maxOpenLogs ?? Number.MAX_SAFE_INTEGER);
+    this.#segmentHandles = new SegmentHandles(io, opts.maxSegmentFds ?? defaultMaxSegmentFds, this.#logger);
   }
 
   async get(topic: string, partition: number): Promise<OpenedPartitionLog> {
@@ -238,6 +255,7 @@ class LogStoreImpl implements LogStore {
       nowMs: this.#opts.nowMs,
       io: this.#io,
       logger: this.#logger,
+      segmentHandles: this.#segmentHandles,
       ...(this.#opts.producerEpoch !== undefined ? { producerEpoch: this.#opts.producerEpoch } : {}),
       ...(this.#opts.producerLimits !== undefined ? { producerLimits: this.#opts.producerLimits } : {}),
     });
@@ -379,6 +397,11 @@ class LogStoreImpl implements LogStore {
       }
     }
     return deleted;
+  }
+
+  segmentFds(): { open: number; max: number; opens: number; waiting: number } {
+    const h = this.#segmentHandles;
+    return { open: h.openCount, max: h.maxOpen, opens: h.opens, waiting: h.waiting };
   }
 
   async closeAll(): Promise<void> {

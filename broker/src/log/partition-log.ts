@@ -54,6 +54,7 @@ import { type LogIo, nodeLogIo } from "./log-io.ts";
 import { RecentOffsets } from "./recent-offsets.ts";
 import { recoverSegment, type SegmentRecovery } from "./recovery.ts";
 import { parseSegmentFileName, Segment, segmentFileName } from "./segment.ts";
+import { SegmentHandles } from "./segment-handles.ts";
 import {
   type CommitResult,
   commitOutcome,
@@ -88,7 +89,15 @@ export interface OpenPartitionLogOptions extends PartitionLogOptions {
   producerEpoch?: (producerId: string) => number | undefined;
   /** Bounds of the per-producer state (core/producer-sequence.ts). */
   producerLimits?: Partial<ProducerSequenceLimits>;
+  /**
+   * Read handles of sealed segments, shared by every log of a store
+   * (segment-handles.ts). Absent: a cache of defaultMaxSegmentFds for this log alone.
+   */
+  segmentHandles?: SegmentHandles;
 }
+
+/** Sealed-segment read handles open at once when no shared cache is given (--max-segment-fds). */
+export const defaultMaxSegmentFds = 1_024;
 
 export interface PartitionRecoveryReport {
   segments: number;
@@ -128,6 +137,12 @@ export interface OpenedPartitionLog extends PartitionLog {
   freeze(): Promise<void>;
   unfreeze(): void;
   readonly frozen: boolean;
+  /**
+   * Partition moves: the highest committed seq of every ingress incarnation
+   * this log knows (its dedup floor plus its segments), a copy. The moved
+   * copy keeps it as its floor: the segments alone may no longer say it.
+   */
+  committedSeqs(): Map<string, number>;
 }
 
 const partitionDirPattern = /^p(\d{5})$/;
@@ -147,6 +162,7 @@ export async function openPartitionLog(opts: OpenPartitionLogOptions): Promise<O
   if (m === null) throw new Error(`openPartitionLog: ${opts.dir} is not a pNNNNN directory`);
   const io = opts.io ?? nodeLogIo;
   const logger = opts.logger ?? silentLogger;
+  const handles = opts.segmentHandles ?? new SegmentHandles(io, defaultMaxSegmentFds, logger);
   await io.mkdirp(opts.dir);
   const hwmFile = await readHwmFile(io, opts.dir);
   const bases: number[] = [];
@@ -179,7 +195,13 @@ export async function openPartitionLog(opts: OpenPartitionLogOptions): Promise<O
     for (let i = 0; i < bases.length; i++) {
       const base = bases[i]!;
       const path = join(opts.dir, segmentFileName(base));
-      const seg = new Segment(base, path, await io.open(path, createdSegment), opts.indexIntervalBytes);
+      const seg = new Segment(
+        base,
+        path,
+        await io.open(path, createdSegment),
+        opts.indexIntervalBytes,
+        handles,
+      );
       segments.push(seg);
       const prev = segments[i - 1];
       if (prev !== undefined && base < prev.endOffset) {
@@ -187,20 +209,24 @@ export async function openPartitionLog(opts: OpenPartitionLogOptions): Promise<O
           `${path}: base offset ${base} overlaps the previous segment (ends ${prev.endOffset})`,
         );
       }
+      const active = i === bases.length - 1;
       const r = await recoverSegment(
         seg,
-        await seg.file.size(),
-        i === bases.length - 1,
+        await seg.writer.size(),
+        active,
         opts.maxFrameBytes,
         dedup,
         producers,
       );
       addRecovery(report, r);
+      // A sealed segment's handle goes back now: reads reopen it through the
+      // bounded cache, so opening a log with thousands of segments holds one.
+      if (!active) await seg.seal();
     }
     // Crash point: a crash before this fsync may lose the new empty segment; reopening recreates it.
     if (createdSegment) await io.fsyncDir(opts.dir);
   } catch (err) {
-    await Promise.allSettled(segments.map((s) => s.file.close()));
+    await Promise.allSettled(segments.map((s) => s.retire()));
     throw err;
   }
   const last = segments[segments.length - 1]!;
@@ -216,7 +242,19 @@ export async function openPartitionLog(opts: OpenPartitionLogOptions): Promise<O
     logger.warn({ dir: opts.dir, ...report }, "partition log recovered with damage");
   }
   const hwm = await HwmFile.open(io, opts.dir, next);
-  return new PartitionLogImpl(opts, io, logger, Number(m[1]), segments, dedup, producers, next, hwm, report);
+  return new PartitionLogImpl(
+    opts,
+    io,
+    logger,
+    Number(m[1]),
+    segments,
+    dedup,
+    producers,
+    next,
+    hwm,
+    report,
+    handles,
+  );
 }
 
 function addRecovery(report: PartitionRecoveryReport, r: SegmentRecovery): void {
@@ -253,6 +291,7 @@ class PartitionLogImpl implements OpenedPartitionLog {
   #commitCount = 0;
   #lastEvictMs = 0;
   readonly #recent = new RecentOffsets();
+  readonly #handles: SegmentHandles;
 
   constructor(
     opts: OpenPartitionLogOptions,
@@ -265,7 +304,9 @@ class PartitionLogImpl implements OpenedPartitionLog {
     next: number,
     hwmFile: HwmFile,
     report: PartitionRecoveryReport,
+    handles: SegmentHandles,
   ) {
+    this.#handles = handles;
     this.#opts = opts;
     this.#io = io;
     this.#logger = logger;
@@ -293,6 +334,10 @@ class PartitionLogImpl implements OpenedPartitionLog {
 
   committedSeq(incarnation: string): number {
     return this.#dedup.get(incarnation) ?? 0;
+  }
+
+  committedSeqs(): Map<string, number> {
+    return new Map(this.#dedup);
   }
 
   producerEpoch(producerId: string): number | undefined {
@@ -334,11 +379,11 @@ class PartitionLogImpl implements OpenedPartitionLog {
     const seg = this.#active();
     const start = seg.verifiedEnd;
     try {
-      await seg.file.writev(
+      await seg.writer.writev(
         frames.map((f) => f.buf),
         start,
       ); // crash point A
-      await seg.file.datasync(); // crash point B
+      await seg.writer.datasync(); // crash point B
       await this.#verifyReadBack(seg, start, total, frames); // crash point C
     } catch (err) {
       await this.#rollBack(seg, start, err);
@@ -493,21 +538,30 @@ class PartitionLogImpl implements OpenedPartitionLog {
   async #roll(): Promise<void> {
     const base = this.#nextOffset;
     const path = join(this.#opts.dir, segmentFileName(base));
-    const seg = new Segment(base, path, await this.#io.open(path, true), this.#opts.indexIntervalBytes);
+    const seg = new Segment(
+      base,
+      path,
+      await this.#io.open(path, true),
+      this.#opts.indexIntervalBytes,
+      this.#handles,
+    );
     try {
       await this.#io.fsyncDir(this.#opts.dir);
     } catch (err) {
-      await seg.file.close().catch(() => {});
+      await seg.retire().catch(() => {});
       throw err;
     }
+    const prev = this.#active();
     this.#segments.push(seg);
+    // Sealed: its writer closes once reads in flight on it finish; later reads use the cache.
+    prev.seal().catch((err: unknown) => this.#logger.warn({ path: prev.path, err }, "segment close failed"));
     this.#logger.info({ dir: this.#opts.dir, base }, "partition log rolled segment");
   }
 
   /** Reads the frames back with a real pread and checks header fields and CRC. */
   async #verifyReadBack(seg: Segment, start: number, total: number, frames: PlannedFrame[]): Promise<void> {
     const back = Buffer.allocUnsafe(total);
-    const got = await seg.file.read(back, 0, total, start);
+    const got = await seg.writer.read(back, 0, total, start);
     if (got !== total) throw new LogError("COMMIT_VERIFY_FAILED", `read back ${got} of ${total} bytes`);
     let at = 0;
     for (const f of frames) {
@@ -538,8 +592,8 @@ class PartitionLogImpl implements OpenedPartitionLog {
   async #rollBack(seg: Segment, start: number, cause: unknown): Promise<void> {
     this.#logger.error({ dir: this.#opts.dir, err: cause }, "partition log commit failed; truncating tail");
     try {
-      await seg.file.truncate(start);
-      await seg.file.datasync();
+      await seg.writer.truncate(start);
+      await seg.writer.datasync();
     } catch (err) {
       this.#failed = err instanceof Error ? err : new Error(String(err));
       this.#logger.error({ dir: this.#opts.dir, err }, "partition log rollback failed; refusing commits");
@@ -614,13 +668,15 @@ class PartitionLogImpl implements OpenedPartitionLog {
     let bytes = 0;
     for (; i < segs.length && segs[i]!.baseOffset < hwm; i++) {
       const seg = segs[i]!;
-      if (!seg.acquire()) {
-        // Retention removed it while we were reading.
+      const lease = await seg.acquireRead();
+      if (lease === null) {
+        // Retention removed it (or the log closed) while we were reading.
         if (out.length === 0) throw new LogError("OFFSET_EXPIRED", `offset ${fromOffset} was just deleted`);
         break;
       }
       try {
         const r = await seg.readInto(
+          lease.file,
           { ...limits, fromOffset: Math.max(fromOffset, seg.baseOffset) },
           out,
           bytes,
@@ -628,7 +684,7 @@ class PartitionLogImpl implements OpenedPartitionLog {
         bytes = r.bytes;
         if (r.full) break;
       } finally {
-        seg.release();
+        lease.release();
       }
     }
     return out;
@@ -656,14 +712,16 @@ class PartitionLogImpl implements OpenedPartitionLog {
   async readSegmentBytes(base: number, position: number, length: number): Promise<Buffer | null> {
     if (this.#closed) throw new LogError("LOG_CLOSED", this.#opts.dir);
     const seg = this.#segments.find((s) => s.baseOffset === base);
-    if (seg === undefined || !seg.acquire()) return null;
+    if (seg === undefined) return null;
+    const lease = await seg.acquireRead();
+    if (lease === null) return null;
     try {
       const n = Math.max(0, Math.min(length, seg.verifiedEnd - position));
       const buf = Buffer.allocUnsafe(n);
-      const got = n === 0 ? 0 : await seg.file.read(buf, 0, n, position);
+      const got = n === 0 ? 0 : await lease.file.read(buf, 0, n, position);
       return got === n ? buf : buf.subarray(0, got);
     } finally {
-      seg.release();
+      lease.release();
     }
   }
 

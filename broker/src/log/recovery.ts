@@ -147,7 +147,7 @@ export async function recoverSegment(
   producers?: ProducerSequences,
 ): Promise<SegmentRecovery> {
   const result: SegmentRecovery = { frames: 0, gaps: 0, truncatedBytes: 0, corruptTailBytes: 0 };
-  const win = new FrameWindow(seg.file, fileSize, recoveryChunkBytes);
+  const win = new FrameWindow(seg.writer, fileSize, recoveryChunkBytes);
   let pos = 0;
   while (pos < fileSize) {
     const next = await acceptFrame(seg, win, pos, maxFrameBytes, dedup, false, producers);
@@ -168,8 +168,8 @@ export async function recoverSegment(
     if (active) {
       // Case torn-tail. Crash point: dying after truncate but before
       // fdatasync just repeats this truncation at the next open.
-      await seg.file.truncate(pos);
-      await seg.file.datasync();
+      await seg.writer.truncate(pos);
+      await seg.writer.datasync();
       result.truncatedBytes = fileSize - pos;
     } else {
       // Case corrupt-tail.

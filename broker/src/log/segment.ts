@@ -1,8 +1,10 @@
 // One segment file `<20-digit base offset>.log` of a partition log: its
-// open file handle (shared by the writer and positional readers), the
-// verified end position, the sparse index, and the corrupt gaps found at
-// recovery. A segment never serves bytes at or beyond `verifiedEnd`: the
-// writer only advances it after fsync + read-back verification.
+// file handles (the active segment's read-write handle, shared by the
+// writer and positional readers; a sealed segment's read handle comes from
+// the log store's bounded cache, segment-handles.ts), the verified end
+// position, the sparse index, and the corrupt gaps found at recovery. A
+// segment never serves bytes at or beyond `verifiedEnd`: the writer only
+// advances it after fsync + read-back verification.
 
 import {
   decodeFrameRecords,
@@ -13,6 +15,7 @@ import {
 } from "../core/log-codec.ts";
 import type { StoredRecord } from "../core/records.ts";
 import type { LogFile } from "./log-io.ts";
+import type { SegmentHandles, SegmentLease } from "./segment-handles.ts";
 import { SparseIndex } from "./sparse-index.ts";
 
 const segmentNameDigits = 20;
@@ -86,7 +89,6 @@ export class Segment {
   readonly index: SparseIndex;
   /** Corrupt ranges keyed by their start position. */
   readonly gaps = new Map<number, number>();
-  file: LogFile;
   /** Bytes [0, verifiedEnd) are verified frames or known gaps; nothing beyond is served. */
   verifiedEnd: number;
   /** Next offset after the last verified frame (or the base when empty). */
@@ -95,14 +97,28 @@ export class Segment {
   newestCommitMs: number;
   /** Bytes of the file on disk (verified frames, gaps and any corrupt tail). */
   fileBytes: number;
-  #refs = 0;
+  /** The read-write handle while this is the active segment (or being recovered); null once sealed. */
+  #writer: LogFile | null;
+  /** Reads holding #writer (or the handle it was before seal()). */
+  #writerRefs = 0;
+  #writerToClose: LogFile | null = null;
+  #writerClosed: (() => void) | null = null;
+  /** Resolves once the writer handle is closed (after seal()). */
+  #sealed: Promise<void> = Promise.resolve();
   #retired = false;
-  #closeWhenIdle: (() => void) | null = null;
+  readonly #handles: SegmentHandles;
 
-  constructor(baseOffset: number, path: string, file: LogFile, indexIntervalBytes: number) {
+  constructor(
+    baseOffset: number,
+    path: string,
+    writer: LogFile,
+    indexIntervalBytes: number,
+    handles: SegmentHandles,
+  ) {
     this.baseOffset = baseOffset;
     this.path = path;
-    this.file = file;
+    this.#writer = writer;
+    this.#handles = handles;
     this.index = new SparseIndex(indexIntervalBytes);
     this.verifiedEnd = 0;
     this.endOffset = baseOffset;
@@ -110,47 +126,92 @@ export class Segment {
     this.fileBytes = 0;
   }
 
-  /** Pins the file handle for a read; release() must follow. False once retired. */
-  acquire(): boolean {
-    if (this.#retired) return false;
-    this.#refs++;
-    return true;
-  }
-
-  release(): void {
-    this.#refs--;
-    if (this.#refs === 0 && this.#closeWhenIdle !== null) this.#closeWhenIdle();
+  /** The read-write handle: only the active segment has one (commits, recovery). */
+  get writer(): LogFile {
+    if (this.#writer === null) throw new Error(`segment ${this.path} is sealed`);
+    return this.#writer;
   }
 
   /**
-   * Refuses new reads and closes the handle once no read holds it (so a
-   * deleted segment's fd number is never reused under an in-flight pread).
+   * Pins a handle for a read; release() must follow. The active segment
+   * lends its writer; a sealed one goes through the store's bounded cache
+   * (opened on demand). Null once retired: the segment was deleted or its
+   * log closed. While pinned the fd is neither closed nor reused, so a
+   * pread never lands in another file.
    */
-  retire(): Promise<void> {
-    this.#retired = true;
-    return new Promise((resolve, reject) => {
-      const run = () => {
-        this.#closeWhenIdle = null;
-        this.file.close().then(resolve, reject);
+  async acquireRead(): Promise<SegmentLease | null> {
+    if (this.#retired) return null;
+    const w = this.#writer;
+    if (w !== null) {
+      this.#writerRefs++;
+      let released = false;
+      return {
+        file: w,
+        release: () => {
+          if (released) return;
+          released = true;
+          this.#writerRefs--;
+          if (this.#writerRefs === 0) this.#closeWriterIfIdle();
+        },
       };
-      if (this.#refs === 0) run();
-      else this.#closeWhenIdle = run;
-    });
+    }
+    return this.#handles.pin(this, this.path);
   }
 
   /**
-   * Appends records with offsets in [fromOffset, hwm) to `out`, reading from
-   * the sparse-index position. Returns the running key+payload byte count and
+   * The segment is sealed (a newer one is active, or recovery is done with
+   * it): later reads go through the cache; the writer is closed once no
+   * read holds it.
+   */
+  seal(): Promise<void> {
+    const w = this.#writer;
+    if (w === null) return this.#sealed;
+    this.#writer = null;
+    this.#writerToClose = w;
+    this.#sealed = new Promise((resolve) => {
+      this.#writerClosed = resolve;
+    });
+    this.#closeWriterIfIdle();
+    return this.#sealed;
+  }
+
+  /**
+   * Refuses new reads and closes every handle of this segment once no read
+   * holds it (so a deleted segment's fd number is never reused under an
+   * in-flight pread).
+   */
+  async retire(): Promise<void> {
+    this.#retired = true;
+    await Promise.all([this.seal(), this.#handles.drop(this)]);
+  }
+
+  #closeWriterIfIdle(): void {
+    const w = this.#writerToClose;
+    if (w === null || this.#writerRefs > 0) return;
+    this.#writerToClose = null;
+    const done = this.#writerClosed;
+    this.#writerClosed = null;
+    // A failed close still frees the fd (close(2) releases it even on error).
+    w.close().then(
+      () => done?.(),
+      () => done?.(),
+    );
+  }
+
+  /**
+   * Appends records with offsets in [fromOffset, hwm) to `out`, reading
+   * `file` (a lease of this segment) from the sparse-index position. Returns the running key+payload byte count and
    * whether a limit (records or bytes) was reached. Frames are
    * CRC-checked again on read (each property checked after read as well as
    * before write); a mismatch throws rather than serving bad bytes.
    */
   async readInto(
+    file: LogFile,
     limits: SegmentReadLimits,
     out: StoredRecord[],
     bytesSoFar: number,
   ): Promise<{ bytes: number; full: boolean }> {
-    const win = new FrameWindow(this.file, this.verifiedEnd, limits.chunkBytes);
+    const win = new FrameWindow(file, this.verifiedEnd, limits.chunkBytes);
     let pos = this.index.seek(limits.fromOffset);
     let bytes = bytesSoFar;
     while (pos < this.verifiedEnd && out.length < limits.maxRecords) {

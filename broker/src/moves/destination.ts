@@ -108,6 +108,8 @@ class Move {
   verifiedBytes: number | undefined;
   /** The source's checksums the staged copy last matched (re-verified at install). */
   verifiedChecksums: SegmentChecksum[] = [];
+  /** The frozen source's dedup floor at that verification. */
+  verifiedFloor: ReadonlyArray<{ incarnation: string; seq: number }> = [];
   /** The source confirmed the handoff (its freeze can no longer lapse). */
   handedOff = false;
   /** When the source last confirmed the freeze (ms); 0 when not frozen by us. */
@@ -450,10 +452,16 @@ export class MoveManager {
         }));
         m.destHwm = await finalizeStaged(
           dir,
-          { highWatermark: manifest.high_watermark, frontiers: manifest.frontiers, sourceChecksums },
+          {
+            highWatermark: manifest.high_watermark,
+            frontiers: manifest.frontiers,
+            sourceChecksums,
+            dedupFloor: manifest.dedup_floor,
+          },
           this.#d.log,
         );
         m.verifiedChecksums = sourceChecksums;
+        m.verifiedFloor = manifest.dedup_floor;
         m.verifiedBytes = m.copiedBytes;
       } catch (err) {
         // A damaged staged copy: start it over (the freeze holds meanwhile).
@@ -512,7 +520,13 @@ export class MoveManager {
       // Re-verify against the checksums the source gave at the last verification.
       m.destHwm = await finalizeStaged(
         dir,
-        { highWatermark: m.destHwm, frontiers: [], sourceChecksums: m.verifiedChecksums },
+        {
+          highWatermark: m.destHwm,
+          frontiers: [],
+          sourceChecksums: m.verifiedChecksums,
+          // Rewritten, not dropped: finalize replaces the staged floor file.
+          dedupFloor: m.verifiedFloor,
+        },
         this.#d.log,
       );
     }

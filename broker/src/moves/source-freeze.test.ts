@@ -40,6 +40,7 @@ function fakeLog() {
     },
     stats: () => ({ highWatermark: 3, oldestOffset: 0 }),
     segmentExtents: () => [{ base: 0, bytes: 10 }],
+    committedSeqs: () => new Map(),
     readSegmentBytes: async () => null,
   } as unknown as OpenedPartitionLog;
   return { log, state };

@@ -46,6 +46,7 @@ async function restartedSource(mark: string, ownerInView: string) {
     },
     stats: () => ({ highWatermark: 7, oldestOffset: 0 }),
     segmentExtents: () => [{ base: 0, bytes: 100 }],
+    committedSeqs: () => new Map(),
     readSegmentBytes: async () => null,
   } as unknown as OpenedPartitionLog;
   const source = new MoveSource({

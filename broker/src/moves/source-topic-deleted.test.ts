@@ -33,6 +33,7 @@ function setup() {
     },
     stats: () => ({ highWatermark: 0, oldestOffset: 0 }),
     segmentExtents: () => [],
+    committedSeqs: () => new Map(),
   } as unknown as OpenedPartitionLog;
   const source = new MoveSource({
     nodeId: "n0",

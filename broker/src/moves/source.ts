@@ -115,6 +115,10 @@ export class MoveSource {
       segments: log.segmentExtents().map((e) => ({ base: e.base, bytes: e.bytes })),
       frozen: log.frozen,
       frontiers: withFrontiers ? await this.#d.consumers.frontiers(topic, partition) : [],
+      // Under the freeze the map is final (no commit runs), like the HWM.
+      dedup_floor: withFrontiers
+        ? [...log.committedSeqs()].map(([incarnation, seq]) => ({ incarnation, seq }))
+        : [],
     };
   }
 

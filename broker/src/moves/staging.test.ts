@@ -11,7 +11,7 @@ import type { CommitRecord } from "../core/records.ts";
 import { type OpenedPartitionLog, openPartitionLog } from "../log/partition-log.ts";
 import { parseSegmentFileName, segmentFileName } from "../log/segment.ts";
 import { chunkChecksum, segmentChecksums } from "./checksum.ts";
-import { finalizeStaged, stagedExtents, writeChunk } from "./staging.ts";
+import { finalizeStaged, parseMovedFloor, stagedExtents, writeChunk } from "./staging.ts";
 
 let root: string;
 beforeEach(async () => {
@@ -74,7 +74,12 @@ describe("finalizeStaged", () => {
       const dir = await stage(src);
       const hwm = await finalizeStaged(
         dir,
-        { highWatermark: 30, frontiers: [], sourceChecksums: await sourceChecksums(src, dir) },
+        {
+          highWatermark: 30,
+          frontiers: [],
+          sourceChecksums: await sourceChecksums(src, dir),
+          dedupFloor: [],
+        },
         logOptions,
       );
       expect(hwm).toBe(30);
@@ -105,7 +110,11 @@ describe("finalizeStaged", () => {
       await h.write(Buffer.alloc(frame), 0, frame, frameEnds[0]!);
       await h.close();
       await expect(
-        finalizeStaged(dir, { highWatermark: 30, frontiers: [], sourceChecksums: sums }, logOptions),
+        finalizeStaged(
+          dir,
+          { highWatermark: 30, frontiers: [], sourceChecksums: sums, dedupFloor: [] },
+          logOptions,
+        ),
       ).rejects.toThrow(/failed verification/);
     } finally {
       await src.close();
@@ -127,7 +136,11 @@ describe("finalizeStaged", () => {
       // The source vouches for the full segment; the copy has less.
       const sums = await segmentChecksums((x, p, n) => src.readSegmentBytes(x, p, n), src.segmentExtents());
       await expect(
-        finalizeStaged(dir, { highWatermark: 30, frontiers: [], sourceChecksums: sums }, logOptions),
+        finalizeStaged(
+          dir,
+          { highWatermark: 30, frontiers: [], sourceChecksums: sums, dedupFloor: [] },
+          logOptions,
+        ),
       ).rejects.toThrow(/failed verification/);
     } finally {
       await src.close();
@@ -141,5 +154,25 @@ describe("finalizeStaged", () => {
     expect((await stagedExtents(dir))[0]).toEqual({ base: 0, bytes: data.length });
     expect(chunkChecksum(data)).toBe(chunkChecksum(Buffer.from("hello chunk")));
     expect(chunkChecksum(data)).not.toBe(chunkChecksum(Buffer.from("hello chunK")));
+  });
+});
+
+describe("parseMovedFloor", () => {
+  it("keeps the highest seq per incarnation and refuses an entry the log could not reopen with", () => {
+    const ok = parseMovedFloor([
+      { incarnation: "00000000000000aa", seq: 5 },
+      { incarnation: "00000000000000aa", seq: 9 },
+      { incarnation: "00000000000000bb", seq: 0 },
+    ]);
+    expect(ok).toEqual({
+      ok: true,
+      seqs: new Map([
+        ["00000000000000aa", 9],
+        ["00000000000000bb", 0],
+      ]),
+    });
+    expect(parseMovedFloor([{ incarnation: "../etc", seq: 1 }]).ok).toBe(false);
+    expect(parseMovedFloor([{ incarnation: "00000000000000aa", seq: -1 }]).ok).toBe(false);
+    expect(parseMovedFloor([{ incarnation: "00000000000000aa", seq: 2 ** 60 }]).ok).toBe(false);
   });
 });

@@ -7,14 +7,18 @@
 // so they must not outrun the bytes on disk). At finalize the staged copy
 // must checksum the same as the source (moves/checksum.ts), and its HWM is
 // what recovery finds in its frames, never a number written beforehand;
-// then it gets the consumer frontiers and the log store renames it into
-// topics/.
+// then it gets the consumer frontiers and the source's dedup floor (the
+// highest committed seq per ingress incarnation, which the copied segments
+// alone no longer tell once the source's retention deleted some), and the
+// log store renames it into topics/.
 
 import { constants as fsConstants } from "node:fs";
 import * as fsp from "node:fs/promises";
 import { join } from "node:path";
 import { writeFrontier } from "../consumer/frontier-file.ts";
+import { isIncarnation } from "../core/log-codec.ts";
 import type { Extent } from "../core/move-plan.ts";
+import { writeDedupFloor } from "../log/dedup-floor.ts";
 import { HwmFile, hwmFileName } from "../log/hwm.ts";
 import { nodeLogIo } from "../log/log-io.ts";
 import { partitionDirName } from "../log/log-store.ts";
@@ -184,6 +188,27 @@ export interface FinalizeInput {
   frontiers: ReadonlyArray<{ group: string; offset: number }>;
   /** The source's CRC-32C of every segment, over the lengths the copy has (MoveVerify). */
   sourceChecksums: readonly SegmentChecksum[];
+  /**
+   * The frozen source's highest committed seq per ingress incarnation
+   * (MoveManifest.dedup_floor). Kept as the copy's dedup floor: the copied
+   * segments hold only what the source's retention kept, so without it a
+   * WAL record re-sent to the new owner, whose segment the source had
+   * deleted, would be committed a second time.
+   */
+  dedupFloor: ReadonlyArray<{ incarnation: string; seq: number }>;
+}
+
+/** Pure: the source's floor as a map, or why a peer's answer cannot be used (it would make the copy unopenable). */
+export function parseMovedFloor(
+  entries: ReadonlyArray<{ incarnation: string; seq: number }>,
+): { ok: true; seqs: Map<string, number> } | { ok: false; why: string } {
+  const seqs = new Map<string, number>();
+  for (const e of entries) {
+    if (!isIncarnation(e.incarnation) || !Number.isSafeInteger(e.seq) || e.seq < 0)
+      return { ok: false, why: `bad dedup floor entry ${JSON.stringify(e)}` };
+    seqs.set(e.incarnation, Math.max(seqs.get(e.incarnation) ?? 0, e.seq));
+  }
+  return { ok: true, seqs };
 }
 
 /**
@@ -201,6 +226,8 @@ export async function finalizeStaged(
   input: FinalizeInput,
   o: StagedLogOptions,
 ): Promise<number> {
+  const floor = parseMovedFloor(input.dedupFloor);
+  if (!floor.ok) throw new Error(`staged copy failed verification: ${floor.why}`);
   await fsp.mkdir(dir, { recursive: true });
   for (const name of await nodeLogIo.list(dir)) {
     if (parseSegmentFileName(name) === null) continue;
@@ -230,7 +257,9 @@ export async function finalizeStaged(
     nowMs: () => Date.now(),
   });
   let recoveredEnd: number;
+  let found: Map<string, number>;
   try {
+    found = log.committedSeqs();
     const r = log.recovery;
     recoveredEnd = r.recoveredEnd;
     if (r.truncatedBytes > 0 || r.corruptTailBytes > 0 || r.hwmFile !== null) {
@@ -258,6 +287,11 @@ export async function finalizeStaged(
     const hwm = await HwmFile.open(nodeLogIo, dir, input.highWatermark);
     await hwm.close();
   }
+  // The floor is the source's map merged with what the copied frames hold
+  // (equal for a source that sent one; the frames alone for an older source).
+  // Written durably before finalize resolves: the copy is installed only after.
+  for (const [inc, seq] of found) floor.seqs.set(inc, Math.max(floor.seqs.get(inc) ?? 0, seq));
+  await writeDedupFloor(nodeLogIo, dir, floor.seqs);
   for (const f of input.frontiers) await writeFrontier(dir, f.group, f.offset);
   await nodeLogIo.fsyncDir(dir);
   return input.highWatermark;

@@ -139,6 +139,13 @@ export interface PbMoveManifest {
   segments: PbSegmentExtent[];
   frozen: boolean;
   frontiers: PbGroupFrontier[];
+  /** Under a freeze: the source's highest committed seq per WAL incarnation ([] from older sources). */
+  dedup_floor: PbIncarnationSeq[];
+}
+
+export interface PbIncarnationSeq {
+  incarnation: string;
+  seq: number;
 }
 
 export interface PbMoveFetchRequest {

@@ -30,6 +30,7 @@ import { registerRawBody } from "../plugins/raw-body.ts";
 import { type Acks, acksAllAnswer, parseAcks } from "../produce-acks.ts";
 import { type ProducerHeader, parseProducerHeaders, stampRecords } from "../producer-headers.ts";
 import type { BrokerServices } from "../services.ts";
+import { TopicDeletionWatch } from "../topic-deletion-watch.ts";
 import { requireTopic } from "./topics.ts";
 
 interface ProduceQuery {
@@ -70,6 +71,7 @@ export function produceRoutes(s: BrokerServices) {
   const registry = s.producerRegistry;
   const waiters = s.commitWaiters;
   const ackTimeoutMs = s.acksAllTimeoutMs ?? 15_000;
+  const deletions = new TopicDeletionWatch(s.metastore);
   // Admission control and rate limits (README "Overload protection").
   const m = s.metrics;
   m.admissionBudgetBytes.set(s.config.admission.budgetBytes);
@@ -144,6 +146,7 @@ export function produceRoutes(s: BrokerServices) {
    */
   const appendAndAnswer = async (
     request: Parameters<typeof holdAdmission>[0],
+    topic: TopicConfig,
     records: WalRecordInput[],
     acks: Acks,
     idempotent: boolean,
@@ -168,10 +171,18 @@ export function produceRoutes(s: BrokerServices) {
       const onClose = () => hangUp.abort();
       if (request.raw.socket?.destroyed === true) hangUp.abort();
       else request.raw.socket?.once("close", onClose);
+      // A delete of the topic ends the wait too (topic-deletion-watch.ts).
+      const deletion = deletions.watch(topic.name, walTopicUid(topic));
       let outcomes: Awaited<ReturnType<CommitWaiters["wait"]>>;
       try {
-        outcomes = await waiters!.wait(first, last, ackTimeoutMs, hangUp.signal);
+        outcomes = await waiters!.wait(
+          first,
+          last,
+          ackTimeoutMs,
+          AbortSignal.any([hangUp.signal, deletion.signal]),
+        );
       } finally {
+        deletion.stop();
         request.raw.socket?.off("close", onClose);
       }
       const answer = acksAllAnswer(
@@ -179,14 +190,15 @@ export function produceRoutes(s: BrokerServices) {
         outcomes,
         idempotent,
         ackTimeoutMs,
+        deletion.deleted ? { topic: topic.name } : undefined,
       );
       if (answer.status === 503) {
         s.metrics.produceRejected.inc({ reason: "commit_timeout" });
         throw new CodedRefusal(503, answer.code, answer.error, 1);
       }
-      if (answer.status === 409) {
+      if (answer.status === 409 || answer.status === 410) {
         s.metrics.produceRejected.inc({ reason: answer.code });
-        throw new CodedRefusal(409, answer.code, answer.error);
+        throw new CodedRefusal(answer.status, answer.code, answer.error);
       }
       return { status: 200, body: answer.results };
     } finally {
@@ -329,7 +341,7 @@ export function produceRoutes(s: BrokerServices) {
           await appendUnanswered(request, [record], topic.name);
           return reply;
         }
-        const res = await appendAndAnswer(request, [record], acks, producer !== undefined);
+        const res = await appendAndAnswer(request, topic, [record], acks, producer !== undefined);
         accepted(topic.name, [record]);
         if (res.status === 202) return reply.code(202).send();
         return reply.code(200).send((res.body as unknown[])[0]);
@@ -383,7 +395,7 @@ export function produceRoutes(s: BrokerServices) {
           await appendUnanswered(request, records, topic.name);
           return reply;
         }
-        const res = await appendAndAnswer(request, records, acks, producer !== undefined);
+        const res = await appendAndAnswer(request, topic, records, acks, producer !== undefined);
         accepted(topic.name, records);
         if (res.status === 202) return reply.code(202).send({ accepted: records.length });
         return reply.code(200).send({ results: res.body });
