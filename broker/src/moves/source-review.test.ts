@@ -33,6 +33,7 @@ function fakeLog() {
     stats: () => ({ highWatermark: 3, oldestOffset: 0 }),
     segmentExtents: () => [{ base: 0, bytes: 10 }],
     readSegmentBytes: async () => null,
+    committedSeqs: () => new Map<string, number>(),
   } as unknown as OpenedPartitionLog;
   return { log, state };
 }
