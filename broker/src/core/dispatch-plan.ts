@@ -137,6 +137,43 @@ export function skipAddSeqs(skip: SkipSet, seqs: readonly number[]): SkipSet {
  * skip-set of everything below the result. The checkpoint never moves back.
  */
 /** A saved done-set's ranges that still mean something: inside [checkpoint, nextSeq), merged. */
+/**
+ * `skip` without the seqs of `sorted` (ascending by seq; only those within skip's span are visited). The done-set on disk must
+ * hold only seqs done outside the parked store: a parked seq counts done for
+ * the checkpoint, but at open the parked store ignores parked records the WAL
+ * still holds at or above its checkpoint (they are dispatched from the WAL),
+ * so a saved parked seq above a checkpoint that did not move (a crash before
+ * the checkpoint write, a malformed checkpoint file reset to 1) would be
+ * skipped by the WAL and dropped by the parked store.
+ */
+export function skipWithout(skip: SkipSet, sorted: readonly { seq: number }[]): SkipSet {
+  if (skip.length === 0 || sorted.length === 0) return skip;
+  let lo = 0;
+  let hi = sorted.length;
+  const start = skip[0]!.from;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (sorted[mid]!.seq < start) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo === sorted.length) return skip;
+  const out: SeqRange[] = [];
+  let i = lo;
+  for (const r of skip) {
+    let from = r.from;
+    while (i < sorted.length && sorted[i]!.seq < r.to) {
+      const s = sorted[i]!.seq;
+      if (s >= from) {
+        if (s > from) out.push({ from, to: s });
+        from = s + 1;
+      }
+      i++;
+    }
+    if (from < r.to) out.push({ from, to: r.to });
+  }
+  return out;
+}
+
 export function clipDoneSet(ranges: readonly SeqRange[], checkpoint: number, nextSeq: number): SkipSet {
   const clipped = ranges
     .map((r) => ({ from: Math.max(r.from, checkpoint), to: Math.min(r.to, nextSeq) }))

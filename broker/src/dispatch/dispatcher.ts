@@ -45,6 +45,7 @@ import {
   skipAddRanges,
   skipHas,
   skipSize,
+  skipWithout,
   stalledLanes,
 } from "../core/dispatch-plan.ts";
 import type { WalRecord, WalRecordInput } from "../core/records.ts";
@@ -510,7 +511,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     // every seq done since it. Needed only while done seqs sit above it.
     if (deps.doneSet !== undefined && doneRanges.length > 0 && next.skip.length > 0) {
       try {
-        await deps.doneSet.save(skip);
+        // Parked seqs are left out: they are done only while the parked store keeps them,
+        // and at open it gives back to the WAL those the WAL holds from its checkpoint (skipWithout).
+        await deps.doneSet.save(skipWithout(skip, parked?.records() ?? []));
       } catch (err) {
         // Memory still knows; a crash now only re-dispatches them (duplicates at worst).
         countError("done-set");

@@ -169,3 +169,26 @@ describe("dispatch done-set", () => {
     expect(decodeDoneSet(Buffer.from('{"version":2,"incarnation":"x","ranges":[]}')).ok).toBe(false);
   });
 });
+
+describe("skipWithout (parked seqs never go into the saved done-set)", () => {
+  it("cuts the given seqs out of the ranges", async () => {
+    const { skipWithout } = await import("../core/dispatch-plan.ts");
+    const seqs = (...s: number[]) => s.map((seq) => ({ seq }));
+    expect(
+      skipWithout(
+        [
+          { from: 1, to: 65 },
+          { from: 101, to: 111 },
+        ],
+        seqs(1, 2, 3, 64, 105, 200),
+      ),
+    ).toEqual([
+      { from: 4, to: 64 },
+      { from: 101, to: 105 },
+      { from: 106, to: 111 },
+    ]);
+    expect(skipWithout([{ from: 10, to: 12 }], seqs(1, 5))).toEqual([{ from: 10, to: 12 }]);
+    expect(skipWithout([{ from: 10, to: 12 }], seqs(10, 11))).toEqual([]);
+    expect(skipWithout([], seqs(1))).toEqual([]);
+  });
+});
