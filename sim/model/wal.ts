@@ -12,6 +12,7 @@ export class SimWal {
   #checkpoint = 1;
   /** The dispatcher's done-set file (dispatch/done-set-store.ts): done seqs above the checkpoint. */
   doneSet: SkipSet = [];
+  doneSetSavedAtMs = Number.NEGATIVE_INFINITY;
 
   constructor(incarnation: string) {
     this.incarnation = incarnation;

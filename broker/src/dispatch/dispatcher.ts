@@ -506,20 +506,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     reportStalled(plan, committed.failedLanes, records);
 
     const next = advanceCheckpoint(cp, skip);
-    // Before the checkpoint write, and whole (ranges below the new checkpoint
-    // too): a crash between the two writes keeps the old checkpoint with
-    // every seq done since it. Needed only while done seqs sit above it.
-    if (deps.doneSet !== undefined && doneRanges.length > 0 && next.skip.length > 0) {
-      try {
-        // Parked seqs are left out: they are done only while the parked store keeps them,
-        // and at open it gives back to the WAL those the WAL holds from its checkpoint (skipWithout).
-        await deps.doneSet.save(skipWithout(skip, parked?.records() ?? []));
-      } catch (err) {
-        // Memory still knows; a crash now only re-dispatches them (duplicates at worst).
-        countError("done-set");
-        logger.warn({ err }, "could not save the dispatch done-set");
-      }
-    }
+    // Needed only while done seqs sit above the checkpoint; saved in the background.
+    if (doneRanges.length > 0 && next.skip.length > 0) requestDoneSetSave();
     if (next.checkpoint > cp) {
       try {
         await wal.setCheckpoint(next.checkpoint);
@@ -535,6 +523,57 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     const done = doneSeqs.length + parkedNow.length;
     const failed = committed.failed || deleted.failed || (plan.reroutes.length > 0 && rerouted.length === 0);
     return { records: read.records.length, done, failed };
+  }
+
+  // The done-set is saved off the pass, at most once per interval: a save is
+  // three syncs and a rewrite of every range (one per done record when a held
+  // lane interleaves with healthy ones), which per pass cut the pass rate of a
+  // node with one held partition several-fold. What is not saved yet is only
+  // re-dispatched after a crash (duplicates at worst, never loss).
+  const doneSetIntervalMs = o.doneSetSaveIntervalMs ?? 250;
+  const doneSetMaxRanges = o.doneSetMaxRanges ?? 50_000;
+  let doneSetDirty = false;
+  let doneSetSaver: Promise<void> | undefined;
+  let doneSetLastMs = Number.NEGATIVE_INFINITY;
+  let doneSetWake: (() => void) | undefined;
+
+  function requestDoneSetSave(): void {
+    const store = deps.doneSet;
+    if (store === undefined) return;
+    doneSetDirty = true;
+    doneSetSaver ??= saveDoneSets(store).finally(() => {
+      doneSetSaver = undefined;
+    });
+  }
+
+  async function saveDoneSets(store: DoneSetStore): Promise<void> {
+    while (doneSetDirty && running) {
+      const waitMs = doneSetLastMs + doneSetIntervalMs - nowMs();
+      if (waitMs > 0) {
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, waitMs);
+          t.unref();
+          doneSetWake = () => {
+            clearTimeout(t);
+            resolve();
+          };
+        });
+        doneSetWake = undefined;
+        if (!running) return;
+      }
+      doneSetDirty = false;
+      // Parked seqs are left out: they are done only while the parked store keeps them,
+      // and at open it gives back to the WAL those the WAL holds from its checkpoint.
+      const snapshot = skipWithout(skip, parked?.records() ?? []).slice(0, doneSetMaxRanges);
+      try {
+        await store.save(snapshot);
+      } catch (err) {
+        // Memory still knows; a crash now only re-dispatches them (duplicates at worst).
+        countError("done-set");
+        logger.warn({ err }, "could not save the dispatch done-set");
+      }
+      doneSetLastMs = nowMs();
+    }
   }
 
   function classify(out: PassOutcome): Next {
@@ -593,7 +632,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       running = false;
       abort.abort();
       sleeper?.wake();
+      doneSetWake?.();
       await loopDone;
+      await doneSetSaver;
       for (const w of drainWaiters) {
         clearTimeout(w.timer);
         w.resolve(pending() === 0);

@@ -135,6 +135,13 @@ export interface DispatcherOptions {
   inDoubtHoldMs?: number;
   /** WAL bytes one pass reads and holds (with their encoded copies): the dispatcher's memory bound. Default maxBatchBytes × commitFanout. */
   maxPassBytes?: number;
+  /**
+   * At most one done-set save (done-set-store.ts) per this many ms, in the
+   * background: a crash re-dispatches at most what was done since. Default 250.
+   */
+  doneSetSaveIntervalMs?: number;
+  /** Ranges a done-set save keeps (the lowest; the rest stay memory). Default 50,000. */
+  doneSetMaxRanges?: number;
 }
 
 export interface DispatcherStats {
