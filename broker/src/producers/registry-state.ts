@@ -64,3 +64,59 @@ export function indexById(state: RegistryState): Map<string, number> {
   for (const v of Object.values(state.named)) m.set(v.id, v.epoch);
   return m;
 }
+
+/**
+ * The union of two views of the registry. Every transition only grows the
+ * state (nextId up, names added, epochs up), so the newer of two views is
+ * their element-wise maximum: a broker merges the state it wrote itself with
+ * a watched copy that may lag behind that write, and never goes back.
+ */
+export function mergeRegistryStates(a: RegistryState, b: RegistryState): RegistryState {
+  if (a === b) return a;
+  const named: RegistryState["named"] = { ...a.named };
+  for (const [name, v] of Object.entries(b.named)) {
+    const cur = Object.hasOwn(named, name) ? named[name] : undefined;
+    if (cur === undefined || v.epoch > cur.epoch) named[name] = v;
+  }
+  return { version: 1, nextId: Math.max(a.nextId, b.nextId), named };
+}
+
+/** A stored registry state, checked field by field: a store (a ConfigMap anyone with access can edit) is input. */
+export function parseRegistryState(text: string): RegistryState {
+  const raw = JSON.parse(text) as unknown;
+  if (typeof raw !== "object" || raw === null) throw new Error("producer registry: not a JSON object");
+  const r = raw as { version?: unknown; nextId?: unknown; named?: unknown };
+  if (r.version !== 1) throw new Error(`producer registry: unknown version ${String(r.version)}`);
+  if (typeof r.nextId !== "number" || !Number.isSafeInteger(r.nextId) || r.nextId < 0)
+    throw new Error("producer registry: nextId is not a non-negative integer");
+  if (typeof r.named !== "object" || r.named === null || Array.isArray(r.named))
+    throw new Error("producer registry: named is not an object");
+  const named: RegistryState["named"] = {};
+  for (const [name, v] of Object.entries(r.named as Record<string, unknown>)) {
+    const e = v as { id?: unknown; epoch?: unknown } | null;
+    if (
+      typeof e !== "object" ||
+      e === null ||
+      typeof e.id !== "string" ||
+      idNumber(e.id) === undefined ||
+      typeof e.epoch !== "number" ||
+      !Number.isInteger(e.epoch) ||
+      e.epoch < 0 ||
+      e.epoch > maxRegistryEpoch
+    )
+      throw new Error(`producer registry: bad entry for "${name}"`);
+    named[name] = { id: e.id, epoch: e.epoch };
+  }
+  return { version: 1, nextId: r.nextId, named };
+}
+
+/**
+ * Where a brand-new registry starts issuing ids: a random multiple of `block`
+ * below 10^12. A registry that was lost (its ConfigMap deleted while the
+ * partition logs, which remember producers by id, survive) must not re-issue
+ * the ids the logs remember; starting far from 0 makes that improbable.
+ */
+export function freshRegistryState(block: number, random: () => number = Math.random): RegistryState {
+  const blocks = Math.floor(1e12 / block);
+  return { version: 1, nextId: Math.floor(random() * blocks) * block, named: {} };
+}
