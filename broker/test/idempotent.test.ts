@@ -6,74 +6,14 @@
 // retries cause without idempotence.
 
 import { rmSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, describe, expect, it } from "vitest";
 import { NaradClient } from "../../client/index.ts";
 import { createTopic, highWatermarks, readAll, waitFor } from "./harness/client.ts";
+import { type FaultProxy, isProduceBatch, startFaultProxy } from "./harness/fault-proxy.ts";
 import { freePort, type RunningNarad, startNarad } from "./harness/process.ts";
 
 const records = 3000;
 const dropRate = 0.2;
-
-interface Proxy {
-  url: string;
-  dropped: number;
-  close(): Promise<void>;
-}
-
-/** Forwards to `target`; drops ~dropRate of 202 produce-batch responses (after the broker stored them). */
-async function startDroppingProxy(target: string): Promise<Proxy> {
-  const proxy: Proxy = { url: "", dropped: 0, close: async () => {} };
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const headers: Record<string, string> = {};
-      for (const [k, v] of Object.entries(req.headers)) {
-        if (typeof v === "string" && (k === "content-type" || k.startsWith("narad-"))) headers[k] = v;
-      }
-      const method = req.method ?? "GET";
-      fetch(`${target}${req.url}`, {
-        method,
-        headers,
-        ...(method === "GET" || method === "HEAD" ? {} : { body: Buffer.concat(chunks) }),
-      })
-        .then(async (up) => {
-          const body = Buffer.from(await up.arrayBuffer());
-          if (
-            req.url?.includes("/produce-batch") &&
-            (up.status === 200 || up.status === 202) &&
-            Math.random() < dropRate
-          ) {
-            proxy.dropped++;
-            req.socket.destroy();
-            return;
-          }
-          const out: Record<string, string> = {};
-          for (const h of ["content-type", "retry-after"]) {
-            const v = up.headers.get(h);
-            if (v !== null) out[h] = v;
-          }
-          res.writeHead(up.status, out);
-          res.end(body);
-        })
-        .catch(() => {
-          // The broker is down (killed, restarting): a retryable 503.
-          res.writeHead(503, { "content-type": "application/json", "retry-after": "0" });
-          res.end(JSON.stringify({ error: "proxy: broker unreachable" }));
-        });
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  proxy.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  proxy.close = () =>
-    new Promise<void>((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    });
-  return proxy;
-}
 
 /** Waits until the topic's HWMs reach `atLeast` and stop moving, then counts every record by payload id. */
 async function countAll(url: string, topic: string, atLeast: number): Promise<Map<string, number>> {
@@ -96,7 +36,7 @@ async function countAll(url: string, topic: string, atLeast: number): Promise<Ma
 
 describe("idempotent producer under dropped responses and kill -9", () => {
   let broker: RunningNarad | undefined;
-  let proxy: Proxy | undefined;
+  let proxy: FaultProxy | undefined;
   let client: NaradClient | undefined;
   afterAll(async () => {
     await client?.close().catch(() => {});
@@ -111,7 +51,11 @@ describe("idempotent producer under dropped responses and kill -9", () => {
     const dataDir = broker.dataDir;
     await createTopic(broker.url, "idem", 4);
     await createTopic(broker.url, "plain", 4);
-    proxy = await startDroppingProxy(broker.url);
+    // Drops ~dropRate of the answers to stored produce-batches (the client retries them).
+    proxy = await startFaultProxy(broker.url, {
+      dropAnswer: (r, status) =>
+        isProduceBatch(r) && (status === 200 || status === 202) && Math.random() < dropRate,
+    });
     client = new NaradClient({ urls: [proxy.url], retries: 200, backoffMs: 20, timeoutMs: 10_000 });
     const idem = client.producer("idem", { idempotent: true, batchSize: 25, lingerMs: 2 });
     const plain = client.producer("plain", { batchSize: 25, lingerMs: 2 });

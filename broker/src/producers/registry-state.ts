@@ -7,8 +7,10 @@
 
 export interface RegistryState {
   version: 1;
-  /** Every id below p-<nextId> may have been issued. */
+  /** Every id below p-<nextId> (and from p-<firstId> on) may have been issued. */
   nextId: number;
+  /** Where this registry started issuing (a fresh one starts at a random block); absent: 0. */
+  firstId?: number;
   named: Record<string, { id: string; epoch: number }>;
 }
 
@@ -56,7 +58,7 @@ export function epochIn(
   const named = byId.get(id);
   if (named !== undefined) return named;
   const n = idNumber(id);
-  return n !== undefined && n < state.nextId ? 0 : undefined;
+  return n !== undefined && n >= (state.firstId ?? 0) && n < state.nextId ? 0 : undefined;
 }
 
 export function indexById(state: RegistryState): Map<string, number> {
@@ -78,17 +80,26 @@ export function mergeRegistryStates(a: RegistryState, b: RegistryState): Registr
     const cur = Object.hasOwn(named, name) ? named[name] : undefined;
     if (cur === undefined || v.epoch > cur.epoch) named[name] = v;
   }
-  return { version: 1, nextId: Math.max(a.nextId, b.nextId), named };
+  const firstId = Math.min(a.firstId ?? 0, b.firstId ?? 0);
+  return { version: 1, nextId: Math.max(a.nextId, b.nextId), ...(firstId > 0 ? { firstId } : {}), named };
 }
 
 /** A stored registry state, checked field by field: a store (a ConfigMap anyone with access can edit) is input. */
 export function parseRegistryState(text: string): RegistryState {
   const raw = JSON.parse(text) as unknown;
   if (typeof raw !== "object" || raw === null) throw new Error("producer registry: not a JSON object");
-  const r = raw as { version?: unknown; nextId?: unknown; named?: unknown };
+  const r = raw as { version?: unknown; nextId?: unknown; firstId?: unknown; named?: unknown };
   if (r.version !== 1) throw new Error(`producer registry: unknown version ${String(r.version)}`);
   if (typeof r.nextId !== "number" || !Number.isSafeInteger(r.nextId) || r.nextId < 0)
     throw new Error("producer registry: nextId is not a non-negative integer");
+  if (
+    r.firstId !== undefined &&
+    (typeof r.firstId !== "number" ||
+      !Number.isSafeInteger(r.firstId) ||
+      r.firstId < 0 ||
+      r.firstId > r.nextId)
+  )
+    throw new Error("producer registry: firstId is not an integer in [0, nextId]");
   if (typeof r.named !== "object" || r.named === null || Array.isArray(r.named))
     throw new Error("producer registry: named is not an object");
   const named: RegistryState["named"] = {};
@@ -107,7 +118,7 @@ export function parseRegistryState(text: string): RegistryState {
       throw new Error(`producer registry: bad entry for "${name}"`);
     named[name] = { id: e.id, epoch: e.epoch };
   }
-  return { version: 1, nextId: r.nextId, named };
+  return { version: 1, nextId: r.nextId, ...(r.firstId === undefined ? {} : { firstId: r.firstId }), named };
 }
 
 /**
@@ -118,5 +129,7 @@ export function parseRegistryState(text: string): RegistryState {
  */
 export function freshRegistryState(block: number, random: () => number = Math.random): RegistryState {
   const blocks = Math.floor(1e12 / block);
-  return { version: 1, nextId: Math.floor(random() * blocks) * block, named: {} };
+  const first = Math.floor(random() * blocks) * block;
+  // firstId: the ids below the start were never issued here, so they stay unknown.
+  return { version: 1, nextId: first, firstId: first, named: {} };
 }

@@ -12,10 +12,12 @@ import { conflict } from "../errors.ts";
 import {
   emptyRegistryState,
   epochIn,
+  freshRegistryState,
   idOf,
   indexById,
   initNamed,
   mergeRegistryStates,
+  parseRegistryState,
   type RegistryState,
   reserveBlock,
 } from "./registry-state.ts";
@@ -201,18 +203,24 @@ export function memoryRegistryStore(): RegistryStore {
   };
 }
 
-/** <dataDir>/metastore/producers.json. */
-export function fileRegistryStore(dataDir: string): RegistryStore {
+/**
+ * <dataDir>/metastore/producers.json. A missing file is a fresh registry
+ * (random first id, registry-state.ts), the same one until it is first saved.
+ */
+export function fileRegistryStore(dataDir: string, block = defaultIdBlock): RegistryStore {
   const dir = join(dataDir, "metastore");
   const file = join(dir, "producers.json");
+  let fresh: RegistryState | undefined;
   return {
     async load() {
       await mkdir(dir, { recursive: true });
       try {
-        return { state: JSON.parse(await readFile(file, "utf8")) as RegistryState, rev: "file" };
+        return { state: parseRegistryState(await readFile(file, "utf8")), rev: "file" };
       } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === "ENOENT")
-          return { state: emptyRegistryState(), rev: "file" };
+        if ((err as NodeJS.ErrnoException).code === "ENOENT") {
+          fresh ??= freshRegistryState(block);
+          return { state: fresh, rev: "file" };
+        }
         throw err;
       }
     },
