@@ -27,9 +27,9 @@
 // with the same (id, epoch, seq), so the owner answers a retry with its
 // original offsets. The owner accepts only the next sequence, so order holds:
 //
-//   - out_of_order_sequence while an earlier batch of the partition is still
-//     unanswered: it was overtaken (another connection, a retry); wait for
-//     the earlier batches, then send it again;
+//   - out_of_order_sequence for an attempt sent while an earlier batch of the
+//     partition was unanswered: it was overtaken (another connection, a
+//     retry, the proxy); wait for the earlier batches, then send it again;
 //   - out_of_order_sequence with nothing earlier pending (the owner lost the
 //     producer's state, or an earlier batch failed for good and was not
 //     stored), or unknown_producer_id (the registry does not know the id):
@@ -636,6 +636,10 @@ export class Producer {
         "narad-producer-epoch": String(id.epoch),
         "narad-producer-seq": String(batch.firstSeq ?? 0),
       };
+      // An earlier batch still unanswered when this one leaves may reach the
+      // owner after it; its answer may also come back first. Either way an
+      // out-of-order refusal of this attempt is then no gap.
+      const overtakable = this.#earlierPending(batch);
       let reply: Reply | undefined;
       let error: unknown;
       this.#sending++;
@@ -656,7 +660,7 @@ export class Producer {
         this.#changed();
         return this.#fail(error, live);
       }
-      if (error instanceof OutOfOrderSequenceError && this.#earlierPending(batch)) {
+      if (error instanceof OutOfOrderSequenceError && (overtakable || this.#earlierPending(batch))) {
         // Overtaken: the earlier batches decide (accepted, or refused and re-initialised).
         this.#m.retried += live.length;
         await this.#until(
