@@ -467,6 +467,29 @@ describe("idempotent Producer", () => {
     expect(stamps.map((s) => `${s.epoch}:${s.seq}`)).toEqual(["3:0", "3:1", "4:0"]);
   });
 
+  it("a re-init refused (a newer instance holds the name) fences this producer: it does not take the name back", async () => {
+    let inits = 0;
+    const f = await startFakeBroker((q, res) => {
+      if (q.method === "GET" && q.path === "/v1/topics/t") return json(res, 200, topicJson("t", 3));
+      if (q.path === "/v1/producers") {
+        inits++;
+        const body = JSON.parse(q.body.toString("utf8")) as { name?: string; epoch?: number };
+        if (body.epoch !== undefined)
+          return json(res, 409, { error: "producer fenced: at epoch 9", code: "producer_fenced" });
+        return json(res, 201, { producer_id: "p-orders", epoch: 3 });
+      }
+      json(res, 409, { error: "gap", code: "out_of_order_sequence" });
+    });
+    fakes.push(f);
+    const p = client([f.url]).producer("t", { idempotent: true, producerName: "orders", lingerMs: 0 });
+    const err = await (await p.send("x", { partition: 0 })).delivered.catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(FencedProducerError);
+    const reinit = f.requests.filter((r) => r.path === "/v1/producers").map((r) => r.body.toString("utf8"));
+    expect(reinit).toEqual(['{"name":"orders"}', '{"name":"orders","epoch":3}']);
+    expect(inits).toBe(2);
+    await expect(p.send("y", { partition: 1 })).rejects.toBeInstanceOf(FencedProducerError);
+  });
+
   it("fenced: never re-initialised past; the error surfaces and the producer stays closed", async () => {
     const f = await fakeWithTopic((_q, res) =>
       json(res, 409, { error: "producer fenced: epoch 3 < 4", code: "producer_fenced" }),

@@ -192,6 +192,8 @@ export class Producer {
   /** Idempotent identity from the broker, once initialised. */
   #identity: { producerId: string; epoch: number } | undefined;
   #identityLoad: Promise<{ producerId: string; epoch: number }> | undefined;
+  /** The epoch of the identity this producer last had (kept across a re-init). */
+  #lastEpoch: number | undefined;
   /** Idempotent: the seq the next batch of a partition is numbered from. */
   readonly #nextSeq = new Map<number, number>();
   readonly #maxInFlight: number;
@@ -258,22 +260,28 @@ export class Producer {
     this.#producerName = opts.producerName;
   }
 
-  /** Gets (once) this producer's identity from the broker. */
+  /**
+   * Gets (once) this producer's identity from the broker. A named producer
+   * re-initialising itself names the epoch it had, so the broker bumps it
+   * only if no newer instance took the name (else producer_fenced).
+   */
   async #identityOf(): Promise<{ producerId: string; epoch: number }> {
     if (this.#identity !== undefined) return this.#identity;
+    const body: { name?: string; epoch?: number } =
+      this.#producerName === undefined ? {} : { name: this.#producerName };
+    if (this.#producerName !== undefined && this.#lastEpoch !== undefined) body.epoch = this.#lastEpoch;
     this.#identityLoad ??= this.#client.transport
       .request({
         method: "POST",
         path: "/v1/producers",
         contentType: "application/json",
-        body: Buffer.from(
-          JSON.stringify(this.#producerName === undefined ? {} : { name: this.#producerName }),
-        ),
+        body: Buffer.from(JSON.stringify(body)),
         ...(this.#retries === undefined ? {} : { retries: this.#retries }),
       })
       .then((reply) => {
         const r = JSON.parse(reply.body.toString("utf8")) as { producer_id: string; epoch: number };
         this.#identity = { producerId: r.producer_id, epoch: r.epoch };
+        this.#lastEpoch = r.epoch;
         return this.#identity;
       })
       .finally(() => {
@@ -627,6 +635,11 @@ export class Producer {
       try {
         id = await this.#identityOf();
       } catch (err) {
+        // A re-init refused because a newer instance holds the name: fenced.
+        if (err instanceof FencedProducerError) {
+          this.#fence(err);
+          return this.#fail(err, live);
+        }
         return this.#failForGood(batch, err);
       }
       // A re-init began while the identity loaded: this batch's seqs are being re-numbered.
@@ -654,10 +667,7 @@ export class Producer {
       if (reply !== undefined) return this.#succeeded(batch.partition, live, reply, started);
       if (error instanceof FencedProducerError) {
         // Another instance took over: surface it, never re-initialise past it.
-        this.#fenced = error;
-        this.#closed = true;
-        for (const w of this.#spaceWaiters.splice(0)) w();
-        this.#changed();
+        this.#fence(error);
         return this.#fail(error, live);
       }
       if (error instanceof OutOfOrderSequenceError && (overtakable || this.#earlierPending(batch))) {
@@ -677,6 +687,14 @@ export class Producer {
       }
       return this.#failForGood(batch, error);
     }
+  }
+
+  /** Closes the producer for good: every pending and later send fails with `err`. */
+  #fence(err: FencedProducerError): void {
+    this.#fenced = err;
+    this.#closed = true;
+    for (const w of this.#spaceWaiters.splice(0)) w();
+    this.#changed();
   }
 
   /**

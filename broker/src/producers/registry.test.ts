@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { memoryRegistryStore, openProducerRegistry, type RegistryStore } from "./registry.ts";
+import {
+  memoryRegistryStore,
+  openProducerRegistry,
+  ProducerFencedError,
+  type RegistryStore,
+} from "./registry.ts";
 
 /** A store whose peek() lags: only load() sees the latest write (a watch that has not delivered yet). */
 function laggingStore(): RegistryStore & { loads: number } {
@@ -34,6 +39,16 @@ describe("producer registry", () => {
     // An epoch nobody issued: one read, then still the known epoch.
     expect(await a.lookup(named.id, 7)).toBe(1);
     expect(store.loads).toBe(before + 1);
+  });
+
+  it("a re-init from an epoch the name has left is refused; from the current one it bumps", async () => {
+    const store = memoryRegistryStore();
+    const a = await openProducerRegistry(store, 10);
+    const b = await openProducerRegistry(store, 10);
+    const old = await a.init("n");
+    const cur = await b.init("n");
+    await expect(a.init("n", old.epoch)).rejects.toBeInstanceOf(ProducerFencedError);
+    expect(await a.init("n", cur.epoch)).toEqual({ id: cur.id, epoch: cur.epoch + 1 });
   });
 
   it("concurrent misses share reads: at most one running and one queued", async () => {

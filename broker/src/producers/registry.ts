@@ -28,8 +28,14 @@ export interface ProducerIdentity {
 }
 
 export interface ProducerRegistry {
-  /** Issues a new id (epoch 0), or for a known `name` its id with the next epoch (durable before it resolves). */
-  init(name?: string): Promise<ProducerIdentity>;
+  /**
+   * Issues a new id (epoch 0), or for a known `name` its id with the next
+   * epoch (durable before it resolves). With `fromEpoch` (a named producer
+   * re-initialising itself) the bump happens only if the name is still at
+   * that epoch; otherwise a newer instance took over and the call throws
+   * ProducerFencedError, so a zombie cannot fence its successor.
+   */
+  init(name?: string, fromEpoch?: number): Promise<ProducerIdentity>;
   /** Current epoch of an issued id as this broker knows it (no I/O); undefined when it knows no such id. */
   epochOf(id: string): number | undefined;
   /**
@@ -55,6 +61,9 @@ export interface RegistryStore {
 }
 
 export class RegistryConflict extends Error {}
+
+/** A re-initialisation from an epoch the name has left behind. */
+export class ProducerFencedError extends Error {}
 
 export const defaultIdBlock = 1000;
 
@@ -151,7 +160,7 @@ export async function openProducerRegistry(
     return epochIn(view, byId, id);
   };
   return {
-    init: (name) =>
+    init: (name, fromEpoch) =>
       serial(async () => {
         if (name === undefined) return { id: idOf(await freshNumber()), epoch: 0 };
         // A new name needs an id first (from this broker's block).
@@ -166,6 +175,11 @@ export async function openProducerRegistry(
         // never issued twice.
         const n = Object.hasOwn(state.named, name) ? -1 : await freshNumber();
         return update((s) => {
+          const cur = Object.hasOwn(s.named, name) ? s.named[name] : undefined;
+          if (fromEpoch !== undefined && cur?.epoch !== fromEpoch)
+            throw new ProducerFencedError(
+              `producer fenced: "${name}" is at epoch ${cur?.epoch ?? "none"}, not ${fromEpoch}; a newer instance took over`,
+            );
           const r = initNamed(s, name, () => {
             if (n < 0) throw new Error(`producer "${name}" vanished from the registry`);
             return idOf(n);
