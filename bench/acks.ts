@@ -86,7 +86,10 @@ try {
       const started = Date.now();
       const n = await run(seconds * 1000);
       rate[`${spread}${maxInFlight}`] = n / ((Date.now() - started) / 1000);
-      process.stderr.write(`  most batches of one partition in flight: ${p.metrics.maxInFlightSeen}\n`);
+      const m = p.metrics;
+      process.stderr.write(
+        `  ${n} records; most batches of one partition in flight: ${m.maxInFlightSeen}; records re-sent: ${m.recordsRetried}; re-inits: ${m.reinits}; mean request ${m.requestLatencyAvgMs.toFixed(1)} ms\n`,
+      );
       await p.close();
       await client.close();
     }

@@ -128,16 +128,29 @@ export async function startBroker(
   );
   // Producer identities: the data dir's file on one node, a ConfigMap with
   // the kubernetes metastore, a shared store in in-process cluster tests.
+  // A broker that cannot open the ConfigMap (its Role predates the registry:
+  // 403) still serves everything else; POST /v1/producers answers 503.
+  const openKubeRegistry = async (): Promise<RegistryStore | undefined> => {
+    try {
+      return await kubeRegistryStore({
+        kubeConfig: loadKubeConfig(),
+        namespace: config.namespace,
+        name: resourceNames(config.clusterName).producerRegistry,
+        block: defaultIdBlock,
+        logger: logger.child({ component: "producer-registry" }),
+      });
+    } catch (err) {
+      logger.error(
+        { err: err instanceof Error ? err.message : String(err) },
+        "producer registry unavailable: idempotent producers are refused until a restart can open it",
+      );
+      return undefined;
+    }
+  };
   const registryStore =
     opts.producerRegistryStore ??
     (metastore.kind === "kubernetes"
-      ? await kubeRegistryStore({
-          kubeConfig: loadKubeConfig(),
-          namespace: config.namespace,
-          name: resourceNames(config.clusterName).producerRegistry,
-          block: defaultIdBlock,
-          logger: logger.child({ component: "producer-registry" }),
-        })
+      ? await openKubeRegistry()
       : clustered
         ? undefined
         : fileRegistryStore(config.dataDir));

@@ -11,7 +11,18 @@ export interface RegistryState {
   nextId: number;
   /** Where this registry started issuing (a fresh one starts at a random block); absent: 0. */
   firstId?: number;
-  named: Record<string, { id: string; epoch: number }>;
+  named: Record<string, NamedProducer>;
+}
+
+export interface NamedProducer {
+  id: string;
+  epoch: number;
+  /**
+   * Set when this epoch came from a re-initialisation from epoch `from` (the
+   * instance that held it asked): a retry of that request, whose answer was
+   * lost, gets this epoch again instead of being fenced by its own bump.
+   */
+  from?: number;
 }
 
 export const emptyRegistryState = (): RegistryState => ({ version: 1, nextId: 0, named: {} });
@@ -47,6 +58,25 @@ export function initNamed(
     throw new Error(`producer "${name}" has used every epoch`);
   const next = cur === undefined ? { id: freshId(), epoch: 0 } : { id: cur.id, epoch: cur.epoch + 1 };
   return { state: { ...state, named: { ...state.named, [name]: next } }, ...next };
+}
+
+/**
+ * A named producer re-initialising itself from `fromEpoch`: "fenced" when the
+ * name has moved on (a newer instance, or no such name), else its next epoch
+ * (or, for a retry of that same re-init, the epoch it already got).
+ */
+export function reinitNamed(
+  state: RegistryState,
+  name: string,
+  fromEpoch: number,
+): { state: RegistryState; id: string; epoch: number } | "fenced" {
+  const cur = Object.hasOwn(state.named, name) ? state.named[name] : undefined;
+  if (cur === undefined) return "fenced";
+  if (cur.from === fromEpoch && cur.epoch === fromEpoch + 1) return { state, id: cur.id, epoch: cur.epoch };
+  if (cur.epoch !== fromEpoch) return "fenced";
+  if (cur.epoch >= maxRegistryEpoch) throw new Error(`producer "${name}" has used every epoch`);
+  const next = { id: cur.id, epoch: cur.epoch + 1, from: fromEpoch };
+  return { state: { ...state, named: { ...state.named, [name]: next } }, id: next.id, epoch: next.epoch };
 }
 
 /** The epoch of an issued id, or undefined when this state never issued it. */
@@ -104,7 +134,7 @@ export function parseRegistryState(text: string): RegistryState {
     throw new Error("producer registry: named is not an object");
   const named: RegistryState["named"] = {};
   for (const [name, v] of Object.entries(r.named as Record<string, unknown>)) {
-    const e = v as { id?: unknown; epoch?: unknown } | null;
+    const e = v as { id?: unknown; epoch?: unknown; from?: unknown } | null;
     if (
       typeof e !== "object" ||
       e === null ||
@@ -113,10 +143,11 @@ export function parseRegistryState(text: string): RegistryState {
       typeof e.epoch !== "number" ||
       !Number.isInteger(e.epoch) ||
       e.epoch < 0 ||
-      e.epoch > maxRegistryEpoch
+      e.epoch > maxRegistryEpoch ||
+      (e.from !== undefined && e.from !== e.epoch - 1)
     )
       throw new Error(`producer registry: bad entry for "${name}"`);
-    named[name] = { id: e.id, epoch: e.epoch };
+    named[name] = { id: e.id, epoch: e.epoch, ...(e.from === undefined ? {} : { from: e.epoch - 1 }) };
   }
   return { version: 1, nextId: r.nextId, ...(r.firstId === undefined ? {} : { firstId: r.firstId }), named };
 }

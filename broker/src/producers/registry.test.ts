@@ -48,7 +48,16 @@ describe("producer registry", () => {
     const old = await a.init("n");
     const cur = await b.init("n");
     await expect(a.init("n", old.epoch)).rejects.toBeInstanceOf(ProducerFencedError);
-    expect(await a.init("n", cur.epoch)).toEqual({ id: cur.id, epoch: cur.epoch + 1 });
+    const bumped = await a.init("n", cur.epoch);
+    expect(bumped).toEqual({ id: cur.id, epoch: cur.epoch + 1 });
+    // Its answer lost, the same re-init is retried (through the other broker, whose copy is behind): same epoch.
+    expect(await b.init("n", cur.epoch)).toEqual(bumped);
+    // A new instance of the name takes it over; the re-initialised one can no longer come back.
+    const next = await b.init("n");
+    expect(next.epoch).toBe(bumped.epoch + 1);
+    await expect(a.init("n", cur.epoch)).rejects.toBeInstanceOf(ProducerFencedError);
+    await expect(a.init("n", bumped.epoch)).rejects.toBeInstanceOf(ProducerFencedError);
+    await expect(a.init("unknown-name", 0)).rejects.toBeInstanceOf(ProducerFencedError);
   });
 
   it("concurrent misses share reads: at most one running and one queued", async () => {

@@ -19,6 +19,7 @@ import {
   mergeRegistryStates,
   parseRegistryState,
   type RegistryState,
+  reinitNamed,
   reserveBlock,
 } from "./registry-state.ts";
 
@@ -102,6 +103,8 @@ export async function openProducerRegistry(
   const update = async <T>(change: (s: RegistryState) => { state: RegistryState; out: T }): Promise<T> => {
     for (let attempt = 0; ; attempt++) {
       const r = change(state);
+      // Nothing to write (a retried re-init answered from the state as it is).
+      if (r.state === state) return r.out;
       try {
         // Durable before anything of it is answered: a crash after the write
         // and before the answer wastes a block or an epoch, never reuses one.
@@ -174,12 +177,23 @@ export async function openProducerRegistry(
         // the name: if a retry finds the name after all, that id is wasted,
         // never issued twice.
         const n = Object.hasOwn(state.named, name) ? -1 : await freshNumber();
+        if (fromEpoch !== undefined) {
+          // Decided on the stored state, not this broker's copy: a copy behind
+          // a re-init made through another broker would fence the caller wrongly.
+          ({ state, rev } = await store.load());
+          absorb(state);
+          return update((s) => {
+            const r = reinitNamed(s, name, fromEpoch);
+            if (r === "fenced") {
+              const cur = Object.hasOwn(s.named, name) ? s.named[name] : undefined;
+              throw new ProducerFencedError(
+                `producer fenced: "${name}" is at epoch ${cur?.epoch ?? "none"}, not ${fromEpoch}; a newer instance took over`,
+              );
+            }
+            return { state: r.state, out: { id: r.id, epoch: r.epoch } };
+          });
+        }
         return update((s) => {
-          const cur = Object.hasOwn(s.named, name) ? s.named[name] : undefined;
-          if (fromEpoch !== undefined && cur?.epoch !== fromEpoch)
-            throw new ProducerFencedError(
-              `producer fenced: "${name}" is at epoch ${cur?.epoch ?? "none"}, not ${fromEpoch}; a newer instance took over`,
-            );
           const r = initNamed(s, name, () => {
             if (n < 0) throw new Error(`producer "${name}" vanished from the registry`);
             return idOf(n);
