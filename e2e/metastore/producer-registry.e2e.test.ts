@@ -20,6 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { kubeRegistryStore, registryDataKey } from "../../broker/src/producers/kube-registry-store.ts";
 import {
   openProducerRegistry,
+  ProducerFencedError,
   type ProducerRegistry,
   RegistryConflict,
   type RegistryStore,
@@ -129,6 +130,18 @@ describe("the ConfigMap registry, two brokers' registries", () => {
     });
     // Never an id nobody issued.
     expect(await a.lookup("p-999999999999999", 0)).toBeUndefined();
+  });
+
+  it("re-init from an epoch: a zombie is refused, a retry of a lost answer through the other broker is not", async () => {
+    const ns = await createNamespace(kc, "reg");
+    const a = await registryIn(ns, "demo-producers", 10);
+    const b = await registryIn(ns, "demo-producers", 10);
+    const zombie = await a.init("pay");
+    const live = await b.init("pay");
+    await expect(a.init("pay", zombie.epoch)).rejects.toBeInstanceOf(ProducerFencedError);
+    const bumped = await a.init("pay", live.epoch);
+    expect(bumped.epoch).toBe(live.epoch + 1);
+    expect(await b.init("pay", live.epoch)).toEqual(bumped);
   });
 
   it("a restart, or a crash after a block was written, never reissues an id; epochs keep climbing", async () => {
