@@ -10,8 +10,8 @@
 // BENCH_SECONDS (default 8), BENCH_WARMUP_SECONDS (default 3).
 
 import { encodeBinaryBatch } from "../broker/src/core/batch-codec.ts";
-import { NaradClient } from "../client/index.ts";
 import { startNarad } from "../broker/test/harness/process.ts";
+import { NaradClient } from "../client/index.ts";
 import { load } from "./lib/load.ts";
 import { createTopic, Report } from "./lib/report.ts";
 
@@ -68,7 +68,9 @@ try {
   const rate: Record<string, number> = {};
   for (const spread of ["keyed", "one"] as const) {
     for (const maxInFlight of [1, 5]) {
-      process.stderr.write(`idempotent client producer, ${spread} partition(s), maxInFlight=${maxInFlight}\n`);
+      process.stderr.write(
+        `idempotent client producer, ${spread} partition(s), maxInFlight=${maxInFlight}\n`,
+      );
       const client = new NaradClient({ urls: [narad.url] });
       const p = client.producer("acks", { idempotent: true, maxInFlight, batchSize: 100, lingerMs: 2 });
       const payload = "a".repeat(1024);
