@@ -2,11 +2,16 @@
 // from 64 connections and 100 x 1 KiB batches from 8 connections, each mode
 // after an unmeasured warm-up. acks=all waits for the partition commit
 // (the dispatcher's fsync + read-back) on top of the WAL fsync; the ratio is
-// all / wal. Writes bench/acks-results.json (the README is not touched).
+// all / wal. Then the TypeScript client's idempotent producer (acks=all,
+// 1 KiB records, 100-record batches; keyed over the 8 partitions, then all on
+// one partition) with 1 and with 5 batches in flight per partition; the
+// ratio is 5 / 1. Writes
+// bench/acks-results.json and the bench-acks table of docs/benchmarks.md.
 // BENCH_SECONDS (default 8), BENCH_WARMUP_SECONDS (default 3).
 
 import { encodeBinaryBatch } from "../broker/src/core/batch-codec.ts";
 import { startNarad } from "../broker/test/harness/process.ts";
+import { NaradClient } from "../client/index.ts";
 import { load } from "./lib/load.ts";
 import { createTopic, Report } from "./lib/report.ts";
 
@@ -57,10 +62,48 @@ try {
   report.record("batch_acks_all_msg_per_sec", ba.requestsPerSec * 100, "msg/s", bw.requestsPerSec * 100);
   report.record("batch_acks_wal_p99_ms", bw.p99Ms, "ms");
   report.record("batch_acks_all_p99_ms", ba.p99Ms, "ms", bw.p99Ms);
+  // The client: 1 vs 5 idempotent batches in flight per partition, with
+  // keyed records over the 8 partitions and with every record on partition 0
+  // (where one partition's pipeline is all there is).
+  const rate: Record<string, number> = {};
+  for (const spread of ["keyed", "one"] as const) {
+    for (const maxInFlight of [1, 5]) {
+      process.stderr.write(
+        `idempotent client producer, ${spread} partition(s), maxInFlight=${maxInFlight}\n`,
+      );
+      const client = new NaradClient({ urls: [narad.url] });
+      const p = client.producer("acks", { idempotent: true, maxInFlight, batchSize: 100, lingerMs: 2 });
+      const payload = "a".repeat(1024);
+      const run = async (ms: number): Promise<number> => {
+        const until = Date.now() + ms;
+        let n = 0;
+        while (Date.now() < until) {
+          await p.send(payload, spread === "keyed" ? { key: `k${n % 1000}` } : { partition: 0 });
+          n++;
+        }
+        await p.flush();
+        return n;
+      };
+      await run(warmupSeconds * 1000);
+      const started = Date.now();
+      const n = await run(seconds * 1000);
+      rate[`${spread}${maxInFlight}`] = n / ((Date.now() - started) / 1000);
+      const m = p.metrics;
+      process.stderr.write(
+        `  ${n} records; most batches of one partition in flight: ${m.maxInFlightSeen}; records re-sent: ${m.recordsRetried}; re-inits: ${m.reinits}; mean request ${m.requestLatencyAvgMs.toFixed(1)} ms\n`,
+      );
+      await p.close();
+      await client.close();
+    }
+  }
+  report.record("client_idempotent_8p_inflight1_msg_per_sec", rate.keyed1!, "msg/s");
+  report.record("client_idempotent_8p_inflight5_msg_per_sec", rate.keyed5!, "msg/s", rate.keyed1!);
+  report.record("client_idempotent_1p_inflight1_msg_per_sec", rate.one1!, "msg/s");
+  report.record("client_idempotent_1p_inflight5_msg_per_sec", rate.one5!, "msg/s", rate.one1!);
   report.write(
     "acks-results.json",
     "bench-acks",
-    `${seconds} s phases; ratios acks=all / acks=wal in the same run`,
+    `${seconds} s phases; ratios acks=all / acks=wal, and 5 / 1 batches in flight, in the same run`,
   );
 } finally {
   await narad.stop();

@@ -337,5 +337,168 @@ describe("idempotent Producer", () => {
     const p = client([f.url]).producer("t", { idempotent: true, lingerMs: 0 });
     const err = await (await p.send("x", { partition: 0 })).delivered.catch((e: unknown) => e);
     expect(err).toBeInstanceOf(OutOfOrderSequenceError);
+    // Handled twice by re-initialising (each time from seq 0), then it reaches the application.
+    expect(p.metrics.reinits).toBe(2);
+    expect(f.requests.filter((r) => r.path === "/v1/producers")).toHaveLength(3);
+    expect(f.requests.filter((r) => r.path.endsWith("/produce-batch")).map((r) => stampOf(r).seq)).toEqual([
+      "0",
+      "0",
+      "0",
+    ]);
+  });
+
+  /**
+   * The owner's sequence rule in miniature: per (id, epoch, partition) only
+   * the next seq is stored; an exact retry gets its original offsets; anything
+   * else is out_of_order_sequence. `log` is what was stored, in order.
+   */
+  function fakeOwner() {
+    const next = new Map<string, number>();
+    const offsets = new Map<string, number>();
+    const log: string[] = [];
+    const answer = (q: SeenRequest, res: ServerResponse) => {
+      const s = stampOf(q);
+      const key = `${s.id}/${s.epoch}/${s.partition}`;
+      const seq = Number(s.seq);
+      const entries = decodeBinaryBatch(q.body, 1 << 20);
+      const want = next.get(key) ?? 0;
+      if (seq === want) {
+        const base = log.length;
+        for (const e of entries) log.push(e.payload.toString("utf8"));
+        next.set(key, want + entries.length);
+        offsets.set(`${key}/${seq}`, base);
+        return json(res, 200, {
+          results: entries.map((e, i) => ({ partition: e.partition, offset: base + i })),
+        });
+      }
+      const base = offsets.get(`${key}/${seq}`);
+      if (base !== undefined)
+        return json(res, 200, {
+          results: entries.map((e, i) => ({ partition: e.partition, offset: base + i })),
+        });
+      return json(res, 409, { error: `seq ${seq}, expected ${want}`, code: "out_of_order_sequence" });
+    };
+    return { answer, log, forget: () => next.clear() };
+  }
+
+  it("keeps up to 5 batches of a partition in flight, never 6", async () => {
+    const owner = fakeOwner();
+    let out = 0;
+    let most = 0;
+    const held: Array<() => void> = [];
+    const f = await fakeWithTopic(async (q, res) => {
+      out++;
+      most = Math.max(most, out);
+      // Hold answers until 5 are out (or a moment passed), then answer in arrival order.
+      if (out < 5) await new Promise<void>((r) => held.push(r) && setTimeout(r, 300));
+      for (const r of held.splice(0)) r();
+      out--;
+      owner.answer(q, res);
+    });
+    const p = client([f.url]).producer("t", { idempotent: true, batchSize: 1, lingerMs: 0 });
+    const sent = [];
+    for (let i = 0; i < 12; i++) sent.push(await p.send(`r${i}`, { partition: 0 }));
+    const d = await Promise.all(sent.map((x) => x.delivered));
+    expect(most).toBe(5);
+    expect(p.metrics.maxInFlightSeen).toBe(5);
+    expect(d.map((x) => x.offset)).toEqual(Array.from({ length: 12 }, (_, i) => i));
+    expect(owner.log).toEqual(Array.from({ length: 12 }, (_, i) => `r${i}`));
+  });
+
+  it("an overtaken batch (out_of_order while an earlier one is pending) is re-sent after it: order kept", async () => {
+    const owner = fakeOwner();
+    let n = 0;
+    const f = await fakeWithTopic(async (q, res) => {
+      // The first batch reaches the owner late: the second one overtakes it.
+      if (++n === 1) await new Promise((r) => setTimeout(r, 200));
+      owner.answer(q, res);
+    });
+    const p = client([f.url]).producer("t", { idempotent: true, batchSize: 2, lingerMs: 10_000 });
+    const sent = [];
+    for (let i = 0; i < 4; i++) sent.push(await p.send(`o${i}`, { partition: 1 }));
+    const d = await Promise.all(sent.map((x) => x.delivered));
+    expect(d.map((x) => x.offset)).toEqual([0, 1, 2, 3]);
+    expect(owner.log).toEqual(["o0", "o1", "o2", "o3"]);
+    const seqs = f.requests.filter((r) => r.path.endsWith("/produce-batch")).map((r) => stampOf(r).seq);
+    expect(seqs.sort()).toEqual(["0", "2", "2"]); // the overtaking one again, with its own seq
+    expect(p.metrics.reinits).toBe(0);
+  });
+
+  it("unknown_producer_id: re-initialises (a new id) and re-sends from seq 0", async () => {
+    const owner = fakeOwner();
+    let inits = 0;
+    const f = await startFakeBroker((q, res) => {
+      if (q.method === "GET" && q.path === "/v1/topics/t") return json(res, 200, topicJson("t", 3));
+      if (q.path === "/v1/producers") return json(res, 201, { producer_id: `p-${++inits}`, epoch: 0 });
+      if (stampOf(q).id === "p-1")
+        return json(res, 400, { error: "producer id p-1 was not issued", code: "unknown_producer_id" });
+      owner.answer(q, res);
+    });
+    fakes.push(f);
+    const p = client([f.url]).producer("t", { idempotent: true, batchSize: 2, lingerMs: 0 });
+    const a = await p.send("a", { partition: 0 });
+    const b = await p.send("b", { partition: 2 });
+    expect((await a.delivered).offset).toBeTypeOf("number");
+    expect((await b.delivered).offset).toBeTypeOf("number");
+    expect(p.identity).toEqual({ producerId: "p-2", epoch: 0 });
+    expect(p.metrics.reinits).toBe(1);
+    const stamps = f.requests.filter((r) => r.path.endsWith("/produce-batch")).map(stampOf);
+    expect(stamps.filter((s) => s.id === "p-2").map((s) => s.seq)).toEqual(["0", "0"]);
+    expect([...owner.log].sort()).toEqual(["a", "b"]);
+  });
+
+  it("out_of_order with nothing earlier pending (the owner forgot the producer): next epoch, seq 0, stored once", async () => {
+    const owner = fakeOwner();
+    let epoch = 3;
+    const f = await startFakeBroker((q, res) => {
+      if (q.method === "GET" && q.path === "/v1/topics/t") return json(res, 200, topicJson("t", 3));
+      if (q.path === "/v1/producers") return json(res, 201, { producer_id: "p-orders", epoch: epoch++ });
+      owner.answer(q, res);
+    });
+    fakes.push(f);
+    const p = client([f.url]).producer("t", { idempotent: true, producerName: "orders", lingerMs: 0 });
+    await (await p.send("first", { partition: 0 })).delivered;
+    owner.forget(); // e.g. evicted after a long idle time: the next seq (1) is now a gap
+    const d = await (await p.send("second", { partition: 0 })).delivered;
+    expect(d.offset).toBe(1);
+    expect(p.identity).toEqual({ producerId: "p-orders", epoch: 4 });
+    expect(owner.log).toEqual(["first", "second"]);
+    const stamps = f.requests.filter((r) => r.path.endsWith("/produce-batch")).map(stampOf);
+    expect(stamps.map((s) => `${s.epoch}:${s.seq}`)).toEqual(["3:0", "3:1", "4:0"]);
+  });
+
+  it("a re-init refused (a newer instance holds the name) fences this producer: it does not take the name back", async () => {
+    let inits = 0;
+    const f = await startFakeBroker((q, res) => {
+      if (q.method === "GET" && q.path === "/v1/topics/t") return json(res, 200, topicJson("t", 3));
+      if (q.path === "/v1/producers") {
+        inits++;
+        const body = JSON.parse(q.body.toString("utf8")) as { name?: string; epoch?: number };
+        if (body.epoch !== undefined)
+          return json(res, 409, { error: "producer fenced: at epoch 9", code: "producer_fenced" });
+        return json(res, 201, { producer_id: "p-orders", epoch: 3 });
+      }
+      json(res, 409, { error: "gap", code: "out_of_order_sequence" });
+    });
+    fakes.push(f);
+    const p = client([f.url]).producer("t", { idempotent: true, producerName: "orders", lingerMs: 0 });
+    const err = await (await p.send("x", { partition: 0 })).delivered.catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(FencedProducerError);
+    const reinit = f.requests.filter((r) => r.path === "/v1/producers").map((r) => r.body.toString("utf8"));
+    expect(reinit).toEqual(['{"name":"orders"}', '{"name":"orders","epoch":3}']);
+    expect(inits).toBe(2);
+    await expect(p.send("y", { partition: 1 })).rejects.toBeInstanceOf(FencedProducerError);
+  });
+
+  it("fenced: never re-initialised past; the error surfaces and the producer stays closed", async () => {
+    const f = await fakeWithTopic((_q, res) =>
+      json(res, 409, { error: "producer fenced: epoch 3 < 4", code: "producer_fenced" }),
+    );
+    const p = client([f.url]).producer("t", { idempotent: true, producerName: "orders", lingerMs: 0 });
+    const err = await (await p.send("x", { partition: 0 })).delivered.catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(FencedProducerError);
+    await expect(p.send("y", { partition: 1 })).rejects.toBeInstanceOf(FencedProducerError);
+    expect(f.requests.filter((r) => r.path === "/v1/producers")).toHaveLength(1);
+    expect(p.metrics.reinits).toBe(0);
   });
 });

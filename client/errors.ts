@@ -13,6 +13,7 @@ export type NaradErrorCode =
   | "HTTP_ERROR"
   | "PRODUCER_FENCED"
   | "OUT_OF_ORDER_SEQUENCE"
+  | "UNKNOWN_PRODUCER_ID"
   | "BUFFER_FULL"
   | "DELIVERY_TIMEOUT"
   | "UNAUTHENTICATED"
@@ -145,7 +146,12 @@ export class FencedProducerError extends NaradError {
   }
 }
 
-/** 409 out_of_order_sequence: the owner refused the batch's sequences (gap, overlap, older or reused seq); nothing of it was stored. Fatal for the batch. */
+/**
+ * 409 out_of_order_sequence: the owner refused the batch's sequences (gap,
+ * overlap, older or reused seq); nothing of it was stored. The producer
+ * handles it (waits for earlier batches, or re-initialises); it reaches the
+ * application only when a re-initialised identity is refused too.
+ */
 export class OutOfOrderSequenceError extends NaradError {
   constructor(message: string) {
     super(
@@ -155,6 +161,23 @@ export class OutOfOrderSequenceError extends NaradError {
       "the producer's sequences and the broker's disagree (an earlier batch of this partition failed, or the identity is shared): close this producer and start a new one",
     );
     this.name = "OutOfOrderSequenceError";
+  }
+}
+
+/**
+ * 400 unknown_producer_id: the broker's registry does not know this producer
+ * id (lost, or the id came from another cluster). Nothing of the request was
+ * stored; an idempotent producer re-initialises its identity and re-sends.
+ */
+export class UnknownProducerIdError extends NaradError {
+  constructor(message: string) {
+    super(
+      400,
+      "UNKNOWN_PRODUCER_ID",
+      message,
+      "the producer re-initialises by itself; if this reaches you, the registry kept losing the id: check the broker's producer registry",
+    );
+    this.name = "UnknownProducerIdError";
   }
 }
 
@@ -213,6 +236,7 @@ export function errorFromResponse(
   // The broker's machine-readable code wins over the status where it says more.
   if (code === "producer_fenced") return new FencedProducerError(message);
   if (code === "out_of_order_sequence") return new OutOfOrderSequenceError(message);
+  if (code === "unknown_producer_id") return new UnknownProducerIdError(message);
   switch (status) {
     case 400:
     case 415:

@@ -27,6 +27,7 @@ export {
   TopicNotFoundError,
   UnauthenticatedError,
   UnavailableError,
+  UnknownProducerIdError,
 } from "./errors.ts";
 export {
   type Delivery,

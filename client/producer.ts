@@ -1,37 +1,53 @@
 // The batching producer. Records go into one accumulator per partition; a
-// batch is sent (binary produce-batch) when it holds batchSize records or
-// maxBatchBytes, or lingerMs after its first record. One batch per partition
-// is in flight at a time, so a producer's records keep their order within a
-// partition, retries included; while one is in flight the next keeps filling.
+// batch is sealed when it holds batchSize records or maxBatchBytes, or
+// lingerMs after its first record, and sent as one binary produce-batch.
 //
 // Partitioning matches the broker: an explicit partition wins, a key hashes
-// with the broker's FNV-1a, keyless records stick to one partition until its
-// batch is sealed, then move on to the next partition.
+// with the broker's FNV-1a, keyless records stick to one partition until a
+// batch of it succeeded, then move on to the next partition.
 //
-// The buffer is bounded: send() waits for space while maxBufferedRecords are
-// buffered or in flight (backpressure, never unbounded).
+// The buffer is bounded: send() waits for space while maxBufferedRecords or
+// maxBufferBytes are buffered or in flight, up to maxBlockMs, then throws
+// BufferFullError. A record not delivered within deliveryTimeoutMs of send()
+// fails with DeliveryTimeoutError (checked before each attempt of its batch,
+// and as the request's abort signal).
 //
 // Acknowledgements (`acks`): "wal" (default: the broker answers after its WAL
 // fsync, no offsets), "all" (after the partition owner committed the batch:
 // each record's delivery carries its offset), "0" (answered on receipt, no
-// promise at all).
+// promise at all). A plain producer keeps one batch in flight per partition,
+// so retries cannot reorder its records.
 //
 // Idempotent mode ({ idempotent: true }, implies acks "all"): the identity
 // (producer id, epoch) comes from the broker (POST /v1/producers, optionally
 // with `producerName`: re-initialising a name fences every earlier instance).
-// Sequences are per partition; a batch takes the partition's next sequence
-// when it is first sent and the sequence advances only after the batch
-// succeeded, so every attempt (transport retries, and an application's
-// re-send of a failed batch) carries the same (id, epoch, seq) and the owner
-// answers a retry with its original offsets instead of storing it twice.
-// Errors by the broker's `code`: producer_fenced closes the producer
-// (FencedProducerError, later sends fail), out_of_order_sequence fails the
-// batch (OutOfOrderSequenceError), 503/429/network errors are retried.
+// Up to maxInFlight (default 5, the broker remembers 5 batches) batches per
+// partition are in flight. A batch's sequences are fixed when it is first
+// sent (the partition's next ones) and every retry re-sends the same bytes
+// with the same (id, epoch, seq), so the owner answers a retry with its
+// original offsets. The owner accepts only the next sequence, so order holds:
 //
-// Buffer: maxBufferBytes (payload + key) buffered or in flight; send() blocks
-// up to maxBlockMs for space, then throws BufferFullError. A record that is
-// not delivered within deliveryTimeoutMs of send() fails with
-// DeliveryTimeoutError (checked before each attempt of its batch).
+//   - out_of_order_sequence for an attempt sent while an earlier batch of the
+//     partition was unanswered: it was overtaken (another connection, a
+//     retry, the proxy); wait for the earlier batches, then send it again;
+//   - out_of_order_sequence with nothing earlier pending (the owner lost the
+//     producer's state, or an earlier batch failed for good and was not
+//     stored), or unknown_producer_id (the registry does not know the id):
+//     re-initialise: stop sending, let the requests in flight finish, get a
+//     new identity (the name's next epoch, or a new id), re-number every
+//     unanswered batch from seq 0 in its partition's order and send them
+//     again. Nothing refused that way was stored, so nothing is stored twice.
+//     A batch refused again after two re-initialisations fails with the error;
+//   - producer_fenced: another instance took the name. Never retried or
+//     re-initialised: the producer closes and every pending and later send
+//     fails with FencedProducerError.
+//
+// A batch that fails for good (delivery timeout, retries spent) may or may
+// not be stored. When it was the partition's last numbered batch the next
+// sequence goes back to its first, so an application that re-sends the same
+// records in the same order gets the same sequences (and the original
+// offsets if it was stored); with later batches numbered after it, those
+// settle it: accepted (it was stored) or refused and re-initialised.
 
 import { encodeBinaryBatch } from "../broker/src/core/batch-codec.ts";
 import { createRotator, partitionForKey } from "../broker/src/core/partitioner.ts";
@@ -43,8 +59,11 @@ import {
   DeliveryTimeoutError,
   FencedProducerError,
   type NaradError,
+  OutOfOrderSequenceError,
   PayloadTooLargeError,
+  UnknownProducerIdError,
 } from "./errors.ts";
+import type { Reply } from "./transport.ts";
 import { payloadBytes } from "./types.ts";
 
 export interface ProducerOptions {
@@ -78,6 +97,11 @@ export interface ProducerOptions {
    */
   idempotent?: boolean;
   /**
+   * Idempotent: batches in flight per partition (1-5; the broker remembers
+   * the results of 5). Default 5. A plain producer always keeps 1.
+   */
+  maxInFlight?: number;
+  /**
    * Idempotent: the stable name of this producer (1-128 of [A-Za-z0-9._-]).
    * The broker keeps its id; each new producer with the name gets the next
    * epoch and fences the previous one. Default: none (a fresh id).
@@ -110,6 +134,10 @@ export interface ProducerMetrics {
   /** Mean and last produce-batch request latency (ms, all attempts of a batch). */
   requestLatencyAvgMs: number;
   requestLatencyLastMs: number;
+  /** Idempotent: identities taken after the first (unknown id, out-of-order sequence). */
+  reinits: number;
+  /** Idempotent: most batches of one partition in flight at once so far. */
+  maxInFlightSeen: number;
 }
 
 export interface Sent {
@@ -135,6 +163,10 @@ interface Batch {
   due: boolean;
   /** Idempotent mode: producer seq of the batch's first record, fixed when first sent. */
   firstSeq?: number;
+  /** Idempotent mode: the identity generation its seqs belong to (bumped by each re-init). */
+  gen?: number;
+  /** Idempotent mode: the records it carries on every attempt (fixed when first sent). */
+  live?: Pending[];
 }
 
 const noop = () => {};
@@ -160,11 +192,31 @@ export class Producer {
   /** Idempotent identity from the broker, once initialised. */
   #identity: { producerId: string; epoch: number } | undefined;
   #identityLoad: Promise<{ producerId: string; epoch: number }> | undefined;
-  /** Next producer seq per partition: advanced only when a batch succeeded. */
+  /** The epoch of the identity this producer last had (kept across a re-init). */
+  #lastEpoch: number | undefined;
+  /** Idempotent: the seq the next batch of a partition is numbered from. */
   readonly #nextSeq = new Map<number, number>();
+  readonly #maxInFlight: number;
+  /** Idempotent: per partition, its numbered batches not yet answered for good, in seq order. */
+  readonly #lanes = new Map<number, Batch[]>();
+  /** Idempotent: bumped by each re-init; a batch's seqs belong to one generation. */
+  #gen = 0;
+  /** Idempotent: requests out now (a re-init waits for them). */
+  #sending = 0;
+  #reinit: Promise<void> | undefined;
+  #changeWaiters: Array<() => void> = [];
   #bufferedBytes = 0;
   #fenced: NaradError | undefined;
-  readonly #m = { sent: 0, retried: 0, failed: 0, batches: 0, latencyTotal: 0, latencyLast: 0 };
+  readonly #m = {
+    sent: 0,
+    retried: 0,
+    failed: 0,
+    batches: 0,
+    latencyTotal: 0,
+    latencyLast: 0,
+    reinits: 0,
+    maxInFlight: 0,
+  };
 
   readonly #open = new Map<number, Batch>();
   readonly #ready = new Map<number, Batch[]>();
@@ -199,6 +251,7 @@ export class Producer {
     if (this.#idempotent && opts.acks !== undefined && opts.acks !== "all")
       throw new BadRequestError('an idempotent producer needs acks "all"', 0);
     this.#acks = this.#idempotent ? "all" : (opts.acks ?? "wal");
+    this.#maxInFlight = this.#idempotent ? Math.min(5, Math.max(1, opts.maxInFlight ?? 5)) : 1;
     if (opts.producerName !== undefined) {
       if (!this.#idempotent) throw new BadRequestError("producerName needs idempotent: true", 0);
       if (!/^[A-Za-z0-9._-]{1,128}$/.test(opts.producerName))
@@ -207,22 +260,28 @@ export class Producer {
     this.#producerName = opts.producerName;
   }
 
-  /** Gets (once) this producer's identity from the broker. */
+  /**
+   * Gets (once) this producer's identity from the broker. A named producer
+   * re-initialising itself names the epoch it had, so the broker bumps it
+   * only if no newer instance took the name (else producer_fenced).
+   */
   async #identityOf(): Promise<{ producerId: string; epoch: number }> {
     if (this.#identity !== undefined) return this.#identity;
+    const body: { name?: string; epoch?: number } =
+      this.#producerName === undefined ? {} : { name: this.#producerName };
+    if (this.#producerName !== undefined && this.#lastEpoch !== undefined) body.epoch = this.#lastEpoch;
     this.#identityLoad ??= this.#client.transport
       .request({
         method: "POST",
         path: "/v1/producers",
         contentType: "application/json",
-        body: Buffer.from(
-          JSON.stringify(this.#producerName === undefined ? {} : { name: this.#producerName }),
-        ),
+        body: Buffer.from(JSON.stringify(body)),
         ...(this.#retries === undefined ? {} : { retries: this.#retries }),
       })
       .then((reply) => {
         const r = JSON.parse(reply.body.toString("utf8")) as { producer_id: string; epoch: number };
         this.#identity = { producerId: r.producer_id, epoch: r.epoch };
+        this.#lastEpoch = r.epoch;
         return this.#identity;
       })
       .finally(() => {
@@ -249,6 +308,8 @@ export class Producer {
       bufferedRecords: this.#buffered,
       requestLatencyAvgMs: m.batches === 0 ? 0 : m.latencyTotal / m.batches,
       requestLatencyLastMs: m.latencyLast,
+      reinits: m.reinits,
+      maxInFlightSeen: m.maxInFlight,
     };
   }
 
@@ -373,7 +434,7 @@ export class Producer {
       b.timer = setTimeout(() => {
         b.timer = undefined;
         b.due = true;
-        if (!this.#inFlight.has(partition)) this.#seal(partition);
+        if (!this.#full(partition)) this.#seal(partition);
       }, this.#lingerMs);
     }
     batch.records.push(rec);
@@ -395,7 +456,17 @@ export class Producer {
     this.#pump(partition);
   }
 
+  /** The partition has as many batches in flight as it may. */
+  #full(partition: number): boolean {
+    if (this.#idempotent) return (this.#lanes.get(partition)?.length ?? 0) >= this.#maxInFlight;
+    return this.#inFlight.has(partition);
+  }
+
   #pump(partition: number): void {
+    if (this.#idempotent) {
+      this.#pumpIdempotent(partition);
+      return;
+    }
     if (this.#inFlight.has(partition)) return;
     const queue = this.#ready.get(partition);
     const batch = queue?.shift();
@@ -413,81 +484,68 @@ export class Producer {
     });
   }
 
+  #fail(err: unknown, records: Pending[]): void {
+    this.#errors.push(err);
+    this.#m.failed += records.length;
+    for (const r of records) r.reject(err);
+  }
+
+  #timeoutError(): DeliveryTimeoutError {
+    return new DeliveryTimeoutError(`record not delivered within ${this.#deliveryTimeoutMs} ms`);
+  }
+
+  /** A plain producer's batch: one request (the transport retries it), one batch in flight per partition. */
   async #sendBatch(batch: Batch): Promise<void> {
     const started = Date.now();
-    const fail = (err: unknown, records: Pending[]): void => {
-      this.#errors.push(err);
-      this.#m.failed += records.length;
-      for (const r of records) r.reject(err);
-    };
     // deliveryTimeoutMs: records whose time is up are not sent.
     const live = batch.records.filter((r) => r.deadlineMs > started);
-    if (live.length < batch.records.length) {
-      fail(
-        new DeliveryTimeoutError(`record not delivered within ${this.#deliveryTimeoutMs} ms`),
+    if (live.length < batch.records.length)
+      this.#fail(
+        this.#timeoutError(),
         batch.records.filter((r) => r.deadlineMs <= started),
       );
-    }
     if (live.length === 0) return;
-    if (this.#fenced !== undefined) return fail(this.#fenced, live);
-    let headers: Record<string, string> | undefined;
-    if (this.#idempotent) {
-      let id: { producerId: string; epoch: number };
-      try {
-        id = await this.#identityOf();
-      } catch (err) {
-        return fail(err, live);
-      }
-      // The partition's next sequence; advanced only on success, so a re-send
-      // of a failed batch (same records, same order) is recognised by the owner.
-      batch.firstSeq = this.#nextSeq.get(batch.partition) ?? 0;
-      headers = {
-        "narad-producer-id": id.producerId,
-        "narad-producer-epoch": String(id.epoch),
-        "narad-producer-seq": String(batch.firstSeq),
-      };
-    }
-    const body = encodeBinaryBatch(
-      live.map((r) => ({ partition: batch.partition, key: r.key, payload: r.payload })),
-    );
+    if (this.#fenced !== undefined) return this.#fail(this.#fenced, live);
     const deadline = Math.min(...live.map((r) => r.deadlineMs));
-    let reply: Awaited<ReturnType<NaradClient["transport"]["request"]>>;
+    let reply: Reply;
     try {
-      reply = await this.#client.transport.request({
-        method: "POST",
-        path: `/v1/topics/${encodeURIComponent(this.topic)}/produce-batch`,
-        query: { acks: this.#acks === "wal" ? undefined : this.#acks },
-        contentType: "application/vnd.narad.batch",
-        body,
-        ...(headers === undefined ? {} : { headers }),
-        ctx: { topic: this.topic },
-        signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())),
-        onRetry: () => {
-          this.#m.retried += live.length;
-        },
-        ...(this.#retries === undefined ? {} : { retries: this.#retries }),
-        ...(this.#backoffMs === undefined ? {} : { backoffMs: this.#backoffMs }),
-      });
+      reply = await this.#post(batch.partition, live, undefined, deadline);
     } catch (err) {
-      const e =
-        (err as Error)?.name === "TimeoutError"
-          ? new DeliveryTimeoutError(`record not delivered within ${this.#deliveryTimeoutMs} ms`)
-          : err;
-      if (e instanceof FencedProducerError) {
-        // A newer instance took over: this producer is done.
-        this.#fenced = e;
-        this.#closed = true;
-        for (const w of this.#spaceWaiters.splice(0)) w();
-      }
-      return fail(e, live);
+      return this.#fail((err as Error)?.name === "TimeoutError" ? this.#timeoutError() : err, live);
     }
+    this.#succeeded(batch.partition, live, reply, started);
+  }
+
+  async #post(
+    partition: number,
+    live: Pending[],
+    headers: Record<string, string> | undefined,
+    deadline: number,
+  ): Promise<Reply> {
+    return this.#client.transport.request({
+      method: "POST",
+      path: `/v1/topics/${encodeURIComponent(this.topic)}/produce-batch`,
+      query: { acks: this.#acks === "wal" ? undefined : this.#acks },
+      contentType: "application/vnd.narad.batch",
+      body: encodeBinaryBatch(live.map((r) => ({ partition, key: r.key, payload: r.payload }))),
+      ...(headers === undefined ? {} : { headers }),
+      ctx: { topic: this.topic },
+      signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())),
+      onRetry: () => {
+        this.#m.retried += live.length;
+      },
+      ...(this.#retries === undefined ? {} : { retries: this.#retries }),
+      ...(this.#backoffMs === undefined ? {} : { backoffMs: this.#backoffMs }),
+    });
+  }
+
+  #succeeded(partition: number, live: Pending[], reply: Reply, started: number): void {
     this.#m.batches++;
     this.#m.sent += live.length;
     this.#m.latencyLast = Date.now() - started;
     this.#m.latencyTotal += this.#m.latencyLast;
-    if (this.#idempotent) this.#nextSeq.set(batch.partition, (batch.firstSeq ?? 0) + live.length);
     // Keyless records stick to a partition until a batch of it succeeded.
-    if (this.#sticky === batch.partition) this.#sticky = undefined;
+    if (this.#sticky === partition) this.#sticky = undefined;
     let offsets: Array<number | null> | undefined;
     if (this.#acks === "all") {
       const parsed = JSON.parse(reply.body.toString("utf8")) as {
@@ -496,10 +554,196 @@ export class Producer {
       offsets = parsed.results?.map((r) => r.offset);
     }
     for (let i = 0; i < live.length; i++) {
-      const d: Delivery = { topic: this.topic, partition: batch.partition };
+      const d: Delivery = { topic: this.topic, partition };
       if (offsets !== undefined) d.offset = offsets[i] ?? null;
       live[i]!.resolve(d);
     }
+  }
+
+  // ------------------------------------------------------------ idempotent
+
+  /** Wakes everything waiting for a lane, a request or a re-init to change. */
+  #changed(): void {
+    for (const w of this.#changeWaiters.splice(0)) w();
+  }
+
+  async #until(pred: () => boolean): Promise<void> {
+    while (!pred()) await new Promise<void>((resolve) => this.#changeWaiters.push(resolve));
+  }
+
+  #pumpIdempotent(partition: number): void {
+    const queue = this.#ready.get(partition);
+    while (this.#reinit === undefined && !this.#full(partition)) {
+      const batch = queue?.shift();
+      if (batch === undefined) break;
+      // Records whose time is up are not sent; the rest are the batch for good.
+      const now = Date.now();
+      const expired = batch.records.filter((r) => r.deadlineMs <= now);
+      if (expired.length > 0) this.#fail(this.#timeoutError(), expired);
+      const live = batch.records.filter((r) => r.deadlineMs > now);
+      if (live.length === 0) {
+        this.#release(batch.records);
+        continue;
+      }
+      batch.live = live;
+      batch.firstSeq = this.#nextSeq.get(partition) ?? 0;
+      batch.gen = this.#gen;
+      this.#nextSeq.set(partition, batch.firstSeq + live.length);
+      let lane = this.#lanes.get(partition);
+      if (lane === undefined) {
+        lane = [];
+        this.#lanes.set(partition, lane);
+      }
+      lane.push(batch);
+      this.#m.maxInFlight = Math.max(this.#m.maxInFlight, lane.length);
+      void this.#runIdempotent(batch).finally(() => {
+        const l = this.#lanes.get(partition);
+        const i = l?.indexOf(batch) ?? -1;
+        if (i >= 0) l!.splice(i, 1);
+        if (l?.length === 0) this.#lanes.delete(partition);
+        this.#release(batch.records);
+        this.#changed();
+        this.#pump(partition);
+      });
+    }
+    if (queue?.length === 0) this.#ready.delete(partition);
+    // The open batch waited for room in flight: send it now if it is due.
+    if (this.#reinit === undefined && !this.#full(partition) && this.#open.get(partition)?.due)
+      this.#seal(partition);
+  }
+
+  /** An earlier batch of the same partition is still unanswered. */
+  #earlierPending(batch: Batch): boolean {
+    return (this.#lanes.get(batch.partition)?.indexOf(batch) ?? 0) > 0;
+  }
+
+  /** One idempotent batch until it is answered for good (see the header for each refusal). */
+  async #runIdempotent(batch: Batch): Promise<void> {
+    const live = batch.live ?? [];
+    const started = Date.now();
+    const deadline = Math.min(...live.map((r) => r.deadlineMs));
+    let reinits = 0;
+    for (;;) {
+      if (this.#fenced !== undefined) return this.#fail(this.#fenced, live);
+      if (this.#reinit !== undefined) {
+        await this.#reinit;
+        continue;
+      }
+      if (Date.now() >= deadline) return this.#failForGood(batch, this.#timeoutError());
+      const gen = this.#gen;
+      let id: { producerId: string; epoch: number };
+      try {
+        id = await this.#identityOf();
+      } catch (err) {
+        // A re-init refused because a newer instance holds the name: fenced.
+        if (err instanceof FencedProducerError) {
+          this.#fence(err);
+          return this.#fail(err, live);
+        }
+        return this.#failForGood(batch, err);
+      }
+      // A re-init began while the identity loaded: this batch's seqs are being re-numbered.
+      if (this.#reinit !== undefined || gen !== this.#gen) continue;
+      const headers = {
+        "narad-producer-id": id.producerId,
+        "narad-producer-epoch": String(id.epoch),
+        "narad-producer-seq": String(batch.firstSeq ?? 0),
+      };
+      // An earlier batch still unanswered when this one leaves may reach the
+      // owner after it; its answer may also come back first. Either way an
+      // out-of-order refusal of this attempt is then no gap.
+      const overtakable = this.#earlierPending(batch);
+      let reply: Reply | undefined;
+      let error: unknown;
+      this.#sending++;
+      try {
+        reply = await this.#post(batch.partition, live, headers, deadline);
+      } catch (err) {
+        error = (err as Error)?.name === "TimeoutError" ? this.#timeoutError() : err;
+      } finally {
+        this.#sending--;
+        this.#changed();
+      }
+      if (reply !== undefined) return this.#succeeded(batch.partition, live, reply, started);
+      if (error instanceof FencedProducerError) {
+        // Another instance took over: surface it, never re-initialise past it.
+        this.#fence(error);
+        return this.#fail(error, live);
+      }
+      if (error instanceof OutOfOrderSequenceError && (overtakable || this.#earlierPending(batch))) {
+        // Overtaken: the earlier batches decide (accepted, or refused and re-initialised).
+        this.#m.retried += live.length;
+        await this.#until(
+          () => !this.#earlierPending(batch) || this.#gen !== gen || this.#fenced !== undefined,
+        );
+        continue;
+      }
+      if (error instanceof OutOfOrderSequenceError || error instanceof UnknownProducerIdError) {
+        if (reinits >= 2) return this.#failForGood(batch, error);
+        reinits++;
+        this.#m.retried += live.length;
+        await this.#reinitialise(gen);
+        continue;
+      }
+      return this.#failForGood(batch, error);
+    }
+  }
+
+  /** Closes the producer for good: every pending and later send fails with `err`. */
+  #fence(err: FencedProducerError): void {
+    this.#fenced = err;
+    this.#closed = true;
+    for (const w of this.#spaceWaiters.splice(0)) w();
+    this.#changed();
+  }
+
+  /**
+   * Fails a batch whose outcome may be unknown. When it is its partition's
+   * last numbered batch the next seq goes back to its first, so a re-send of
+   * the same records gets the same seqs (and is recognised if it was stored).
+   */
+  #failForGood(batch: Batch, err: unknown): void {
+    const live = batch.live ?? [];
+    const lane = this.#lanes.get(batch.partition) ?? [];
+    const first = batch.firstSeq ?? 0;
+    if (
+      lane[lane.length - 1] === batch &&
+      batch.gen === this.#gen &&
+      this.#nextSeq.get(batch.partition) === first + live.length
+    )
+      this.#nextSeq.set(batch.partition, first);
+    this.#fail(err, live);
+  }
+
+  /**
+   * A new identity for generation `gen` + 1 (once, however many batches ask):
+   * no new request starts, the ones out finish, then every unanswered batch
+   * is re-numbered from seq 0 in its partition's order and the next batch
+   * fetches the identity (a named producer's next epoch, or a new id).
+   */
+  #reinitialise(gen: number): Promise<void> {
+    if (gen !== this.#gen) return Promise.resolve(); // another batch already did
+    this.#reinit ??= (async () => {
+      await this.#until(() => this.#sending === 0);
+      this.#identity = undefined;
+      this.#gen++;
+      this.#m.reinits++;
+      this.#nextSeq.clear();
+      for (const [partition, lane] of this.#lanes) {
+        let seq = 0;
+        for (const b of lane) {
+          b.firstSeq = seq;
+          b.gen = this.#gen;
+          seq += b.live?.length ?? 0;
+        }
+        this.#nextSeq.set(partition, seq);
+      }
+    })().finally(() => {
+      this.#reinit = undefined;
+      this.#changed();
+      for (const p of [...this.#ready.keys(), ...this.#open.keys()]) this.#pump(p);
+    });
+    return this.#reinit;
   }
 
   #release(records: Pending[]): void {
@@ -520,7 +764,7 @@ export class Producer {
       const b = this.#open.get(p);
       if (b === undefined) continue;
       b.due = true;
-      if (!this.#inFlight.has(p)) this.#seal(p);
+      if (!this.#full(p)) this.#seal(p);
     }
     if (this.#buffered > 0) await new Promise<void>((resolve) => this.#idleWaiters.push(resolve));
     const errors = this.#errors;

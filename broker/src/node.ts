@@ -8,6 +8,7 @@ import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { Gauge } from "prom-client";
+import { resourceNames } from "../../operator/src/specs/labels.ts";
 import { openSecurity } from "./auth/setup.ts";
 import type { Config } from "./config.ts";
 import * as k from "./constants.ts";
@@ -28,7 +29,13 @@ import type { Metastore } from "./meta/types.ts";
 import { createBrokerMetrics } from "./metrics.ts";
 import { MoveManager, type MoveTiming } from "./moves/destination.ts";
 import { MoveSource } from "./moves/source.ts";
-import { fileRegistryStore, openProducerRegistry, type RegistryStore } from "./producers/registry.ts";
+import { kubeRegistryStore } from "./producers/kube-registry-store.ts";
+import {
+  defaultIdBlock,
+  fileRegistryStore,
+  openProducerRegistry,
+  type RegistryStore,
+} from "./producers/registry.ts";
 import { createPeerPool, peerMembershipSync } from "./rpc/client.ts";
 import { createRpcMetrics } from "./rpc/metrics.ts";
 import { createPartitionAccess } from "./rpc/partition-access.ts";
@@ -121,15 +128,38 @@ export async function startBroker(
     },
     "ingress WAL recovered",
   );
-  // Producer identities: the data dir's file on one node, a shared store in
-  // in-process cluster tests; the kubernetes metastore has none yet (see
-  // docs/idempotent-producer.md), so idempotent produce is refused there.
+  // Producer identities: the data dir's file on one node, a ConfigMap with
+  // the kubernetes metastore, a shared store in in-process cluster tests.
+  // A broker that cannot open the ConfigMap (its Role predates the registry:
+  // 403) still serves everything else; POST /v1/producers answers 503.
+  const openKubeRegistry = async (): Promise<RegistryStore | undefined> => {
+    try {
+      return await kubeRegistryStore({
+        kubeConfig: loadKubeConfig(),
+        namespace: config.namespace,
+        name: resourceNames(config.clusterName).producerRegistry,
+        block: defaultIdBlock,
+        logger: logger.child({ component: "producer-registry" }),
+      });
+    } catch (err) {
+      logger.error(
+        { err: err instanceof Error ? err.message : String(err) },
+        "producer registry unavailable: idempotent producers are refused until a restart can open it",
+      );
+      return undefined;
+    }
+  };
   const registryStore =
-    opts.producerRegistryStore ?? (clustered ? undefined : fileRegistryStore(config.dataDir));
+    opts.producerRegistryStore ??
+    (metastore.kind === "kubernetes"
+      ? await openKubeRegistry()
+      : clustered
+        ? undefined
+        : fileRegistryStore(config.dataDir));
   const producerRegistry =
     registryStore === undefined
       ? undefined
-      : await openProducerRegistry(registryStore, undefined, config.limits.maxNamedProducers);
+      : await openProducerRegistry(registryStore, defaultIdBlock, config.limits.maxNamedProducers);
   const commitWaiters = new CommitWaiters();
   const logs = await openLogStore({
     producerEpoch: (id) => producerRegistry?.epochOf(id),
@@ -465,6 +495,7 @@ export async function startBroker(
     await consumers.close();
     await logs.closeAll();
     await wal.close();
+    await producerRegistry?.close();
     await metastore.close();
     security.close();
     await lock.release();

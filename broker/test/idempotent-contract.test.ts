@@ -7,11 +7,10 @@
 // stored twice.
 
 import { rmSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BufferFullError, NaradClient } from "../../client/index.ts";
 import { createTopic, readAll } from "./harness/client.ts";
+import { isProduceBatch, startFaultProxy } from "./harness/fault-proxy.ts";
 import { freePort, type RunningNarad, startNarad } from "./harness/process.ts";
 
 let broker: RunningNarad;
@@ -263,7 +262,9 @@ describe("idempotent producer contract (one broker process)", () => {
   // Bug 4: sequences advanced at seal, so re-sending a batch that failed after its retries stored it twice.
   it("bug: re-sending a batch that failed after its retries stores it once (client)", async () => {
     await createTopic(broker.url, "resend", 2);
-    const proxy = await startProxy(broker.url, 1); // drops the first produce-batch response, after the broker stored it
+    // Drops the first produce-batch answer, after the broker stored the batch.
+    let drops = 1;
+    const proxy = await startFaultProxy(broker.url, { dropAnswer: (r) => isProduceBatch(r) && drops-- > 0 });
     const client = new NaradClient({ urls: [proxy.url], retries: 0, timeoutMs: 10_000 });
     try {
       const p = client.producer("resend", { idempotent: true, lingerMs: 0, batchSize: 100 });
@@ -315,50 +316,3 @@ describe("idempotent producer contract (one broker process)", () => {
     }
   });
 });
-
-/** Forwards to `target`; drops the first `drops` produce-batch responses after the broker answered. */
-async function startProxy(
-  target: string,
-  drops: number,
-): Promise<{ url: string; dropped: number; close(): Promise<void> }> {
-  const state = { url: "", dropped: 0, close: async () => {} };
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const headers: Record<string, string> = {};
-      for (const [k, v] of Object.entries(req.headers)) {
-        if (typeof v === "string" && (k === "content-type" || k.startsWith("narad-"))) headers[k] = v;
-      }
-      const method = req.method ?? "GET";
-      fetch(`${target}${req.url}`, {
-        method,
-        headers,
-        ...(method === "GET" || method === "HEAD" ? {} : { body: Buffer.concat(chunks) }),
-      }).then(
-        async (up) => {
-          const body = Buffer.from(await up.arrayBuffer());
-          if (req.url?.includes("/produce-batch") && state.dropped < drops) {
-            state.dropped++;
-            req.socket.destroy();
-            return;
-          }
-          res.writeHead(up.status, { "content-type": up.headers.get("content-type") ?? "application/json" });
-          res.end(body);
-        },
-        () => {
-          res.writeHead(503, { "content-type": "application/json" });
-          res.end(JSON.stringify({ error: "proxy: broker unreachable" }));
-        },
-      );
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  state.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  state.close = () =>
-    new Promise<void>((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    });
-  return state;
-}

@@ -6,74 +6,15 @@
 // retries cause without idempotence.
 
 import { rmSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { NaradClient } from "../../client/index.ts";
+import { FencedProducerError, NaradClient } from "../../client/index.ts";
 import { createTopic, highWatermarks, readAll, waitFor } from "./harness/client.ts";
+import { type FaultProxy, isProduceBatch, startFaultProxy } from "./harness/fault-proxy.ts";
 import { freePort, type RunningNarad, startNarad } from "./harness/process.ts";
 
 const records = 3000;
 const dropRate = 0.2;
-
-interface Proxy {
-  url: string;
-  dropped: number;
-  close(): Promise<void>;
-}
-
-/** Forwards to `target`; drops ~dropRate of 202 produce-batch responses (after the broker stored them). */
-async function startDroppingProxy(target: string): Promise<Proxy> {
-  const proxy: Proxy = { url: "", dropped: 0, close: async () => {} };
-  const server: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const headers: Record<string, string> = {};
-      for (const [k, v] of Object.entries(req.headers)) {
-        if (typeof v === "string" && (k === "content-type" || k.startsWith("narad-"))) headers[k] = v;
-      }
-      const method = req.method ?? "GET";
-      fetch(`${target}${req.url}`, {
-        method,
-        headers,
-        ...(method === "GET" || method === "HEAD" ? {} : { body: Buffer.concat(chunks) }),
-      })
-        .then(async (up) => {
-          const body = Buffer.from(await up.arrayBuffer());
-          if (
-            req.url?.includes("/produce-batch") &&
-            (up.status === 200 || up.status === 202) &&
-            Math.random() < dropRate
-          ) {
-            proxy.dropped++;
-            req.socket.destroy();
-            return;
-          }
-          const out: Record<string, string> = {};
-          for (const h of ["content-type", "retry-after"]) {
-            const v = up.headers.get(h);
-            if (v !== null) out[h] = v;
-          }
-          res.writeHead(up.status, out);
-          res.end(body);
-        })
-        .catch(() => {
-          // The broker is down (killed, restarting): a retryable 503.
-          res.writeHead(503, { "content-type": "application/json", "retry-after": "0" });
-          res.end(JSON.stringify({ error: "proxy: broker unreachable" }));
-        });
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  proxy.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  proxy.close = () =>
-    new Promise<void>((r) => {
-      server.closeAllConnections();
-      server.close(() => r());
-    });
-  return proxy;
-}
 
 /** Waits until the topic's HWMs reach `atLeast` and stop moving, then counts every record by payload id. */
 async function countAll(url: string, topic: string, atLeast: number): Promise<Map<string, number>> {
@@ -96,7 +37,7 @@ async function countAll(url: string, topic: string, atLeast: number): Promise<Ma
 
 describe("idempotent producer under dropped responses and kill -9", () => {
   let broker: RunningNarad | undefined;
-  let proxy: Proxy | undefined;
+  let proxy: FaultProxy | undefined;
   let client: NaradClient | undefined;
   afterAll(async () => {
     await client?.close().catch(() => {});
@@ -111,7 +52,11 @@ describe("idempotent producer under dropped responses and kill -9", () => {
     const dataDir = broker.dataDir;
     await createTopic(broker.url, "idem", 4);
     await createTopic(broker.url, "plain", 4);
-    proxy = await startDroppingProxy(broker.url);
+    // Drops ~dropRate of the answers to stored produce-batches (the client retries them).
+    proxy = await startFaultProxy(broker.url, {
+      dropAnswer: (r, status) =>
+        isProduceBatch(r) && (status === 200 || status === 202) && Math.random() < dropRate,
+    });
     client = new NaradClient({ urls: [proxy.url], retries: 200, backoffMs: 20, timeoutMs: 10_000 });
     const idem = client.producer("idem", { idempotent: true, batchSize: 25, lingerMs: 2 });
     const plain = client.producer("plain", { batchSize: 25, lingerMs: 2 });
@@ -154,5 +99,121 @@ describe("idempotent producer under dropped responses and kill -9", () => {
     expect(a).toEqual({ missing: 0, duplicates: 0, distinct: records });
     expect(b.missing).toBe(0);
     expect(b.duplicates).toBeGreaterThan(0);
+  });
+});
+
+describe("idempotent producer: five batches in flight, re-init, fencing (real broker)", () => {
+  let broker: RunningNarad | undefined;
+  let proxy: FaultProxy | undefined;
+  const clients: NaradClient[] = [];
+  afterAll(async () => {
+    await Promise.all(clients.map((c) => c.close().catch(() => {})));
+    await proxy?.close();
+    await broker?.stop();
+    if (broker) rmSync(broker.dataDir, { recursive: true, force: true });
+  });
+
+  /** Every id of `sent` stored once, and within each partition in the order it was sent. */
+  async function expectOnceInOrder(
+    url: string,
+    topic: string,
+    sent: Array<{ id: string; partition: number }>,
+  ) {
+    await countAll(url, topic, sent.length);
+    const stored = await readAll(url, topic);
+    const byPartition = new Map<number, string[]>();
+    for (const m of stored) {
+      const list = byPartition.get(m.partition) ?? [];
+      list.push((m.payload as { id: string }).id);
+      byPartition.set(m.partition, list);
+    }
+    const want = new Map<number, string[]>();
+    for (const s of sent) want.set(s.partition, [...(want.get(s.partition) ?? []), s.id]);
+    for (const [p, ids] of want) expect(byPartition.get(p) ?? [], `partition ${p}`).toEqual(ids);
+    expect(stored.length).toBe(sent.length);
+  }
+
+  it("a proxy that reorders requests and drops answers: every record once, in send order per partition", async () => {
+    broker = await startNarad({ keepData: true });
+    await createTopic(broker.url, "inflight", 3);
+    proxy = await startFaultProxy(broker.url, {
+      // Produce-batches reach the broker in another order than they were sent...
+      delayRequest: (r) => (isProduceBatch(r) ? Math.floor(Math.random() * 40) : 0),
+      // ...and some answers are lost after the owner committed the batch.
+      dropAnswer: (r, status) => isProduceBatch(r) && status === 200 && Math.random() < 0.1,
+    });
+    const client = new NaradClient({ urls: [proxy.url], retries: 100, backoffMs: 10, timeoutMs: 10_000 });
+    clients.push(client);
+    const p = client.producer("inflight", { idempotent: true, batchSize: 10, lingerMs: 1 });
+    const sent: Array<{ id: string; partition: number }> = [];
+    const deliveries: Array<Promise<unknown>> = [];
+    for (let i = 0; i < 1500; i++) {
+      const id = `f${i}`;
+      const s = await p.send({ id }, { key: id });
+      sent.push({ id, partition: s.partition });
+      deliveries.push(s.delivered);
+    }
+    await p.flush();
+    await Promise.all(deliveries);
+    const m = p.metrics;
+    console.log(
+      `in-flight test: maxInFlightSeen=${m.maxInFlightSeen} retried=${m.recordsRetried} reinits=${m.reinits} ` +
+        `proxy delayed=${proxy.delayed} dropped=${proxy.dropped} maxConcurrent=${proxy.maxConcurrent}`,
+    );
+    expect(m.maxInFlightSeen).toBeGreaterThan(1);
+    expect(m.maxInFlightSeen).toBeLessThanOrEqual(5);
+    expect(proxy.dropped).toBeGreaterThan(0);
+    expect(m.recordsFailed).toBe(0);
+    // Overtaken batches are waited for, not mistaken for a gap: no identity was spent.
+    expect(m.reinits).toBe(0);
+    await expectOnceInOrder(broker.url, "inflight", sent);
+  });
+
+  it("the registry lost (its file deleted, kill -9): the client re-initialises and stores every record once", async () => {
+    const port = broker!.port;
+    await createTopic(broker!.url, "lost", 2);
+    const client = new NaradClient({ urls: [broker!.url], retries: 100, backoffMs: 20, timeoutMs: 10_000 });
+    clients.push(client);
+    const p = client.producer("lost", { idempotent: true, batchSize: 10, lingerMs: 1 });
+    const sent: Array<{ id: string; partition: number }> = [];
+    const send = async (from: number, to: number) => {
+      for (let i = from; i < to; i++) {
+        const id = `l${i}`;
+        sent.push({ id, partition: (await p.send({ id }, { key: id })).partition });
+      }
+      await p.flush();
+    };
+    await send(0, 200);
+    const before = p.identity;
+    const dataDir = broker!.dataDir;
+    await broker!.kill9();
+    rmSync(join(dataDir, "metastore", "producers.json"));
+    broker = await startNarad({ port, dataDir, keepData: true });
+    await send(200, 400);
+    expect(p.metrics.reinits).toBe(1);
+    expect(p.identity?.producerId).not.toBe(before?.producerId);
+    expect(p.metrics.recordsFailed).toBe(0);
+    await expectOnceInOrder(broker.url, "lost", sent);
+  });
+
+  it("two clients with one name: the first is fenced, told so, and stores nothing after the fence", async () => {
+    await createTopic(broker!.url, "twins", 2);
+    const c1 = new NaradClient({ urls: [broker!.url], retries: 5, backoffMs: 20 });
+    const c2 = new NaradClient({ urls: [broker!.url], retries: 5, backoffMs: 20 });
+    clients.push(c1, c2);
+    const first = c1.producer("twins", { idempotent: true, producerName: "twin", lingerMs: 0 });
+    await (await first.send({ id: "a0" }, { partition: 0 })).delivered;
+    const second = c2.producer("twins", { idempotent: true, producerName: "twin", lingerMs: 0 });
+    await second.init();
+    expect(second.identity?.epoch).toBe((first.identity?.epoch ?? -1) + 1);
+    // Partition 1: the new instance never wrote it; the registry's epoch fences the old one there too.
+    const late = await (await first.send({ id: "a1" }, { partition: 1 })).delivered.catch((e: unknown) => e);
+    expect(late).toBeInstanceOf(FencedProducerError);
+    await expect(first.send({ id: "a2" }, { partition: 0 })).rejects.toBeInstanceOf(FencedProducerError);
+    expect(first.metrics.reinits).toBe(0);
+    await (await second.send({ id: "b0" }, { partition: 0 })).delivered;
+    await countAll(broker!.url, "twins", 2);
+    const ids = (await readAll(broker!.url, "twins")).map((m) => (m.payload as { id: string }).id).sort();
+    expect(ids).toEqual(["a0", "b0"]);
   });
 });

@@ -15,6 +15,7 @@ import {
   type PolicyRule,
 } from "../../operator/src/api/v1alpha1/install.ts";
 import type { NaradCluster } from "../../operator/src/api/v1alpha1/types.ts";
+import { resourceNames } from "../../operator/src/specs/labels.ts";
 import { roleBindingSpec, roleSpec, serviceAccountSpec } from "../../operator/src/specs/rbac.ts";
 import { getJson } from "../operator/harness.ts";
 import { stderrLog } from "../platform/log.ts";
@@ -36,10 +37,18 @@ interface Ask {
   resource: string;
   namespace?: string;
   subresource?: string;
+  /** One object by name (can-i verb resource/name). */
+  name?: string;
 }
 
 async function canI(as: string, q: Ask): Promise<boolean> {
-  const args = ["auth", "can-i", q.verb, q.resource, `--as=${as}`];
+  const args = [
+    "auth",
+    "can-i",
+    q.verb,
+    q.name === undefined ? q.resource : `${q.resource}/${q.name}`,
+    `--as=${as}`,
+  ];
   if (q.subresource !== undefined) args.push(`--subresource=${q.subresource}`);
   args.push(q.namespace === undefined ? "--all-namespaces" : `--namespace=${q.namespace}`);
   const r = await platform.kubectl(args, { allowFailure: true });
@@ -64,7 +73,7 @@ async function answers(as: string, asks: Ask[]): Promise<Map<string, boolean>> {
 }
 
 function label(q: Ask): string {
-  return `${q.verb} ${q.resource}${q.subresource ? `/${q.subresource}` : ""}@${q.namespace ?? "*"}`;
+  return `${q.verb} ${q.resource}${q.name ? `/${q.name}` : ""}${q.subresource ? `/${q.subresource}` : ""}@${q.namespace ?? "*"}`;
 }
 
 /** Every (verb, resource) a rule list grants, as can-i questions in a namespace. */
@@ -179,6 +188,32 @@ describe("operator RBAC", () => {
 describe("broker RBAC", () => {
   it("a cluster's brokers may read the cluster and manage topics in their namespace", async () => {
     expectAll(await answers(BROKER, asksFor(BROKER_ROLE_RULES, NS)), true);
+  });
+
+  it("and keep the producer-id registry in their own ConfigMap, and no other", async () => {
+    const registry = resourceNames("demo").producerRegistry;
+    const allowed: Ask[] = [
+      { verb: "create", resource: "configmaps", namespace: NS },
+      ...["get", "list", "watch", "patch"].map((verb) => ({
+        verb,
+        resource: "configmaps",
+        name: registry,
+        namespace: NS,
+      })),
+    ];
+    expectAll(await answers(BROKER, allowed), true);
+    const denied: Ask[] = [
+      ...["get", "patch", "update", "delete"].map((verb) => ({
+        verb,
+        resource: "configmaps",
+        name: resourceNames("demo").configMap,
+        namespace: NS,
+      })),
+      { verb: "update", resource: "configmaps", name: registry, namespace: NS },
+      { verb: "delete", resource: "configmaps", name: registry, namespace: NS },
+      { verb: "get", resource: "configmaps", name: registry, namespace: OTHER_NS },
+    ];
+    expectAll(await answers(BROKER, denied), false);
   });
 
   it("and nothing else: not another namespace, no Secrets, no status writes, no pods", async () => {

@@ -390,6 +390,28 @@ describe("idempotent produce", () => {
     const a = await init();
     const b = await init();
     expect(a.producer_id).not.toBe(b.producer_id);
+    for (const bad of [
+      { epoch: 0 },
+      { name: "x", epoch: -1 },
+      { name: "x", epoch: "1" },
+      { name: "x", epoch: 1.5 },
+    ]) {
+      const r = await req("POST", "/v1/producers", bad);
+      expect(r.status, JSON.stringify(bad)).toBe(400);
+      expect(r.json().code).toBe("bad_request");
+    }
+  });
+
+  it("POST /v1/producers with the caller's epoch: bumped only while the name is still there, else producer_fenced", async () => {
+    const first = await init("reinit");
+    const second = await init("reinit");
+    // The older instance re-initialising from its epoch must not fence the newer one.
+    const zombie = await req("POST", "/v1/producers", { name: "reinit", epoch: first.epoch });
+    expect(zombie.status).toBe(409);
+    expect(zombie.json().code).toBe("producer_fenced");
+    const own = await req("POST", "/v1/producers", { name: "reinit", epoch: second.epoch });
+    expect(own.status).toBe(201);
+    expect(own.json()).toEqual({ producer_id: second.producer_id, epoch: second.epoch + 1 });
   });
 });
 

@@ -1,5 +1,5 @@
-// Idempotent-producer headers of produce requests and the ingress epoch
-// cache that fences zombie producers at produce time.
+// Idempotent-producer headers of produce requests. Fencing uses the durable
+// producer registry (broker/src/producers/registry.ts), not these headers.
 //
 //   narad-producer-id     1..64 chars of [A-Za-z0-9._-]
 //   narad-producer-epoch  u32 (decimal)
@@ -12,7 +12,7 @@
 // needs a key or an explicit partition (the client always pins it).
 
 import { maxProducerEpoch, type ProducerStamp, producerIdPattern } from "../core/records.ts";
-import { badRequest, conflict, type NaradError } from "../errors.ts";
+import { badRequest } from "../errors.ts";
 
 export const producerHeaders = {
   id: "narad-producer-id",
@@ -66,45 +66,4 @@ export function stampRecords(h: ProducerHeader, partitions: readonly number[]): 
     if (!Number.isSafeInteger(seq)) throw badRequest(`${producerHeaders.seq} overflows`);
     return { id: h.id, epoch: h.epoch, seq };
   });
-}
-
-/**
- * Highest epoch seen per producerId at this ingress node (in memory, bounded:
- * the least recently updated ids are forgotten first). A produce with a lower
- * epoch is refused with 409 before it reaches the WAL.
- */
-export class ProducerEpochCache {
-  readonly #max: number;
-  readonly #epochs = new Map<string, number>();
-
-  constructor(maxProducers = 100_000) {
-    this.#max = maxProducers;
-  }
-
-  get(id: string): number | undefined {
-    return this.#epochs.get(id);
-  }
-
-  /** The 409 for a fenced producer, or undefined when `epoch` may write. */
-  check(id: string, epoch: number): NaradError | undefined {
-    const current = this.#epochs.get(id);
-    if (current !== undefined && epoch < current) {
-      return conflict(
-        `producer fenced: epoch ${epoch} < ${current} for producer ${id}; a newer instance of this producer took over`,
-      );
-    }
-    return undefined;
-  }
-
-  /** Learns `epoch` for `id` (keeps the highest). */
-  observe(id: string, epoch: number): void {
-    const current = this.#epochs.get(id);
-    if (current !== undefined && current >= epoch) return;
-    this.#epochs.delete(id);
-    this.#epochs.set(id, epoch);
-    if (this.#epochs.size > this.#max) {
-      const oldest = this.#epochs.keys().next().value;
-      if (oldest !== undefined) this.#epochs.delete(oldest);
-    }
-  }
 }

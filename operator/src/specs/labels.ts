@@ -45,6 +45,8 @@ export function resourceNames(clusterName: string) {
     role: `${clusterName}-broker`,
     roleBinding: `${clusterName}-broker`,
     configMap: `${clusterName}-config`,
+    /** Written by the brokers (the producer-id registry), never by the operator. */
+    producerRegistry: `${clusterName}-producers`,
     headlessService: `${clusterName}-headless`,
     clientService: clusterName,
     statefulSet: clusterName,

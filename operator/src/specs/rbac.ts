@@ -1,4 +1,4 @@
-import { BROKER_ROLE_RULES } from "../api/v1alpha1/install.ts";
+import { BROKER_ROLE_RULES, brokerRegistryRules } from "../api/v1alpha1/install.ts";
 import type { NaradCluster } from "../api/v1alpha1/types.ts";
 import type { V1Role, V1RoleBinding, V1ServiceAccount } from "../kube/models.ts";
 import { resourceNames } from "./labels.ts";
@@ -7,7 +7,8 @@ import { ownedMeta } from "./owner.ts";
 // Brokers use the Kubernetes API as their metastore (ARCHITECTURE.md §4):
 // they watch topics and clusters, create/delete topics for POST/DELETE
 // /v1/topics, and read status (assignments, membership) written only by the
-// operator. They never write status.
+// operator. They never write status. They also keep the producer-id
+// registry in one ConfigMap of their own (brokerRegistryRules).
 
 export function serviceAccountSpec(cluster: NaradCluster): V1ServiceAccount {
   const names = resourceNames(cluster.metadata.name ?? "");
@@ -26,11 +27,12 @@ export function roleSpec(cluster: NaradCluster): V1Role {
     metadata: ownedMeta(cluster, names.role),
     // One source of truth with the operator's own ClusterRole (install.ts),
     // which must hold every permission it grants (RBAC escalation check).
-    rules: BROKER_ROLE_RULES.map((r) => ({
+    rules: [...BROKER_ROLE_RULES, ...brokerRegistryRules(names.producerRegistry)].map((r) => ({
       ...r,
       apiGroups: [...r.apiGroups],
       resources: [...r.resources],
       verbs: [...r.verbs],
+      ...(r.resourceNames === undefined ? {} : { resourceNames: [...r.resourceNames] }),
     })),
   };
 }

@@ -92,6 +92,16 @@ describe("rbac", () => {
       verbs: ["get", "list", "watch"],
     });
     expect(rules.flatMap((r) => r.verbs)).not.toContain("update");
+    // ConfigMaps: create, and everything else only on the producer registry's.
+    expect(rules.filter((r) => r.resources?.includes("configmaps"))).toEqual([
+      { apiGroups: [""], resources: ["configmaps"], verbs: ["create"] },
+      {
+        apiGroups: [""],
+        resources: ["configmaps"],
+        verbs: ["get", "list", "watch", "patch"],
+        resourceNames: [resourceNames("demo").producerRegistry],
+      },
+    ]);
     // patch only on naradtopics (spec updates through PATCH /v1/topics/{t}), never on status.
     expect(
       rules.filter((r) => r.resources?.some((x) => x.endsWith("/status"))).flatMap((r) => r.verbs),

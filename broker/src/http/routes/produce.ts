@@ -99,10 +99,10 @@ export function produceRoutes(s: BrokerServices) {
   });
 
   /** Parses the producer headers and the acks mode; refuses a fenced or unknown identity. */
-  const producerOf = (
+  const producerOf = async (
     headers: Record<string, string | string[] | undefined>,
     acksParam: unknown,
-  ): { producer: ProducerHeader | undefined; acks: Acks } => {
+  ): Promise<{ producer: ProducerHeader | undefined; acks: Acks }> => {
     const a = parseAcks(acksParam);
     if (!a.ok) throw new CodedRefusal(400, "invalid_acks", a.error);
     const h = parseProducerHeaders(headers);
@@ -114,7 +114,10 @@ export function produceRoutes(s: BrokerServices) {
         "an idempotent produce (narad-producer-* headers) needs acks=all: its answer is the owner's sequence check",
       );
     }
-    const current = registry?.epochOf(h.id);
+    // A miss (unknown id, or an epoch above the known one) re-reads the
+    // registry first: the id or the bump may come from another broker a
+    // moment ago. A lower epoch needs no read: epochs only grow.
+    const current = await registry?.lookup(h.id, h.epoch);
     if (current === undefined) {
       throw new CodedRefusal(
         400,
@@ -315,7 +318,7 @@ export function produceRoutes(s: BrokerServices) {
       { bodyLimit: s.config.produceMaxBodyBytes },
       async (request, reply) => {
         admit();
-        const { producer, acks } = producerOf(request.headers, request.query.acks);
+        const { producer, acks } = await producerOf(request.headers, request.query.acks);
         const topic = requireTopic(s, request.params.topic);
         const pinned =
           parseOptionalInt(request.query.partition, "partition", 0, Number.MAX_SAFE_INTEGER) ?? -1;
@@ -353,7 +356,7 @@ export function produceRoutes(s: BrokerServices) {
       { bodyLimit: s.config.batchMaxBodyBytes },
       async (request, reply) => {
         admit();
-        const { producer, acks } = producerOf(request.headers, (request.query as ProduceQuery).acks);
+        const { producer, acks } = await producerOf(request.headers, (request.query as ProduceQuery).acks);
         const topic = requireTopic(s, request.params.topic);
         const type = (request.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
         const body = (request.body as Buffer | undefined) ?? emptyBody;

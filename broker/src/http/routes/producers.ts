@@ -2,11 +2,15 @@
 // producer registry (producers/registry.ts). Body (optional JSON):
 // {"name": "..."}; without a name a new id with epoch 0, with a name its
 // stable id and the next epoch, which fences every earlier instance.
+// {"name": "...", "epoch": N}: a producer re-initialising itself (its
+// sequences were lost): bumped only while the name is still at epoch N, else
+// 409 producer_fenced (a newer instance exists; the caller must stop).
 // 201 {"producer_id": "...", "epoch": N}.
 
 import type { FastifyInstance } from "fastify";
 import { NaradError } from "../../errors.ts";
-import { producerNamePattern } from "../../producers/registry-state.ts";
+import { ProducerFencedError } from "../../producers/registry.ts";
+import { maxRegistryEpoch, producerNamePattern } from "../../producers/registry-state.ts";
 import type { BrokerServices } from "../services.ts";
 
 export function producerRoutes(s: BrokerServices) {
@@ -25,7 +29,8 @@ export function producerRoutes(s: BrokerServices) {
       }
       const fields = body as Record<string, unknown>;
       for (const k of Object.keys(fields)) {
-        if (k !== "name") return reply.code(400).send({ error: `unknown field "${k}"`, code: "bad_request" });
+        if (k !== "name" && k !== "epoch")
+          return reply.code(400).send({ error: `unknown field "${k}"`, code: "bad_request" });
       }
       const name = fields.name;
       if (name !== undefined && (typeof name !== "string" || !producerNamePattern.test(name))) {
@@ -33,10 +38,26 @@ export function producerRoutes(s: BrokerServices) {
           .code(400)
           .send({ error: "name must be 1-128 chars of [A-Za-z0-9._-]", code: "bad_request" });
       }
+      const epoch = fields.epoch;
+      if (
+        epoch !== undefined &&
+        (name === undefined ||
+          typeof epoch !== "number" ||
+          !Number.isInteger(epoch) ||
+          epoch < 0 ||
+          epoch > maxRegistryEpoch)
+      ) {
+        return reply.code(400).send({
+          error: `epoch must be an integer between 0 and ${maxRegistryEpoch}, and comes with a name`,
+          code: "bad_request",
+        });
+      }
       let id: Awaited<ReturnType<typeof registry.init>>;
       try {
-        id = await registry.init(name as string | undefined);
+        id = await registry.init(name as string | undefined, epoch as number | undefined);
       } catch (err) {
+        if (err instanceof ProducerFencedError)
+          return reply.code(409).send({ error: err.message, code: "producer_fenced" });
         // The registry is full (--max-named-producers): a 409 naming the setting.
         if (err instanceof NaradError && err.code === "CONFLICT")
           s.metrics.limitRefusals.inc({ limit: "named_producers" });

@@ -11,7 +11,7 @@ import {
   withClusterDefaults,
   withTopicDefaults,
 } from "./defaults.ts";
-import { BROKER_ROLE_RULES, grants, OPERATOR_CLUSTER_ROLE_RULES } from "./install.ts";
+import { BROKER_ROLE_RULES, brokerRegistryRules, grants, OPERATOR_CLUSTER_ROLE_RULES } from "./install.ts";
 import { type JSONSchemaProps, naradClusterSchema, naradTopicSchema } from "./schema.ts";
 import type {
   BrokerConfigFile,
@@ -410,7 +410,7 @@ describe("defaults", () => {
 
 describe("RBAC", () => {
   it("the operator holds every permission it grants brokers (escalation check)", () => {
-    const missing = BROKER_ROLE_RULES.flatMap((r) =>
+    const missing = [...BROKER_ROLE_RULES, ...brokerRegistryRules("demo-producers")].flatMap((r) =>
       r.apiGroups.flatMap((g) =>
         r.resources.flatMap((res) =>
           r.verbs

@@ -38,6 +38,25 @@ export const BROKER_ROLE_RULES: PolicyRule[] = [
   { apiGroups: [GROUP], resources: ["naradclusters/status"], verbs: ["get"] },
 ];
 
+/**
+ * The brokers' producer-id registry (one ConfigMap per cluster, written with
+ * a resourceVersion-checked patch): create, because a broker creates it on
+ * first use (a create cannot be limited to a name), and read/watch/patch of
+ * that one ConfigMap only, so brokers cannot read or change the cluster's
+ * other ConfigMaps (the operator's broker config among them).
+ */
+export function brokerRegistryRules(configMapName: string): PolicyRule[] {
+  return [
+    { apiGroups: [""], resources: ["configmaps"], verbs: ["create"] },
+    {
+      apiGroups: [""],
+      resources: ["configmaps"],
+      verbs: ["get", "list", "watch", "patch"],
+      resourceNames: [configMapName],
+    },
+  ];
+}
+
 /** The operator's ClusterRole: least privilege, plus everything in BROKER_ROLE_RULES. */
 export const OPERATOR_CLUSTER_ROLE_RULES: PolicyRule[] = [
   // NaradClusters: read, and metadata patches (finalizers); users create them.

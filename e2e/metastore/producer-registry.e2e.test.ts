@@ -1,0 +1,369 @@
+// The producer-id registry of cluster mode (a ConfigMap, broker/src/producers/
+// kube-registry-store.ts) against a real API server:
+//
+//   - registries in this process, each with its own store and client, as two
+//     brokers would have: racing for id blocks and for epoch bumps of one
+//     name (nothing issued twice, epochs distinct), a stale revision refused,
+//     a bump made elsewhere seen at once by lookup() and soon by the watch, a
+//     restart (and a crash after a block was written) never reusing an id, the
+//     ConfigMap deleted (a new registry does not start at the ids issued);
+//   - two real `narad serve --metastore kubernetes` processes: ids through
+//     both at once, a second instance of a named producer fencing the first
+//     through the other broker, kill -9 while inits are in flight, and the
+//     zombie still fenced after the restart.
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { kubeRegistryStore, registryDataKey } from "../../broker/src/producers/kube-registry-store.ts";
+import {
+  openProducerRegistry,
+  ProducerFencedError,
+  type ProducerRegistry,
+  RegistryConflict,
+  type RegistryStore,
+} from "../../broker/src/producers/registry.ts";
+import { idNumber } from "../../broker/src/producers/registry-state.ts";
+import { freePort, type RunningNarad, startNarad } from "../../broker/test/harness/process.ts";
+import type { MemberStatus } from "../../operator/src/api/v1alpha1/types.ts";
+import { createCluster, createNamespace, installCrds, startFakeOperator } from "../cluster/fake-operator.ts";
+import { type ControlPlane, startControlPlane } from "../platform/control-plane.ts";
+import { waitFor } from "../platform/helpers.ts";
+import { stderrLog } from "../platform/log.ts";
+
+const log = stderrLog("producer-registry-test");
+const quiet = {
+  debug: () => {},
+  info: () => {},
+  warn: (obj: object, msg: string) => log(`warn ${msg} ${JSON.stringify(obj)}`),
+};
+const timing = {
+  watchTimeoutSeconds: 20,
+  restartBaseMs: 100,
+  restartMaxMs: 1_000,
+  resyncIntervalMs: 60_000,
+  maxSilenceMs: 45_000,
+};
+
+let cp: ControlPlane;
+let dir: string;
+let kc: KubeConfig;
+const open: ProducerRegistry[] = [];
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), "narad-producer-registry-"));
+  cp = await startControlPlane({ dir: join(dir, "cp"), log });
+  kc = new KubeConfig();
+  kc.loadFromFile(cp.kubeconfigPath);
+  await installCrds(kc);
+});
+
+afterAll(async () => {
+  await Promise.all(open.map((r) => r.close().catch(() => undefined)));
+  await cp?.stop();
+  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+});
+
+/** A store with its own API client, as a separate broker has. */
+async function storeIn(namespace: string, name: string, block: number): Promise<RegistryStore> {
+  const own = new KubeConfig();
+  own.loadFromFile(cp.kubeconfigPath);
+  return kubeRegistryStore({ kubeConfig: own, namespace, name, block, logger: quiet, timing });
+}
+
+async function registryIn(namespace: string, name: string, block: number): Promise<ProducerRegistry> {
+  const r = await openProducerRegistry(await storeIn(namespace, name, block), block);
+  open.push(r);
+  return r;
+}
+
+describe("the ConfigMap registry, two brokers' registries", () => {
+  it("racing for blocks and epochs: no id handed out twice, every epoch of a name distinct", async () => {
+    const ns = await createNamespace(kc, "reg");
+    // Created by both at once (one create wins, the other reads it).
+    const [a, b] = await Promise.all([
+      registryIn(ns, "demo-producers", 3),
+      registryIn(ns, "demo-producers", 3),
+    ]);
+    const unnamed = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 === 0 ? a : b).init()));
+    const ids = unnamed.map((x) => x.id);
+    expect(new Set(ids).size).toBe(ids.length);
+    const named = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => (i % 2 === 0 ? a : b).init("billing")),
+    );
+    expect(new Set(named.map((x) => x.id)).size).toBe(1);
+    expect(named.map((x) => x.epoch).sort((x, y) => x - y)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+    // The named id came from a block too: never one of the unnamed ones.
+    expect(ids).not.toContain(named[0]!.id);
+  });
+
+  it("a stale revision is refused (409), so a block is written on the state it was computed from", async () => {
+    const ns = await createNamespace(kc, "reg");
+    const store = await storeIn(ns, "demo-producers", 10);
+    const { state, rev } = await store.load();
+    await store.save({ ...state, nextId: state.nextId + 10 }, rev);
+    await expect(store.save({ ...state, nextId: state.nextId + 20 }, rev)).rejects.toBeInstanceOf(
+      RegistryConflict,
+    );
+    expect((await store.load()).state.nextId).toBe(state.nextId + 10);
+    await store.close?.();
+  });
+
+  it("a bump through another broker: lookup() re-reads at once, epochOf() follows the watch", async () => {
+    const ns = await createNamespace(kc, "reg");
+    const a = await registryIn(ns, "demo-producers", 10);
+    const b = await registryIn(ns, "demo-producers", 10);
+    const first = await a.init("orders");
+    const second = await b.init("orders");
+    expect(second).toEqual({ id: first.id, epoch: first.epoch + 1 });
+    // An id issued by b a moment ago is known to a's lookup without waiting for the watch.
+    const fresh = await b.init();
+    expect(await a.lookup(fresh.id, 0)).toBe(0);
+    expect(await a.lookup(first.id, second.epoch)).toBe(second.epoch);
+    const c = await registryIn(ns, "demo-producers", 10);
+    const third = await c.init("orders");
+    await waitFor(() => a.epochOf(first.id) === third.epoch, {
+      timeoutMs: 10_000,
+      what: "a's watch saw the bump",
+    });
+    // Never an id nobody issued.
+    expect(await a.lookup("p-999999999999999", 0)).toBeUndefined();
+  });
+
+  it("re-init from an epoch: a zombie is refused, a retry of a lost answer through the other broker is not", async () => {
+    const ns = await createNamespace(kc, "reg");
+    const a = await registryIn(ns, "demo-producers", 10);
+    const b = await registryIn(ns, "demo-producers", 10);
+    const zombie = await a.init("pay");
+    const live = await b.init("pay");
+    await expect(a.init("pay", zombie.epoch)).rejects.toBeInstanceOf(ProducerFencedError);
+    const bumped = await a.init("pay", live.epoch);
+    expect(bumped.epoch).toBe(live.epoch + 1);
+    expect(await b.init("pay", live.epoch)).toEqual(bumped);
+  });
+
+  it("a restart, or a crash after a block was written, never reissues an id; epochs keep climbing", async () => {
+    const ns = await createNamespace(kc, "reg");
+    const issued: string[] = [];
+    let epoch = -1;
+    for (let run = 0; run < 3; run++) {
+      // Each run is a broker start; the previous one is dropped without close (a crash).
+      const r = await openProducerRegistry(await storeIn(ns, "demo-producers", 5), 5);
+      open.push(r);
+      for (let i = 0; i < 3; i++) issued.push((await r.init()).id);
+      const e = await r.init("ledger");
+      expect(e.epoch).toBe(epoch + 1);
+      epoch = e.epoch;
+    }
+    expect(new Set(issued).size).toBe(issued.length);
+    const nums = issued.map((id) => idNumber(id)!);
+    // Each start takes a new block above every earlier one.
+    for (let run = 1; run < 3; run++)
+      expect(nums[run * 3]).toBeGreaterThan(Math.max(...nums.slice(0, run * 3)));
+  });
+
+  it("the ConfigMap deleted: a new registry starts far from the ids the logs may remember", async () => {
+    const ns = await createNamespace(kc, "reg");
+    const a = await registryIn(ns, "demo-producers", 1000);
+    const before = idNumber((await a.init()).id)!;
+    await kc.makeApiClient(CoreV1Api).deleteNamespacedConfigMap({ namespace: ns, name: "demo-producers" });
+    const b = await registryIn(ns, "demo-producers", 1000);
+    const after = idNumber((await b.init()).id)!;
+    expect(Math.abs(after - before)).toBeGreaterThanOrEqual(1000);
+    // The re-created object holds a valid state.
+    const cm = await kc
+      .makeApiClient(CoreV1Api)
+      .readNamespacedConfigMap({ namespace: ns, name: "demo-producers" });
+    expect(JSON.parse(cm.data?.[registryDataKey] ?? "{}").version).toBe(1);
+  });
+});
+
+// ------------------------------------------------------------------ real brokers
+
+const CLUSTER = "demo";
+const IDS = ["demo-0", "demo-1"] as const;
+
+interface Broker {
+  id: string;
+  ordinal: number;
+  httpPort: number;
+  dataDir: string;
+  url: string;
+  proc: RunningNarad | undefined;
+}
+
+async function freePortPair(): Promise<number> {
+  for (;;) {
+    const p = await freePort();
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = createServer();
+      s.once("error", () => resolve(false));
+      s.listen(p + 1, "127.0.0.1", () => s.close(() => resolve(true)));
+    });
+    if (ok && p + 1 < 65535) return p;
+  }
+}
+
+describe("two narad processes on the kubernetes metastore", () => {
+  const brokers: Broker[] = [];
+  let namespace: string;
+  let stopOperator: (() => Promise<void>) | undefined;
+
+  const start = async (b: Broker): Promise<void> => {
+    b.proc = await startNarad({
+      port: b.httpPort,
+      dataDir: b.dataDir,
+      keepData: true,
+      logLevel: process.env.NARAD_TEST_LOG ?? "error",
+      args: [
+        "--metastore",
+        "kubernetes",
+        "--cluster-name",
+        CLUSTER,
+        "--namespace",
+        namespace,
+        "--node-id",
+        b.id,
+        "--cluster-addr",
+        `127.0.0.1:${b.httpPort + 1}`,
+        "--auth",
+        "off",
+      ],
+      env: { KUBECONFIG: cp.kubeconfigPath, KUBERNETES_SERVICE_HOST: "" },
+    });
+  };
+
+  const http = async (b: Broker, method: string, path: string, body?: object, headers = {}) => {
+    const res = await fetch(`${b.url}${path}`, {
+      method,
+      headers: { "content-type": "application/json", ...headers },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      signal: AbortSignal.timeout(20_000),
+    });
+    const text = await res.text();
+    return { status: res.status, text, json: () => JSON.parse(text) as Record<string, unknown> };
+  };
+
+  const init = async (b: Broker, name?: string): Promise<{ producer_id: string; epoch: number }> => {
+    const r = await http(b, "POST", "/v1/producers", name === undefined ? {} : { name });
+    expect(r.status, r.text).toBe(201);
+    return r.json() as unknown as { producer_id: string; epoch: number };
+  };
+
+  const produce = (b: Broker, p: { producer_id: string; epoch: number }, seq: number, partition: number) =>
+    http(
+      b,
+      "POST",
+      `/v1/topics/orders/produce?acks=all&partition=${partition}`,
+      { seq },
+      {
+        "narad-producer-id": p.producer_id,
+        "narad-producer-epoch": String(p.epoch),
+        "narad-producer-seq": String(seq),
+      },
+    );
+
+  beforeAll(async () => {
+    namespace = await createNamespace(kc, "brokers");
+    for (const [ordinal, id] of IDS.entries()) {
+      const httpPort = await freePortPair();
+      brokers.push({
+        id,
+        ordinal,
+        httpPort,
+        dataDir: join(dir, id),
+        url: `http://127.0.0.1:${httpPort}`,
+        proc: undefined,
+      });
+    }
+    const members: MemberStatus[] = brokers.map((b) => ({
+      id: b.id,
+      pod: b.id,
+      ordinal: b.ordinal,
+      address: `127.0.0.1:${b.httpPort}`,
+      state: "Active",
+      since: new Date().toISOString(),
+    }));
+    await createCluster(kc, namespace, CLUSTER, members, 1);
+    stopOperator = startFakeOperator(kc, namespace, CLUSTER, IDS, { log });
+    await Promise.all(brokers.map(start));
+    const r = await http(brokers[0]!, "POST", "/v1/topics", { name: "orders", partitions: 2 });
+    expect(r.status, r.text).toBe(201);
+    for (const b of brokers)
+      await waitFor(
+        async () => {
+          const t = await http(b, "GET", "/v1/topics/orders");
+          return (
+            t.status === 200 &&
+            (t.json().partition_stats as Array<{ owner_node: string }>).every((p) => p.owner_node !== "")
+          );
+        },
+        { timeoutMs: 20_000, what: `orders assigned at ${b.id}` },
+      );
+  }, 180_000);
+
+  afterAll(async () => {
+    await Promise.all(brokers.map((b) => b.proc?.stop().catch(() => undefined)));
+    await stopOperator?.();
+  });
+
+  it("ids through both brokers at once are distinct; an id from one is accepted by the other at once", async () => {
+    const got = await Promise.all(Array.from({ length: 40 }, (_, i) => init(brokers[i % 2]!)));
+    expect(new Set(got.map((g) => g.producer_id)).size).toBe(40);
+    // Issued by demo-0 a moment ago, produced through demo-1 (its lookup re-reads on the miss).
+    const p = await init(brokers[0]!);
+    const r = await produce(brokers[1]!, p, 0, 0);
+    expect(r.status, r.text).toBe(200);
+  });
+
+  it("two clients with one name: the second fences the first through the other broker, also after kill -9", async () => {
+    const [b0, b1] = [brokers[0]!, brokers[1]!];
+    const zombie = await init(b0, "billing");
+    expect((await produce(b0, zombie, 0, 0)).status).toBe(200);
+    const current = await init(b1, "billing");
+    expect(current).toEqual({ producer_id: zombie.producer_id, epoch: zombie.epoch + 1 });
+    // The new instance wrote partition 0: its owner fences the zombie whatever the ingress view.
+    expect((await produce(b1, current, 0, 0)).status).toBe(200);
+    const fenced = await produce(b0, zombie, 1, 0);
+    expect(fenced.status, fenced.text).toBe(409);
+    expect(fenced.json().code).toBe("producer_fenced");
+    // Partition 1, which the new instance never wrote: fenced from the registry's epoch once demo-0's watch has it.
+    await waitFor(async () => (await produce(b0, zombie, 0, 1)).status === 409, {
+      timeoutMs: 10_000,
+      what: "zombie fenced on a partition the new instance never wrote",
+    });
+
+    // kill -9 demo-0 while inits (unnamed and named) are in flight through it.
+    const answered: Array<{ producer_id: string; epoch: number }> = [];
+    const inflight = Array.from({ length: 20 }, (_, i) =>
+      http(b0, "POST", "/v1/producers", i % 4 === 0 ? { name: "billing" } : {})
+        .then((r) => {
+          if (r.status === 201) answered.push(r.json() as unknown as { producer_id: string; epoch: number });
+        })
+        .catch(() => undefined),
+    );
+    await new Promise((r) => setTimeout(r, 30));
+    await b0.proc!.kill9();
+    await Promise.all(inflight);
+    await start(b0);
+    const after = await Promise.all(Array.from({ length: 10 }, () => init(b0)));
+    const seen = new Set(answered.map((a) => a.producer_id));
+    for (const a of after) expect(seen.has(a.producer_id), a.producer_id).toBe(false);
+    const maxEpoch = Math.max(
+      current.epoch,
+      ...answered.filter((a) => a.producer_id === zombie.producer_id).map((a) => a.epoch),
+    );
+    const next = await init(b0, "billing");
+    expect(next.epoch).toBeGreaterThan(maxEpoch);
+    // The zombie (and the instance before this one) stay fenced after the restart, through either broker.
+    for (const b of brokers) {
+      const r = await produce(b, zombie, 2, 0);
+      expect(r.status, r.text).toBe(409);
+      expect(r.json().code).toBe("producer_fenced");
+    }
+    const ok = await produce(b0, next, 0, 1);
+    expect(ok.status, ok.text).toBe(200);
+  }, 180_000);
+});
