@@ -8,7 +8,7 @@
 //   DELETE /v1/topics/:topic/groups/:group                   forget a group and its declaration: 204, 404 when unknown
 
 import type { FastifyInstance } from "fastify";
-import { consumeMaxWaitMs, readMaxBytes } from "../../constants.ts";
+import { readMaxBytes } from "../../constants.ts";
 import { groupSettings } from "../../consumer/manager.ts";
 import { defaultGroup } from "../../core/consumer-handle.ts";
 import { messageJson } from "../../core/message-json.ts";
@@ -64,7 +64,10 @@ export function consumeRoutes(s: BrokerServices) {
         const partition = parseOptionalInt(q.partition, "partition", 0, topic.partitions - 1);
         const group = parseGroup(s, q.group);
         // Narad (Go) treats a negative wait as no wait, and caps long ones.
-        const waitMs = Math.min(Math.max(parseDurationMs(q.wait, "wait") ?? 0, 0), consumeMaxWaitMs);
+        const waitMs = Math.min(
+          Math.max(parseDurationMs(q.wait, "wait") ?? 0, 0),
+          s.config.consume.maxWaitMs,
+        );
         // A client that hangs up stops its long-poll (no message is leased for it).
         const abort = new AbortController();
         reply.raw.once("close", () => abort.abort());
