@@ -1,6 +1,10 @@
 // Narad (Go) parity against the real broker process: the settings Narad
 // exposes, read from Narad's own variable names; partition stats with
-// oldest_segment_at and owner_node as the node id.
+// oldest_segment_at and owner_node as the node id; the cluster API on one
+// node, with authentication on.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { waitFor } from "./harness/client.ts";
 import { type RunningNarad, startNarad } from "./harness/process.ts";
@@ -96,5 +100,86 @@ describe("Narad parity (real process)", () => {
     expect(p2.index).toBe(2);
     expect(p2.oldest_segment_at).toBeGreaterThanOrEqual(nowS - 1);
     expect(p2.oldest_segment_at).toBeLessThanOrEqual(Math.floor(Date.now() / 1000) + 1);
+  });
+});
+
+describe("cluster API on one node (real process, auth on)", () => {
+  let broker: RunningNarad;
+  let dir: string;
+  const basic = (user: string, password: string) => ({
+    authorization: `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`,
+  });
+  const admin = basic("admin", "admin-secret");
+  const reader = basic("reader", "reader-secret");
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "narad-parity-auth-"));
+    const users = {
+      users: [
+        { name: "admin", password: "admin-secret" },
+        { name: "reader", password: "reader-secret", grants: [{ action: "consume", topics: "*" }] },
+      ],
+    };
+    writeFileSync(join(dir, "users.json"), JSON.stringify(users));
+    broker = await startNarad({
+      args: ["--node-id", nodeId, "--auth", "on", "--auth-file", join(dir, "users.json")],
+    });
+    const created = await fetch(`${broker.url}/v1/topics`, {
+      method: "POST",
+      headers: { ...admin, "content-type": "application/json" },
+      body: JSON.stringify({ name: "orders", partitions: 5 }),
+    });
+    expect(created.status).toBe(201);
+  });
+  afterAll(async () => {
+    await broker?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("lists the one member with everything it owns, and no moves; any authenticated user may read", async () => {
+    expect((await fetch(`${broker.url}/v1/cluster/members`)).status).toBe(401);
+    const res = await fetch(`${broker.url}/v1/cluster/members`, { headers: reader });
+    expect(res.status).toBe(200);
+    const body = await json<{ members: Array<Record<string, unknown>> }>(res);
+    expect(body.members).toEqual([
+      {
+        id: nodeId,
+        addr: expect.any(String),
+        status: "alive",
+        state: "Active",
+        draining: false,
+        owned_partitions: 5,
+        outbound_moves: 0,
+      },
+    ]);
+    const moves = await fetch(`${broker.url}/v1/cluster/moves`, { headers: reader });
+    expect(moves.status).toBe(200);
+    expect(await json(moves)).toEqual({ moves: [] });
+  });
+
+  it("answers a decommission: admin only, 404 for a stranger, 409 nothing to decommission on one node", async () => {
+    const path = `${broker.url}/v1/cluster/members/${nodeId}/decommission`;
+    expect((await fetch(path, { method: "POST" })).status).toBe(401);
+    const byReader = await fetch(path, { method: "POST", headers: reader });
+    expect(byReader.status).toBe(403);
+    await byReader.arrayBuffer();
+    const self = await fetch(path, { method: "POST", headers: admin });
+    expect(self.status).toBe(409);
+    expect((await json<{ error: string }>(self)).error).toMatch(/nothing to decommission/);
+    const cancel = await fetch(path, { method: "DELETE", headers: admin });
+    expect(cancel.status).toBe(204);
+    const ghost = await fetch(`${broker.url}/v1/cluster/members/ghost/decommission`, {
+      method: "POST",
+      headers: admin,
+    });
+    expect(ghost.status).toBe(404);
+    expect(await json(ghost)).toEqual({ error: 'member "ghost" not found' });
+    const wrongMethod = await fetch(path, { method: "GET", headers: admin });
+    expect(wrongMethod.status).toBe(405);
+    await wrongMethod.arrayBuffer();
+    // Nothing changed: the member is still serving, not draining.
+    const after = await json<{ members: Array<{ draining: boolean }> }>(
+      await fetch(`${broker.url}/v1/cluster/members`, { headers: admin }),
+    );
+    expect(after.members[0]?.draining).toBe(false);
   });
 });

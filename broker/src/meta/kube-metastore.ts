@@ -15,12 +15,20 @@
 
 import { KubeConfig } from "@kubernetes/client-node";
 import { topicName } from "../../../operator/src/api/v1alpha1/defaults.ts";
-import type { NaradCluster, NaradTopic } from "../../../operator/src/api/v1alpha1/types.ts";
+import type {
+  MoveState,
+  NaradCluster,
+  NaradTopic,
+  PartitionMoveStatus,
+} from "../../../operator/src/api/v1alpha1/types.ts";
 import { conflict, NaradError, notFound } from "../errors.ts";
 import { apiStatus, type NaradApi, naradApi, writeError } from "./kube/api.ts";
 import { assignmentsOf, memberOf, naradTopicFor, specMergePatch, topicConfigOf } from "./kube/convert.ts";
 import { Reflector, type ReflectorLogger, type ReflectorTiming } from "./kube/reflector.ts";
-import type { AuthoritativeOwner, Member, Metastore, TopicConfig, TopicPatch } from "./types.ts";
+import type { AuthoritativeOwner, ClusterMove, Member, Metastore, TopicConfig, TopicPatch } from "./types.ts";
+
+/** Moves the operator keeps in status after they ended (until it prunes them). */
+const finishedMoveStates: ReadonlySet<MoveState> = new Set(["done", "failed", "cancelled"]);
 
 export interface KubeMetastoreTiming extends ReflectorTiming {
   /** How long createTopic waits for the operator to write status.assignments. */
@@ -102,6 +110,8 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
   let sorted: TopicConfig[] = [];
   let members: Member[] = [];
   let epoch = 0;
+  /** status.scale.moves not yet finished (topic: the NaradTopic's metadata.name). */
+  let scaleMoves: PartitionMoveStatus[] = [];
 
   const notify = (): void => {
     for (const l of listeners) {
@@ -153,6 +163,7 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
   const rebuildCluster = (): void => {
     const c = clusterReflector.get(clusterName);
     members = (c?.status?.members ?? []).map(memberOf);
+    scaleMoves = (c?.status?.scale?.moves ?? []).filter((m) => !finishedMoveStates.has(m.state));
     epoch = c?.status?.membershipEpoch ?? 0;
   };
 
@@ -330,6 +341,16 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
     },
 
     ownerOf: (topic, partition) => topics.get(topic)?.owners.get(partition) ?? "",
+
+    moves(): ClusterMove[] {
+      // status names NaradTopic objects; the API speaks topic names.
+      const byKubeName = new Map<string, string>();
+      for (const e of topics.values()) byKubeName.set(e.kubeName, e.config.name);
+      return scaleMoves.flatMap((m) => {
+        const topic = byKubeName.get(m.topic);
+        return topic === undefined ? [] : [{ topic, partition: m.partition, from: m.from, to: m.to }];
+      });
+    },
 
     async authoritativeOwner(topic, partition, uid) {
       // A quorum LIST, as confirmTopicDeleted: the object name need not be the topic's.
