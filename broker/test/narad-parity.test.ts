@@ -13,6 +13,7 @@ const nodeId = "parity-node";
 
 interface Stats {
   index: number;
+  segments: number;
   high_watermark: number;
   oldest_segment_at?: number;
   owner_node: string;
@@ -82,6 +83,8 @@ describe("Narad parity (real process)", () => {
     expect(before.partition_stats).toHaveLength(4);
     for (const p of before.partition_stats) {
       expect(p.owner_node).toBe(nodeId);
+      // An empty partition has its (empty) active segment, opened or not.
+      expect(p.segments).toBe(1);
       expect(p).not.toHaveProperty("oldest_segment_at");
     }
     const nowS = Math.floor(Date.now() / 1000);

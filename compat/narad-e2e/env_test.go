@@ -198,7 +198,8 @@ func startBroker(t *testing.T, o envOpts) *env {
 	e.Registry = &scrapedRegistry{base: base, user: e.adminUser, pass: e.adminPass}
 	e.Broker.user, e.Broker.pass = e.adminUser, e.adminPass
 
-	deadline := time.Now().Add(60 * time.Second)
+	// Generous: on a loaded machine a broker start takes tens of seconds.
+	deadline := time.Now().Add(180 * time.Second)
 	for {
 		select {
 		case <-e.exited:
@@ -215,7 +216,7 @@ func startBroker(t *testing.T, o envOpts) *env {
 		}
 		if time.Now().After(deadline) {
 			e.close()
-			t.Fatalf("broker not ready after 60s")
+			t.Fatalf("broker not ready after 180s")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
