@@ -16,19 +16,22 @@
 import { KubeConfig } from "@kubernetes/client-node";
 import { topicName } from "../../../operator/src/api/v1alpha1/defaults.ts";
 import type {
-  MoveState,
   NaradCluster,
   NaradTopic,
   PartitionMoveStatus,
 } from "../../../operator/src/api/v1alpha1/types.ts";
 import { conflict, NaradError, notFound } from "../errors.ts";
 import { apiStatus, type NaradApi, naradApi, writeError } from "./kube/api.ts";
-import { assignmentsOf, memberOf, naradTopicFor, specMergePatch, topicConfigOf } from "./kube/convert.ts";
+import {
+  assignmentsOf,
+  memberOf,
+  movesInFlight,
+  naradTopicFor,
+  specMergePatch,
+  topicConfigOf,
+} from "./kube/convert.ts";
 import { Reflector, type ReflectorLogger, type ReflectorTiming } from "./kube/reflector.ts";
 import type { AuthoritativeOwner, ClusterMove, Member, Metastore, TopicConfig, TopicPatch } from "./types.ts";
-
-/** Moves the operator keeps in status after they ended (until it prunes them). */
-const finishedMoveStates: ReadonlySet<MoveState> = new Set(["done", "failed", "cancelled"]);
 
 export interface KubeMetastoreTiming extends ReflectorTiming {
   /** How long createTopic waits for the operator to write status.assignments. */
@@ -110,7 +113,7 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
   let sorted: TopicConfig[] = [];
   let members: Member[] = [];
   let epoch = 0;
-  /** status.scale.moves not yet finished (topic: the NaradTopic's metadata.name). */
+  /** status.scale.moves (topic: the NaradTopic's metadata.name). */
   let scaleMoves: PartitionMoveStatus[] = [];
 
   const notify = (): void => {
@@ -163,7 +166,7 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
   const rebuildCluster = (): void => {
     const c = clusterReflector.get(clusterName);
     members = (c?.status?.members ?? []).map(memberOf);
-    scaleMoves = (c?.status?.scale?.moves ?? []).filter((m) => !finishedMoveStates.has(m.state));
+    scaleMoves = c?.status?.scale?.moves ?? [];
     epoch = c?.status?.membershipEpoch ?? 0;
   };
 
@@ -343,13 +346,9 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
     ownerOf: (topic, partition) => topics.get(topic)?.owners.get(partition) ?? "",
 
     moves(): ClusterMove[] {
-      // status names NaradTopic objects; the API speaks topic names.
       const byKubeName = new Map<string, string>();
       for (const e of topics.values()) byKubeName.set(e.kubeName, e.config.name);
-      return scaleMoves.flatMap((m) => {
-        const topic = byKubeName.get(m.topic);
-        return topic === undefined ? [] : [{ topic, partition: m.partition, from: m.from, to: m.to }];
-      });
+      return movesInFlight(scaleMoves, (kubeName) => byKubeName.get(kubeName));
     },
 
     async authoritativeOwner(topic, partition, uid) {
