@@ -185,6 +185,7 @@ func startBroker(t *testing.T, o envOpts) *env {
 	cmd := exec.Command(node, args...)
 	cmd.Env = env
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	dieWithTest(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start broker: %v", err)
 	}

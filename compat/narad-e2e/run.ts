@@ -55,7 +55,8 @@ function prepareTree(): string {
   if (archive.status !== 0) throw new Error(`git archive ${commit}: ${archive.stderr.toString()}`);
   const untar = spawnSync("tar", ["-x", "-C", tree], { input: archive.stdout });
   if (untar.status !== 0) throw new Error(`tar: ${untar.stderr.toString()}`);
-  copyFileSync(join(here, "env_test.go"), join(tree, "tests/e2e/env_test.go"));
+  for (const file of ["env_test.go", "procattr_linux_test.go", "procattr_other_test.go"])
+    copyFileSync(join(here, file), join(tree, "tests/e2e", file));
   return tree;
 }
 
