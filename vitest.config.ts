@@ -24,6 +24,7 @@ export default defineConfig({
             "scripts/**/*.test.ts",
             "e2e/**/*.unit.test.ts",
             "sim/**/*.test.ts",
+            "compat/**/*.test.ts",
           ],
           testTimeout: 20_000,
         },

@@ -1,5 +1,14 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError, defaultAuthMode, loadConfig, usage } from "./config.ts";
+
+function writeConfigFile(settings: Record<string, unknown>): string {
+  const path = join(mkdtempSync(join(tmpdir(), "narad-config-")), "config.json");
+  writeFileSync(path, JSON.stringify(settings));
+  return path;
+}
 
 describe("loadConfig", () => {
   it("--dev binds loopback and keeps data under ./data", () => {
@@ -28,6 +37,87 @@ describe("loadConfig", () => {
     [["--topic-partitions", "500"], /topic-partitions/],
   ])("rejects %j with a clear message", (argv, message) => {
     expect(() => loadConfig(argv, {}, "h")).toThrow(ConfigError);
+    expect(() => loadConfig(argv, {}, "h")).toThrow(message);
+  });
+  it("topic defaults and the consume wait are settings, also under Narad's variable names", () => {
+    const d = loadConfig([], {}, "h");
+    expect(d.topicDefaults).toMatchObject({
+      partitions: 3,
+      partitionsMax: 108,
+      retentionMs: 7 * 24 * 3600 * 1000,
+      visibilityTimeoutMs: 30_000,
+      maxInFlight: 1024,
+      maxAckedAhead: 1024,
+    });
+    expect(d.consume.maxWaitMs).toBe(10_000);
+    const ours = loadConfig(
+      [
+        "--topic-partitions=6",
+        "--topic-max-partitions=200",
+        "--topic-retention-ms=3600000",
+        "--topic-visibility-timeout-ms=5000",
+        "--topic-max-in-flight=8",
+        "--topic-max-acked-ahead=16",
+        "--max-consume-wait=2s",
+      ],
+      {},
+      "h",
+    );
+    expect(ours.topicDefaults).toMatchObject({
+      partitions: 6,
+      partitionsMax: 200,
+      retentionMs: 3_600_000,
+      visibilityTimeoutMs: 5000,
+      maxInFlight: 8,
+      maxAckedAhead: 16,
+    });
+    expect(ours.consume.maxWaitMs).toBe(2000);
+    const narad = loadConfig(
+      [],
+      {
+        NARAD_TOPIC_DEFAULT_PARTITIONS: "5",
+        NARAD_TOPIC_MAX_PARTITIONS: "128",
+        NARAD_TOPIC_DEFAULT_RETENTION_AGE_MS: "7200000",
+        NARAD_TOPIC_DEFAULT_VISIBILITY_TIMEOUT_MS: "9000",
+        NARAD_TOPIC_DEFAULT_MAX_IN_FLIGHT_PER_PARTITION: "4",
+        NARAD_TOPIC_DEFAULT_MAX_ACKED_AHEAD_PER_PARTITION: "32",
+        NARAD_HTTP_MAX_CONSUME_WAIT: "1m2s",
+      },
+      "h",
+    );
+    expect(narad.topicDefaults).toMatchObject({
+      partitions: 5,
+      partitionsMax: 128,
+      retentionMs: 7_200_000,
+      visibilityTimeoutMs: 9000,
+      maxInFlight: 4,
+      maxAckedAhead: 32,
+    });
+    expect(narad.consume.maxWaitMs).toBe(62_000);
+    // Our variable wins over Narad's; a bare number is milliseconds.
+    const both = loadConfig(
+      [],
+      { NARAD_TOPIC_PARTITIONS: "2", NARAD_TOPIC_DEFAULT_PARTITIONS: "5", NARAD_MAX_CONSUME_WAIT: "250" },
+      "h",
+    );
+    expect(both.topicDefaults.partitions).toBe(2);
+    expect(both.consume.maxWaitMs).toBe(250);
+    const file = loadConfig(
+      ["--config", writeConfigFile({ topicMaxPartitions: 4, maxConsumeWait: "3s" })],
+      {},
+      "h",
+    );
+    expect(file.topicDefaults.partitionsMax).toBe(4);
+    expect(file.consume.maxWaitMs).toBe(3000);
+  });
+  it.each([
+    [["--topic-max-partitions=0"], /topic-max-partitions must be between/],
+    [["--topic-partitions=10", "--topic-max-partitions=8"], /topic-partitions must be between 1 and 8/],
+    [["--topic-visibility-timeout-ms=0"], /topic-visibility-timeout-ms must be at least 1/],
+    [["--max-consume-wait=soon"], /max-consume-wait must be a duration/],
+    [["--max-consume-wait=-1s"], /max-consume-wait must be a duration/],
+    [["--max-consume-wait=2m"], /max-consume-wait must be below --idle-timeout-ms/],
+  ])("refuses topic defaults %j", (argv, message) => {
     expect(() => loadConfig(argv, {}, "h")).toThrow(message);
   });
   it("security flags: auth defaults per metastore, files and TLS dir from flags/env", () => {

@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import * as k from "./constants.ts";
+import { parseGoDurationMs } from "./core/go-duration.ts";
 import type { TopicDefaults } from "./core/topic-spec.ts";
 import type { DispatcherOptions } from "./dispatch/types.ts";
 
@@ -42,6 +43,8 @@ export interface Config {
   };
   dispatch: DispatcherOptions;
   topicDefaults: TopicDefaults;
+  /** Longest a consume long-poll waits (a longer `wait` is cut to it). */
+  consume: { maxWaitMs: number };
   security: SecurityConfig;
   limits: LimitsConfig;
 }
@@ -123,7 +126,16 @@ function defaultNamespace(env: NodeJS.ProcessEnv, namespaceFile: string): string
   return NAMESPACE_FALLBACK;
 }
 
-/** Settings that can come from a flag, an env var or the config file (camelCase key). */
+/**
+ * Settings that can come from a flag, an env var or the config file (camelCase
+ * key). `narad` is the variable Narad (Go) reads for the same setting, so a
+ * deployment written for it keeps its environment; ours wins when both are set.
+ */
+interface SettingSpec {
+  env: string;
+  file: string;
+  narad?: string;
+}
 const settings = {
   addr: { env: "NARAD_HTTP_ADDR", file: "addr" },
   "cluster-addr": { env: "NARAD_CLUSTER_ADDR", file: "clusterAddr" },
@@ -153,7 +165,37 @@ const settings = {
     env: "NARAD_DISPATCH_LOOKAHEAD_WINDOWS",
     file: "dispatchLookaheadWindows",
   },
-  "topic-partitions": { env: "NARAD_TOPIC_PARTITIONS", file: "topicPartitions" },
+  "topic-partitions": {
+    env: "NARAD_TOPIC_PARTITIONS",
+    file: "topicPartitions",
+    narad: "NARAD_TOPIC_DEFAULT_PARTITIONS",
+  },
+  "topic-max-partitions": { env: "NARAD_TOPIC_MAX_PARTITIONS", file: "topicMaxPartitions" },
+  "topic-retention-ms": {
+    env: "NARAD_TOPIC_RETENTION_MS",
+    file: "topicRetentionMs",
+    narad: "NARAD_TOPIC_DEFAULT_RETENTION_AGE_MS",
+  },
+  "topic-visibility-timeout-ms": {
+    env: "NARAD_TOPIC_VISIBILITY_TIMEOUT_MS",
+    file: "topicVisibilityTimeoutMs",
+    narad: "NARAD_TOPIC_DEFAULT_VISIBILITY_TIMEOUT_MS",
+  },
+  "topic-max-in-flight": {
+    env: "NARAD_TOPIC_MAX_IN_FLIGHT",
+    file: "topicMaxInFlight",
+    narad: "NARAD_TOPIC_DEFAULT_MAX_IN_FLIGHT_PER_PARTITION",
+  },
+  "topic-max-acked-ahead": {
+    env: "NARAD_TOPIC_MAX_ACKED_AHEAD",
+    file: "topicMaxAckedAhead",
+    narad: "NARAD_TOPIC_DEFAULT_MAX_ACKED_AHEAD_PER_PARTITION",
+  },
+  "max-consume-wait": {
+    env: "NARAD_MAX_CONSUME_WAIT",
+    file: "maxConsumeWait",
+    narad: "NARAD_HTTP_MAX_CONSUME_WAIT",
+  },
   "retention-check-interval-ms": {
     env: "NARAD_RETENTION_CHECK_INTERVAL_MS",
     file: "retentionCheckIntervalMs",
@@ -179,7 +221,7 @@ const settings = {
   "hash-concurrency": { env: "NARAD_HASH_CONCURRENCY", file: "hashConcurrency" },
   "hash-max-queued": { env: "NARAD_HASH_MAX_QUEUED", file: "hashMaxQueued" },
   "max-named-producers": { env: "NARAD_MAX_NAMED_PRODUCERS", file: "maxNamedProducers" },
-} as const;
+} as const satisfies Record<string, SettingSpec>;
 type SettingName = keyof typeof settings;
 
 export const usage = `Usage: narad serve [--dev] [options]
@@ -204,8 +246,16 @@ Options (each also settable as the NARAD_* variable shown, or in --config JSON):
   --client-rate-limit N       messages/s per client (principal, else IP)
                                                          NARAD_CLIENT_RATE_LIMIT (default 0 = off)
   --client-rate-burst N       bucket size per client     NARAD_CLIENT_RATE_BURST (default: the rate)
+Topic defaults (for a create that leaves the field out or 0), as Narad's NARAD_TOPIC_DEFAULT_* also set them:
+  --topic-partitions N        partitions of a new topic  NARAD_TOPIC_PARTITIONS (default ${k.topicPartitionsDefault})
+  --topic-max-partitions N    most partitions one topic may have NARAD_TOPIC_MAX_PARTITIONS (default ${k.topicPartitionsMax})
+  --topic-retention-ms N      retention (0 = keep)       NARAD_TOPIC_RETENTION_MS (default ${k.topicRetentionMsDefault})
+  --topic-visibility-timeout-ms N  lease length          NARAD_TOPIC_VISIBILITY_TIMEOUT_MS (default ${k.topicVisibilityTimeoutMsDefault})
+  --topic-max-in-flight N     leases per partition       NARAD_TOPIC_MAX_IN_FLIGHT (default ${k.topicMaxInFlightDefault})
+  --topic-max-acked-ahead N   acks parked past the frontier NARAD_TOPIC_MAX_ACKED_AHEAD (default ${k.topicMaxAckedAheadDefault})
+  --max-consume-wait DURATION longest consume long-poll  NARAD_MAX_CONSUME_WAIT (default ${k.consumeMaxWaitMs / 1000}s)
   --wal-segment-bytes N, --wal-sync-backstop-ms N, --log-segment-bytes N,
-  --dispatch-idle-poll-ms N, --dispatch-commit-timeout-ms N, --dispatch-in-doubt-hold-ms N, --topic-partitions N,
+  --dispatch-idle-poll-ms N, --dispatch-commit-timeout-ms N, --dispatch-in-doubt-hold-ms N,
   --dispatch-max-pass-bytes N (WAL bytes one dispatch pass holds in memory; default ${k.dispatchMaxBatchBytes * k.dispatchCommitFanout}),
   --dispatch-window-records N (base records per dispatch pass; default ${k.dispatchWindowRecords}),
   --dispatch-lookahead-windows N (windows a pass may read past a stuck record; default ${k.dispatchLookaheadWindows}),
@@ -274,6 +324,15 @@ function bucketLimit(
   return { rate, burst: b };
 }
 
+/** A Go duration ("10s", "500ms") or a bare number of milliseconds. */
+function durationSetting(value: string | undefined, fallback: number, what: string): number {
+  if (value === undefined) return fallback;
+  const ms = /^\d+$/.test(value) ? Number(value) : parseGoDurationMs(value);
+  if (ms === undefined || !Number.isSafeInteger(ms) || ms < 0)
+    throw new ConfigError(`${what} must be a duration like 10s or 500ms, got "${value}"`);
+  return ms;
+}
+
 export function loadConfig(
   argv: readonly string[],
   env: NodeJS.ProcessEnv,
@@ -309,9 +368,12 @@ export function loadConfig(
   const get = (name: SettingName): string | undefined => {
     const flag = flags[name];
     if (typeof flag === "string") return flag;
-    const fromEnv = env[settings[name].env];
-    if (fromEnv !== undefined && fromEnv !== "") return fromEnv;
-    const fromFile = file[settings[name].file];
+    const s: SettingSpec = settings[name];
+    for (const variable of [s.env, s.narad]) {
+      const fromEnv = variable === undefined ? undefined : env[variable];
+      if (fromEnv !== undefined && fromEnv !== "") return fromEnv;
+    }
+    const fromFile = file[s.file];
     return fromFile === undefined ? undefined : String(fromFile);
   };
   const count = (name: SettingName, fallback: number) => parseCount(get(name), fallback, `--${name}`);
@@ -393,13 +455,16 @@ export function loadConfig(
     topicDefaults: {
       partitions: count("topic-partitions", k.topicPartitionsDefault),
       partitionsMin: k.topicPartitionsMin,
-      partitionsMax: k.topicPartitionsMax,
-      retentionMs: k.topicRetentionMsDefault,
-      visibilityTimeoutMs: k.topicVisibilityTimeoutMsDefault,
-      maxInFlight: k.topicMaxInFlightDefault,
-      maxAckedAhead: k.topicMaxAckedAheadDefault,
+      partitionsMax: count("topic-max-partitions", k.topicPartitionsMax),
+      retentionMs: count("topic-retention-ms", k.topicRetentionMsDefault),
+      visibilityTimeoutMs: count("topic-visibility-timeout-ms", k.topicVisibilityTimeoutMsDefault),
+      maxInFlight: count("topic-max-in-flight", k.topicMaxInFlightDefault),
+      maxAckedAhead: count("topic-max-acked-ahead", k.topicMaxAckedAheadDefault),
       namePattern: k.topicNamePattern,
       groupNamePattern: k.groupNamePattern,
+    },
+    consume: {
+      maxWaitMs: durationSetting(get("max-consume-wait"), k.consumeMaxWaitMs, "--max-consume-wait"),
     },
     security: {
       auth,
@@ -456,11 +521,27 @@ export function loadConfig(
   if (maxBody < 1 || maxBody > k.walMaxRecordBytes) {
     throw new ConfigError(`--max-body-bytes must be between 1 and ${k.walMaxRecordBytes}`);
   }
-  const p = config.topicDefaults.partitions;
-  if (p < k.topicPartitionsMin || p > k.topicPartitionsMax) {
+  const td = config.topicDefaults;
+  if (td.partitionsMax < k.topicPartitionsMin || td.partitionsMax > k.topicPartitionsCeiling) {
     throw new ConfigError(
-      `--topic-partitions must be between ${k.topicPartitionsMin} and ${k.topicPartitionsMax}`,
+      `--topic-max-partitions must be between ${k.topicPartitionsMin} and ${k.topicPartitionsCeiling}`,
     );
+  }
+  if (td.partitions < k.topicPartitionsMin || td.partitions > td.partitionsMax) {
+    throw new ConfigError(
+      `--topic-partitions must be between ${k.topicPartitionsMin} and ${td.partitionsMax} (--topic-max-partitions)`,
+    );
+  }
+  for (const [flag, v] of [
+    ["--topic-visibility-timeout-ms", td.visibilityTimeoutMs],
+    ["--topic-max-in-flight", td.maxInFlight],
+    ["--topic-max-acked-ahead", td.maxAckedAhead],
+  ] as const) {
+    if (v < 1) throw new ConfigError(`${flag} must be at least 1`);
+  }
+  // A long-poll must end before the idle timeout closes its socket.
+  if (config.consume.maxWaitMs >= config.limits.idleTimeoutMs) {
+    throw new ConfigError("--max-consume-wait must be below --idle-timeout-ms");
   }
   return Object.freeze(config);
 }

@@ -51,6 +51,8 @@ export const retryAfterSeconds = 1;
 export const topicPartitionsDefault = 3;
 export const topicPartitionsMin = 1;
 export const topicPartitionsMax = 108;
+/** Highest --topic-max-partitions: partition directories are pNNNNN. */
+export const topicPartitionsCeiling = 99_999;
 export const topicRetentionMsDefault = 7 * 24 * 3600 * 1000;
 export const topicVisibilityTimeoutMsDefault = 30_000;
 export const topicMaxInFlightDefault = 1_024;

@@ -20,6 +20,8 @@ export const errorStatus = {
   /** The disk is full: nothing of the request was stored; retry once space is freed. */
   INSUFFICIENT_STORAGE: 507,
   INTERNAL: 500,
+  /** A route this deployment cannot carry out (the answer says what to do instead). */
+  NOT_IMPLEMENTED: 501,
 } as const;
 
 export type ErrorCode = keyof typeof errorStatus;

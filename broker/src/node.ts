@@ -421,6 +421,7 @@ export async function startBroker(
           logs,
           onCommitted: (topic, partition) => consumers.notifyCommitted(topic, partition),
           consumers,
+          consumeMaxWaitMs: config.consume.maxWaitMs,
           ...(moveSource !== undefined ? { moves: moveSource } : {}),
           adminStatus: () => {
             const w = wal.stats();

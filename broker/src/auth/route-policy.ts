@@ -26,6 +26,9 @@ const authenticatedOnly = new Set([
   "GET /v1/topics",
   "GET /v1/topics/:topic",
   "GET /v1/topics/:topic/groups",
+  // Cluster state, as in Narad v1; decommission is not listed, so it needs admin.
+  "GET /v1/cluster/members",
+  "GET /v1/cluster/moves",
   // An idempotent producer's identity (id + epoch); producing still needs the produce grant.
   "POST /v1/producers",
 ]);

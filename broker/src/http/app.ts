@@ -8,6 +8,7 @@ import { type AuthPluginOptions, registerAuth } from "./plugins/auth.ts";
 import { registerErrorHandling } from "./plugins/errors.ts";
 import { registerHttpMetrics } from "./plugins/http-metrics.ts";
 import { adminRoutes } from "./routes/admin.ts";
+import { clusterRoutes } from "./routes/cluster.ts";
 import { consumeRoutes } from "./routes/consume.ts";
 import { healthRoutes } from "./routes/health.ts";
 import { produceRoutes } from "./routes/produce.ts";
@@ -71,5 +72,6 @@ export function buildApp(
   app.register(readRoutes(s));
   app.register(consumeRoutes(s));
   app.register(adminRoutes(s));
+  app.register(clusterRoutes(s));
   return app;
 }

@@ -144,7 +144,7 @@ describe("Narad v1 wire compatibility", () => {
       expect(() => parseDurationMs(bad, "wait")).toThrow();
   });
 
-  it("settles as Narad does: extend=false and extend= ack, 0 nacks, true extends", async () => {
+  it("settles as Narad does: extend=false and extend= ack, 0 nacks, true extends, others 400", async () => {
     await req("POST", "/v1/topics", json({ name: "q", partitions: 1 }));
     for (let i = 0; i < 2; i++) await req("POST", "/v1/topics/q/produce?partition=0", json({ i }));
     await visible("q", 2);
@@ -156,6 +156,10 @@ describe("Narad v1 wire compatibility", () => {
     expect((await settle(m0.receipt_handle, "")).status).toBe(410); // it was acked, not nacked
     const m1 = await lease();
     expect(m1.offset).toBe(1);
+    // Any other value is 400 and settles nothing.
+    const typo = await settle(m1.receipt_handle, "&extend=later");
+    expect(typo.status).toBe(400);
+    expect(typo.json().error).toMatch(/invalid extend/);
     expect((await settle(m1.receipt_handle, "&extend=")).status).toBe(204);
     expect((await settle(m1.receipt_handle, "&extend=true")).status).toBe(410);
   });

@@ -215,10 +215,12 @@ class LogStoreImpl implements LogStore {
     const open = this.#logs.get(topic)?.get(partition);
     if (open !== undefined) return (await open).stats();
     // No directory: nothing was ever stored here, and a read must not create one.
+    // It reads as the empty log it would open as: one empty active segment
+    // (Narad, whose clients see this, pre-creates that segment).
     if (!(await this.exists(topic, partition)))
       return {
         index: partition,
-        segments: 0,
+        segments: 1,
         oldestOffset: 0,
         nextOffset: 0,
         highWatermark: 0,

@@ -728,13 +728,15 @@ class PartitionLogImpl implements OpenedPartitionLog {
   stats(): PartitionStats {
     let sizeBytes = 0;
     for (const s of this.#segments) sizeBytes += s.fileBytes;
+    const oldest = this.#segments[0]!;
     return {
       index: this.#index,
       segments: this.#segments.length,
-      oldestOffset: this.#segments[0]!.baseOffset,
+      oldestOffset: oldest.baseOffset,
       nextOffset: this.#nextOffset,
       highWatermark: this.#hwm,
       sizeBytes,
+      ...(oldest.newestCommitMs > 0 ? { oldestSegmentAtMs: oldest.newestCommitMs } : {}),
     };
   }
 

@@ -17,6 +17,12 @@ export interface PartitionStats {
   nextOffset: number;
   highWatermark: number;
   sizeBytes: number;
+  /**
+   * Commit time (ms) of the newest record in the oldest segment: when that
+   * segment was last written, which is what retention by age compares.
+   * Undefined while the oldest segment holds no record.
+   */
+  oldestSegmentAtMs?: number;
 }
 
 export interface CommitResult {

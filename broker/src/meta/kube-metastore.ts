@@ -15,19 +15,24 @@
 
 import { KubeConfig } from "@kubernetes/client-node";
 import { topicName } from "../../../operator/src/api/v1alpha1/defaults.ts";
-import type { NaradCluster, NaradTopic } from "../../../operator/src/api/v1alpha1/types.ts";
+import type {
+  NaradCluster,
+  NaradTopic,
+  PartitionMoveStatus,
+} from "../../../operator/src/api/v1alpha1/types.ts";
 import { conflict, NaradError, notFound } from "../errors.ts";
 import { apiStatus, type NaradApi, naradApi, writeError } from "./kube/api.ts";
 import {
   assignmentsOf,
   isoTime,
   memberOf,
+  movesInFlight,
   naradTopicFor,
   specMergePatch,
   topicConfigOf,
 } from "./kube/convert.ts";
 import { Reflector, type ReflectorLogger, type ReflectorTiming } from "./kube/reflector.ts";
-import type { AuthoritativeOwner, Member, Metastore, TopicConfig, TopicPatch } from "./types.ts";
+import type { AuthoritativeOwner, ClusterMove, Member, Metastore, TopicConfig, TopicPatch } from "./types.ts";
 
 export interface KubeMetastoreTiming extends ReflectorTiming {
   /** How long createTopic waits for the operator to write status.assignments. */
@@ -109,6 +114,8 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
   let sorted: TopicConfig[] = [];
   let members: Member[] = [];
   let epoch = 0;
+  /** status.scale.moves (topic: the NaradTopic's metadata.name). */
+  let scaleMoves: PartitionMoveStatus[] = [];
 
   const notify = (): void => {
     for (const l of listeners) {
@@ -160,6 +167,7 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
   const rebuildCluster = (): void => {
     const c = clusterReflector.get(clusterName);
     members = (c?.status?.members ?? []).map(memberOf);
+    scaleMoves = c?.status?.scale?.moves ?? [];
     epoch = c?.status?.membershipEpoch ?? 0;
   };
 
@@ -337,6 +345,12 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
     },
 
     ownerOf: (topic, partition) => topics.get(topic)?.owners.get(partition) ?? "",
+
+    moves(): ClusterMove[] {
+      const byKubeName = new Map<string, string>();
+      for (const e of topics.values()) byKubeName.set(e.kubeName, e.config.name);
+      return movesInFlight(scaleMoves, (kubeName) => byKubeName.get(kubeName));
+    },
 
     async authoritativeOwner(topic, partition, uid) {
       // A quorum LIST, as confirmTopicDeleted: the object name need not be the topic's.

@@ -68,6 +68,14 @@ export interface Member {
   state: MemberState;
 }
 
+/** One partition moving from member `from` to member `to`. */
+export interface ClusterMove {
+  topic: string;
+  partition: number;
+  from: string;
+  to: string;
+}
+
 /** What a quorum read says of a partition's owner; "unknown" when the authority could not be read. */
 export type AuthoritativeOwner = { kind: "owner"; node: string } | { kind: "gone" } | { kind: "unknown" };
 
@@ -100,6 +108,11 @@ export interface Metastore {
    */
   authoritativeOwner?(topic: string, partition: number, uid?: string): Promise<AuthoritativeOwner>;
   members(): readonly Member[];
+  /**
+   * Partition moves in flight (kubernetes: the operator's status.scale.moves,
+   * with broker topic names). Optional: a single node never moves partitions.
+   */
+  moves?(): readonly ClusterMove[];
   /**
    * The membership epoch (NaradCluster.status.membershipEpoch; bumped on
    * every member change). Optional: the file metastore has one fixed member.

@@ -155,6 +155,7 @@ export function toPbStats(s: PartitionStats): PbPartitionStats {
     next_offset: s.nextOffset,
     high_watermark: s.highWatermark,
     size_bytes: s.sizeBytes,
+    oldest_segment_at_ms: s.oldestSegmentAtMs ?? 0,
   };
 }
 
@@ -166,5 +167,6 @@ export function fromPbStats(s: PbPartitionStats): PartitionStats {
     nextOffset: s.next_offset,
     highWatermark: s.high_watermark,
     sizeBytes: s.size_bytes,
+    ...(s.oldest_segment_at_ms ? { oldestSegmentAtMs: s.oldest_segment_at_ms } : {}),
   };
 }

@@ -83,6 +83,8 @@ export interface PbPartitionStats {
   next_offset: number;
   high_watermark: number;
   size_bytes: number;
+  /** Absent from peers that predate it; 0: the oldest segment holds no record. */
+  oldest_segment_at_ms?: number;
 }
 
 export interface PbPartitionRef {

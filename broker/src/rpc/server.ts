@@ -56,6 +56,8 @@ export interface ClusterServerDeps {
   moves?: Pick<MoveSource, "manifest" | "fetch" | "freeze" | "unfreeze" | "verify">;
   readMaxRecords: number;
   readMaxBytes: number;
+  /** This node's --max-consume-wait (the asking node capped the wait with its own already). */
+  consumeMaxWaitMs?: number;
   metrics?: RpcMetrics;
   logger?: { warn(obj: object, msg: string): void };
   hooks?: ClusterServerHooks;
@@ -229,7 +231,7 @@ export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementat
         throw badRequest("group must match ^[A-Za-z0-9._-]{1,244}$ (244: the longest that fits a file name)");
       await ownedLog(req.topic, req.partition);
       const topic = d.metastore.getTopic(req.topic)!;
-      const waitMs = Math.min(req.wait_ms, consumeMaxWaitMs);
+      const waitMs = Math.min(req.wait_ms, d.consumeMaxWaitMs ?? consumeMaxWaitMs);
       const got = await consumers.consume(topic, group, req.partition, waitMs, signal);
       if (got === undefined)
         return { found: false, partition: req.partition, record: null, receipt_handle: "" };

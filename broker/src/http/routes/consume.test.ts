@@ -223,8 +223,9 @@ describe("queue consume", () => {
     expect((await ack("h", "garbage")).status).toBe(400);
     expect((await ack("h", "0:0:zzzzzzzzzzzz.1")).status).toBe(400);
     expect((await ack("h", "5:0:0123456789ab.1")).status).toBe(400); // no partition 5
-    // Narad's rule: any extend other than true/1/0 acks, here an unknown lease.
-    expect((await ack("h", "0:0:0123456789ab.1", "maybe")).status).toBe(410);
+    // Narad's rule: an extend other than true/1/0/false/empty is 400.
+    expect((await ack("h", "0:0:0123456789ab.1", "maybe")).status).toBe(400);
+    expect((await ack("h", "0:0:0123456789ab.1", "false")).status).toBe(410);
     expect((await ack("h", "0:0:1")).status).toBe(410); // a Narad (Go) handle: stale here
     const gone = await ack("h", "0:0:0123456789ab.1");
     expect(gone.status).toBe(410);

@@ -1,14 +1,14 @@
 // Queue consumption (Narad v1):
 //   GET  /v1/topics/:topic/consume?wait=&partition=&group=   one leased message (200) or 204
 //   GET  /v1/topics/:topic/consume?partition=&offset=        replay by offset (read-only, no handle)
-//   POST /v1/topics/:topic/ack?receipt_handle=&extend=       extend (true|1) / nack (0) / ack (anything else): 204
+//   POST /v1/topics/:topic/ack?receipt_handle=&extend=       extend (true|1) / nack (0) / ack (absent, empty, false): 204; else 400
 //   GET  /v1/topics/:topic/groups                            groups with per-partition committed, in_flight, lag
 //   GET  /v1/topics/:topic/groups                            (+ declared, effective settings)
 //   PUT  /v1/topics/:topic/groups/:group                     declare a subscription / update its settings: 200
 //   DELETE /v1/topics/:topic/groups/:group                   forget a group and its declaration: 204, 404 when unknown
 
 import type { FastifyInstance } from "fastify";
-import { consumeMaxWaitMs, readMaxBytes } from "../../constants.ts";
+import { readMaxBytes } from "../../constants.ts";
 import { groupSettings } from "../../consumer/manager.ts";
 import { defaultGroup } from "../../core/consumer-handle.ts";
 import { messageJson } from "../../core/message-json.ts";
@@ -37,12 +37,14 @@ function parseGroup(s: BrokerServices, raw: string | undefined): string {
 
 /**
  * Narad (Go)'s rule, which its clients depend on: `true` or `1` extends the
- * lease, `0` nacks it, and anything else (absent, empty, `false`) acks.
+ * lease, `0` nacks it, absent, empty or `false` acks, and anything else is
+ * 400 (a typo must not settle a lease the client meant to keep).
  */
 export function parseSettle(extend: string | undefined): "ack" | "extend" | "nack" {
   if (extend === "true" || extend === "1") return "extend";
   if (extend === "0") return "nack";
-  return "ack";
+  if (extend === undefined || extend === "" || extend === "false") return "ack";
+  throw badRequest('invalid extend: want "true" (renew lease) or "0" (release for redelivery)');
 }
 
 export function consumeRoutes(s: BrokerServices) {
@@ -64,7 +66,10 @@ export function consumeRoutes(s: BrokerServices) {
         const partition = parseOptionalInt(q.partition, "partition", 0, topic.partitions - 1);
         const group = parseGroup(s, q.group);
         // Narad (Go) treats a negative wait as no wait, and caps long ones.
-        const waitMs = Math.min(Math.max(parseDurationMs(q.wait, "wait") ?? 0, 0), consumeMaxWaitMs);
+        const waitMs = Math.min(
+          Math.max(parseDurationMs(q.wait, "wait") ?? 0, 0),
+          s.config.consume.maxWaitMs,
+        );
         // A client that hangs up stops its long-poll (no message is leased for it).
         const abort = new AbortController();
         reply.raw.once("close", () => abort.abort());

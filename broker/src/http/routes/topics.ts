@@ -66,6 +66,10 @@ async function partitionStats(s: BrokerServices, topic: TopicConfig, only: numbe
         next_offset: st.nextOffset,
         high_watermark: st.highWatermark,
         size_bytes: st.sizeBytes,
+        // Unix seconds, omitted while empty, as Narad (which reports the segment file's mtime).
+        ...(st.oldestSegmentAtMs !== undefined
+          ? { oldest_segment_at: Math.floor(st.oldestSegmentAtMs / 1000) }
+          : {}),
         owner_node: s.metastore.ownerOf(topic.name, index),
       };
     }),

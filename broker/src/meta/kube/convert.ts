@@ -6,12 +6,14 @@ import { topicName, withTopicDefaults } from "../../../../operator/src/api/v1alp
 import {
   API_VERSION,
   type MemberStatus,
+  type MoveState,
   NARAD_TOPIC_KIND,
   type NaradSubscriptionSpec,
   type NaradTopic,
   type NaradTopicSpec,
+  type PartitionMoveStatus,
 } from "../../../../operator/src/api/v1alpha1/types.ts";
-import type { Member, NewTopic, SubscriptionConfig, TopicConfig, TopicPatch } from "../types.ts";
+import type { ClusterMove, Member, NewTopic, SubscriptionConfig, TopicConfig, TopicPatch } from "../types.ts";
 import { kubeNameForTopic } from "./names.ts";
 
 /** Label on NaradTopics the broker creates, so `kubectl get -l` finds a cluster's topics. */
@@ -129,4 +131,23 @@ export function specMergePatch(patch: TopicPatch): {
 
 export function memberOf(m: MemberStatus): Member {
   return { id: m.id, address: m.address ?? "", state: m.state };
+}
+
+/** Moves the operator keeps in status after they ended (until it prunes them). */
+const finishedMoveStates: ReadonlySet<MoveState> = new Set(["done", "failed", "cancelled"]);
+
+/**
+ * status.scale.moves still in flight, named by topic: status names NaradTopic
+ * objects, the API speaks topic names. A move of an object this broker does
+ * not know as a topic (deleted, or of another cluster) is left out.
+ */
+export function movesInFlight(
+  moves: readonly PartitionMoveStatus[],
+  topicOfObject: (kubeName: string) => string | undefined,
+): ClusterMove[] {
+  return moves.flatMap((m) => {
+    if (finishedMoveStates.has(m.state)) return [];
+    const topic = topicOfObject(m.topic);
+    return topic === undefined ? [] : [{ topic, partition: m.partition, from: m.from, to: m.to }];
+  });
 }

@@ -6,10 +6,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { topicName } from "../../../../operator/src/api/v1alpha1/defaults.ts";
-import type { NaradTopic } from "../../../../operator/src/api/v1alpha1/types.ts";
+import type { NaradTopic, PartitionMoveStatus } from "../../../../operator/src/api/v1alpha1/types.ts";
 import { ConfigError, loadConfig } from "../../config.ts";
 import { topicFixture } from "../contract.ts";
-import { assignmentsOf, naradTopicFor, specMergePatch, topicConfigOf } from "./convert.ts";
+import { assignmentsOf, movesInFlight, naradTopicFor, specMergePatch, topicConfigOf } from "./convert.ts";
 import { isDns1123Subdomain, KUBE_NAME_MAX_CHARS, kubeNameForTopic } from "./names.ts";
 
 describe("kubeNameForTopic", () => {
@@ -142,5 +142,33 @@ describe("metastore settings", () => {
   it("refuses kubernetes without a cluster name and unknown metastores", () => {
     expect(() => loadConfig(["--metastore", "kubernetes"], {}, "h")).toThrow(/cluster-name/);
     expect(() => loadConfig(["--metastore", "etcd"], {}, "h")).toThrow(ConfigError);
+  });
+});
+
+describe("movesInFlight", () => {
+  it("keeps the operator's moves that have not ended, named by topic", () => {
+    const move = (topic: string, partition: number, state: PartitionMoveStatus["state"]) => ({
+      topic,
+      partition,
+      from: "b-2",
+      to: "b-0",
+      startedAt: "2026-01-01T00:00:00Z",
+      state,
+    });
+    const topics = new Map([["orders-eu-3f2a", "Orders_EU"]]);
+    expect(
+      movesInFlight(
+        [
+          move("orders-eu-3f2a", 0, "pending"),
+          move("orders-eu-3f2a", 1, "copying"),
+          move("orders-eu-3f2a", 2, "ready"),
+          move("orders-eu-3f2a", 3, "done"),
+          move("orders-eu-3f2a", 4, "failed"),
+          move("orders-eu-3f2a", 5, "cancelled"),
+          move("deleted-topic", 0, "copying"),
+        ],
+        (kubeName) => topics.get(kubeName),
+      ),
+    ).toEqual([0, 1, 2].map((partition) => ({ topic: "Orders_EU", partition, from: "b-2", to: "b-0" })));
   });
 });
