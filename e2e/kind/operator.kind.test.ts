@@ -143,7 +143,8 @@ describe("operator on kind", () => {
     ]);
     await p.helm(
       [
-        "install",
+        "upgrade",
+        "--install",
         "narad-operator",
         join(repoRoot, "charts/narad-operator"),
         "-n",
@@ -162,6 +163,10 @@ describe("operator on kind", () => {
       { timeoutMs: 360_000 },
     );
     process.stderr.write(`[operator-kind] operator installed in ${Date.now() - t0} ms\n`);
+    // A kept cluster (NARAD_KIND_KEEP=1) may hold a previous run's namespace.
+    await p.kubectl(["delete", "namespace", NS, "--ignore-not-found", "--wait", "--timeout=300s"], {
+      timeoutMs: 320_000,
+    });
     await p.kubectl(["create", "namespace", NS]);
   }, 3_600_000);
 

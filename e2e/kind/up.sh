@@ -52,6 +52,9 @@ if [ "$NODE_MODE" = local ]; then
     etcd:
       local:
         imageTag: 3.6.16-0
+  - |
+    kind: KubeletConfiguration
+    resolvConf: /kind/pod-resolv.conf
 YAML
 elif [ "$NODE_MODE" = upstream ]; then
   cp e2e/kind/kind-config.yaml "$config"
