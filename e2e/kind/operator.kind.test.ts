@@ -56,6 +56,7 @@ interface Cluster {
     observedGeneration?: number;
     updateRevision?: string;
     roll?: { podInFlight?: string };
+    scale?: unknown;
   };
 }
 
@@ -532,6 +533,116 @@ spec:
       const after = await pods();
       for (const b of before) expect(after.find((x) => x.name === b.name)?.uid).not.toBe(b.uid);
       expect(await pvcUids()).toEqual(pvcs);
+    } finally {
+      await producer.stop();
+      await sampler.stop();
+    }
+    const ips = (await pods()).filter((x) => x.ready && x.ip).map((x) => x.ip as string);
+    const report = await checkLedger(producer, {
+      ip: ips[0] ?? "",
+      topic: TOPIC,
+      partitions: PARTITIONS,
+      headers,
+      timeoutMs: 120_000,
+    });
+    console.log(`operator-kind: ${report.line}`);
+    expect(report.acked).toBeGreaterThan(0);
+    expect(report.lost.slice(0, 10)).toEqual([]);
+    expect(report.duplicated.slice(0, 10)).toEqual([]);
+    expect(report.unknown.slice(0, 10)).toEqual([]);
+  });
+  it("scale 3 → 5 → 2 under load: new members take partitions, three decommissions one at a time, nothing lost", async () => {
+    const owners = async () => {
+      const t = await p.kubectl(["-n", NS, "get", "naradtopic", TOPIC, "-o", "json"]);
+      const a = (JSON.parse(t.stdout) as { status?: { assignments?: { owner: string }[] } }).status
+        ?.assignments;
+      return [...new Set((a ?? []).map((x) => x.owner))].sort();
+    };
+    const stsReplicas = async () =>
+      Number((await p.kubectl(["-n", NS, "get", "sts", CLUSTER, "-o", "jsonpath={.spec.replicas}"])).stdout);
+    const settled = (n: number, timeoutMs: number) =>
+      p.waitFor(
+        async () => {
+          const c = await cluster();
+          const list = await pods();
+          const ids = (c.status?.members ?? []).map((m) => m.id).sort();
+          const want = Array.from({ length: n }, (_, i) => `${CLUSTER}-${i}`).sort();
+          return (
+            (await stsReplicas()) === n &&
+            JSON.stringify(ids) === JSON.stringify(want) &&
+            (c.status?.members ?? []).every((m) => m.state === "Active") &&
+            c.status?.scale === undefined &&
+            list.length === n &&
+            list.every((x) => x.ready) &&
+            cond(c, "Ready")?.status === "True"
+          );
+        },
+        { timeoutMs, what: `the cluster settled at ${n} brokers`, intervalMs: 1000 },
+      );
+    const patchReplicas = (n: number) =>
+      p.kubectl([
+        "-n",
+        NS,
+        "patch",
+        "naradcluster",
+        CLUSTER,
+        "--type=merge",
+        "-p",
+        JSON.stringify({ spec: { replicas: n } }),
+      ]);
+    let replicas = REPLICAS;
+    const sampler = new PodSampler(
+      () => replicas,
+      pods,
+      (l) => process.stderr.write(`[operator-kind] ${l}\n`),
+    );
+    const producer = new LoadProducer({ tag: "scale", topic: TOPIC, ips: () => sampler.readyIps, headers });
+    let leavingAtOnce = 0;
+    try {
+      await p.waitFor(async () => producer.acked.size >= 50, {
+        timeoutMs: 60_000,
+        what: "traffic before scaling",
+      });
+      const t0 = Date.now();
+      replicas = 5;
+      await patchReplicas(5);
+      await settled(5, 600_000);
+      await p.waitFor(
+        async () => {
+          const o = await owners();
+          return (
+            o.includes(`${CLUSTER}-3`) &&
+            o.includes(`${CLUSTER}-4`) &&
+            (await cluster()).status?.scale === undefined
+          );
+        },
+        { timeoutMs: 300_000, what: "partitions rebalanced onto the new members", intervalMs: 1000 },
+      );
+      const upMs = Date.now() - t0;
+      const t1 = Date.now();
+      replicas = 2;
+      await patchReplicas(2);
+      await p.waitFor(
+        async () => {
+          const c = await cluster();
+          leavingAtOnce = Math.max(
+            leavingAtOnce,
+            (c.status?.members ?? []).filter((m) => m.state === "Decommissioning").length,
+          );
+          return (await stsReplicas()) === 2 && c.status?.scale === undefined;
+        },
+        { timeoutMs: 900_000, what: "the scale-down to 2", intervalMs: 500 },
+      );
+      await settled(2, 300_000);
+      const downMs = Date.now() - t1;
+      await sleep(2_000); // traffic on 2
+      await producer.stop();
+      await sampler.stop();
+      console.log(
+        `operator-kind: scale 3 → 5 with rebalance ${(upMs / 1000).toFixed(1)} s, 5 → 2 ${(downMs / 1000).toFixed(1)} s (at most ${leavingAtOnce} decommissioning at once); ${producer.summary()}`,
+      );
+      expect(leavingAtOnce).toBeLessThanOrEqual(1);
+      expect(await owners()).toEqual([`${CLUSTER}-0`, `${CLUSTER}-1`]);
     } finally {
       await producer.stop();
       await sampler.stop();
