@@ -17,3 +17,10 @@ if [ -x "$KIND" ] && "$KIND" get clusters 2>/dev/null | grep -qx "$CLUSTER"; the
 else
   echo "no kind cluster named $CLUSTER" >&2
 fi
+# The docker network "kind" (up.sh created it): removed once no container
+# uses it, so nothing of the run is left in dockerd either.
+if docker network inspect kind >/dev/null 2>&1; then
+  if [ -z "$(docker network inspect -f '{{range .Containers}}{{.Name}} {{end}}' kind)" ]; then
+    docker network rm kind >/dev/null && echo "docker network kind removed" >&2
+  fi
+fi

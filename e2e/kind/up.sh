@@ -52,11 +52,27 @@ if [ "$NODE_MODE" = local ]; then
     etcd:
       local:
         imageTag: 3.6.16-0
+  - |
+    kind: KubeletConfiguration
+    resolvConf: /kind/pod-resolv.conf
 YAML
 elif [ "$NODE_MODE" = upstream ]; then
   cp e2e/kind/kind-config.yaml "$config"
 else
   die "NARAD_KIND_NODE must be local or upstream, not $NODE_MODE"
+fi
+
+# kind puts its nodes on the docker network "kind", and reuses one that
+# exists. Create it with the fixed, documented subnet so the nodes' addresses
+# never depend on the daemon's pools (a user's dockerd may have other pools).
+KIND_SUBNET="${NARAD_KIND_SUBNET:-172.31.250.0/24}"
+if ! docker network inspect kind >/dev/null 2>&1; then
+  docker network create -d bridge --subnet "$KIND_SUBNET" \
+    -o com.docker.network.bridge.enable_ip_masquerade=true kind >/dev/null
+  step "docker network kind created ($KIND_SUBNET)"
+else
+  have=$(docker network inspect -f '{{range .IPAM.Config}}{{.Subnet}} {{end}}' kind)
+  case " $have" in *" $KIND_SUBNET "*) ;; *) log "warning: docker network kind exists with subnet(s) $have, not $KIND_SUBNET" ;; esac
 fi
 
 if "$KIND" get clusters 2>/dev/null | grep -qx "$CLUSTER"; then

@@ -58,6 +58,8 @@ build_k8s() {
   local v="-X k8s.io/component-base/version.gitVersion=v$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean -X k8s.io/client-go/pkg/version.gitVersion=v$K8S_VERSION -X k8s.io/client-go/pkg/version.gitMajor=1 -X k8s.io/client-go/pkg/version.gitMinor=$minor"
   mkdir -p "$K8S_BIN.tmp"
   for c in kube-apiserver kube-controller-manager kubectl; do
+    # A run that stopped part-way kept what it had finished.
+    [ -x "$K8S_BIN.tmp/$c" ] && { log "$c already built (resuming)"; continue; }
     log "compiling $c"
     CGO_ENABLED=0 GOBIN="$K8S_BIN.tmp" go install -trimpath -ldflags "-s -w $v" "k8s.io/kubernetes/cmd/$c" >&2
   done

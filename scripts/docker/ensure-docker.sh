@@ -9,8 +9,14 @@
 #   3. writes /etc/docker/daemon.json: fixed address pools so no test network
 #      lands on a random private range:
 #        docker0 (bip)                     172.31.249.1/24
-#        user networks (the `kind` one)    172.31.250.0/24  (one /24 pool)
-#      plus cgroupfs, overlay2;
+#        user networks (the `kind` one)    172.31.250.0/24  (e2e/kind/up.sh creates it
+#                                          with that subnet)
+#      The pools list both /24s: when docker0 is missing at start (dockerd
+#      removes it on some stops), dockerd picks docker0's range from the
+#      pools before it applies bip, and with only 172.31.250.0/24, held by
+#      the kind network that outlives dockerd, it failed to start ("list
+#      bridge addresses failed: ... no available network").
+#      Plus cgroupfs, overlay2;
 #   4. starts dockerd when it does not answer, and records that in
 #      /run/narad-docker/started (scripts/docker/stop-docker.sh stops only a
 #      dockerd recorded there).
@@ -51,7 +57,7 @@ want=$(cat <<JSON
   "runtimes": { "narad-runc": { "path": "$WRAPPER" } },
   "default-runtime": "narad-runc",
   "bip": "172.31.249.1/24",
-  "default-address-pools": [ { "base": "172.31.250.0/24", "size": 24 } ],
+  "default-address-pools": [ { "base": "172.31.249.0/24", "size": 24 }, { "base": "172.31.250.0/24", "size": 24 } ],
   "exec-opts": [ "native.cgroupdriver=cgroupfs" ],
   "storage-driver": "overlay2",
   "log-driver": "json-file",

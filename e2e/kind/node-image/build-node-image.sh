@@ -50,11 +50,17 @@ fi
 mkdir -p "$CACHE/images"
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 
-# image NAME TAR DOCKERFILE_BODY FILE...: build NAME from a context holding FILE..., save it as TAR.
+# The component image tars that go into the node image (filled by image()).
+TARS=()
+# image NAME KEY DOCKERFILE_BODY FILE...: build NAME from a context holding
+# FILE..., save it as images/KEY-TAG.tar (the tag in the name: a version bump
+# builds a new tar, never reuses the old one).
 image() {
-  local name=$1 tar="$CACHE/images/$2.tar" body=$3; shift 3
+  local name=$1 key=$2 body=$3; shift 3
+  local tar="$CACHE/images/$key-${name##*:}.tar"
+  TARS+=("$tar")
   [ -s "$tar" ] && { log "$name cached"; return; }
-  local ctx="$work/ctx-$2"; mkdir -p "$ctx"
+  local ctx="$work/ctx-$key"; mkdir -p "$ctx"
   local f; for f in "$@"; do cp -a "$f" "$ctx/"; done
   printf '%s\n' "$body" >"$ctx/Dockerfile"
   log "building $name"
@@ -85,26 +91,36 @@ COPY etcd /usr/local/bin/etcd
 ENV PATH=/usr/local/bin
 $LBL
 ENTRYPOINT [\"/usr/local/bin/etcd\"]" "$ETCD"
-image "registry.k8s.io/coredns/coredns:$COREDNS_VERSION" coredns "FROM scratch
-COPY coredns /coredns
-$LBL
-EXPOSE 53 53/udp
-USER 65532:65532
-ENTRYPOINT [\"/coredns\"]" "$CACHE/coredns-$COREDNS_VERSION/coredns"
-if [ ! -s "$CACHE/images/pause.tar" ]; then
-  gcc -static -O2 -o "$work/pause" "$HERE/pause.c"
-  image "registry.k8s.io/pause:$PAUSE_TAG" pause "FROM scratch
+# CoreDNS runs as uid 65532 and binds port 53: kubeadm's Deployment adds
+# NET_BIND_SERVICE, which a non-root process only gets through a file
+# capability on the binary (as upstream's image sets). BuildKit's COPY drops
+# xattrs, so this image is a `docker import` of a tar that keeps them.
+coredns_tar="$CACHE/images/coredns-fcap-$COREDNS_VERSION.tar"
+TARS+=("$coredns_tar")
+if [ -s "$coredns_tar" ]; then log "registry.k8s.io/coredns/coredns:$COREDNS_VERSION cached"; else
+  log "building registry.k8s.io/coredns/coredns:$COREDNS_VERSION"
+  mkdir -p "$work/dns"
+  cp "$CACHE/coredns-$COREDNS_VERSION/coredns" "$work/dns/coredns"
+  setcap cap_net_bind_service=+ep "$work/dns/coredns" || die "setcap failed (needs libcap2-bin and CAP_SETFCAP)"
+  tar --xattrs --xattrs-include=security.capability -C "$work/dns" -cf "$work/dns.tar" coredns
+  docker import -c 'USER 65532:65532' -c 'EXPOSE 53 53/udp' -c 'ENTRYPOINT ["/coredns"]' \
+    -c "LABEL org.opencontainers.image.description=\"built offline for Narad's kind node image\"" \
+    "$work/dns.tar" "registry.k8s.io/coredns/coredns:$COREDNS_VERSION" >/dev/null
+  docker save -o "$coredns_tar.partial" "registry.k8s.io/coredns/coredns:$COREDNS_VERSION"
+  mv "$coredns_tar.partial" "$coredns_tar"
+fi
+[ -s "$CACHE/images/pause-$PAUSE_TAG.tar" ] || gcc -static -O2 -o "$work/pause" "$HERE/pause.c"
+image "registry.k8s.io/pause:$PAUSE_TAG" pause "FROM scratch
 COPY pause /pause
 $LBL
 USER 65535:65535
 ENTRYPOINT [\"/pause\"]" "$work/pause"
-fi
 image "narad.local/local-path-provisioner:$LOCALPATH_VERSION" local-path-provisioner "FROM scratch
 COPY local-path-provisioner /local-path-provisioner
 $LBL
 ENTRYPOINT [\"/local-path-provisioner\"]" "$CACHE/local-path-provisioner-$LOCALPATH_VERSION/local-path-provisioner"
 # The provisioner's helper pods run sh scripts: Debian's busybox-static.
-if [ ! -s "$CACHE/images/busybox.tar" ]; then
+if [ ! -s "$CACHE/images/busybox-bookworm.tar" ]; then
   (cd "$work" && apt-get download busybox-static >&2)
   dpkg-deb -x "$work"/busybox-static_*.deb "$work/bb"
   mkdir -p "$work/bbroot/bin" "$work/bbroot/tmp"
@@ -114,13 +130,15 @@ if [ ! -s "$CACHE/images/busybox.tar" ]; then
 COPY bbroot/ /
 ENV PATH=/bin
 $LBL" "$work/bbroot"
+else
+  TARS+=("$CACHE/images/busybox-bookworm.tar")
 fi
 
 # The node image itself.
 ctx="$work/node"; mkdir -p "$ctx/bin" "$ctx/images"
 cp -a "$HERE/files" "$ctx/files"
 cp "$CP/kubectl" "$NODE/kubelet" "$NODE/kubeadm" "$CACHE/crictl-v1.37.0/crictl" "$ctx/bin/"
-ln "$CACHE"/images/*.tar "$ctx/images/" 2>/dev/null || cp "$CACHE"/images/*.tar "$ctx/images/"
+ln "${TARS[@]}" "$ctx/images/" 2>/dev/null || cp "${TARS[@]}" "$ctx/images/"
 cat >"$ctx/Dockerfile" <<DF
 FROM $BASE
 COPY files/ /
@@ -138,6 +156,20 @@ LABEL org.opencontainers.image.title="narad-kind-node" \
 STOPSIGNAL SIGRTMIN+3
 ENTRYPOINT ["/usr/local/bin/entrypoint", "/sbin/init"]
 DF
+# Warm runs: the same inputs (this Dockerfile, files/, the binaries and the
+# component tars, by content of the small ones and size+mtime of the big
+# ones) give the same label, and the build (a 1 GB context) is skipped.
+inputs=$( { cat "$ctx/Dockerfile"; (cd "$ctx" && find files -type f | sort | xargs sha256sum);
+  docker image inspect -f '{{.Id}}' "$BASE";
+  stat -L -c '%n %s %Y' "$CP/kubectl" "$NODE/kubelet" "$NODE/kubeadm" "$CACHE/crictl-v1.37.0/crictl" "${TARS[@]}"; } |
+  sha256sum | cut -c1-16)
+printf 'LABEL dev.narad.kind-node.inputs="%s"\n' "$inputs" >>"$ctx/Dockerfile"
+have=$(docker image inspect -f '{{index .Config.Labels "dev.narad.kind-node.inputs"}}' "$NODE_IMAGE" 2>/dev/null || true)
+if [ "$have" = "$inputs" ]; then
+  log "$NODE_IMAGE is up to date (inputs $inputs)"
+  echo "$NODE_IMAGE"
+  exit 0
+fi
 log "building $NODE_IMAGE"
 $DOCKER build -q -t "$NODE_IMAGE" "$ctx" >/dev/null
 log "built $NODE_IMAGE ($(docker image inspect -f '{{.Size}}' "$NODE_IMAGE" | awk '{printf "%.0f MB", $1/1e6}'))"
