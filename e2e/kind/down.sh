@@ -13,7 +13,7 @@ if [ -f "$STATE/routes" ]; then
   rm -f "$STATE/routes"
 fi
 if [ -x "$KIND" ] && "$KIND" get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
-  "$KIND" delete cluster --name "$CLUSTER" >&2
+  "$KIND" delete cluster --name "$CLUSTER" --kubeconfig "$STATE/kubeconfig" >&2
 else
   echo "no kind cluster named $CLUSTER" >&2
 fi

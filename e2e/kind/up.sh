@@ -79,7 +79,9 @@ if "$KIND" get clusters 2>/dev/null | grep -qx "$CLUSTER"; then
   step "reusing kind cluster $CLUSTER"
 else
   step "creating kind cluster $CLUSTER"
-  "$KIND" create cluster --name "$CLUSTER" --config "$config" --wait 300s >&2
+  # --kubeconfig: never touch ~/.kube/config (a context left there, emptied by
+# `kind delete`, is what in-cluster clients of other suites would load).
+"$KIND" create cluster --name "$CLUSTER" --config "$config" --kubeconfig "$STATE/kubeconfig" --wait 300s >&2
   step "cluster created"
 fi
 "$KIND" get kubeconfig --name "$CLUSTER" >"$STATE/kubeconfig"

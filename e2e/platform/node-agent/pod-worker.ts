@@ -372,7 +372,10 @@ export class PodWorker {
     const mounts = await this.#volumes!.classify(mountsOrErr);
     const processEnv: Record<string, string> = {
       PATH: process.env["PATH"] ?? "/usr/local/bin:/usr/bin:/bin",
-      HOME: "/root",
+      // The pod's own directory, as a container has its image's HOME: the
+      // host's (its ~/.kube/config, say) must never leak into a pod (an
+      // in-cluster client would load it instead of its service account).
+      HOME: this.#dir,
       ...env,
       [CONTAINER_MARKER_ENV]: `${this.#ns}/${this.#name}/${spec.name}/${this.uid}`,
     };
