@@ -33,8 +33,6 @@
 // not delivered within deliveryTimeoutMs of send() fails with
 // DeliveryTimeoutError (checked before each attempt of its batch).
 
-import { encodeBinaryBatch } from "../broker/src/core/batch-codec.ts";
-import { createRotator, partitionForKey } from "../broker/src/core/partitioner.ts";
 import type { NaradClient } from "./client.ts";
 import {
   BadRequestError,
@@ -46,6 +44,7 @@ import {
   PayloadTooLargeError,
 } from "./errors.ts";
 import { payloadBytes } from "./types.ts";
+import { createRotator, encodeBinaryBatch, partitionForKey } from "./wire.ts";
 
 export interface ProducerOptions {
   /** Records per batch. Default 1000. */
