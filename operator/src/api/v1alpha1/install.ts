@@ -133,7 +133,11 @@ export const OPERATOR_NAMESPACE = "narad-system";
 export const OPERATOR_PORT = 8080;
 export const OPERATOR_USER_ID = 10001;
 
-/** Defaults of charts/narad-operator/values.yaml (a test checks the file equals this). */
+/**
+ * Defaults of the chart's values. scripts/gen-crds.ts renders
+ * charts/narad-operator/values.yaml, values.schema.json and the README's
+ * values table from these and their docs (chart-values.ts).
+ */
 export const chartValues = {
   image: { repository: "ghcr.io/narad/narad-operator", tag: "", pullPolicy: "IfNotPresent" },
   imagePullSecrets: [] as { name: string }[],
@@ -148,7 +152,9 @@ export const chartValues = {
   logLevel: "info",
   watchNamespaces: [] as string[],
   brokerImage: DEFAULT_BROKER_IMAGE,
-  serviceAccount: { annotations: {} as Record<string, string> },
+  serviceAccount: { create: true, name: "", annotations: {} as Record<string, string> },
+  rbac: { create: true },
+  podDisruptionBudget: { enabled: true, maxUnavailable: 1 as number | string },
   podAnnotations: {} as Record<string, string>,
   podLabels: {} as Record<string, string>,
   podSecurityContext: {
@@ -165,6 +171,9 @@ export const chartValues = {
     runAsUser: OPERATOR_USER_ID,
     capabilities: { drop: ["ALL"] },
   },
+  extraEnv: [] as Record<string, unknown>[],
+  extraVolumes: [] as Record<string, unknown>[],
+  extraVolumeMounts: [] as Record<string, unknown>[],
   nodeSelector: {} as Record<string, string>,
   tolerations: [] as Record<string, unknown>[],
   affinity: {} as Record<string, unknown>,
@@ -253,7 +262,7 @@ function deployment(v: ChartValues, ns: string): Obj {
 
 /**
  * Every object of `kubectl apply -f deploy/narad-operator.yaml`, in apply
- * order: Namespace, CRDs, RBAC, Service, Deployment.
+ * order: Namespace, CRDs, RBAC, Service, PodDisruptionBudget, Deployment.
  */
 export function renderBundle(crds: Obj[], v: ChartValues = chartValues, ns = OPERATOR_NAMESPACE): Obj[] {
   const meta = (name: string, namespaced: boolean): Obj =>
@@ -303,6 +312,19 @@ export function renderBundle(crds: Obj[], v: ChartValues = chartValues, ns = OPE
         ports: [{ name: "http-metrics", port: OPERATOR_PORT, targetPort: "http-metrics", protocol: "TCP" }],
       },
     },
+    ...(v.podDisruptionBudget.enabled
+      ? [
+          {
+            apiVersion: "policy/v1",
+            kind: "PodDisruptionBudget",
+            metadata: meta(OPERATOR_NAME, true),
+            spec: {
+              maxUnavailable: v.podDisruptionBudget.maxUnavailable,
+              selector: { matchLabels: selectorLabels() },
+            },
+          },
+        ]
+      : []),
     deployment(v, ns),
   ];
 }
