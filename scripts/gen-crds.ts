@@ -13,6 +13,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { dump } from "js-yaml";
+import { alertRuleGroups } from "../operator/src/api/v1alpha1/alerts.ts";
 import { chartValueDocs, valuePaths, valuesSchema } from "../operator/src/api/v1alpha1/chart-values.ts";
 import { allCrds } from "../operator/src/api/v1alpha1/crds.ts";
 import {
@@ -104,10 +105,10 @@ export function valuesYaml(values: Record<string, unknown>, indent = "", prefix 
     }
     if (indent === "" && out !== "") out += "\n";
     for (const l of wrap(doc?.description ?? "", 100 - indent.length - 2)) out += `${indent}# ${l}\n`;
-    // Double quotes, as the formatter wants them (js-yaml writes '' for an empty string regardless).
-    const text = dump({ [key]: value }, { noRefs: true, lineWidth: -1, quotingType: '"' }).replace(
-      /: ''$/gm,
-      ': ""',
+    // The formatter wants double quotes; js-yaml single-quotes (both mean the same for these).
+    const text = dump({ [key]: value }, { noRefs: true, lineWidth: -1 }).replace(
+      /(: |- )'([^'"\\\n]*)'$/gm,
+      '$1"$2"',
     );
     out += text
       .trimEnd()
@@ -205,6 +206,17 @@ export function generate(): Map<string, string> {
   out.set(
     "charts/narad-operator/values.schema.json",
     JSON.stringify(valuesSchema(chartValues), null, 2) + "\n",
+  );
+  // Not a template: Helm reads files/ verbatim, so the rules' {{ $labels }} stay as Prometheus wants them.
+  out.set(
+    "charts/narad-operator/files/narad-alerts.yaml",
+    HEADER.replace("operator/src/api/v1alpha1", "operator/src/api/v1alpha1/alerts.ts") +
+      "# A Prometheus rule file (promtool check rules); the chart's PrometheusRule wraps it.\n" +
+      yaml(alertRuleGroups()),
+  );
+  out.set(
+    "charts/narad-operator/files/narad-dashboard.json",
+    readFileSync(join(REPO_ROOT, "dashboards/narad.json"), "utf8"),
   );
   const readme = join(REPO_ROOT, "charts/narad-operator/README.md");
   if (existsSync(readme))

@@ -9,6 +9,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { load } from "js-yaml";
 import { describe, expect, it } from "vitest";
+import { NARAD_VERSION } from "../broker/src/metrics.ts";
 import { DEFAULT_BROKER_IMAGE } from "../operator/src/api/v1alpha1/defaults.ts";
 import { chartValues, OPERATOR_VERSION } from "../operator/src/api/v1alpha1/install.ts";
 import { repoRoot } from "./build-packages.ts";
@@ -40,6 +41,7 @@ describe(`the release version (${version}, package.json)`, () => {
 
   it("the images agree: operator version, default broker image, Dockerfile labels, build script", () => {
     expect(OPERATOR_VERSION).toBe(version);
+    expect(NARAD_VERSION).toBe(version); // narad_build_info{version}
     expect(DEFAULT_BROKER_IMAGE).toBe(`ghcr.io/narad/narad:${version}`);
     expect(chartValues.brokerImage).toBe(DEFAULT_BROKER_IMAGE);
     for (const dockerfile of ["broker/Dockerfile", "operator/Dockerfile"]) {

@@ -131,6 +131,23 @@ export const chartValueDocs: Record<string, ValueDoc> = {
     description: "Extra labels of the ServiceMonitor (for a Prometheus serviceMonitorSelector).",
     schema: stringMap,
   },
+  "metrics.prometheusRule.enabled": {
+    description:
+      "A PrometheusRule with Narad's alerts (files/narad-alerts.yaml; each has a runbook in docs/monitoring.md). Needs the Prometheus Operator's CRDs.",
+  },
+  "metrics.prometheusRule.labels": {
+    description: "Extra labels of the PrometheusRule (for a Prometheus ruleSelector).",
+    schema: stringMap,
+  },
+  "metrics.grafanaDashboard.enabled": {
+    description:
+      "A ConfigMap holding the Narad Grafana dashboard, for the Grafana sidecar that loads labelled ConfigMaps.",
+  },
+  "metrics.grafanaDashboard.labels": {
+    description:
+      "Labels of the dashboard ConfigMap; the sidecar's label (grafana_dashboard by default) must be among them.",
+    schema: stringMap,
+  },
 };
 
 /** Whether the value at `path` is documented as one value (a leaf), not a group of keys. */

@@ -180,6 +180,8 @@ export const chartValues = {
   priorityClassName: "",
   metrics: {
     serviceMonitor: { enabled: false, interval: "30s", labels: {} as Record<string, string> },
+    prometheusRule: { enabled: false, labels: {} as Record<string, string> },
+    grafanaDashboard: { enabled: false, labels: { grafana_dashboard: "1" } as Record<string, string> },
   },
 };
 
