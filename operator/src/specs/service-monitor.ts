@@ -10,8 +10,16 @@ export const SERVICE_MONITOR_KIND = "ServiceMonitor";
 export interface ServiceMonitor extends KubernetesObject {
   spec: {
     selector: { matchLabels: Record<string, string> };
-    endpoints: Array<{ port: string; path: string; interval?: string }>;
+    endpoints: Endpoint[];
   };
+}
+
+interface Endpoint {
+  port: string;
+  path: string;
+  interval?: string;
+  scheme?: "https";
+  tlsConfig?: { ca: { secret: { name: string; key: string } }; serverName: string };
 }
 
 /** A prometheus-operator ServiceMonitor over the client Service, or undefined when disabled. */
@@ -22,11 +30,19 @@ export function serviceMonitorSpec(
   const sm = spec.metrics.serviceMonitor;
   if (!sm.enabled) return undefined;
   const name = cluster.metadata.name ?? "";
-  const endpoint: { port: string; path: string; interval?: string } = {
-    port: BROKER_HTTP_PORT_NAME,
-    path: "/metrics",
-  };
+  const endpoint: Endpoint = { port: BROKER_HTTP_PORT_NAME, path: "/metrics" };
   if (sm.interval !== undefined) endpoint.interval = sm.interval;
+  const tls = spec.security.tls;
+  if (tls !== undefined) {
+    // The brokers serve /metrics over HTTPS on the same port. Prometheus
+    // trusts the CA of the TLS Secret (its ca.crt) and checks the name of
+    // the client Service, which the certificate must therefore cover.
+    endpoint.scheme = "https";
+    endpoint.tlsConfig = {
+      ca: { secret: { name: tls.secretName, key: "ca.crt" } },
+      serverName: `${resourceNames(name).clientService}.${cluster.metadata.namespace ?? "default"}.svc`,
+    };
+  }
   return {
     apiVersion: SERVICE_MONITOR_API_VERSION,
     kind: SERVICE_MONITOR_KIND,

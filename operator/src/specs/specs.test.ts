@@ -180,6 +180,26 @@ describe("pdb and service monitor", () => {
     expect(clientServiceSpec(cluster).metadata?.labels).toMatchObject(sm?.spec.selector.matchLabels ?? {});
     expect(headlessServiceSpec(cluster).metadata?.labels?.["narad.dev/service"]).toBe("headless");
   });
+  it("service monitor scrapes over https, trusting the TLS Secret's CA, when TLS is on", () => {
+    const sm = serviceMonitorSpec(
+      cluster,
+      withClusterDefaults({
+        metrics: { serviceMonitor: { enabled: true } },
+        security: { tls: { secretName: "demo-tls" } },
+      }),
+    );
+    expect(sm?.spec.endpoints).toEqual([
+      {
+        port: "http",
+        path: "/metrics",
+        scheme: "https",
+        tlsConfig: {
+          ca: { secret: { name: "demo-tls", key: "ca.crt" } },
+          serverName: `demo.${cluster.metadata.namespace}.svc`,
+        },
+      },
+    ]);
+  });
 });
 
 describe("statefulset", () => {
