@@ -91,6 +91,8 @@ describe("the chart renders objects the API server accepts", () => {
       "serviceAccount.annotations.example\\.com/role=operator",
     ],
     "no PodDisruptionBudget": ["podDisruptionBudget.enabled=false"],
+    // (The ServiceMonitor and PrometheusRule need the Prometheus Operator's CRDs, not installed here.)
+    "Grafana dashboard ConfigMap": ["metrics.grafanaDashboard.enabled=true"],
   };
 
   it.each(Object.keys(valueSets))("%s", async (name) => {
