@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { load } from "js-yaml";
 import { describe, expect, it } from "vitest";
-import { NARAD_VERSION } from "../broker/src/metrics.ts";
+import { NARAD_VERSION } from "../broker/src/version.ts";
 import { DEFAULT_BROKER_IMAGE } from "../operator/src/api/v1alpha1/defaults.ts";
 import { chartValues, OPERATOR_VERSION } from "../operator/src/api/v1alpha1/install.ts";
 import { repoRoot } from "./build-packages.ts";

@@ -4,8 +4,9 @@
 import { type StatsFs, statfsSync } from "node:fs";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 
-/** The release version (package.json's; scripts/version.test.ts keeps them equal). */
-export const NARAD_VERSION = "0.1.0";
+import { NARAD_VERSION } from "./version.ts";
+
+export { NARAD_VERSION };
 
 export interface BrokerMetrics {
   registry: Registry;

@@ -160,6 +160,15 @@ describe("narad CLI", () => {
     expect(unknown.stderr).toContain('no context "nope"');
   });
 
+  it("--version (and version) prints the release version", async () => {
+    const version = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")).version as string;
+    for (const arg of ["--version", "-V", "version"]) {
+      const r = await narad_([arg], { url: false });
+      expect(r.code).toBe(0);
+      expect(r.stdout).toBe(`narad ${version} (node ${process.version})\n`);
+    }
+  });
+
   it("usage errors exit 2 with the usage text", async () => {
     const unknown = await narad_(["frobnicate"]);
     expect(unknown.code).toBe(2);

@@ -42,6 +42,7 @@ Global options:
   --ca FILE        PEM CA to trust for https:// urls                env NARAD_CA
                    (without these, the context's credentials apply when the urls come from it)
   -h, --help       this text
+  -V, --version    the version of narad (also: narad version)
 
 Exit codes: 0 ok, 1 error (broker or network), 2 usage.
 `;
