@@ -274,14 +274,14 @@ export function createBrokerMetrics(opts: {
       collect: () => consumerScrape.refresh?.(),
     }),
     consumerInflight: new Gauge({
-      name: "narad_inflight_size",
+      name: "narad_consumer_inflight_messages",
       help: "Leased (delivered, not yet settled) messages per queue",
       labelNames: consumerLabels,
       registers: r,
       collect: () => consumerScrape.refresh?.(),
     }),
     consumerAckedAhead: new Gauge({
-      name: "narad_acked_ahead_size",
+      name: "narad_consumer_acked_ahead_messages",
       help: "Acked-ahead plus corrupt offsets above the frontier per queue (they share the cap)",
       labelNames: consumerLabels,
       registers: r,

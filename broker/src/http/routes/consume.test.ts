@@ -118,7 +118,7 @@ describe("queue consume", () => {
     expect(readFileSync(file)).toEqual(Buffer.from([0, 0, 0, 0, 0, 0, 0, 3]));
     const metrics = (await req("GET", "/metrics")).text;
     expect(metrics).toMatch(/narad_consumer_lag_messages\{topic="q",partition="0",group="default"\} 0/);
-    expect(metrics).toMatch(/narad_inflight_size\{topic="q",partition="0",group="default"\} 0/);
+    expect(metrics).toMatch(/narad_consumer_inflight_messages\{topic="q",partition="0",group="default"\} 0/);
   });
 
   it("redelivers after the visibility timeout; the old handle is stale", async () => {
