@@ -50,6 +50,10 @@ export interface BrokerMetrics {
   admissionWaitSeconds: Histogram;
   admissionRejected: Counter<"reason">;
   rateLimited: Counter<"scope">;
+  /** Drops every series labelled with this topic (the topic was deleted; its data is gone). */
+  forgetTopic(topic: string): Promise<void>;
+  /** Drops the series of one consumer group of a topic (the group was deleted). */
+  forgetGroup(topic: string, group: string): Promise<void>;
   /** 1 while /readyz answers ready (set at scrape). */
   ready: Gauge;
   /** Members of the cluster by state, in this broker's view (set at scrape). */
@@ -112,6 +116,16 @@ export function createBrokerMetrics(opts: {
   const fsyncBuckets = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1];
   const countBuckets = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096];
   const consumerScrape: { refresh?: () => void } = {};
+  /** Removes every series of `metric` whose labels include all of `match`. */
+  const forget = async (
+    metric: Counter<string> | Gauge<string>,
+    match: Record<string, string>,
+  ): Promise<void> => {
+    for (const v of (await metric.get()).values) {
+      const labels = v.labels as Record<string, string | number>;
+      if (Object.entries(match).every(([k, want]) => String(labels[k]) === want)) metric.remove(labels);
+    }
+  };
   const consumerLabels = ["topic", "partition", "group"] as const;
   return {
     registry,
@@ -295,6 +309,18 @@ export function createBrokerMetrics(opts: {
     }),
     onConsumerScrape: (refresh) => {
       consumerScrape.refresh = refresh;
+    },
+    async forgetTopic(topic) {
+      for (const m of [
+        this.producedMessages,
+        this.producedBytes,
+        this.consumedMessages,
+        this.consumerRedelivered,
+      ])
+        await forget(m, { topic });
+    },
+    async forgetGroup(topic, group) {
+      await forget(this.consumerRedelivered, { topic, group });
     },
     admissionBudgetBytes: new Gauge({
       name: "narad_admission_budget_bytes",
