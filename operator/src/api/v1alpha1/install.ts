@@ -90,7 +90,7 @@ export const OPERATOR_CLUSTER_ROLE_RULES: PolicyRule[] = [
   { apiGroups: ["storage.k8s.io"], resources: ["storageclasses"], verbs: ["get", "list", "watch"] },
   {
     apiGroups: ["monitoring.coreos.com"],
-    resources: ["servicemonitors"],
+    resources: ["servicemonitors", "podmonitors"],
     verbs: ["get", "create", "patch", "delete"],
   },
 ];
