@@ -21,6 +21,7 @@ export default defineConfig({
             "broker/src/**/*.test.ts",
             "operator/src/**/*.test.ts",
             "client/**/*.test.ts",
+            "packages/**/*.test.ts",
             "scripts/**/*.test.ts",
             "e2e/**/*.unit.test.ts",
             "sim/**/*.test.ts",

@@ -1,7 +1,6 @@
 import type { ServerResponse } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
-import { decodeBinaryBatch } from "../broker/src/core/batch-codec.ts";
-import { partitionForKey } from "../broker/src/core/partitioner.ts";
+import { decodeBinaryBatch, partitionForKey } from "../packages/wire/src/index.ts";
 import {
   BadRequestError,
   BufferFullError,

@@ -136,6 +136,14 @@ export class NaradClient {
       });
       return ((parseJson(r.body).groups as Json[]) ?? []).map(groupFromJson);
     },
+    /** Forgets a consumer group: its frontiers, leases and declaration. 404 (TopicNotFoundError's kin) when unknown. */
+    deleteGroup: async (name: string, group: string): Promise<void> => {
+      await this.transport.request({
+        method: "DELETE",
+        path: `/v1/topics/${enc(name)}/groups/${enc(group)}`,
+        ctx: { topic: name },
+      });
+    },
   };
 
   /**

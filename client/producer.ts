@@ -49,8 +49,6 @@
 // offsets if it was stored); with later batches numbered after it, those
 // settle it: accepted (it was stored) or refused and re-initialised.
 
-import { encodeBinaryBatch } from "../broker/src/core/batch-codec.ts";
-import { createRotator, partitionForKey } from "../broker/src/core/partitioner.ts";
 import type { NaradClient } from "./client.ts";
 import {
   BadRequestError,
@@ -65,6 +63,7 @@ import {
 } from "./errors.ts";
 import type { Reply } from "./transport.ts";
 import { payloadBytes } from "./types.ts";
+import { createRotator, encodeBinaryBatch, partitionForKey } from "./wire.ts";
 
 export interface ProducerOptions {
   /** Records per batch. Default 1000. */

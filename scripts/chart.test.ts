@@ -3,13 +3,13 @@
 // Skipped, saying so, when no helm binary is around.
 
 import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
-import { homedir } from "node:os";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadAll } from "js-yaml";
 import { describe, expect, it } from "vitest";
 import { allCrds } from "../operator/src/api/v1alpha1/crds.ts";
-import { OPERATOR_NAMESPACE, renderBundle } from "../operator/src/api/v1alpha1/install.ts";
+import { OPERATOR_NAMESPACE, OPERATOR_VERSION, renderBundle } from "../operator/src/api/v1alpha1/install.ts";
 import { REPO_ROOT } from "./gen-crds.ts";
 
 function findHelm(): string | undefined {
@@ -107,5 +107,89 @@ describe.skipIf(!helm)("helm chart charts/narad-operator", () => {
     const env = JSON.stringify(objs.find((o) => o.kind === "Deployment"));
     expect(env).toContain('{"name":"NARAD_OPERATOR_WATCH_NAMESPACES","value":"team-a,team-b"}');
     expect(env).toContain('{"name":"NARAD_OPERATOR_LEADER_ELECT","value":"false"}');
+  });
+
+  it("serviceAccount.create=false and rbac.create=false: the operator runs as the named account, nothing RBAC is created", () => {
+    const objs = render(["serviceAccount.create=false", "serviceAccount.name=ops", "rbac.create=false"]);
+    const kinds = objs.map((o) => o.kind);
+    for (const kind of ["ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"])
+      expect(kinds).not.toContain(kind);
+    const d = objs.find((o) => o.kind === "Deployment") as unknown as {
+      spec: { template: { spec: { serviceAccountName: string } } };
+    };
+    expect(d.spec.template.spec.serviceAccountName).toBe("ops");
+    // Created, with a name: the bindings name it too.
+    const named = render(["serviceAccount.name=ops"]);
+    expect(named.find((o) => o.kind === "ServiceAccount")?.metadata.name).toBe("ops");
+    const binding = named.find((o) => o.kind === "ClusterRoleBinding") as unknown as {
+      subjects: { name: string }[];
+    };
+    expect(binding.subjects.map((s) => s.name)).toEqual(["ops"]);
+  });
+
+  it("a PodDisruptionBudget by default, selecting the operator pods; off with podDisruptionBudget.enabled=false", () => {
+    const objs = render(["podDisruptionBudget.maxUnavailable=50%"]);
+    const pdb = objs.find((o) => o.kind === "PodDisruptionBudget") as unknown as {
+      spec: { maxUnavailable: unknown; selector: { matchLabels: Record<string, string> } };
+    };
+    expect(pdb.spec.maxUnavailable).toBe("50%");
+    const d = objs.find((o) => o.kind === "Deployment") as unknown as {
+      spec: { selector: { matchLabels: Record<string, string> } };
+    };
+    expect(pdb.spec.selector.matchLabels).toEqual(d.spec.selector.matchLabels);
+    expect(render(["podDisruptionBudget.enabled=false"]).map((o) => o.kind)).not.toContain(
+      "PodDisruptionBudget",
+    );
+  });
+
+  it("extraEnv, extraVolumes and extraVolumeMounts reach the Deployment", () => {
+    const objs = render([
+      "extraEnv[0].name=HTTPS_PROXY",
+      "extraEnv[0].value=http://proxy:3128",
+      "extraVolumes[0].name=ca",
+      "extraVolumes[0].configMap.name=corp-ca",
+      "extraVolumeMounts[0].name=ca",
+      "extraVolumeMounts[0].mountPath=/etc/ssl/corp",
+    ]);
+    const pod = (
+      objs.find((o) => o.kind === "Deployment") as unknown as {
+        spec: {
+          template: {
+            spec: { volumes: unknown[]; containers: { env: unknown[]; volumeMounts: unknown[] }[] };
+          };
+        };
+      }
+    ).spec.template.spec;
+    expect(pod.containers[0]!.env).toContainEqual({ name: "HTTPS_PROXY", value: "http://proxy:3128" });
+    expect(pod.volumes).toEqual([{ name: "ca", configMap: { name: "corp-ca" } }]);
+    expect(pod.containers[0]!.volumeMounts).toEqual([{ name: "ca", mountPath: "/etc/ssl/corp" }]);
+  });
+
+  it("values.schema.json refuses unknown keys and values of the wrong type", () => {
+    const refused = (set: string): string => {
+      try {
+        render([set]);
+        return "rendered";
+      } catch (err) {
+        return String((err as { stderr?: string }).stderr ?? err);
+      }
+    };
+    expect(refused("replica=3")).toMatch(/schema.*replica|additional properties.*replica/is);
+    expect(refused("logLevel=loud")).toMatch(/logLevel/);
+    expect(refused("replicas=-1")).toMatch(/replicas/);
+    expect(refused("podDisruptionBudget.maxUnavailable=half")).toMatch(/maxUnavailable/);
+  });
+
+  it("helm package makes a chart archive that installs the same objects", () => {
+    const dir = mkdtempSync(join(tmpdir(), "narad-chart-"));
+    try {
+      run(["package", chart, "-d", dir]);
+      const files = readdirSync(dir);
+      expect(files).toEqual([`narad-operator-${OPERATOR_VERSION}.tgz`]);
+      const fromArchive = run(["template", "narad-operator", join(dir, files[0]!), "-n", OPERATOR_NAMESPACE]);
+      expect(fromArchive).toBe(run(["template", "narad-operator", chart, "-n", OPERATOR_NAMESPACE]));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

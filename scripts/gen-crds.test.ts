@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { load, loadAll } from "js-yaml";
 import { describe, expect, it } from "vitest";
+import { chartValueDocs, valuePaths, valuesSchema } from "../operator/src/api/v1alpha1/chart-values.ts";
 import { chartValues } from "../operator/src/api/v1alpha1/install.ts";
 import { generate, REPO_ROOT } from "./gen-crds.ts";
 
@@ -23,7 +24,16 @@ describe("generated files match operator/src/api/v1alpha1", () => {
     );
   });
 
-  it("the bundle parses and holds Namespace, 2 CRDs, RBAC, Service, Deployment", () => {
+  it("every chart value is documented and every documented path is a value", () => {
+    const paths = valuePaths(chartValues);
+    expect(Object.keys(chartValueDocs).filter((p) => !paths.includes(p))).toEqual([]);
+    expect(paths.filter((p) => chartValueDocs[p] === undefined)).toEqual([]);
+    // The schema carries each default.
+    const schema = valuesSchema(chartValues) as { properties: Record<string, { default?: unknown }> };
+    expect(schema.properties.replicas?.default).toBe(chartValues.replicas);
+  });
+
+  it("the bundle parses and holds Namespace, 2 CRDs, RBAC, Service, PodDisruptionBudget, Deployment", () => {
     const docs = loadAll(generated.get("deploy/narad-operator.yaml")!) as { kind: string }[];
     expect(docs.map((d) => d.kind)).toEqual([
       "Namespace",
@@ -35,6 +45,7 @@ describe("generated files match operator/src/api/v1alpha1", () => {
       "Role",
       "RoleBinding",
       "Service",
+      "PodDisruptionBudget",
       "Deployment",
     ]);
   });

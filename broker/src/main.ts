@@ -7,6 +7,7 @@ import { pino } from "pino";
 import { cliCommandNames, cliUsage } from "./cli/usage.ts";
 import { ConfigError, loadConfig, usage } from "./config.ts";
 import { armEarlyStop, releaseEarlyStop } from "./early-stop.ts";
+import { NARAD_VERSION } from "./version.ts";
 
 async function serve(argv: string[]): Promise<void> {
   // Until the drain handler below is on, a signal exits at once (early-stop.ts).
@@ -61,6 +62,11 @@ async function main(argv: string[]): Promise<void> {
     case "--help":
     case "-h":
       process.stdout.write(`${cliUsage}\n${usage}`);
+      return;
+    case "version":
+    case "--version":
+    case "-V":
+      process.stdout.write(`narad ${NARAD_VERSION} (node ${process.version})\n`);
       return;
     default:
       process.stderr.write(`narad: unknown command "${command}"\n\n${cliUsage}`);

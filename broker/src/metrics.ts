@@ -1,7 +1,12 @@
 // The broker's Prometheus metrics, on a registry owned by one broker (no
 // global registry, so tests can run several brokers in one process).
 
+import { type StatsFs, statfsSync } from "node:fs";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+
+import { NARAD_VERSION } from "./version.ts";
+
+export { NARAD_VERSION };
 
 export interface BrokerMetrics {
   registry: Registry;
@@ -45,15 +50,82 @@ export interface BrokerMetrics {
   admissionWaitSeconds: Histogram;
   admissionRejected: Counter<"reason">;
   rateLimited: Counter<"scope">;
+  /** Drops every series labelled with this topic (the topic was deleted; its data is gone). */
+  forgetTopic(topic: string): Promise<void>;
+  /** Drops the series of one consumer group of a topic (the group was deleted). */
+  forgetGroup(topic: string, group: string): Promise<void>;
+  /** 1 while /readyz answers ready (set at scrape). */
+  ready: Gauge;
+  /** Members of the cluster by state, in this broker's view (set at scrape). */
+  clusterMembers: Gauge<"state">;
 }
 
-export function createBrokerMetrics(opts: { defaultMetrics: boolean }): BrokerMetrics {
+/** Every member state, so a state with no member reads 0 rather than vanishing. */
+export const memberStates = [
+  "Joining",
+  "Active",
+  "Maintenance",
+  "Down",
+  "Decommissioning",
+  "Removed",
+] as const;
+
+export function createBrokerMetrics(opts: {
+  defaultMetrics: boolean;
+  /** The data directory: its file system's free and total bytes are read at each scrape. */
+  dataDir?: string;
+}): BrokerMetrics {
   const registry = new Registry();
-  if (opts.defaultMetrics) collectDefaultMetrics({ register: registry, prefix: "narad_process_" });
+  // The standard process_* and nodejs_* names, unprefixed, as every Node.js exporter has them.
+  if (opts.defaultMetrics) collectDefaultMetrics({ register: registry });
   const r = [registry];
+  new Gauge({
+    name: "narad_build_info",
+    help: "Always 1; the labels say which broker build runs",
+    labelNames: ["version", "node_version"],
+    registers: r,
+  }).set({ version: NARAD_VERSION, node_version: process.version }, 1);
+  const dataDir = opts.dataDir;
+  if (dataDir !== undefined) {
+    const disk = (pick: (fs: StatsFs) => number) => () => {
+      try {
+        return pick(statfsSync(dataDir));
+      } catch {
+        return Number.NaN; // the volume is gone or unreadable: say so, not 0
+      }
+    };
+    const available = disk((fs) => fs.bavail * fs.bsize);
+    const capacity = disk((fs) => fs.blocks * fs.bsize);
+    new Gauge({
+      name: "narad_disk_available_bytes",
+      help: "Bytes available to the broker on the data directory's file system",
+      registers: r,
+      collect() {
+        this.set(available());
+      },
+    });
+    new Gauge({
+      name: "narad_disk_capacity_bytes",
+      help: "Size in bytes of the data directory's file system",
+      registers: r,
+      collect() {
+        this.set(capacity());
+      },
+    });
+  }
   const fsyncBuckets = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1];
   const countBuckets = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096];
   const consumerScrape: { refresh?: () => void } = {};
+  /** Removes every series of `metric` whose labels include all of `match`. */
+  const forget = async (
+    metric: Counter<string> | Gauge<string>,
+    match: Record<string, string>,
+  ): Promise<void> => {
+    for (const v of (await metric.get()).values) {
+      const labels = v.labels as Record<string, string | number>;
+      if (Object.entries(match).every(([k, want]) => String(labels[k]) === want)) metric.remove(labels);
+    }
+  };
   const consumerLabels = ["topic", "partition", "group"] as const;
   return {
     registry,
@@ -216,14 +288,14 @@ export function createBrokerMetrics(opts: { defaultMetrics: boolean }): BrokerMe
       collect: () => consumerScrape.refresh?.(),
     }),
     consumerInflight: new Gauge({
-      name: "narad_inflight_size",
+      name: "narad_consumer_inflight_messages",
       help: "Leased (delivered, not yet settled) messages per queue",
       labelNames: consumerLabels,
       registers: r,
       collect: () => consumerScrape.refresh?.(),
     }),
     consumerAckedAhead: new Gauge({
-      name: "narad_acked_ahead_size",
+      name: "narad_consumer_acked_ahead_messages",
       help: "Acked-ahead plus corrupt offsets above the frontier per queue (they share the cap)",
       labelNames: consumerLabels,
       registers: r,
@@ -237,6 +309,18 @@ export function createBrokerMetrics(opts: { defaultMetrics: boolean }): BrokerMe
     }),
     onConsumerScrape: (refresh) => {
       consumerScrape.refresh = refresh;
+    },
+    async forgetTopic(topic) {
+      for (const m of [
+        this.producedMessages,
+        this.producedBytes,
+        this.consumedMessages,
+        this.consumerRedelivered,
+      ])
+        await forget(m, { topic });
+    },
+    async forgetGroup(topic, group) {
+      await forget(this.consumerRedelivered, { topic, group });
     },
     admissionBudgetBytes: new Gauge({
       name: "narad_admission_budget_bytes",
@@ -263,6 +347,17 @@ export function createBrokerMetrics(opts: { defaultMetrics: boolean }): BrokerMe
       name: "narad_admission_rejected_total",
       help: "Produce requests refused by admission: timeout (429) or too_large (413, larger than the budget)",
       labelNames: ["reason"],
+      registers: r,
+    }),
+    ready: new Gauge({
+      name: "narad_ready",
+      help: "1 while the broker is ready (recovered, not draining), as /readyz answers",
+      registers: r,
+    }),
+    clusterMembers: new Gauge({
+      name: "narad_cluster_members",
+      help: "Members of the cluster by state, as this broker's membership view has them",
+      labelNames: ["state"],
       registers: r,
     }),
     rateLimited: new Counter({

@@ -91,7 +91,7 @@ export async function startBroker(
   const monoMs = () => performance.timeOrigin + performance.now();
   await mkdir(config.dataDir, { recursive: true });
   const lock = await acquireDataDirLock(config.dataDir);
-  const metrics = createBrokerMetrics({ defaultMetrics: true });
+  const metrics = createBrokerMetrics({ defaultMetrics: true, dataDir: config.dataDir });
   const metastore =
     opts.metastore ??
     (config.metastore === "kubernetes"

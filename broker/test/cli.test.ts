@@ -127,6 +127,44 @@ describe("narad CLI", () => {
     expect(empty).toMatchObject({ code: 0, stdout: "" });
   });
 
+  it("group ls, describe and rm", async () => {
+    expect((await narad_(["topic", "add", "grouped", "--partitions", "2"])).code).toBe(0);
+    await narad_(["pub", "grouped", "--partition", "0"], { stdin: "a\nb\n" });
+    // Two leased, nothing acked: lag 2 and 2 in flight on partition 0.
+    const peek = await narad_([
+      "sub",
+      "grouped",
+      "--group",
+      "audit",
+      "--peek",
+      "--count",
+      "2",
+      "--idle-ms",
+      "5000",
+    ]);
+    expect(peek.code).toBe(0);
+    const ls = await narad_(["group", "ls", "grouped", "--json"]);
+    expect(ls.code).toBe(0);
+    const groups = JSON.parse(ls.stdout) as Array<{ name: string; lag: number }>;
+    expect(groups.find((g) => g.name === "audit")?.lag).toBe(2);
+    expect((await narad_(["group", "ls", "grouped"])).stdout).toMatch(/^GROUP +LAG +IN FLIGHT +PARTITIONS\n/);
+    const described = await narad_(["group", "describe", "grouped", "audit"]);
+    expect(described.stdout).toMatch(
+      /^PARTITION +COMMITTED +IN FLIGHT +ACKED AHEAD +LAG\n0 +0 +0 +0 +2\n1 +0 +0 +0 +0\n$/,
+    );
+    expect((await narad_(["group", "describe", "grouped", "nobody"])).code).toBe(1);
+    expect(await narad_(["group", "rm", "grouped", "audit"])).toMatchObject({
+      code: 0,
+      stdout: "deleted group audit of grouped\n",
+    });
+    const after = JSON.parse((await narad_(["group", "ls", "grouped", "--json"])).stdout) as Array<{
+      name: string;
+    }>;
+    expect(after.map((g) => g.name)).not.toContain("audit");
+    expect((await narad_(["group", "rm", "grouped", "audit"])).code).toBe(1); // 404
+    expect((await narad_(["group"])).code).toBe(2);
+  });
+
   it("contexts round-trip in a temp config dir; --context and --url override", async () => {
     const add = await narad_(["context", "add", "local", "--url", narad.url], { url: false });
     expect(add.code).toBe(0);
@@ -158,6 +196,15 @@ describe("narad CLI", () => {
     const unknown = await narad_(["topic", "ls", "--context", "nope"], { url: false });
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain('no context "nope"');
+  });
+
+  it("--version (and version) prints the release version", async () => {
+    const version = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")).version as string;
+    for (const arg of ["--version", "-V", "version"]) {
+      const r = await narad_([arg], { url: false });
+      expect(r.code).toBe(0);
+      expect(r.stdout).toBe(`narad ${version} (node ${process.version})\n`);
+    }
   });
 
   it("usage errors exit 2 with the usage text", async () => {

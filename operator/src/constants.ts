@@ -90,7 +90,6 @@ export const GENERATED_SECRET_BYTES = 32;
 export const CLUSTER_SECRET_CACHE_MS = 30_000;
 /** How often a reconcile re-checks (GET) that a cluster's Secrets still exist. */
 export const SECRET_RECHECK_MS = 60_000;
-export const BROKER_DEFAULT_IMAGE = "ghcr.io/narad/narad:latest";
 export const BROKER_STARTUP_PROBE_FAILURE_THRESHOLD = 30;
 export const BROKER_STARTUP_PROBE_PERIOD_SECONDS = 2;
 export const BROKER_LIVENESS_PROBE_PERIOD_SECONDS = 10;

@@ -37,7 +37,8 @@ export class OperatorMetrics {
   });
 
   constructor(opts: { processMetrics?: boolean } = {}) {
-    if (opts.processMetrics) collectDefaultMetrics({ register: this.registry, prefix: "narad_operator_" });
+    // The standard process_* and nodejs_* names, unprefixed.
+    if (opts.processMetrics) collectDefaultMetrics({ register: this.registry });
     this.leader.set(0);
     this.queueDepth.set(0);
   }

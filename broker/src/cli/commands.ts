@@ -2,7 +2,7 @@
 
 import { resolve } from "node:path";
 import { createInterface } from "node:readline";
-import type { Message, ReceivedMessage, TopicInfo, TopicSettings } from "../../../client/index.ts";
+import type { GroupInfo, Message, ReceivedMessage, TopicInfo, TopicSettings } from "../../../client/index.ts";
 import { type Command, type Io, intOption, type Options, UsageError, type Values } from "./args.ts";
 import { type Context, loadContexts, saveContexts } from "./contexts.ts";
 import { bytes, duration, payloadText, table } from "./format.ts";
@@ -422,12 +422,65 @@ const contextRm: Command = {
   },
 };
 
+function groupTable(groups: GroupInfo[]): string {
+  return table(
+    ["GROUP", "LAG", "IN FLIGHT", "PARTITIONS"],
+    groups.map((g) => [g.name, g.lag, g.partitions.reduce((a, p) => a + p.inFlight, 0), g.partitions.length]),
+  );
+}
+
+const groupLs: Command = {
+  options: {},
+  async run(_values, args, io) {
+    const [topic] = positionals(args, ["topic"]);
+    const groups = await io.client().topics.groups(topic as string);
+    if (io.json) io.out(`${JSON.stringify(groups)}\n`);
+    else if (groups.length === 0) io.out(`no consumer groups on ${topic}\n`);
+    else io.out(groupTable(groups));
+    return 0;
+  },
+};
+
+const groupDescribe: Command = {
+  options: {},
+  async run(_values, args, io) {
+    const [topic, name] = positionals(args, ["topic", "group"]);
+    const group = (await io.client().topics.groups(topic as string)).find((g) => g.name === name);
+    if (group === undefined) {
+      io.err(`narad: group "${name}" of topic "${topic}" not found\n`);
+      return 1;
+    }
+    if (io.json) io.out(`${JSON.stringify(group)}\n`);
+    else
+      io.out(
+        table(
+          ["PARTITION", "COMMITTED", "IN FLIGHT", "ACKED AHEAD", "LAG"],
+          group.partitions.map((p) => [p.partition, p.committed, p.inFlight, p.ackedAhead, p.lag]),
+        ),
+      );
+    return 0;
+  },
+};
+
+const groupRm: Command = {
+  options: {},
+  async run(_values, args, io) {
+    const [topic, name] = positionals(args, ["topic", "group"]);
+    await io.client().topics.deleteGroup(topic as string, name as string);
+    io.out(io.json ? `${JSON.stringify({ deleted: name, topic })}\n` : `deleted group ${name} of ${topic}\n`);
+    return 0;
+  },
+};
+
 export const commands: Record<string, Command> = {
   "topic add": topicAdd,
   "topic ls": topicLs,
   "topic info": topicInfo,
   "topic edit": topicEdit,
   "topic rm": topicRm,
+  "group ls": groupLs,
+  "group describe": groupDescribe,
+  "group rm": groupRm,
   pub,
   sub,
   replay,

@@ -109,7 +109,7 @@ export async function runCli(
   // Subcommand groups: "topic add", "cluster status", "context use".
   let key = command;
   let rest = argv;
-  const group = ["topic", "cluster", "context"].includes(command);
+  const group = ["topic", "group", "cluster", "context"].includes(command);
   if (group) {
     const sub = argv[0];
     if (sub === undefined || sub.startsWith("-")) {

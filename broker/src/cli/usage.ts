@@ -2,6 +2,7 @@
 
 export const cliCommandNames = [
   "topic",
+  "group",
   "pub",
   "sub",
   "replay",
@@ -19,6 +20,8 @@ Commands:
                    [--visibility-timeout-ms N] [--max-in-flight N] [--max-acked-ahead N]
   topic ls | info <name> | rm <name>
   topic edit <name> [--partitions N] [--retention-ms N] [--retention-bytes N] [--max-in-flight N] [--max-acked-ahead N]
+  group ls <topic> | describe <topic> <group> | rm <topic> <group>
+                                            consumer groups: lag, in flight, per partition; rm forgets one
   pub <topic> [message] [--key K] [--partition N]
                                             publish one message, or one per stdin line
   sub <topic> [--group G] [--peek] [--count N] [--idle-ms N] [--wait-ms N]
@@ -42,6 +45,7 @@ Global options:
   --ca FILE        PEM CA to trust for https:// urls                env NARAD_CA
                    (without these, the context's credentials apply when the urls come from it)
   -h, --help       this text
+  -V, --version    the version of narad (also: narad version)
 
 Exit codes: 0 ok, 1 error (broker or network), 2 usage.
 `;

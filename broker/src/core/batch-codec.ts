@@ -11,22 +11,22 @@
 //   text (or decoded from base64 with payload_encoding), anything else as
 //   its JSON text.
 
+// The binary format itself is the @narad/wire package's (packages/wire),
+// shared with the client; the broker decodes it with its own error types.
+import {
+  type BatchLimits,
+  batchContentTypes,
+  batchMaxKeyBytes,
+  type DecodedBatchEntry,
+  decodeBinaryBatch as decodeWireBatch,
+  encodeBinaryBatch,
+} from "../../../packages/wire/src/batch.ts";
 import { badRequest, NaradError } from "../errors.ts";
 
-/**
- * Bounds on a decoded batch. Records are counted while decoding, so a body of
- * millions of tiny records is refused (whole) after maxRecords objects, not
- * after millions: each decoded record costs a few hundred bytes of heap on
- * top of its body bytes, which the produce memory budget does not see.
- */
-export interface BatchLimits {
-  maxRecords: number;
-  /** One key limit for both formats (the binary format cannot carry more than 65,535). */
-  maxKeyBytes: number;
-}
+export { type BatchLimits, batchContentTypes, batchMaxKeyBytes, encodeBinaryBatch };
 
-/** The binary format's u16 key length: the most either format accepts. */
-export const batchMaxKeyBytes = 0xffff;
+/** A decoded record: key and payload are views into the request body. */
+export type BatchEntry = DecodedBatchEntry;
 
 const unlimited: BatchLimits = { maxRecords: Number.MAX_SAFE_INTEGER, maxKeyBytes: batchMaxKeyBytes };
 
@@ -37,75 +37,20 @@ function tooManyRecords(max: number): NaradError {
   );
 }
 
-export interface BatchEntry {
-  /** -1 when the broker should choose. */
-  partition: number;
-  /** Empty when keyless. */
-  key: Buffer;
-  payload: Buffer;
-}
+const brokerErrors = { malformed: badRequest, tooManyRecords };
 
-export const batchContentTypes = {
-  binary: "application/vnd.narad.batch",
-  ndjson: "application/x-ndjson",
-} as const;
-
-const binaryHeaderBytes = 4 + 2;
-
+/**
+ * Bounds on a decoded batch. Records are counted while decoding, so a body of
+ * millions of tiny records is refused (whole) after maxRecords objects, not
+ * after millions: each decoded record costs a few hundred bytes of heap on
+ * top of its body bytes, which the produce memory budget does not see.
+ */
 export function decodeBinaryBatch(
   body: Buffer,
   maxRecordBytes: number,
   limits: BatchLimits = unlimited,
 ): BatchEntry[] {
-  const entries: BatchEntry[] = [];
-  let pos = 0;
-  while (pos < body.length) {
-    if (entries.length >= limits.maxRecords) throw tooManyRecords(limits.maxRecords);
-    if (pos + binaryHeaderBytes > body.length)
-      throw badRequest(`batch record ${entries.length}: truncated header`);
-    const partition = body.readInt32BE(pos);
-    // -1 is the only "choose" value; anything lower is a client bug, not a choice.
-    if (partition < -1)
-      throw badRequest(`batch record ${entries.length}: partition ${partition} is below -1`);
-    const keyLen = body.readUInt16BE(pos + 4);
-    if (keyLen > limits.maxKeyBytes) {
-      throw badRequest(
-        `batch record ${entries.length}: key of ${keyLen} bytes exceeds ${limits.maxKeyBytes}`,
-      );
-    }
-    pos += binaryHeaderBytes;
-    if (pos + keyLen + 4 > body.length) throw badRequest(`batch record ${entries.length}: truncated key`);
-    const key = body.subarray(pos, pos + keyLen);
-    pos += keyLen;
-    const payloadLen = body.readUInt32BE(pos);
-    pos += 4;
-    if (payloadLen > maxRecordBytes) {
-      throw badRequest(
-        `batch record ${entries.length}: payload of ${payloadLen} bytes exceeds ${maxRecordBytes}`,
-      );
-    }
-    if (pos + payloadLen > body.length) throw badRequest(`batch record ${entries.length}: truncated payload`);
-    entries.push({ partition, key, payload: body.subarray(pos, pos + payloadLen) });
-    pos += payloadLen;
-  }
-  return entries;
-}
-
-export function encodeBinaryBatch(entries: readonly BatchEntry[]): Buffer {
-  let size = 0;
-  for (const e of entries) size += binaryHeaderBytes + e.key.length + 4 + e.payload.length;
-  const out = Buffer.allocUnsafe(size);
-  let pos = 0;
-  for (const e of entries) {
-    out.writeInt32BE(e.partition, pos);
-    out.writeUInt16BE(e.key.length, pos + 4);
-    pos += binaryHeaderBytes;
-    pos += e.key.copy(out, pos);
-    out.writeUInt32BE(e.payload.length, pos);
-    pos += 4;
-    pos += e.payload.copy(out, pos);
-  }
-  return out;
+  return decodeWireBatch(body, maxRecordBytes, limits, brokerErrors);
 }
 
 function ndjsonEntry(line: string, index: number, maxRecordBytes: number, maxKeyBytes: number): BatchEntry {

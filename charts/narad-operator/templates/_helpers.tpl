@@ -41,3 +41,12 @@ helm.sh/chart: {{ include "narad-operator.chart" . }}
 {{- define "narad-operator.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
+
+{{/* The ServiceAccount the operator runs as (created or not). */}}
+{{- define "narad-operator.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "narad-operator.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}

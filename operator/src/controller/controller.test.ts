@@ -389,7 +389,7 @@ describe("NaradCluster reconcile", () => {
       await t.reconcile();
     }
     expect(t.kube.pods.get(NS, "demo-2")).toBeDefined();
-    expect(t.kube.writes.filter((w) => w.startsWith("delete Pod"))).toEqual([]);
+    expect(t.kube.writes.filter((w) => w.startsWith("delete Pod "))).toEqual([]);
     expect(cond(t.cluster(), "Progressing")?.message).toContain("PodDisruptionBudget");
     expect(t.recorder.events.filter((e) => e.reason === "EvictionRefused")).toHaveLength(1);
     expect(t.cluster().status?.roll?.podInFlight).toBe("demo-2");
@@ -686,6 +686,23 @@ describe("ServiceMonitor", () => {
     t.kube.writes.length = 0;
     await t.reconcile();
     expect(t.kube.writes.filter((w) => w.includes("ServiceMonitor"))).toEqual([]);
+  });
+});
+
+describe("PodMonitor", () => {
+  it("is applied when enabled, beside or instead of the ServiceMonitor, and deleted when disabled", async () => {
+    const t = setup({ replicas: 1, metrics: { podMonitor: { enabled: true } } });
+    await t.reconcile();
+    const monitors = () => [...t.kube.other.keys()].filter((k) => k.includes("Monitor/")).sort();
+    expect(monitors()).toEqual(["PodMonitor/ns1/demo"]);
+    t.kube.writes.length = 0;
+    await t.reconcile();
+    expect(t.kube.writes.filter((w) => w.includes("PodMonitor"))).toEqual([]);
+    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
+      s.metrics = { podMonitor: { enabled: false } };
+    });
+    await t.reconcile();
+    expect(monitors()).toEqual([]);
   });
 });
 

@@ -37,6 +37,8 @@ export class ControllerMemory {
   readonly topicDeletingSince = new Map<string, number>();
   /** cluster uid → last applied ServiceMonitor hash, or "absent" once deleted/never wanted. */
   readonly serviceMonitor = new Map<string, string>();
+  /** The same for the PodMonitor. */
+  readonly podMonitor = new Map<string, string>();
 
   /**
    * A new leadership term begins. Observations from an earlier term are not
@@ -56,6 +58,7 @@ export class ControllerMemory {
     this.brokerUnreachableSince.delete(uid);
     this.replacementSeen.delete(uid);
     this.serviceMonitor.delete(uid);
+    this.podMonitor.delete(uid);
   }
 }
 

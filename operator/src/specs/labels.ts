@@ -52,5 +52,6 @@ export function resourceNames(clusterName: string) {
     statefulSet: clusterName,
     podDisruptionBudget: clusterName,
     serviceMonitor: clusterName,
+    podMonitor: clusterName,
   };
 }

@@ -6,7 +6,7 @@ import { commonLabels, resourceNames, selectorLabels, selectorString } from "./l
 import { ownerReference } from "./owner.ts";
 import { podDisruptionBudgetSpec } from "./pdb.ts";
 import { brokerServiceAccountName, roleBindingSpec, roleSpec, serviceAccountSpec } from "./rbac.ts";
-import { serviceMonitorSpec } from "./service-monitor.ts";
+import { podMonitorSpec, serviceMonitorSpec } from "./service-monitor.ts";
 import { clientServiceSpec, headlessServiceSpec } from "./services.ts";
 import { statefulSetSpec } from "./statefulset.ts";
 import { testCluster } from "./test-fixtures.ts";
@@ -189,6 +189,53 @@ describe("pdb and service monitor", () => {
     expect(sm?.metadata?.labels?.["team"]).toBe("x");
     expect(clientServiceSpec(cluster).metadata?.labels).toMatchObject(sm?.spec.selector.matchLabels ?? {});
     expect(headlessServiceSpec(cluster).metadata?.labels?.["narad.dev/service"]).toBe("headless");
+  });
+  it("pod monitor only when enabled, selecting the broker pods, over https when TLS is on", () => {
+    expect(podMonitorSpec(cluster, spec)).toBeUndefined();
+    const pm = podMonitorSpec(
+      cluster,
+      withClusterDefaults({
+        metrics: { podMonitor: { enabled: true, interval: "20s", labels: { release: "prom" } } },
+        security: { tls: { secretName: "demo-tls" } },
+      }),
+    );
+    expect(pm?.kind).toBe("PodMonitor");
+    expect(pm?.spec.selector.matchLabels).toEqual(selectorLabels("demo"));
+    expect(pm?.metadata?.labels?.["release"]).toBe("prom");
+    expect(pm?.spec.podMetricsEndpoints).toEqual([
+      {
+        port: "http",
+        path: "/metrics",
+        interval: "20s",
+        scheme: "https",
+        tlsConfig: {
+          ca: { secret: { name: "demo-tls", key: "ca.crt" } },
+          serverName: `demo.${cluster.metadata.namespace}.svc`,
+        },
+      },
+    ]);
+    // The pods carry what it selects.
+    expect(sts().spec?.template.metadata?.labels).toMatchObject(pm?.spec.selector.matchLabels ?? {});
+  });
+  it("service monitor scrapes over https, trusting the TLS Secret's CA, when TLS is on", () => {
+    const sm = serviceMonitorSpec(
+      cluster,
+      withClusterDefaults({
+        metrics: { serviceMonitor: { enabled: true } },
+        security: { tls: { secretName: "demo-tls" } },
+      }),
+    );
+    expect(sm?.spec.endpoints).toEqual([
+      {
+        port: "http",
+        path: "/metrics",
+        scheme: "https",
+        tlsConfig: {
+          ca: { secret: { name: "demo-tls", key: "ca.crt" } },
+          serverName: `demo.${cluster.metadata.namespace}.svc`,
+        },
+      },
+    ]);
   });
 });
 

@@ -87,6 +87,7 @@ export function adminRoutes(s: BrokerServices) {
       // Only data of a topic the metastore no longer knows may be removed.
       if (s.metastore.getTopic(name) !== undefined) throw conflict(`topic "${name}" still exists here`);
       await s.logs.deleteTopic(name);
+      await s.metrics.forgetTopic(name);
       request.log.info({ topic: name }, "removed local data of a deleted topic");
       return reply.code(204).send();
     });

@@ -118,7 +118,28 @@ describe("queue consume", () => {
     expect(readFileSync(file)).toEqual(Buffer.from([0, 0, 0, 0, 0, 0, 0, 3]));
     const metrics = (await req("GET", "/metrics")).text;
     expect(metrics).toMatch(/narad_consumer_lag_messages\{topic="q",partition="0",group="default"\} 0/);
-    expect(metrics).toMatch(/narad_inflight_size\{topic="q",partition="0",group="default"\} 0/);
+    expect(metrics).toMatch(/narad_consumer_inflight_messages\{topic="q",partition="0",group="default"\} 0/);
+  });
+
+  it("deleting a topic or a group removes its series from /metrics", async () => {
+    await createTopic("gone");
+    await produce("gone", 2);
+    await visible("gone", 2);
+    const m = (await consume("gone", "group=g1"))!;
+    expect((await ack("gone", m.receipt_handle!)).status).toBe(204);
+    const leased = (await consume("gone", "group=g2"))!;
+    expect((await ack("gone", leased.receipt_handle!, "0")).status).toBe(204); // nack: redeliver now
+    expect(await consume("gone", "group=g2")).toBeDefined(); // the redelivery
+    let metrics = (await req("GET", "/metrics")).text;
+    expect(metrics).toMatch(/narad_messages_produced_total\{topic="gone"/);
+    expect(metrics).toMatch(/narad_consumer_redelivered_total\{topic="gone",group="g2"\}/);
+    expect((await req("DELETE", "/v1/topics/gone/groups/g2")).status).toBe(204);
+    metrics = (await req("GET", "/metrics")).text;
+    expect(metrics).not.toMatch(/group="g2"/);
+    expect(metrics).toMatch(/narad_messages_consumed_total\{topic="gone"/);
+    expect((await req("DELETE", "/v1/topics/gone")).status).toBe(204);
+    metrics = (await req("GET", "/metrics")).text;
+    expect(metrics).not.toContain('topic="gone"');
   });
 
   it("redelivers after the visibility timeout; the old handle is stale", async () => {

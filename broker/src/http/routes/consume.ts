@@ -127,6 +127,7 @@ export function consumeRoutes(s: BrokerServices) {
           await s.metastore.updateTopic(topic.name, { subscriptions: subs.filter((x) => x.name !== group) });
         if (!(await s.consumers.deleteGroup(topic, group)) && !declared)
           throw notFound(`group "${group}" of topic "${topic.name}" not found`);
+        await s.metrics.forgetGroup(topic.name, group);
         request.log.info({ topic: topic.name, group }, "consumer group deleted");
         return reply.code(204).send();
       },

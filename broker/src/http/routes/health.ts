@@ -1,6 +1,7 @@
 // /healthz (process is up), /readyz (recovered and not draining), /metrics.
 
 import type { FastifyInstance } from "fastify";
+import { memberStates } from "../../metrics.ts";
 import type { BrokerServices } from "../services.ts";
 
 export function healthRoutes(s: BrokerServices) {
@@ -19,6 +20,10 @@ export function healthRoutes(s: BrokerServices) {
       s.metrics.walPendingRecords.set(wal.pendingRecords);
       s.metrics.walDiskBytes.set(wal.diskBytes);
       s.metrics.walCorruptFrames.set(wal.corruptFrames);
+      s.metrics.ready.set(s.lifecycle.ready() ? 1 : 0);
+      const members = s.metastore.members();
+      for (const state of memberStates)
+        s.metrics.clusterMembers.set({ state }, members.filter((m) => m.state === state).length);
       return reply.type(s.metrics.registry.contentType).send(await s.metrics.registry.metrics());
     });
   };

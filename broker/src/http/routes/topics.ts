@@ -140,6 +140,7 @@ export function topicRoutes(s: BrokerServices) {
       // produce is accepted, then its files are removed.
       await s.metastore.deleteTopic(topic.name);
       await s.logs.deleteTopic(topic.name);
+      await s.metrics.forgetTopic(topic.name);
       request.log.info({ topic: topic.name }, "topic deleted");
       return reply.code(204).send();
     });

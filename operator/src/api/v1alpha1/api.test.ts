@@ -111,7 +111,10 @@ const fullClusterSpec: Required<NaradClusterSpec> = {
       ],
     },
   },
-  metrics: { serviceMonitor: { enabled: true, interval: "30s", labels: { release: "prometheus" } } },
+  metrics: {
+    serviceMonitor: { enabled: true, interval: "30s", labels: { release: "prometheus" } },
+    podMonitor: { enabled: false, interval: "30s", labels: { release: "prometheus" } },
+  },
   rebalance: false,
 };
 
@@ -359,6 +362,7 @@ describe("defaults", () => {
       gateTimeoutSeconds: 60,
     });
     expect(r.metrics.serviceMonitor).toEqual({ enabled: false, labels: {} });
+    expect(r.metrics.podMonitor).toEqual({ enabled: false, labels: {} });
     expect(r.rebalance).toBe(false);
     expect(r.broker.logLevel).toBe(clusterDefaults.brokerLogLevel);
   });

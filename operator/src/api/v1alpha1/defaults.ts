@@ -31,6 +31,7 @@ export const clusterDefaults = {
   releaseStuckReplacement: true,
   gateTimeoutSeconds: 60,
   serviceMonitorEnabled: false,
+  podMonitorEnabled: false,
   rebalance: false,
   // Auth on the brokers' HTTP API: closed by default in cluster mode.
   authEnabled: true,
@@ -70,6 +71,7 @@ export function withClusterDefaults(spec: NaradClusterSpec | undefined): Resolve
   const s = spec ?? {};
   const d = clusterDefaults;
   const sm = s.metrics?.serviceMonitor;
+  const pm = s.metrics?.podMonitor;
   return {
     replicas: s.replicas ?? d.replicas,
     image: s.image ?? d.image,
@@ -127,6 +129,11 @@ export function withClusterDefaults(spec: NaradClusterSpec | undefined): Resolve
         enabled: sm?.enabled ?? d.serviceMonitorEnabled,
         interval: sm?.interval,
         labels: { ...sm?.labels },
+      }),
+      podMonitor: dropUndefined({
+        enabled: pm?.enabled ?? d.podMonitorEnabled,
+        interval: pm?.interval,
+        labels: { ...pm?.labels },
       }),
     },
     rebalance: s.rebalance ?? d.rebalance,

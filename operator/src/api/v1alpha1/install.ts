@@ -109,7 +109,7 @@ export const OPERATOR_CLUSTER_ROLE_RULES: PolicyRule[] = [
   { apiGroups: ["storage.k8s.io"], resources: ["storageclasses"], verbs: ["get", "list", "watch"] },
   {
     apiGroups: ["monitoring.coreos.com"],
-    resources: ["servicemonitors"],
+    resources: ["servicemonitors", "podmonitors"],
     verbs: ["get", "create", "patch", "delete"],
   },
 ];
@@ -152,7 +152,11 @@ export const OPERATOR_NAMESPACE = "narad-system";
 export const OPERATOR_PORT = 8080;
 export const OPERATOR_USER_ID = 10001;
 
-/** Defaults of charts/narad-operator/values.yaml (a test checks the file equals this). */
+/**
+ * Defaults of the chart's values. scripts/gen-crds.ts renders
+ * charts/narad-operator/values.yaml, values.schema.json and the README's
+ * values table from these and their docs (chart-values.ts).
+ */
 export const chartValues = {
   image: { repository: "ghcr.io/narad/narad-operator", tag: "", pullPolicy: "IfNotPresent" },
   imagePullSecrets: [] as { name: string }[],
@@ -167,7 +171,9 @@ export const chartValues = {
   logLevel: "info",
   watchNamespaces: [] as string[],
   brokerImage: DEFAULT_BROKER_IMAGE,
-  serviceAccount: { annotations: {} as Record<string, string> },
+  serviceAccount: { create: true, name: "", annotations: {} as Record<string, string> },
+  rbac: { create: true },
+  podDisruptionBudget: { enabled: true, maxUnavailable: 1 as number | string },
   podAnnotations: {} as Record<string, string>,
   podLabels: {} as Record<string, string>,
   podSecurityContext: {
@@ -184,12 +190,17 @@ export const chartValues = {
     runAsUser: OPERATOR_USER_ID,
     capabilities: { drop: ["ALL"] },
   },
+  extraEnv: [] as Record<string, unknown>[],
+  extraVolumes: [] as Record<string, unknown>[],
+  extraVolumeMounts: [] as Record<string, unknown>[],
   nodeSelector: {} as Record<string, string>,
   tolerations: [] as Record<string, unknown>[],
   affinity: {} as Record<string, unknown>,
   priorityClassName: "",
   metrics: {
     serviceMonitor: { enabled: false, interval: "30s", labels: {} as Record<string, string> },
+    prometheusRule: { enabled: false, labels: {} as Record<string, string> },
+    grafanaDashboard: { enabled: false, labels: { grafana_dashboard: "1" } as Record<string, string> },
   },
 };
 
@@ -272,7 +283,7 @@ function deployment(v: ChartValues, ns: string): Obj {
 
 /**
  * Every object of `kubectl apply -f deploy/narad-operator.yaml`, in apply
- * order: Namespace, CRDs, RBAC, Service, Deployment.
+ * order: Namespace, CRDs, RBAC, Service, PodDisruptionBudget, Deployment.
  */
 export function renderBundle(crds: Obj[], v: ChartValues = chartValues, ns = OPERATOR_NAMESPACE): Obj[] {
   const meta = (name: string, namespaced: boolean): Obj =>
@@ -322,6 +333,19 @@ export function renderBundle(crds: Obj[], v: ChartValues = chartValues, ns = OPE
         ports: [{ name: "http-metrics", port: OPERATOR_PORT, targetPort: "http-metrics", protocol: "TCP" }],
       },
     },
+    ...(v.podDisruptionBudget.enabled
+      ? [
+          {
+            apiVersion: "policy/v1",
+            kind: "PodDisruptionBudget",
+            metadata: meta(OPERATOR_NAME, true),
+            spec: {
+              maxUnavailable: v.podDisruptionBudget.maxUnavailable,
+              selector: { matchLabels: selectorLabels() },
+            },
+          },
+        ]
+      : []),
     deployment(v, ns),
   ];
 }

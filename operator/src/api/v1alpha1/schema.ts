@@ -379,6 +379,19 @@ const clusterSpec: JSONSchemaProps = obj(
           },
           { default: {} },
         ),
+        podMonitor: obj(
+          "A monitoring.coreos.com/v1 PodMonitor over the broker pods (needs the Prometheus Operator CRDs), for Prometheus setups that select PodMonitors.",
+          {
+            enabled: bool("Create the PodMonitor.", { default: d.podMonitorEnabled }),
+            interval: str("Scrape interval, e.g. 30s; unset uses Prometheus' default.", {
+              pattern: "^([0-9]+(ms|s|m|h))+$",
+            }),
+            labels: stringMap(
+              "Extra labels on the PodMonitor, e.g. to match a Prometheus podMonitorSelector.",
+            ),
+          },
+          { default: {} },
+        ),
       },
       { default: {} },
     ),

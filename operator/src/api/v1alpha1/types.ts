@@ -191,8 +191,13 @@ export interface ServiceMonitorSpec {
   labels?: Record<string, string>;
 }
 
+/** The same knobs for a monitoring.coreos.com/v1 PodMonitor over the broker pods. */
+export type PodMonitorSpec = ServiceMonitorSpec;
+
 export interface MetricsSpec {
   serviceMonitor?: ServiceMonitorSpec;
+  /** A PodMonitor instead of (or beside) the ServiceMonitor, for Prometheus setups that select PodMonitors. */
+  podMonitor?: PodMonitorSpec;
 }
 
 export interface NaradClusterSpec {
@@ -452,7 +457,7 @@ export interface ResolvedNaradClusterSpec {
   pod: ResolvedPodSpecOverrides;
   rollout: Required<RolloutSpec>;
   security: ResolvedSecuritySpec;
-  metrics: { serviceMonitor: ResolvedServiceMonitorSpec };
+  metrics: { serviceMonitor: ResolvedServiceMonitorSpec; podMonitor: ResolvedServiceMonitorSpec };
   rebalance: boolean;
 }
 

@@ -7,6 +7,8 @@ import { resourceNames } from "../../specs/labels.ts";
 import { podDisruptionBudgetSpec } from "../../specs/pdb.ts";
 import { roleBindingSpec, roleSpec, serviceAccountSpec } from "../../specs/rbac.ts";
 import {
+  POD_MONITOR_KIND,
+  podMonitorSpec,
   SERVICE_MONITOR_API_VERSION,
   SERVICE_MONITOR_KIND,
   serviceMonitorSpec,
@@ -48,46 +50,64 @@ export async function ensureBaseObjects(ctx: ClusterContext): Promise<StepResult
 }
 
 /**
- * The ServiceMonitor kind exists only where prometheus-operator is
- * installed, so it is not cached: the last applied hash is remembered in
- * memory, and a failure to apply it is a Warning, not a failed reconcile.
+ * The ServiceMonitor and PodMonitor kinds exist only where prometheus-operator
+ * is installed, so they are not cached: the last applied hash is remembered
+ * in memory, and a failure to apply one is a Warning, not a failed reconcile.
  */
 async function ensureServiceMonitor(ctx: ClusterContext): Promise<void> {
-  const { cluster, spec, deps } = ctx;
+  await ensureMonitor(ctx, {
+    kind: SERVICE_MONITOR_KIND,
+    field: "serviceMonitor",
+    desired: serviceMonitorSpec(ctx.cluster, ctx.spec),
+    memory: ctx.deps.memory.serviceMonitor,
+  });
+  await ensureMonitor(ctx, {
+    kind: POD_MONITOR_KIND,
+    field: "podMonitor",
+    desired: podMonitorSpec(ctx.cluster, ctx.spec),
+    memory: ctx.deps.memory.podMonitor,
+  });
+}
+
+async function ensureMonitor(
+  ctx: ClusterContext,
+  m: {
+    kind: string;
+    field: "serviceMonitor" | "podMonitor";
+    desired: KubernetesObject | undefined;
+    memory: Map<string, string>;
+  },
+): Promise<void> {
+  const { cluster, deps } = ctx;
   const uid = cluster.metadata.uid ?? "";
-  const desired = serviceMonitorSpec(cluster, spec);
-  const remembered = deps.memory.serviceMonitor.get(uid);
+  const { desired, kind } = m;
+  const remembered = m.memory.get(uid);
   if (desired === undefined) {
     if (remembered === "absent") return;
-    const name = resourceNames(cluster.metadata.name ?? "").serviceMonitor;
+    const name = resourceNames(cluster.metadata.name ?? "")[m.field];
     const deleted = await deps.api.delete({
       apiVersion: SERVICE_MONITOR_API_VERSION,
-      kind: SERVICE_MONITOR_KIND,
+      kind,
       namespace: ctx.namespace,
       name,
     });
     if (deleted) {
-      ctx.log.info("deleted ServiceMonitor (spec.metrics.serviceMonitor.enabled is false)");
-      deps.recorder.record(
-        cluster,
-        "Normal",
-        "Deleted",
-        `deleted ServiceMonitor ${name}: monitoring disabled`,
-      );
+      ctx.log.info(`deleted ${kind} (spec.metrics.${m.field}.enabled is false)`);
+      deps.recorder.record(cluster, "Normal", "Deleted", `deleted ${kind} ${name}: monitoring disabled`);
     }
-    deps.memory.serviceMonitor.set(uid, "absent");
+    m.memory.set(uid, "absent");
     return;
   }
   const hash = canonicalJson(desired);
   if (remembered === hash) return;
   try {
     await deps.api.apply(desired);
-    deps.memory.serviceMonitor.set(uid, hash);
-    ctx.log.info("applied ServiceMonitor");
-    deps.recorder.record(cluster, "Normal", "Updated", `applied ServiceMonitor ${desired.metadata?.name}`);
+    m.memory.set(uid, hash);
+    ctx.log.info(`applied ${kind}`);
+    deps.recorder.record(cluster, "Normal", "Updated", `applied ${kind} ${desired.metadata?.name}`);
   } catch (err) {
-    const msg = `ServiceMonitor not applied (is prometheus-operator installed?): ${apiMessage(err)}`;
+    const msg = `${kind} not applied (is prometheus-operator installed?): ${apiMessage(err)}`;
     ctx.log.warn({ err }, msg);
-    deps.recorder.record(cluster, "Warning", "ServiceMonitorFailed", msg);
+    deps.recorder.record(cluster, "Warning", `${kind}Failed`, msg);
   }
 }
