@@ -7,6 +7,7 @@ import { AbortedError, guardedApi } from "../kube/api.ts";
 import { MemoryRecorder } from "../kube/events.ts";
 import { ManualClock } from "../kube/manual-clock.ts";
 import { MemoryStorageApi } from "../kube/storage-api.ts";
+import { OperatorMetrics } from "../metrics.ts";
 import { getCondition } from "../plan/conditions.ts";
 import { reconcileCluster } from "./cluster/reconcile.ts";
 import { ControllerMemory, type ReconcileDeps } from "./deps.ts";
@@ -714,6 +715,8 @@ describe("Scaling", () => {
         if (m.state === "Decommissioning") t.brokers.decommissioning.add(m.id);
       for (const [key, m] of t.brokers.moves) {
         const [dest, , partition] = key.split("/");
+        // A destination that does not answer makes no progress either (SIGSTOP).
+        if (t.brokers.unreachable.has(dest ?? "")) continue;
         if (owners()[Number(partition)] === dest && m.state === "ready") m.state = "done";
         else if (m.state === "copying") m.state = "ready";
       }
@@ -778,6 +781,94 @@ describe("Scaling", () => {
     expect(memberState(t.cluster(), "demo-2")).toBe("Active");
     expect(t.cluster().status?.scale).toBeUndefined();
     expect(t.recorder.reasons()).toContain("DecommissionCancelled");
+  });
+
+  it("a move whose destination stops answering is aborted past spec.moves.stallTimeoutSeconds, cancelled until confirmed, and retried elsewhere after a backoff", async () => {
+    const t = await scaled({
+      replicas: 3,
+      image: "ghcr.io/narad/narad:1.0",
+      moves: { stallTimeoutSeconds: 10, retryBackoffSeconds: 5 },
+    });
+    const metrics = new OperatorMetrics();
+    t.deps.metrics = metrics;
+    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
+      s.replicas = 2;
+    });
+    await t.pass(); // Decommissioning
+    await t.pass(); // moves planned
+    await t.reconcile(); // started: copying on the destinations
+    const stalled = t.cluster().status?.scale?.moves?.find((m) => m.to === "demo-1");
+    const key = `${stalled?.topic}/${stalled?.partition}`;
+    expect(t.brokers.moves.get(`demo-1/${key}`)?.state).toBe("copying");
+    t.brokers.unreachable.add("demo-1"); // the destination is stopped mid-copy
+    for (let i = 0; i < 3; i++) await t.pass();
+    expect(t.recorder.reasons()).not.toContain("MoveAborted");
+    await t.clock.advance(11_000);
+    await t.pass();
+    // Aborted: the owner was confirmed live, the cancel tried (and failed: it is away).
+    expect(t.kube.topicReads).toContain("orders");
+    expect(t.brokers.calls.filter((c) => c === `cancelMove demo-1 ${key}`)).toHaveLength(1);
+    expect(t.recorder.reasons()).toEqual(expect.arrayContaining(["MoveAborted", "MoveCancelFailed"]));
+    const degraded = cond(t.cluster(), "Degraded");
+    expect(degraded?.reason).toBe("MoveStuck");
+    expect(degraded?.message).toContain(`move of ${key} from demo-2 to demo-1 aborted`);
+    expect(
+      (await metrics.registry.getSingleMetricAsString("narad_operator_move_aborts_total")).trim(),
+    ).toMatch(/cause="unreachable"} 1$/m);
+    // Still away: the cancel is repeated, never more than one Event for it.
+    await t.pass();
+    await t.pass();
+    expect(t.brokers.calls.filter((c) => c === `cancelMove demo-1 ${key}`).length).toBeGreaterThanOrEqual(3);
+    expect(t.recorder.events.filter((e) => e.reason === "MoveCancelFailed")).toHaveLength(1);
+    expect(
+      t.cluster().status?.scale?.moves?.find((m) => m.to === "demo-1")?.aborting?.attempts,
+    ).toBeGreaterThan(1);
+    // It comes back still copying (it resumed the move): cancelled now, confirmed next pass.
+    t.brokers.unreachable.delete("demo-1");
+    await t.pass();
+    expect(t.brokers.moves.get(`demo-1/${key}`)?.state).toBe("cancelled");
+    await t.pass();
+    const retry = t.cluster().status?.scale?.moveRetries?.[0];
+    expect(retry).toMatchObject({ attempts: 1, avoid: "demo-1" });
+    expect(t.recorder.reasons()).toContain("MoveCancelled");
+    // The backoff runs, then the partition goes to the other member.
+    await t.clock.advance(6_000);
+    for (let i = 0; i < 30 && t.kube.statefulSets.get(NS, "demo")?.spec?.replicas !== 2; i++) await t.pass();
+    expect(t.kube.statefulSets.get(NS, "demo")?.spec?.replicas).toBe(2);
+    expect(t.brokers.calls).toContain(`startMove demo-0 ${key} from demo-2`);
+    for (let i = 0; i < 3; i++) await t.pass();
+    expect(new Set(t.owners())).toEqual(new Set(["demo-0", "demo-1"]));
+    expect(cond(t.cluster(), "Degraded")?.status).toBe("False");
+    expect(t.cluster().status?.scale).toBeUndefined();
+  });
+
+  it("a stale cache never aborts a move the API server shows swapped", async () => {
+    const t = await scaled({
+      replicas: 3,
+      image: "ghcr.io/narad/narad:1.0",
+      moves: { stallTimeoutSeconds: 10, retryBackoffSeconds: 5 },
+    });
+    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
+      s.replicas = 2;
+    });
+    await t.pass();
+    await t.pass();
+    await t.pass();
+    const m = t.cluster().status?.scale?.moves?.[0];
+    t.brokers.unreachable.add(m?.to ?? "");
+    // The API server has the swap; our cache does not (yet).
+    t.kube.liveTopic = (ns, name) => {
+      const topic = structuredClone(t.kube.topics.get(ns, name));
+      const a = topic?.status?.assignments?.find((x) => x.partition === m?.partition);
+      if (a !== undefined) a.owner = m?.to ?? "";
+      return topic;
+    };
+    await t.clock.advance(11_000);
+    await t.pass();
+    await t.pass();
+    expect(t.kube.topicReads).toContain("orders");
+    expect(t.brokers.calls.filter((c) => c.startsWith(`cancelMove ${m?.to}`))).toEqual([]);
+    expect(t.recorder.reasons()).not.toContain("MoveAborted");
   });
 
   it("refuses a scale-down while a remaining member is Down: StatefulSet and members unchanged", async () => {

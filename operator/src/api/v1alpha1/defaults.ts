@@ -32,6 +32,8 @@ export const clusterDefaults = {
   gateTimeoutSeconds: 60,
   serviceMonitorEnabled: false,
   rebalance: false,
+  moveStallTimeoutSeconds: 300,
+  moveRetryBackoffSeconds: 30,
   // Auth on the brokers' HTTP API: closed by default in cluster mode.
   authEnabled: true,
   networkPolicyEnabled: false,
@@ -130,6 +132,10 @@ export function withClusterDefaults(spec: NaradClusterSpec | undefined): Resolve
       }),
     },
     rebalance: s.rebalance ?? d.rebalance,
+    moves: {
+      stallTimeoutSeconds: s.moves?.stallTimeoutSeconds ?? d.moveStallTimeoutSeconds,
+      retryBackoffSeconds: s.moves?.retryBackoffSeconds ?? d.moveRetryBackoffSeconds,
+    },
   };
 }
 

@@ -126,7 +126,9 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
           : live.filter((p) => p.revision !== undefined && p.revision !== updateRevision).length,
       refused: ctx.refused,
       scale:
-        ctx.scale === undefined ? undefined : { progress: ctx.scale.progress, blocked: ctx.scale.blocked },
+        ctx.scale === undefined
+          ? undefined
+          : { progress: ctx.scale.progress, blocked: ctx.scale.blocked, stuck: ctx.scale.stuck },
       storage: ctx.storage,
       stepError: stepError === undefined ? undefined : apiMessage(stepError),
       everReady,
