@@ -367,6 +367,62 @@ describe("NaradCluster reconcile", () => {
     expect(t.brokers.calls.filter((x) => x.startsWith("drain"))).toEqual(["drain demo-2 2000"]);
   });
 
+  it("#21.3: an abort whose drain cancel fails retries it every pass, reports it, and starts no restart until it is confirmed", async () => {
+    const t = setup({ replicas: 3, image: "ghcr.io/narad/narad:1.0", rollout: { gateTimeoutSeconds: 3 } });
+    await rollStarted(t);
+    t.brokers.stuckDrain.set("demo-2", 7);
+    await t.clock.advance(1000);
+    await t.reconcile(); // drain
+    t.kube.setPodReady(NS, "demo-1", false); // a second broker fails...
+    t.brokers.unreachable.add("demo-2"); // ...and the drained one stops answering
+    for (let pass = 0; pass < 8 && !t.recorder.reasons().includes("RollAborted"); pass++) {
+      await t.clock.advance(1000);
+      await t.reconcile();
+    }
+    expect(t.cluster().status?.roll).toBeUndefined();
+    expect(t.cluster().status?.drainCancel).toMatchObject({ pod: "demo-2", attempts: 1 });
+    expect(t.recorder.events.find((e) => e.reason === "RollAborted")?.message).toMatch(
+      /cancelling its drain failed.*retrying/,
+    );
+    // Still away: retried, reported, and no other restart starts meanwhile.
+    for (let pass = 0; pass < 3; pass++) {
+      await t.clock.advance(1000);
+      await t.reconcile();
+    }
+    expect(t.brokers.calls.filter((c) => c === "cancelDrain demo-2").length).toBeGreaterThanOrEqual(3);
+    expect(t.cluster().status?.drainCancel?.attempts).toBeGreaterThanOrEqual(3);
+    expect(t.cluster().status?.roll).toBeUndefined();
+    expect(cond(t.cluster(), "Degraded")?.reason).toBe("DrainCancelPending");
+    expect(cond(t.cluster(), "Degraded")?.message).toMatch(/demo-2 may still be draining/);
+    // Back: the cancel lands, the report clears, and the roll may go on.
+    t.brokers.unreachable.delete("demo-2");
+    await t.clock.advance(1000);
+    await t.reconcile();
+    expect(t.brokers.draining.has("demo-2")).toBe(false);
+    expect(t.cluster().status?.drainCancel).toBeUndefined();
+    expect(t.recorder.reasons()).toContain("DrainCancelled");
+    await t.clock.advance(1000);
+    await t.reconcile();
+    expect(t.cluster().status?.roll?.podInFlight).toBe("demo-1");
+  });
+
+  it("#21.3: an operator restarted with a drain cancel owed carries on from status", async () => {
+    const t = setup({ replicas: 3, image: "ghcr.io/narad/narad:1.0" });
+    await rollStarted(t);
+    t.brokers.draining.add("demo-2");
+    // As an earlier operator left it: the roll abandoned, the cancel owed.
+    await t.kube.patchStatus(
+      { plural: "naradclusters", namespace: NS, name: "demo" },
+      { roll: null, drainCancel: { pod: "demo-2", since: "2026-11-29T12:00:00Z", attempts: 1 } },
+      t.cluster().metadata.resourceVersion ?? "",
+    );
+    t.deps.memory = new ControllerMemory();
+    await t.reconcile();
+    expect(t.brokers.calls).toContain("cancelDrain demo-2");
+    expect(t.brokers.draining.has("demo-2")).toBe(false);
+    expect(t.cluster().status?.drainCancel).toBeUndefined();
+  });
+
   it("#21.3: the abort shows in the conditions of its pass", async () => {
     const t = setup({ replicas: 3, image: "ghcr.io/narad/narad:1.0", rollout: { gateTimeoutSeconds: 2 } });
     await rollStarted(t);

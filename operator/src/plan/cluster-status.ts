@@ -41,6 +41,8 @@ export interface ClusterFacts {
   storage?: StoragePlan | undefined;
   /** A planned restart's replacement pod not Ready past its bound (plan/replacement.ts): the message. */
   stuckReplacement?: string | undefined;
+  /** A drain cancel owed since an abandoned restart and not yet confirmed (Degraded DrainCancelPending). */
+  drainCancel?: string | undefined;
 }
 
 export interface RollFacts {
@@ -211,6 +213,7 @@ export function clusterVerdict(
   problems.push(...facts.refused);
   if (facts.scale?.blocked !== undefined) problems.push(facts.scale.blocked);
   if (facts.scale?.stuck !== undefined) problems.push(facts.scale.stuck);
+  if (facts.drainCancel !== undefined) problems.push(facts.drainCancel);
   const degradedReason =
     facts.stepError !== undefined
       ? "ReconcileError"
@@ -220,17 +223,19 @@ export function clusterVerdict(
           ? "ScaleDownBlocked"
           : facts.scale?.stuck !== undefined
             ? "MoveStuck"
-            : stuck !== undefined
-              ? "RollBlocked"
-              : aborted !== undefined
-                ? "RollAborted"
-                : down.length > 0
-                  ? "MemberDown"
-                  : storageRefused !== undefined
-                    ? storageRefused.reason
-                    : facts.refused.length > 0
-                      ? "ChangeRefused"
-                      : "BrokersNotReady";
+            : facts.drainCancel !== undefined
+              ? "DrainCancelPending"
+              : stuck !== undefined
+                ? "RollBlocked"
+                : aborted !== undefined
+                  ? "RollAborted"
+                  : down.length > 0
+                    ? "MemberDown"
+                    : storageRefused !== undefined
+                      ? storageRefused.reason
+                      : facts.refused.length > 0
+                        ? "ChangeRefused"
+                        : "BrokersNotReady";
   const degraded: ConditionInput =
     problems.length > 0
       ? {

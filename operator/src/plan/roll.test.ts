@@ -5,6 +5,7 @@ import {
   type BrokerProbe,
   maintenanceHolds,
   nextRollStatus,
+  planDrainCancel,
   planRoll,
   type RollAction,
   type RollInput,
@@ -425,5 +426,39 @@ describe("rollForPodInFlight (review-op)", () => {
     expect(rollForPodInFlight(r, [pod(2, { uid: "x", revision: NEW })], NEW, NOW)).toBe(r);
     const old = roll("demo-2");
     expect(rollForPodInFlight(old, [pod(2, { uid: "x" })], NEW, NOW)).toBe(old);
+  });
+});
+
+describe("planDrainCancel: a drain cancel owed since an abandoned restart", () => {
+  const owed = { pod: "demo-2", since: "2026-11-29T12:00:00Z", attempts: 1 };
+  const p2 = {
+    name: "demo-2",
+    ordinal: 2,
+    uid: "u2",
+    podIP: "10.0.0.3",
+    ready: false,
+    notReadySinceMs: undefined,
+    terminating: false,
+    revision: "r1",
+  };
+  it("retries while the broker drains or does not answer, clears once it accepts produce", () => {
+    expect(planDrainCancel(undefined, undefined, p2, undefined)).toEqual({ kind: "none" });
+    expect(planDrainCancel(owed, undefined, p2, { reachable: false, error: "timeout" })).toEqual({
+      kind: "retry",
+      pod: "demo-2",
+      attempt: 2,
+    });
+    expect(
+      planDrainCancel(owed, undefined, p2, { reachable: true, draining: true, pendingRecords: 3 }).kind,
+    ).toBe("retry");
+    expect(
+      planDrainCancel(owed, undefined, p2, { reachable: true, draining: false, pendingRecords: 0 }).kind,
+    ).toBe("clear");
+  });
+  it("waits for a missing or terminating pod; a new restart of the pod takes it over", () => {
+    expect(planDrainCancel(owed, undefined, undefined, undefined).kind).toBe("wait");
+    expect(planDrainCancel(owed, undefined, { ...p2, terminating: true }, undefined).kind).toBe("wait");
+    const roll = { podInFlight: "demo-2", startedAt: "x", reason: "r" };
+    expect(planDrainCancel(owed, roll, p2, undefined).kind).toBe("clear");
   });
 });
