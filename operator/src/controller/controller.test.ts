@@ -40,6 +40,10 @@ function setup(spec: NaradCluster["spec"] = { replicas: 3, image: "ghcr.io/narad
     metadata: { name: "demo", namespace: NS },
     spec,
   });
+  // Like a kubelet: a draining broker fails its readiness probe.
+  brokers.onDrainChange = (id, draining) => {
+    if (kube.pods.get(NS, id) !== undefined) kube.setPodReady(NS, id, !draining);
+  };
   const cluster = () => kube.clusters.get(NS, "demo")!;
   const reconcile = () => reconcileCluster(`${NS}/demo`, deps);
   return { clock, kube, recorder, brokers, deps, ac, cluster, reconcile, storage };
@@ -197,7 +201,8 @@ describe("NaradCluster reconcile", () => {
           trace.push(`deleted ${name} (roll ${c.status?.roll?.podInFlight}, member ${memberState(c, name)})`);
           t.kube.addPod(NS, "demo", i, false, "rev-2");
           t.brokers.draining.delete(name); // a fresh broker process
-        } else if (p.status?.conditions?.[0]?.status === "False") t.kube.addPod(NS, "demo", i, true, "rev-2");
+        } else if (p.status?.conditions?.[0]?.status === "False" && !t.brokers.draining.has(name))
+          t.kube.addPod(NS, "demo", i, true, "rev-2");
       }
       if (r.requeueAfterMs === undefined && c.status?.roll === undefined && pass > 3) break;
     }

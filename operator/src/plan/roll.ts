@@ -207,6 +207,17 @@ function continueRoll(input: RollInput, roll: RollStatus): RollAction {
       reason: `draining ${name}: ${probe.pendingRecords} WAL record(s) pending`,
     };
   }
+  if (pod.ready && !timedOut)
+    // A drained broker fails its readiness probe; until the pod shows it,
+    // Services and clients still send it new connections, which an eviction
+    // now would refuse. Wait for it (bounded by drainTimeoutMs: a probe that
+    // never fails does not hold the roll).
+    return {
+      kind: "wait",
+      code: "Draining",
+      pod: name,
+      reason: `${name} drained; waiting for its pod to turn not Ready so Services stop routing to it before the restart`,
+    };
   return {
     kind: "deletePod",
     pod: name,
