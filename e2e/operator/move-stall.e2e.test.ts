@@ -118,7 +118,7 @@ describe("a partition move whose destination is stopped", () => {
       const aborted = await eventsOf(s.platform, NS, "MoveAborted");
       expect(aborted[0]?.type).toBe("Warning");
       expect(aborted[0]?.message).toContain(key);
-      const metrics = await (await fetch(s.op.metricsUrl)).text();
+      const metrics = await (await fetch(`${s.op.metricsUrl}/metrics`)).text();
       expect(metrics).toMatch(
         /narad_operator_move_aborts_total\{[^}]*cause="(unreachable|no_progress)"[^}]*\} [1-9]/,
       );

@@ -46,7 +46,14 @@ function setup(spec: NaradCluster["spec"] = { replicas: 3, image: "ghcr.io/narad
   };
   const cluster = () => kube.clusters.get(NS, "demo")!;
   const reconcile = () => reconcileCluster(`${NS}/demo`, deps);
-  return { clock, kube, recorder, brokers, deps, ac, cluster, reconcile, storage };
+  /** Up to n passes, the clock advanced by stepMs before each; stops early once `going` turns false. */
+  const passes = async (n: number, stepMs = 1000, going: () => boolean = () => true) => {
+    for (let pass = 0; pass < n && going(); pass++) {
+      await clock.advance(stepMs);
+      await reconcile();
+    }
+  };
+  return { clock, kube, recorder, brokers, deps, ac, cluster, reconcile, storage, passes };
 }
 
 function memberState(c: NaradCluster, id: string) {
@@ -237,10 +244,7 @@ describe("NaradCluster reconcile", () => {
     await t.reconcile();
     t.brokers.stuckDrain.set("demo-2", 42);
     t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
-    for (let pass = 0; pass < 15; pass++) {
-      await t.clock.advance(1000);
-      await t.reconcile();
-    }
+    await t.passes(15);
     const c = t.cluster();
     expect(c.status?.roll?.podInFlight).toBe("demo-2");
     expect(memberState(c, "demo-2")).toBe("Maintenance");
@@ -269,10 +273,7 @@ describe("NaradCluster reconcile", () => {
     await t.reconcile();
     t.brokers.stuckDrain.set("demo-2", 3);
     t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
-    for (let pass = 0; pass < 10; pass++) {
-      await t.clock.advance(1000);
-      await t.reconcile();
-    }
+    await t.passes(10);
     expect(t.kube.writes.filter((w) => w.startsWith("evict Pod"))).toEqual(["evict Pod demo-2"]);
     expect(t.recorder.events.find((e) => e.reason === "ForcedRestart")?.type).toBe("Warning");
   });
@@ -344,17 +345,11 @@ describe("NaradCluster reconcile", () => {
     await t.reconcile(); // drain
     expect(t.brokers.draining.has("demo-2")).toBe(true);
     t.kube.setPodReady(NS, "demo-1", false); // another broker fails mid-roll
-    for (let pass = 0; pass < 6; pass++) {
-      await t.clock.advance(1000);
-      await t.reconcile();
-    }
+    await t.passes(6);
     expect(t.cluster().status?.roll?.gateBlockedSince).toBeDefined();
     expect(t.brokers.calls.filter((c) => c.startsWith("cancelDrain"))).toEqual([]);
     expect(t.recorder.events.filter((e) => e.reason === "RollWaiting")).toHaveLength(1);
-    for (let pass = 0; pass < 6 && !t.recorder.reasons().includes("RollAborted"); pass++) {
-      await t.clock.advance(1000);
-      await t.reconcile();
-    }
+    await t.passes(6, 1000, () => !t.recorder.reasons().includes("RollAborted"));
     const c = t.cluster();
     expect(t.brokers.calls.filter((x) => x.startsWith("cancelDrain"))).toEqual(["cancelDrain demo-2"]);
     expect(t.brokers.draining.has("demo-2")).toBe(false);
@@ -380,20 +375,14 @@ describe("NaradCluster reconcile", () => {
     await t.reconcile(); // drain
     t.kube.setPodReady(NS, "demo-1", false); // a second broker fails...
     t.brokers.unreachable.add("demo-2"); // ...and the drained one stops answering
-    for (let pass = 0; pass < 8 && !t.recorder.reasons().includes("RollAborted"); pass++) {
-      await t.clock.advance(1000);
-      await t.reconcile();
-    }
+    await t.passes(8, 1000, () => !t.recorder.reasons().includes("RollAborted"));
     expect(t.cluster().status?.roll).toBeUndefined();
     expect(t.cluster().status?.drainCancel).toMatchObject({ pod: "demo-2", attempts: 1 });
     expect(t.recorder.events.find((e) => e.reason === "RollAborted")?.message).toMatch(
       /cancelling its drain failed.*retrying/,
     );
     // Still away: retried, reported, and no other restart starts meanwhile.
-    for (let pass = 0; pass < 3; pass++) {
-      await t.clock.advance(1000);
-      await t.reconcile();
-    }
+    await t.passes(3);
     expect(t.brokers.calls.filter((c) => c === "cancelDrain demo-2").length).toBeGreaterThanOrEqual(3);
     expect(t.cluster().status?.drainCancel?.attempts).toBeGreaterThanOrEqual(3);
     expect(t.cluster().status?.roll).toBeUndefined();
@@ -446,10 +435,7 @@ describe("NaradCluster reconcile", () => {
     const t = setup();
     await rollStarted(t);
     t.kube.evictionBudget = () => "Cannot evict pod as it would violate the pod's disruption budget.";
-    for (let pass = 0; pass < 4; pass++) {
-      await t.clock.advance(1000);
-      await t.reconcile();
-    }
+    await t.passes(4);
     expect(t.kube.pods.get(NS, "demo-2")).toBeDefined();
     expect(t.kube.writes.filter((w) => w.startsWith("delete Pod"))).toEqual([]);
     expect(cond(t.cluster(), "Progressing")?.message).toContain("PodDisruptionBudget");
@@ -987,10 +973,7 @@ describe("issue #21: never declare Down falsely, never stall silently", () => {
     const t = await running({ replicas: 3, image: "ghcr.io/narad/narad:1.0" });
     // The outage: the watch fails; when it comes back the node controller has flipped every pod.
     t.kube.pods.health = [{ name: "pods", healthy: false, recoveredAtMs: undefined }];
-    for (let s = 0; s < 120; s += 5) {
-      await t.clock.advance(5_000);
-      await t.reconcile();
-    }
+    await t.passes(24, 5_000);
     for (const i of [0, 1, 2]) nodeControllerFlip(t, `demo-${i}`);
     t.kube.pods.health = [{ name: "pods", healthy: true, recoveredAtMs: t.clock.now() }];
     for (let s = 0; s < 180; s += 5) {
@@ -1004,10 +987,7 @@ describe("issue #21: never declare Down falsely, never stall silently", () => {
   it("item 0: pods not ready by the kubelet's word but brokers answering their admin status: nobody Down", async () => {
     const t = await running({ replicas: 3, image: "ghcr.io/narad/narad:1.0" });
     for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, false);
-    for (let s = 0; s < 120; s += 5) {
-      await t.clock.advance(5_000);
-      await t.reconcile();
-    }
+    await t.passes(24, 5_000);
     expect(t.cluster().status?.members?.map((m) => m.state)).toEqual(["Active", "Active", "Active"]);
     expect(downs(t)).toEqual([]);
     // The broker stops answering: Down one grace later, not before.
@@ -1015,10 +995,7 @@ describe("issue #21: never declare Down falsely, never stall silently", () => {
     await t.clock.advance(5_000);
     await t.reconcile();
     expect(memberState(t.cluster(), "demo-1")).toBe("Active");
-    for (let s = 0; s < 30; s += 5) {
-      await t.clock.advance(5_000);
-      await t.reconcile();
-    }
+    await t.passes(6, 5_000);
     expect(memberState(t.cluster(), "demo-1")).toBe("Down");
     expect(downs(t)).toHaveLength(1);
   });
@@ -1069,20 +1046,14 @@ describe("issue #21: never declare Down falsely, never stall silently", () => {
     t.kube.pods.remove(NS, "demo-0");
     t.brokers.unreachable.add("demo-0");
     t.kube.pods.health = [{ name: "pods", healthy: false, recoveredAtMs: undefined }];
-    for (let s = 0; s < 90; s += 5) {
-      await t.clock.advance(5_000);
-      await t.reconcile();
-    }
+    await t.passes(18, 5_000);
     expect(memberState(t.cluster(), "demo-0")).toBe("Active");
     t.kube.pods.health = [{ name: "pods", healthy: true, recoveredAtMs: t.clock.now() }];
     await t.clock.advance(50_000);
     await t.reconcile();
     expect(memberState(t.cluster(), "demo-0")).toBe("Active");
     // settled (60 s) and then a full grace (30 s) of trusted observations
-    for (let s = 0; s < 45; s += 5) {
-      await t.clock.advance(5_000);
-      await t.reconcile();
-    }
+    await t.passes(9, 5_000);
     expect(memberState(t.cluster(), "demo-0")).toBe("Down");
   });
 });
@@ -1104,10 +1075,7 @@ describe("issue #21 item 9: a replacement that never becomes Ready", () => {
     await t.reconcile();
     t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
     // Run the roll until it deletes its first pod; the replacement crash-loops.
-    for (let pass = 0; pass < 20 && t.kube.pods.get(NS, "demo-2") !== undefined; pass++) {
-      await t.clock.advance(1000);
-      await t.reconcile();
-    }
+    await t.passes(20, 1000, () => t.kube.pods.get(NS, "demo-2") !== undefined);
     expect(t.kube.pods.get(NS, "demo-2")).toBeUndefined();
     t.kube.addPod(NS, "demo", 2, false, "rev-2");
     const p = t.kube.pods.get(NS, "demo-2")!;
@@ -1175,10 +1143,7 @@ describe("issue #21 item 9: a replacement that never becomes Ready", () => {
     });
     await t.reconcile();
     t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
-    for (let pass = 0; pass < 20 && t.kube.pods.get(NS, "demo-2") !== undefined; pass++) {
-      await t.clock.advance(1000);
-      await t.reconcile();
-    }
+    await t.passes(20, 1000, () => t.kube.pods.get(NS, "demo-2") !== undefined);
     t.kube.addPod(NS, "demo", 2, false, "rev-2");
     t.brokers.unreachable.add("demo-2");
     for (let s = 0; s < 40; s++) {
@@ -1286,10 +1251,7 @@ describe("review-op: a stuck replacement across a new term and a fixed image", (
     });
     await t.reconcile();
     t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
-    for (let pass = 0; pass < 20 && t.kube.pods.get(NS, "demo-2") !== undefined; pass++) {
-      await t.clock.advance(1000);
-      await t.reconcile();
-    }
+    await t.passes(20, 1000, () => t.kube.pods.get(NS, "demo-2") !== undefined);
     expect(t.kube.pods.get(NS, "demo-2")).toBeUndefined();
     t.kube.addPod(NS, "demo", 2, false, "rev-2");
     t.brokers.unreachable.add("demo-2");
@@ -1320,10 +1282,7 @@ describe("review-op: a stuck replacement across a new term and a fixed image", (
     });
     await t.reconcile();
     t.kube.setStatefulSetStatus(NS, "demo", "rev-3");
-    for (let pass = 0; pass < 120 && t.kube.pods.get(NS, "demo-2") !== undefined; pass++) {
-      await t.clock.advance(1000);
-      await t.reconcile();
-    }
+    await t.passes(120, 1000, () => t.kube.pods.get(NS, "demo-2") !== undefined);
     expect(t.kube.writes.slice(before)).toContain("evict Pod demo-2");
     expect(cond(t.cluster(), "Progressing")?.reason).not.toBe("RollBlocked");
   });
@@ -1354,10 +1313,7 @@ describe("review-op: an evicted pod that stays Terminating (its node is gone)", 
         t.kube.pods.put({ ...p, metadata: { ...p.metadata, deletionTimestamp: new Date(t.clock.now()) } });
       return r;
     };
-    for (let pass = 0; pass < 20 && !t.kube.writes.includes("evict Pod demo-2"); pass++) {
-      await t.clock.advance(1000);
-      await t.reconcile();
-    }
+    await t.passes(20, 1000, () => !t.kube.writes.includes("evict Pod demo-2"));
     expect(t.kube.writes).toContain("evict Pod demo-2");
     t.brokers.unreachable.add("demo-2");
     for (let s = 0; s < 150; s++) {
