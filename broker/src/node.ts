@@ -461,11 +461,13 @@ export async function startBroker(
     await moves?.close();
     moveSource?.close();
     await cluster?.close();
-    peers.close();
     // Long-polls answer 204 now so app.close() does not wait for them; the
     // final frontier flush runs once no request can settle a lease any more.
     consumers.beginClose();
     await app.close();
+    // Only now: produce still arriving while the HTTP server closed was
+    // forwarded to a peer over these channels.
+    peers.close();
     await consumers.close();
     await logs.closeAll();
     await wal.close();
