@@ -170,10 +170,12 @@ describe("stalled moves: the abort until confirmed, then the retry", () => {
     expect(p.start).toEqual([]);
   });
 
-  it("confirmed (cancelled, failed or unknown): dropped, backoff, then moved again avoiding the stalled destination", () => {
+  it("confirmed (cancelled, failed, an earlier move's done, or unknown): dropped, backoff, then moved again avoiding the stalled destination", () => {
     for (const probe of [
       { kind: "state", state: "cancelled" },
       { kind: "state", state: "failed" },
+      // An earlier move's "done" of the same partition (a DELETE cannot change it: 409).
+      { kind: "state", state: "done" },
       { kind: "unknown" },
     ] as MoveProbe[]) {
       const now = T0 + 70 * S;

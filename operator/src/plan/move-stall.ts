@@ -91,11 +91,21 @@ export function stallReason(m: PartitionMoveStatus, probe: ProgressProbe | undef
   return `no progress on ${m.to} for ${secs}s (destination ${seen})`;
 }
 
-/** The destination confirmed the cancel: it reports the move over, or knows none. */
+/**
+ * The destination confirmed the cancel: it reports the move over, or knows
+ * none. "done" counts too: the caller has already ruled out a swap of this
+ * move, so a "done" there is an earlier move's of the same partition (seen
+ * in the scale e2e: a partition moved to a member and back kept its old
+ * "done", and the cancel, answered 409, could never change it); and were it
+ * ours after all, nothing is left to cancel.
+ */
 export function cancelConfirmed(probe: ProgressProbe | undefined): boolean {
   if (probe === undefined) return false;
   if (probe.kind === "unknown") return true;
-  return probe.kind === "state" && (probe.state === "cancelled" || probe.state === "failed");
+  return (
+    probe.kind === "state" &&
+    (probe.state === "cancelled" || probe.state === "failed" || probe.state === "done")
+  );
 }
 
 /** Backoff before the next move of a partition aborted `attempts` times. */
