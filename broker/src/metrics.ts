@@ -13,6 +13,8 @@ export interface BrokerMetrics {
   producedMessages: Counter<"topic" | "partition">;
   producedBytes: Counter<"topic" | "partition">;
   produceRejected: Counter<"reason">;
+  produceForwarded: Counter;
+  ingestedForPeers: Counter;
   /** A hostile-client limit refused a request (docs/security.md), by limit name. */
   limitRefusals: Counter<"limit">;
   consumedMessages: Counter<"topic" | "partition">;
@@ -151,6 +153,16 @@ export function createBrokerMetrics(opts: {
       name: "narad_produce_rejected_total",
       help: "Produce requests refused, by reason",
       labelNames: ["reason"],
+      registers: r,
+    }),
+    produceForwarded: new Counter({
+      name: "narad_produce_forwarded_records_total",
+      help: "Records this node took while draining or decommissioning and stored on a peer's WAL (cluster RPC Ingest) before answering",
+      registers: r,
+    }),
+    ingestedForPeers: new Counter({
+      name: "narad_produce_ingested_for_peers_records_total",
+      help: "Records a draining peer forwarded to this node's WAL",
       registers: r,
     }),
     consumedMessages: new Counter({

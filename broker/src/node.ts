@@ -21,6 +21,7 @@ import { openDoneSetStore } from "./dispatch/done-set-store.ts";
 import { dispatchMetricsSink } from "./dispatch/metrics-sink.ts";
 import { defaultParkedMaxBytes, openParkedStore } from "./dispatch/parked-store.ts";
 import { buildApp } from "./http/app.ts";
+import { createProduceForwarder, fromIngestRecords } from "./http/produce-forward.ts";
 import type { BrokerServices } from "./http/services.ts";
 import { openLogStore } from "./log/log-store.ts";
 import { openFileMetastore } from "./meta/file-metastore.ts";
@@ -343,6 +344,9 @@ export async function startBroker(
 
   let ready = false;
   let draining = false;
+  /** A refusal of forwarded produce that provably stored nothing (the caller may try another peer). */
+  const ingestRefused = (message: string): Error =>
+    Object.assign(new Error(message), { code: "INGEST_REFUSED" });
   const services: BrokerServices = {
     config,
     nodeId: config.nodeId,
@@ -388,6 +392,18 @@ export async function startBroker(
       },
       waitDrained: (timeoutMs) => dispatcher.drain(timeoutMs),
     },
+    ...(clustered
+      ? {
+          forwardProduce: createProduceForwarder({
+            nodeId: config.nodeId,
+            members: () => metastore.members(),
+            ingest: (address, records, deadlineMs) =>
+              peers.peer(address).ingest({ records, from_node: config.nodeId }, deadlineMs),
+            nowMs: monoMs,
+            timeoutMs: k.rpcDefaultDeadlineMs,
+          }),
+        }
+      : {}),
     dispatch: dispatcher,
     metrics,
     nowMs,
@@ -423,6 +439,23 @@ export async function startBroker(
           consumers,
           consumeMaxWaitMs: config.consume.maxWaitMs,
           ...(moveSource !== undefined ? { moves: moveSource } : {}),
+          // A draining peer's produce: into our WAL unless we refuse produce ourselves.
+          ingest: async (records, from) => {
+            if (services.lifecycle.draining() || !ready || wal.stats().poisoned)
+              throw ingestRefused(
+                `node ${config.nodeId} refuses produce itself (draining, starting or WAL failed)`,
+              );
+            const input = fromIngestRecords(records);
+            for (const r of input) {
+              const t = metastore.getTopic(r.topic);
+              if (t === undefined || r.partition >= t.partitions)
+                throw ingestRefused(`node ${config.nodeId} does not know ${r.topic}/${r.partition}`);
+            }
+            await wal.append(input);
+            metrics.ingestedForPeers.inc(input.length);
+            logger.debug({ from, records: input.length }, "stored produce forwarded by a draining peer");
+            return input.length;
+          },
           adminStatus: () => {
             const w = wal.stats();
             const owned: Array<{ topic: string; partition: number }> = [];
@@ -488,11 +521,13 @@ export async function startBroker(
     await moves?.close();
     moveSource?.close();
     await cluster?.close();
-    peers.close();
     // Long-polls answer 204 now so app.close() does not wait for them; the
     // final frontier flush runs once no request can settle a lease any more.
     consumers.beginClose();
     await app.close();
+    // Only now: produce still arriving while the HTTP server closed was
+    // forwarded to a peer over these channels.
+    peers.close();
     await consumers.close();
     await logs.closeAll();
     await wal.close();

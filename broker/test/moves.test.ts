@@ -234,12 +234,15 @@ describe("partition moves (3 in-process brokers)", () => {
     const frontier = await consumeAndAck(a, "m", p, "g", 25);
     expect(frontier).toBe(25);
 
-    // Scale-down: the operator marks a Decommissioning. It refuses new
-    // produce (clients go elsewhere) but keeps serving reads and its WAL.
+    // Scale-down: the operator marks a Decommissioning. Its own WAL takes
+    // no new produce: it forwards produce to a peer's WAL (answering after
+    // that fsync), and keeps serving reads and dispatching its WAL.
     mc.setState("a", "Decommissioning");
-    const refused = await req(a, "POST", `/v1/topics/m/produce?partition=${p}`, JSON.stringify({ id: -1 }));
-    expect(refused.status, refused.text).toBe(503);
-    expect(refused.headers["retry-after"]).toBeDefined();
+    const seqBefore = (await req(a, "GET", "/admin/v1/status")).json().wal.nextSeq as number;
+    const forwarded = await req(a, "POST", `/v1/topics/m/produce?partition=${p}`, JSON.stringify({ id: -1 }));
+    expect(forwarded.status, forwarded.text).toBe(202);
+    producer.acked.push(-1);
+    expect((await req(a, "GET", "/admin/v1/status")).json().wal.nextSeq).toBe(seqBefore);
     expect((await req(a, "GET", "/admin/v1/status")).json()).toMatchObject({
       memberState: "Decommissioning",
       ownedPartitions: 1,
@@ -319,15 +322,21 @@ describe("partition moves (3 in-process brokers)", () => {
     const st = (await req(a, "GET", "/admin/v1/status")).json();
     expect(st.ownedPartitions).toBe(0);
     expect(st.wal.pendingRecords).toBe(0);
-    // Removed (the operator is about to delete its pod and volume): still no produce.
+    // Removed (the operator is about to delete its pod and volume): still
+    // nothing into its own WAL; produce it receives goes to a peer's.
     mc.setState("a", "Removed");
+    const removedSeq = st.wal.nextSeq as number;
     const afterRemoved = await req(
       a,
       "POST",
       `/v1/topics/m/produce?partition=${p}`,
       JSON.stringify({ id: -2 }),
     );
-    expect(afterRemoved.status, afterRemoved.text).toBe(503);
+    expect(afterRemoved.status, afterRemoved.text).toBe(202);
+    expect((await req(a, "GET", "/admin/v1/status")).json().wal.nextSeq).toBe(removedSeq);
+    await eventually("the forwarded record reaches the new owner", 30_000, async () =>
+      (await readPartition(b, "m", p)).some(([, id]) => id === -2),
+    );
     expect((await req(a, "GET", "/admin/v1/status")).json()).toMatchObject({
       memberState: "Removed",
       draining: true,

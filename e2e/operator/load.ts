@@ -100,8 +100,9 @@ export interface LoadProducerOptions {
 /**
  * Continuous producer over the given brokers (as a client of the Service
  * would). A 503/429/5xx or a refused connection never reached the WAL:
- * retried on another broker with the same id. A timeout or reset is
- * ambiguous: the id is set aside (may appear at most once) and not retried.
+ * retried on another broker with the same id. A timeout, a reset or a 504
+ * (a draining broker's forward in doubt) is ambiguous: the id is set aside
+ * (may appear at most once) and not retried.
  */
 export class LoadProducer {
   readonly acked = new Set<string>();
@@ -163,6 +164,12 @@ export class LoadProducer {
             this.ackedVia.set(id, { ip, at: new Date().toISOString() });
             break;
           }
+          if (r.status === 504) {
+            // A draining broker's forward to a peer may have stored it: in doubt, never retried.
+            this.#err("HTTP 504");
+            this.ambiguous.add(id);
+            break;
+          }
           this.#err(`HTTP ${r.status}`);
           await sleep(50);
         } catch (err) {
@@ -197,15 +204,19 @@ export class LoadProducer {
   }
 }
 
-/** Every record of the topic, read from one broker across all partitions: key → count. */
+/**
+ * Every record of the topic, read from one broker: key → count. `partitions`
+ * is the partition count (all of them) or the partitions to read.
+ */
 export async function readTopic(
   ip: string,
   topic: string,
-  partitions: number,
+  partitions: number | readonly number[],
   headers: HeaderSource = noHeaders,
 ): Promise<Map<string, number> | undefined> {
   const seen = new Map<string, number>();
-  for (let p = 0; p < partitions; p++) {
+  const list = typeof partitions === "number" ? [...Array(partitions).keys()] : partitions;
+  for (const p of list) {
     let offset = 0;
     for (;;) {
       const r = await fetch(
@@ -223,6 +234,22 @@ export async function readTopic(
     }
   }
   return seen;
+}
+
+/** A broker metric summed over its label sets (0 when absent). */
+export async function metricSum(
+  ip: string,
+  name: string,
+  headers: HeaderSource = noHeaders,
+): Promise<number> {
+  const r = await fetch(`http://${ip}:${BROKER_PORT}/metrics`, {
+    headers: headers(),
+    signal: AbortSignal.timeout(5_000),
+  });
+  let sum = 0;
+  for (const line of (await r.text()).split("\n"))
+    if (line.startsWith(`${name} `) || line.startsWith(`${name}{`)) sum += Number(line.split(" ").pop());
+  return sum;
 }
 
 export interface LedgerReport {

@@ -210,6 +210,9 @@ describe("drained rolling restart", () => {
       `roll-e2e: image roll of 3 pods took ${(rollMs / 1000).toFixed(1)} s; max unavailable ${sampler.maxUnavailable} over ${sampler.samples} samples; produce: ${producer.summary()}`,
     );
     expect(sampler.maxUnavailable, `worst sample: ${sampler.worst.join(" ")}`).toBeLessThanOrEqual(1);
+    // A planned restart costs clients nothing: the draining broker forwards
+    // produce to a peer's WAL, and its pod turns not Ready before it goes.
+    expect(producer.errors, producer.summary()).toBeLessThanOrEqual(Math.floor(producer.attempts / 1000));
     const after = await pods();
     for (const p of before) expect(after.find((x) => x.name === p.name)?.uid).not.toBe(p.uid);
     expect(await pvcUids()).toEqual(pvcs);

@@ -13,138 +13,68 @@
 //     acknowledged after the Down is readable from the survivors' partitions.
 // Numbers are printed with "stuck-replacement-e2e:".
 import { setTimeout as sleep } from "node:timers/promises";
-import type { CoreV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stderrLog } from "../platform/log.ts";
-import type { Platform } from "../platform/platform.ts";
-import { clusterCredentials } from "./credentials.ts";
-import { getJson, type OperatorProcess, startOperator, startSuitePlatform, waitFor } from "./harness.ts";
-import { BROKER_PORT, type HeaderSource, LoadProducer, listBrokerPods, PodSampler } from "./load.ts";
+import { getJson, waitFor } from "./harness.ts";
+import { LoadProducer, metricSum, PodSampler, readTopic } from "./load.ts";
+import {
+  condition as cond,
+  eventsOf,
+  memberOf as member,
+  type SuiteCluster,
+  startSuiteCluster,
+} from "./suite.ts";
 
 const log = stderrLog("stuck-replacement-e2e");
 const NS = "stuckrepl";
-const LEASE_NS = "narad-system";
 const NAME = "stuck";
 const TOPIC = "events";
 const PARTITIONS = 6;
 const DOWN_GRACE_SECONDS = 10;
 const REPLACEMENT_TIMEOUT_SECONDS = 20;
 const BROKEN_IMAGE = "ghcr.io/narad/narad-typo:0.2.0";
-let headers: HeaderSource = () => ({});
 
-interface Cluster {
-  status?: {
-    phase?: string;
-    conditions?: Array<{ type: string; status: string; reason: string; message: string }>;
-    members?: Array<{ id: string; state: string }>;
-    roll?: { podInFlight: string };
-  };
-}
-
-let platform: Platform;
-let core: CoreV1Api;
-let logDir: string;
-let op: OperatorProcess | undefined;
-
-const cluster = () => getJson<Cluster>(platform.kubectl, ["-n", NS, "naradcluster", NAME]);
-const cond = (c: Cluster | undefined, type: string) => c?.status?.conditions?.find((x) => x.type === type);
-const member = (c: Cluster | undefined, id: string) => c?.status?.members?.find((m) => m.id === id);
-const pods = () => listBrokerPods(core, NS, NAME);
-
-async function metricSum(ip: string, name: string): Promise<number> {
-  const r = await fetch(`http://${ip}:${BROKER_PORT}/metrics`, {
-    headers: headers(),
-    signal: AbortSignal.timeout(5_000),
-  });
-  let sum = 0;
-  for (const line of (await r.text()).split("\n"))
-    if (line.startsWith(`${name} `) || line.startsWith(`${name}{`)) sum += Number(line.split(" ").pop());
-  return sum;
-}
+let s: SuiteCluster;
+const cluster = () => s.cluster();
+const pods = () => s.pods();
 const sumOver = async (ips: string[], name: string) =>
-  (await Promise.all(ips.map((ip) => metricSum(ip, name)))).reduce((a, b) => a + b, 0);
-
-async function readPartitions(ip: string, partitions: readonly number[]): Promise<Set<string> | undefined> {
-  const seen = new Set<string>();
-  for (const p of partitions) {
-    let offset = 0;
-    for (;;) {
-      const r = await fetch(
-        `http://${ip}:${BROKER_PORT}/v1/topics/${TOPIC}/records?partition=${p}&offset=${offset}&limit=1000`,
-        { headers: headers(), signal: AbortSignal.timeout(10_000) },
-      );
-      if (r.status !== 200) {
-        await r.body?.cancel();
-        return undefined;
-      }
-      const body = (await r.json()) as { next_offset: number; records: Array<{ key: string }> };
-      for (const rec of body.records) seen.add(rec.key);
-      if (body.records.length === 0) break;
-      offset = body.next_offset;
-    }
-  }
-  return seen;
-}
+  (await Promise.all(ips.map((ip) => metricSum(ip, name, s.headers)))).reduce((a, b) => a + b, 0);
 
 beforeAll(async () => {
-  ({ logDir, platform, core } = await startSuitePlatform("stuck-replacement", log, [NS, LEASE_NS]));
-  op = await startOperator({ kubeconfig: platform.kubeconfigPath, identity: "stuck-a", logDir });
-  await op.waitForLine((l) => l.msg === "leading: reconciling", "leadership");
-  await platform.applyYaml(
-    JSON.stringify({
-      apiVersion: "narad.dev/v1alpha1",
-      kind: "NaradCluster",
-      metadata: { name: NAME, namespace: NS },
-      spec: {
-        replicas: 3,
-        rollout: {
-          downGraceSeconds: DOWN_GRACE_SECONDS,
-          replacementTimeoutSeconds: REPLACEMENT_TIMEOUT_SECONDS,
-          drainTimeoutSeconds: 5,
-        },
-        security: { auth: { enabled: true } },
+  s = await startSuiteCluster({
+    suite: "stuck-replacement",
+    log,
+    namespace: NS,
+    name: NAME,
+    spec: {
+      replicas: 3,
+      rollout: {
+        downGraceSeconds: DOWN_GRACE_SECONDS,
+        replacementTimeoutSeconds: REPLACEMENT_TIMEOUT_SECONDS,
+        drainTimeoutSeconds: 5,
       },
-    }),
-  );
-  await waitFor(
-    async () => {
-      const c = await cluster();
-      return cond(c, "Ready")?.status === "True" && c?.status?.phase === "Running";
+      security: { auth: { enabled: true } },
     },
-    { timeoutMs: 180_000, what: "the cluster to be Ready", intervalMs: 1000 },
-  );
-  headers = await clusterCredentials(platform.kubectl, NS, NAME);
-  const ip = (await pods())[0]!.ip!;
-  const created = await fetch(`http://${ip}:${BROKER_PORT}/v1/topics`, {
-    method: "POST",
-    headers: { ...headers(), "content-type": "application/json" },
-    body: JSON.stringify({ name: TOPIC, partitions: PARTITIONS }),
+    topic: { name: TOPIC, partitions: PARTITIONS },
   });
-  expect(created.status).toBe(201);
 }, 1_500_000);
 
 afterAll(async () => {
-  await op?.kill("SIGKILL");
-  if (process.env["NARAD_KEEP"] === "1") log(`kept ${logDir} (operator logs, platform state)`);
-  await platform?.stop({ keep: process.env["NARAD_KEEP"] === "1" });
+  await s?.stop();
 });
 
 describe("a bad image in a rolling restart", () => {
   it("→ Degraded (ReplacementNotReady, pod named) → Warning Event → member Down → records flow again", async () => {
     const sampler = new PodSampler(() => 3, pods, log);
-    const producer = new LoadProducer({ tag: "s1", topic: TOPIC, ips: () => sampler.readyIps, headers });
+    const producer = new LoadProducer({
+      tag: "s1",
+      topic: TOPIC,
+      ips: () => sampler.readyIps,
+      headers: s.headers,
+    });
     await sleep(3_000);
     const t0 = Date.now();
-    await platform.kubectl([
-      "-n",
-      NS,
-      "patch",
-      "naradcluster",
-      NAME,
-      "--type=merge",
-      "-p",
-      JSON.stringify({ spec: { image: BROKEN_IMAGE } }),
-    ]);
+    await s.patchSpec({ image: BROKEN_IMAGE });
 
     // The roll names its first pod; that pod's replacement never starts.
     const victim = (
@@ -176,11 +106,7 @@ describe("a bad image in a rolling restart", () => {
 
     const warning = await waitFor(
       async () => {
-        const ev = await getJson<{ items: Array<{ type: string; reason: string; message: string }> }>(
-          platform.kubectl,
-          ["-n", NS, "events"],
-        );
-        const found = (ev?.items ?? []).filter((e) => e.reason === "ReplacementNotReady");
+        const found = await eventsOf(s.platform, NS, "ReplacementNotReady");
         return found.length > 0 ? found : undefined;
       },
       { timeoutMs: 30_000, what: "a ReplacementNotReady Event", intervalMs: 500 },
@@ -211,7 +137,7 @@ describe("a bad image in a rolling restart", () => {
     const ownedByVictim = (
       (
         await getJson<{ status?: { assignments?: Array<{ partition: number; owner: string }> } }>(
-          platform.kubectl,
+          s.platform.kubectl,
           ["-n", NS, "naradtopic", TOPIC],
         )
       )?.status?.assignments ?? []
@@ -222,8 +148,8 @@ describe("a bad image in a rolling restart", () => {
     const pendingAfter = await sumOver(survivorIps, "narad_wal_pending_records");
     const seen = await waitFor(
       async () => {
-        const s = await readPartitions(survivorIps[0]!, survivorPartitions);
-        return s !== undefined && window.every((id) => s.has(id)) ? s : undefined;
+        const seen = await readTopic(survivorIps[0]!, TOPIC, survivorPartitions, s.headers);
+        return seen !== undefined && window.every((id) => seen.has(id)) ? seen : undefined;
       },
       { timeoutMs: 60_000, what: "records acknowledged after the Down to be readable", intervalMs: 1000 },
     ).catch(() => undefined);

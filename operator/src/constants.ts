@@ -126,6 +126,8 @@ export const STATUS_WAL_TIMEOUT_MS = 1_500;
 export const OBSERVATION_SETTLE_MS = 60_000;
 /** Partition moves in flight at once per cluster (each one copies a partition). */
 export const SCALE_MAX_MOVES = 2;
+/** Cap on the doubled backoff before an aborted move's partition is moved again. */
+export const MOVE_RETRY_BACKOFF_MAX_MS = 10 * 60_000;
 /** Requeue while a decommission or rebalance runs. */
 export const SCALE_REQUEUE_MS = 1_000;
 /** Bound on one move/status call to a broker during scaling. */

@@ -36,6 +36,19 @@ export class OperatorMetrics {
     registers: [this.registry],
   });
 
+  readonly moveAborts = new Counter({
+    name: "narad_operator_move_aborts_total",
+    help: "Partition moves aborted for making no progress past spec.moves.stallTimeoutSeconds, by cause (unreachable destination, or no progress).",
+    labelNames: ["namespace", "cluster", "cause"] as const,
+    registers: [this.registry],
+  });
+  readonly movesStuck = new Gauge({
+    name: "narad_operator_moves_stuck",
+    help: "Partition moves of a cluster that are stalled: being aborted, stuck past their owner swap, or waiting out a retry backoff.",
+    labelNames: ["namespace", "cluster"] as const,
+    registers: [this.registry],
+  });
+
   constructor(opts: { processMetrics?: boolean } = {}) {
     // The standard process_* and nodejs_* names, unprefixed.
     if (opts.processMetrics) collectDefaultMetrics({ register: this.registry });

@@ -56,7 +56,11 @@ export function buildApp(
     bodyLimit: 1024 * 1024,
     // Topic names are case-sensitive and may contain dots.
     routerOptions: { caseSensitive: true, ignoreTrailingSlash: true, maxParamLength: 512 },
-    return503OnClosing: true,
+    // While the server closes, a request still arriving on a kept-alive
+    // connection is answered 503 — except in a cluster, where a closing
+    // broker is draining and forwards produce to a peer's WAL: serving it
+    // then costs the client nothing (docs/produce-forwarding.md).
+    return503OnClosing: s.forwardProduce === undefined,
     querystringParser: firstValueQuery,
   });
   // A serverFactory (HTTPS) ignores the http options above.

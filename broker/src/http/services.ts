@@ -10,6 +10,7 @@ import type { Metastore } from "../meta/types.ts";
 import type { BrokerMetrics } from "../metrics.ts";
 import type { ProducerRegistry } from "../producers/registry.ts";
 import type { WalStats } from "../wal/types.ts";
+import type { ForwardOutcome } from "./produce-forward.ts";
 import type { MoveService } from "./routes/moves.ts";
 
 export interface Ingress {
@@ -74,6 +75,12 @@ export interface BrokerServices {
   /** Owner-routed reads (local log or peer RPC); produce stays local (WAL-first on any node). */
   partitions: Partitions;
   lifecycle: Lifecycle;
+  /**
+   * Cluster mode: where produce goes while this node drains or is
+   * decommissioned (http/produce-forward.ts): a healthy peer's WAL. Absent
+   * (single node), such produce is refused with 503.
+   */
+  forwardProduce?: (records: readonly WalRecordInput[]) => Promise<ForwardOutcome>;
   consumers: Consumers;
   /** Partition moves into this node (cluster mode only). */
   moves?: MoveService;

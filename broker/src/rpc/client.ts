@@ -20,6 +20,7 @@ import {
   type PbAdminStatusResponse,
   type PbConsumeRequest,
   type PbConsumeResponse,
+  type PbIngestRequest,
   type PbMoveFetchRequest,
   type PbMoveFetchResponse,
   type PbMoveFreezeRequest,
@@ -84,6 +85,8 @@ export interface PeerClient {
   moveUnfreeze(req: PbMoveUnfreezeRequest): Promise<void>;
   /** CRC-32C of segment prefixes of the node's copy (moves/checksum.ts). */
   moveVerify(req: PbMoveVerifyRequest): Promise<PbMoveVerifyResponse>;
+  /** Produce forwarded to this peer's WAL; resolves once the peer fsynced every record. */
+  ingest(req: PbIngestRequest, deadlineMs: number): Promise<number>;
 }
 
 export interface PeerPool {
@@ -193,6 +196,7 @@ export function createPeerPool(o: PeerPoolOptions): PeerPool {
     moveUnfreeze: async (req) => {
       await unary(client, address, "MoveUnfreeze", req, nowMs() + o.readTimeoutMs);
     },
+    ingest: async (req, deadlineMs) => (await unary(client, address, "Ingest", req, deadlineMs)).appended,
   });
 
   return {

@@ -197,6 +197,24 @@ export interface PbMoveVerifyResponse {
   oldest_offset: number;
 }
 
+export interface PbIngestRecord {
+  topic: string;
+  partition: number;
+  key: Buffer;
+  payload: Buffer;
+  created_ms: number;
+  topic_uid: string;
+}
+
+export interface PbIngestRequest {
+  records: PbIngestRecord[];
+  from_node: string;
+}
+
+export interface PbIngestResponse {
+  appended: number;
+}
+
 /** Request and response type of each method of the Cluster service. */
 export interface ClusterMethods {
   CommitBatch: { req: PbCommitBatchRequest; res: PbCommitBatchResponse };
@@ -210,6 +228,7 @@ export interface ClusterMethods {
   MoveFreeze: { req: PbMoveFreezeRequest; res: PbMoveManifest };
   MoveUnfreeze: { req: PbMoveUnfreezeRequest; res: PbEmpty };
   MoveVerify: { req: PbMoveVerifyRequest; res: PbMoveVerifyResponse };
+  Ingest: { req: PbIngestRequest; res: PbIngestResponse };
 }
 export type ClusterMethod = keyof ClusterMethods;
 

@@ -31,6 +31,7 @@ import {
   clusterService,
   type PbAdminStatusResponse,
   type PbCommitBatchRequest,
+  type PbIngestRequest,
 } from "./proto.ts";
 import { NotOwnerError, toRpcFailure, toServiceError } from "./status.ts";
 
@@ -52,6 +53,12 @@ export interface ClusterServerDeps {
   onCommitted?: (topic: string, partition: number) => void;
   /** Queue consumption of the partitions this node owns (Consume, Ack); absent, those calls answer UNAVAILABLE. */
   consumers?: Pick<ConsumerManager, "consume" | "settle" | "validGroup">;
+  /**
+   * Appends produce a draining peer forwarded to this node's ingress WAL
+   * (resolves after the fsync; throws UNAVAILABLE when this node refuses
+   * produce itself). Absent, Ingest answers UNAVAILABLE.
+   */
+  ingest?: (records: PbIngestRequest["records"], from: string) => Promise<number>;
   /** Source side of partition moves; absent, the Move* calls answer UNAVAILABLE. */
   moves?: Pick<MoveSource, "manifest" | "fetch" | "freeze" | "unfreeze" | "verify">;
   readMaxRecords: number;
@@ -175,6 +182,12 @@ export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementat
     ),
 
     MoveVerify: unary("MoveVerify", async (req) => moves().verify(req.topic, req.partition, req.segments)),
+
+    Ingest: unary("Ingest", async (req) => {
+      if (d.ingest === undefined)
+        throw new NaradError("UNAVAILABLE", `node ${d.nodeId} takes no forwarded produce`);
+      return { appended: await d.ingest(req.records, req.from_node) };
+    }),
 
     MoveUnfreeze: unary("MoveUnfreeze", async (req) => {
       moves().unfreeze(req.topic, req.partition, req.token);

@@ -43,6 +43,8 @@ const fromStorageCode: Record<string, status> = {
   PARTITION_FROZEN: status.UNAVAILABLE,
   PARTITION_MOVING: status.UNAVAILABLE,
   TOPIC_DELETED: status.NOT_FOUND,
+  /** A node asked to take forwarded produce refuses produce itself (nothing appended). */
+  INGEST_REFUSED: status.FAILED_PRECONDITION,
 };
 
 const movingPattern = /^PARTITION_(FROZEN|MOVING):/;

@@ -181,7 +181,16 @@ type Json = string | number | boolean | null | Date | Json[] | { [k: string]: Js
  * `running` to `waiting` would keep both unless the others are nulled
  * explicitly. This adds those nulls (state keys and optional message/signal).
  */
-export function statusPatchBody(status: V1PodStatus): { status: Json } {
+/**
+ * With `uid`, the patch carries metadata.uid, which the API server treats as
+ * a precondition (409 when the pod of that name is another object by now):
+ * a worker for a pod deleted during its setup must never write its status
+ * (its pod IP above all) onto the pod the StatefulSet recreated under the
+ * same name. Without it, podIPs merge by key, the successor ends up with two
+ * IPs and every later status patch of it is refused (422), so it never
+ * becomes Ready.
+ */
+export function statusPatchBody(status: V1PodStatus, uid?: string): { metadata?: Json; status: Json } {
   const fixState = (s: V1ContainerStatus["state"] | undefined): Json => {
     const out: Record<string, Json> = { waiting: null, running: null, terminated: null };
     if (s?.waiting) out["waiting"] = { reason: s.waiting.reason ?? null, message: s.waiting.message ?? null };
@@ -201,6 +210,7 @@ export function statusPatchBody(status: V1PodStatus): { status: Json } {
     lastState: cs.lastState?.terminated ? fixState(cs.lastState) : {},
   });
   return {
+    ...(uid === undefined || uid === "" ? {} : { metadata: { uid } }),
     status: {
       ...(status as unknown as Record<string, Json>),
       conditions: (status.conditions ?? []).map((c) => ({

@@ -140,4 +140,9 @@ describe("statusPatchBody", () => {
     expect(body.status.containerStatuses[0]!.state).toMatchObject({ waiting: null, terminated: null });
     expect(body.status.containerStatuses[0]!.state["running"]).toEqual({ startedAt: T0 });
   });
+  it("carries the pod's uid as a precondition when given, so a stale worker cannot write onto a successor", () => {
+    const s = podStatus(pod({ containers: [running("a")] }), [], T1);
+    expect(statusPatchBody(s, "uid-1").metadata).toEqual({ uid: "uid-1" });
+    expect(statusPatchBody(s).metadata).toBeUndefined();
+  });
 });

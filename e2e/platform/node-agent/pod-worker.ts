@@ -526,13 +526,15 @@ export class PodWorker {
     if (body === this.#lastSent) return;
     try {
       await this.#deps.core.patchNamespacedPodStatus(
-        { name: this.#name, namespace: this.#ns, body: statusPatchBody(status) },
+        { name: this.#name, namespace: this.#ns, body: statusPatchBody(status, this.uid) },
         setHeaderOptions("Content-Type", PatchStrategy.StrategicMergePatch),
       );
       this.#lastSent = body;
       this.#lastConditions = status.conditions ?? null;
     } catch (err) {
       if (isNotFound(err)) return;
+      // 409 on the uid precondition: the pod of this name is another one now; not ours to report.
+      if ((err as { code?: number }).code === 409) return;
       this.#log.warn({ err }, "status patch failed; will retry");
       this.#wake(Date.now() + STATUS_RETRY_MS);
     }

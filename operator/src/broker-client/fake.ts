@@ -19,6 +19,8 @@ export class FakeBrokerClient implements BrokerClient {
   readonly calls: string[] = [];
   /** Runs as each call is made, before it is answered (e.g. to lose the lease mid-reconcile). */
   onCall: (call: string) => void = () => {};
+  /** Runs when a member starts or stops draining (a test's kubelet flips its pod's readiness). */
+  onDrainChange: (id: string, draining: boolean) => void = () => {};
 
   async status(ep: BrokerEndpoint): Promise<BrokerStatus> {
     this.#called(`status ${ep.id}`);
@@ -47,14 +49,17 @@ export class FakeBrokerClient implements BrokerClient {
   async drain(ep: BrokerEndpoint, waitMs: number): Promise<BrokerStatus> {
     this.#called(`drain ${ep.id} ${waitMs}`);
     this.#check(ep);
-    this.draining.add(ep.id);
+    if (!this.draining.has(ep.id)) {
+      this.draining.add(ep.id);
+      this.onDrainChange(ep.id, true);
+    }
     return this.#drainStatus(ep);
   }
 
   async cancelDrain(ep: BrokerEndpoint): Promise<BrokerStatus> {
     this.#called(`cancelDrain ${ep.id}`);
     this.#check(ep);
-    this.draining.delete(ep.id);
+    if (this.draining.delete(ep.id)) this.onDrainChange(ep.id, false);
     return this.status(ep);
   }
 

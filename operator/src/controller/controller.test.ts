@@ -7,6 +7,7 @@ import { AbortedError, guardedApi } from "../kube/api.ts";
 import { MemoryRecorder } from "../kube/events.ts";
 import { ManualClock } from "../kube/manual-clock.ts";
 import { MemoryStorageApi } from "../kube/storage-api.ts";
+import { OperatorMetrics } from "../metrics.ts";
 import { getCondition } from "../plan/conditions.ts";
 import { reconcileCluster } from "./cluster/reconcile.ts";
 import { ControllerMemory, type ReconcileDeps } from "./deps.ts";
@@ -39,9 +40,20 @@ function setup(spec: NaradCluster["spec"] = { replicas: 3, image: "ghcr.io/narad
     metadata: { name: "demo", namespace: NS },
     spec,
   });
+  // Like a kubelet: a draining broker fails its readiness probe.
+  brokers.onDrainChange = (id, draining) => {
+    if (kube.pods.get(NS, id) !== undefined) kube.setPodReady(NS, id, !draining);
+  };
   const cluster = () => kube.clusters.get(NS, "demo")!;
   const reconcile = () => reconcileCluster(`${NS}/demo`, deps);
-  return { clock, kube, recorder, brokers, deps, ac, cluster, reconcile, storage };
+  /** Up to n passes, the clock advanced by stepMs before each; stops early once `going` turns false. */
+  const passes = async (n: number, stepMs = 1000, going: () => boolean = () => true) => {
+    for (let pass = 0; pass < n && going(); pass++) {
+      await clock.advance(stepMs);
+      await reconcile();
+    }
+  };
+  return { clock, kube, recorder, brokers, deps, ac, cluster, reconcile, storage, passes };
 }
 
 function memberState(c: NaradCluster, id: string) {
@@ -196,7 +208,8 @@ describe("NaradCluster reconcile", () => {
           trace.push(`deleted ${name} (roll ${c.status?.roll?.podInFlight}, member ${memberState(c, name)})`);
           t.kube.addPod(NS, "demo", i, false, "rev-2");
           t.brokers.draining.delete(name); // a fresh broker process
-        } else if (p.status?.conditions?.[0]?.status === "False") t.kube.addPod(NS, "demo", i, true, "rev-2");
+        } else if (p.status?.conditions?.[0]?.status === "False" && !t.brokers.draining.has(name))
+          t.kube.addPod(NS, "demo", i, true, "rev-2");
       }
       if (r.requeueAfterMs === undefined && c.status?.roll === undefined && pass > 3) break;
     }
@@ -231,10 +244,7 @@ describe("NaradCluster reconcile", () => {
     await t.reconcile();
     t.brokers.stuckDrain.set("demo-2", 42);
     t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
-    for (let pass = 0; pass < 15; pass++) {
-      await t.clock.advance(1000);
-      await t.reconcile();
-    }
+    await t.passes(15);
     const c = t.cluster();
     expect(c.status?.roll?.podInFlight).toBe("demo-2");
     expect(memberState(c, "demo-2")).toBe("Maintenance");
@@ -263,10 +273,7 @@ describe("NaradCluster reconcile", () => {
     await t.reconcile();
     t.brokers.stuckDrain.set("demo-2", 3);
     t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
-    for (let pass = 0; pass < 10; pass++) {
-      await t.clock.advance(1000);
-      await t.reconcile();
-    }
+    await t.passes(10);
     expect(t.kube.writes.filter((w) => w.startsWith("evict Pod"))).toEqual(["evict Pod demo-2"]);
     expect(t.recorder.events.find((e) => e.reason === "ForcedRestart")?.type).toBe("Warning");
   });
@@ -338,17 +345,11 @@ describe("NaradCluster reconcile", () => {
     await t.reconcile(); // drain
     expect(t.brokers.draining.has("demo-2")).toBe(true);
     t.kube.setPodReady(NS, "demo-1", false); // another broker fails mid-roll
-    for (let pass = 0; pass < 6; pass++) {
-      await t.clock.advance(1000);
-      await t.reconcile();
-    }
+    await t.passes(6);
     expect(t.cluster().status?.roll?.gateBlockedSince).toBeDefined();
     expect(t.brokers.calls.filter((c) => c.startsWith("cancelDrain"))).toEqual([]);
     expect(t.recorder.events.filter((e) => e.reason === "RollWaiting")).toHaveLength(1);
-    for (let pass = 0; pass < 6 && !t.recorder.reasons().includes("RollAborted"); pass++) {
-      await t.clock.advance(1000);
-      await t.reconcile();
-    }
+    await t.passes(6, 1000, () => !t.recorder.reasons().includes("RollAborted"));
     const c = t.cluster();
     expect(t.brokers.calls.filter((x) => x.startsWith("cancelDrain"))).toEqual(["cancelDrain demo-2"]);
     expect(t.brokers.draining.has("demo-2")).toBe(false);
@@ -364,6 +365,56 @@ describe("NaradCluster reconcile", () => {
     await t.reconcile();
     expect(t.cluster().status?.roll).toMatchObject({ podInFlight: "demo-1", podReadyAtStart: false });
     expect(t.brokers.calls.filter((x) => x.startsWith("drain"))).toEqual(["drain demo-2 2000"]);
+  });
+
+  it("#21.3: an abort whose drain cancel fails retries it every pass, reports it, and starts no restart until it is confirmed", async () => {
+    const t = setup({ replicas: 3, image: "ghcr.io/narad/narad:1.0", rollout: { gateTimeoutSeconds: 3 } });
+    await rollStarted(t);
+    t.brokers.stuckDrain.set("demo-2", 7);
+    await t.clock.advance(1000);
+    await t.reconcile(); // drain
+    t.kube.setPodReady(NS, "demo-1", false); // a second broker fails...
+    t.brokers.unreachable.add("demo-2"); // ...and the drained one stops answering
+    await t.passes(8, 1000, () => !t.recorder.reasons().includes("RollAborted"));
+    expect(t.cluster().status?.roll).toBeUndefined();
+    expect(t.cluster().status?.drainCancel).toMatchObject({ pod: "demo-2", attempts: 1 });
+    expect(t.recorder.events.find((e) => e.reason === "RollAborted")?.message).toMatch(
+      /cancelling its drain failed.*retrying/,
+    );
+    // Still away: retried, reported, and no other restart starts meanwhile.
+    await t.passes(3);
+    expect(t.brokers.calls.filter((c) => c === "cancelDrain demo-2").length).toBeGreaterThanOrEqual(3);
+    expect(t.cluster().status?.drainCancel?.attempts).toBeGreaterThanOrEqual(3);
+    expect(t.cluster().status?.roll).toBeUndefined();
+    expect(cond(t.cluster(), "Degraded")?.reason).toBe("DrainCancelPending");
+    expect(cond(t.cluster(), "Degraded")?.message).toMatch(/demo-2 may still be draining/);
+    // Back: the cancel lands, the report clears, and the roll may go on.
+    t.brokers.unreachable.delete("demo-2");
+    await t.clock.advance(1000);
+    await t.reconcile();
+    expect(t.brokers.draining.has("demo-2")).toBe(false);
+    expect(t.cluster().status?.drainCancel).toBeUndefined();
+    expect(t.recorder.reasons()).toContain("DrainCancelled");
+    await t.clock.advance(1000);
+    await t.reconcile();
+    expect(t.cluster().status?.roll?.podInFlight).toBe("demo-1");
+  });
+
+  it("#21.3: an operator restarted with a drain cancel owed carries on from status", async () => {
+    const t = setup({ replicas: 3, image: "ghcr.io/narad/narad:1.0" });
+    await rollStarted(t);
+    t.brokers.draining.add("demo-2");
+    // As an earlier operator left it: the roll abandoned, the cancel owed.
+    await t.kube.patchStatus(
+      { plural: "naradclusters", namespace: NS, name: "demo" },
+      { roll: null, drainCancel: { pod: "demo-2", since: "2026-11-29T12:00:00Z", attempts: 1 } },
+      t.cluster().metadata.resourceVersion ?? "",
+    );
+    t.deps.memory = new ControllerMemory();
+    await t.reconcile();
+    expect(t.brokers.calls).toContain("cancelDrain demo-2");
+    expect(t.brokers.draining.has("demo-2")).toBe(false);
+    expect(t.cluster().status?.drainCancel).toBeUndefined();
   });
 
   it("#21.3: the abort shows in the conditions of its pass", async () => {
@@ -384,10 +435,7 @@ describe("NaradCluster reconcile", () => {
     const t = setup();
     await rollStarted(t);
     t.kube.evictionBudget = () => "Cannot evict pod as it would violate the pod's disruption budget.";
-    for (let pass = 0; pass < 4; pass++) {
-      await t.clock.advance(1000);
-      await t.reconcile();
-    }
+    await t.passes(4);
     expect(t.kube.pods.get(NS, "demo-2")).toBeDefined();
     expect(t.kube.writes.filter((w) => w.startsWith("delete Pod "))).toEqual([]);
     expect(cond(t.cluster(), "Progressing")?.message).toContain("PodDisruptionBudget");
@@ -731,6 +779,8 @@ describe("Scaling", () => {
         if (m.state === "Decommissioning") t.brokers.decommissioning.add(m.id);
       for (const [key, m] of t.brokers.moves) {
         const [dest, , partition] = key.split("/");
+        // A destination that does not answer makes no progress either (SIGSTOP).
+        if (t.brokers.unreachable.has(dest ?? "")) continue;
         if (owners()[Number(partition)] === dest && m.state === "ready") m.state = "done";
         else if (m.state === "copying") m.state = "ready";
       }
@@ -797,6 +847,94 @@ describe("Scaling", () => {
     expect(t.recorder.reasons()).toContain("DecommissionCancelled");
   });
 
+  it("a move whose destination stops answering is aborted past spec.moves.stallTimeoutSeconds, cancelled until confirmed, and retried elsewhere after a backoff", async () => {
+    const t = await scaled({
+      replicas: 3,
+      image: "ghcr.io/narad/narad:1.0",
+      moves: { stallTimeoutSeconds: 10, retryBackoffSeconds: 5 },
+    });
+    const metrics = new OperatorMetrics();
+    t.deps.metrics = metrics;
+    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
+      s.replicas = 2;
+    });
+    await t.pass(); // Decommissioning
+    await t.pass(); // moves planned
+    await t.reconcile(); // started: copying on the destinations
+    const stalled = t.cluster().status?.scale?.moves?.find((m) => m.to === "demo-1");
+    const key = `${stalled?.topic}/${stalled?.partition}`;
+    expect(t.brokers.moves.get(`demo-1/${key}`)?.state).toBe("copying");
+    t.brokers.unreachable.add("demo-1"); // the destination is stopped mid-copy
+    for (let i = 0; i < 3; i++) await t.pass();
+    expect(t.recorder.reasons()).not.toContain("MoveAborted");
+    await t.clock.advance(11_000);
+    await t.pass();
+    // Aborted: the owner was confirmed live, the cancel tried (and failed: it is away).
+    expect(t.kube.topicReads).toContain("orders");
+    expect(t.brokers.calls.filter((c) => c === `cancelMove demo-1 ${key}`)).toHaveLength(1);
+    expect(t.recorder.reasons()).toEqual(expect.arrayContaining(["MoveAborted", "MoveCancelFailed"]));
+    const degraded = cond(t.cluster(), "Degraded");
+    expect(degraded?.reason).toBe("MoveStuck");
+    expect(degraded?.message).toContain(`move of ${key} from demo-2 to demo-1 aborted`);
+    expect(
+      (await metrics.registry.getSingleMetricAsString("narad_operator_move_aborts_total")).trim(),
+    ).toMatch(/cause="unreachable"} 1$/m);
+    // Still away: the cancel is repeated, never more than one Event for it.
+    await t.pass();
+    await t.pass();
+    expect(t.brokers.calls.filter((c) => c === `cancelMove demo-1 ${key}`).length).toBeGreaterThanOrEqual(3);
+    expect(t.recorder.events.filter((e) => e.reason === "MoveCancelFailed")).toHaveLength(1);
+    expect(
+      t.cluster().status?.scale?.moves?.find((m) => m.to === "demo-1")?.aborting?.attempts,
+    ).toBeGreaterThan(1);
+    // It comes back still copying (it resumed the move): cancelled now, confirmed next pass.
+    t.brokers.unreachable.delete("demo-1");
+    await t.pass();
+    expect(t.brokers.moves.get(`demo-1/${key}`)?.state).toBe("cancelled");
+    await t.pass();
+    const retry = t.cluster().status?.scale?.moveRetries?.[0];
+    expect(retry).toMatchObject({ attempts: 1, avoid: "demo-1" });
+    expect(t.recorder.reasons()).toContain("MoveCancelled");
+    // The backoff runs, then the partition goes to the other member.
+    await t.clock.advance(6_000);
+    for (let i = 0; i < 30 && t.kube.statefulSets.get(NS, "demo")?.spec?.replicas !== 2; i++) await t.pass();
+    expect(t.kube.statefulSets.get(NS, "demo")?.spec?.replicas).toBe(2);
+    expect(t.brokers.calls).toContain(`startMove demo-0 ${key} from demo-2`);
+    for (let i = 0; i < 3; i++) await t.pass();
+    expect(new Set(t.owners())).toEqual(new Set(["demo-0", "demo-1"]));
+    expect(cond(t.cluster(), "Degraded")?.status).toBe("False");
+    expect(t.cluster().status?.scale).toBeUndefined();
+  });
+
+  it("a stale cache never aborts a move the API server shows swapped", async () => {
+    const t = await scaled({
+      replicas: 3,
+      image: "ghcr.io/narad/narad:1.0",
+      moves: { stallTimeoutSeconds: 10, retryBackoffSeconds: 5 },
+    });
+    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
+      s.replicas = 2;
+    });
+    await t.pass();
+    await t.pass();
+    await t.pass();
+    const m = t.cluster().status?.scale?.moves?.[0];
+    t.brokers.unreachable.add(m?.to ?? "");
+    // The API server has the swap; our cache does not (yet).
+    t.kube.liveTopic = (ns, name) => {
+      const topic = structuredClone(t.kube.topics.get(ns, name));
+      const a = topic?.status?.assignments?.find((x) => x.partition === m?.partition);
+      if (a !== undefined) a.owner = m?.to ?? "";
+      return topic;
+    };
+    await t.clock.advance(11_000);
+    await t.pass();
+    await t.pass();
+    expect(t.kube.topicReads).toContain("orders");
+    expect(t.brokers.calls.filter((c) => c.startsWith(`cancelMove ${m?.to}`))).toEqual([]);
+    expect(t.recorder.reasons()).not.toContain("MoveAborted");
+  });
+
   it("refuses a scale-down while a remaining member is Down: StatefulSet and members unchanged", async () => {
     const t = await scaled({
       replicas: 3,
@@ -852,10 +990,7 @@ describe("issue #21: never declare Down falsely, never stall silently", () => {
     const t = await running({ replicas: 3, image: "ghcr.io/narad/narad:1.0" });
     // The outage: the watch fails; when it comes back the node controller has flipped every pod.
     t.kube.pods.health = [{ name: "pods", healthy: false, recoveredAtMs: undefined }];
-    for (let s = 0; s < 120; s += 5) {
-      await t.clock.advance(5_000);
-      await t.reconcile();
-    }
+    await t.passes(24, 5_000);
     for (const i of [0, 1, 2]) nodeControllerFlip(t, `demo-${i}`);
     t.kube.pods.health = [{ name: "pods", healthy: true, recoveredAtMs: t.clock.now() }];
     for (let s = 0; s < 180; s += 5) {
@@ -869,10 +1004,7 @@ describe("issue #21: never declare Down falsely, never stall silently", () => {
   it("item 0: pods not ready by the kubelet's word but brokers answering their admin status: nobody Down", async () => {
     const t = await running({ replicas: 3, image: "ghcr.io/narad/narad:1.0" });
     for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, false);
-    for (let s = 0; s < 120; s += 5) {
-      await t.clock.advance(5_000);
-      await t.reconcile();
-    }
+    await t.passes(24, 5_000);
     expect(t.cluster().status?.members?.map((m) => m.state)).toEqual(["Active", "Active", "Active"]);
     expect(downs(t)).toEqual([]);
     // The broker stops answering: Down one grace later, not before.
@@ -880,10 +1012,7 @@ describe("issue #21: never declare Down falsely, never stall silently", () => {
     await t.clock.advance(5_000);
     await t.reconcile();
     expect(memberState(t.cluster(), "demo-1")).toBe("Active");
-    for (let s = 0; s < 30; s += 5) {
-      await t.clock.advance(5_000);
-      await t.reconcile();
-    }
+    await t.passes(6, 5_000);
     expect(memberState(t.cluster(), "demo-1")).toBe("Down");
     expect(downs(t)).toHaveLength(1);
   });
@@ -934,20 +1063,14 @@ describe("issue #21: never declare Down falsely, never stall silently", () => {
     t.kube.pods.remove(NS, "demo-0");
     t.brokers.unreachable.add("demo-0");
     t.kube.pods.health = [{ name: "pods", healthy: false, recoveredAtMs: undefined }];
-    for (let s = 0; s < 90; s += 5) {
-      await t.clock.advance(5_000);
-      await t.reconcile();
-    }
+    await t.passes(18, 5_000);
     expect(memberState(t.cluster(), "demo-0")).toBe("Active");
     t.kube.pods.health = [{ name: "pods", healthy: true, recoveredAtMs: t.clock.now() }];
     await t.clock.advance(50_000);
     await t.reconcile();
     expect(memberState(t.cluster(), "demo-0")).toBe("Active");
     // settled (60 s) and then a full grace (30 s) of trusted observations
-    for (let s = 0; s < 45; s += 5) {
-      await t.clock.advance(5_000);
-      await t.reconcile();
-    }
+    await t.passes(9, 5_000);
     expect(memberState(t.cluster(), "demo-0")).toBe("Down");
   });
 });
@@ -969,10 +1092,7 @@ describe("issue #21 item 9: a replacement that never becomes Ready", () => {
     await t.reconcile();
     t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
     // Run the roll until it deletes its first pod; the replacement crash-loops.
-    for (let pass = 0; pass < 20 && t.kube.pods.get(NS, "demo-2") !== undefined; pass++) {
-      await t.clock.advance(1000);
-      await t.reconcile();
-    }
+    await t.passes(20, 1000, () => t.kube.pods.get(NS, "demo-2") !== undefined);
     expect(t.kube.pods.get(NS, "demo-2")).toBeUndefined();
     t.kube.addPod(NS, "demo", 2, false, "rev-2");
     const p = t.kube.pods.get(NS, "demo-2")!;
@@ -1040,10 +1160,7 @@ describe("issue #21 item 9: a replacement that never becomes Ready", () => {
     });
     await t.reconcile();
     t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
-    for (let pass = 0; pass < 20 && t.kube.pods.get(NS, "demo-2") !== undefined; pass++) {
-      await t.clock.advance(1000);
-      await t.reconcile();
-    }
+    await t.passes(20, 1000, () => t.kube.pods.get(NS, "demo-2") !== undefined);
     t.kube.addPod(NS, "demo", 2, false, "rev-2");
     t.brokers.unreachable.add("demo-2");
     for (let s = 0; s < 40; s++) {
@@ -1151,10 +1268,7 @@ describe("review-op: a stuck replacement across a new term and a fixed image", (
     });
     await t.reconcile();
     t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
-    for (let pass = 0; pass < 20 && t.kube.pods.get(NS, "demo-2") !== undefined; pass++) {
-      await t.clock.advance(1000);
-      await t.reconcile();
-    }
+    await t.passes(20, 1000, () => t.kube.pods.get(NS, "demo-2") !== undefined);
     expect(t.kube.pods.get(NS, "demo-2")).toBeUndefined();
     t.kube.addPod(NS, "demo", 2, false, "rev-2");
     t.brokers.unreachable.add("demo-2");
@@ -1185,10 +1299,7 @@ describe("review-op: a stuck replacement across a new term and a fixed image", (
     });
     await t.reconcile();
     t.kube.setStatefulSetStatus(NS, "demo", "rev-3");
-    for (let pass = 0; pass < 120 && t.kube.pods.get(NS, "demo-2") !== undefined; pass++) {
-      await t.clock.advance(1000);
-      await t.reconcile();
-    }
+    await t.passes(120, 1000, () => t.kube.pods.get(NS, "demo-2") !== undefined);
     expect(t.kube.writes.slice(before)).toContain("evict Pod demo-2");
     expect(cond(t.cluster(), "Progressing")?.reason).not.toBe("RollBlocked");
   });
@@ -1219,10 +1330,7 @@ describe("review-op: an evicted pod that stays Terminating (its node is gone)", 
         t.kube.pods.put({ ...p, metadata: { ...p.metadata, deletionTimestamp: new Date(t.clock.now()) } });
       return r;
     };
-    for (let pass = 0; pass < 20 && !t.kube.writes.includes("evict Pod demo-2"); pass++) {
-      await t.clock.advance(1000);
-      await t.reconcile();
-    }
+    await t.passes(20, 1000, () => !t.kube.writes.includes("evict Pod demo-2"));
     expect(t.kube.writes).toContain("evict Pod demo-2");
     t.brokers.unreachable.add("demo-2");
     for (let s = 0; s < 150; s++) {

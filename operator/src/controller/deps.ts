@@ -7,6 +7,7 @@ import type { Clock } from "../kube/clock.ts";
 import type { Recorder } from "../kube/events.ts";
 import type { KindCache } from "../kube/informers.ts";
 import type { StorageApi } from "../kube/storage-api.ts";
+import type { OperatorMetrics } from "../metrics.ts";
 
 /** Owned kinds other than the StatefulSet, cached by label. */
 export type OwnedKind =
@@ -81,6 +82,8 @@ export interface ReconcileDeps {
   observationSettleMs?: number;
   /** NARAD_OPERATOR_BROKER_IMAGE: image for clusters whose spec.image is unset. */
   defaultBrokerImage: string | undefined;
+  /** Where controller decisions are counted (move aborts); absent in tests that do not look. */
+  metrics?: Pick<OperatorMetrics, "moveAborts" | "movesStuck">;
 }
 
 /** "namespace/name" work-queue keys. */

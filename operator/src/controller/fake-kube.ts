@@ -229,6 +229,17 @@ export class FakeKube implements KubeApi {
     return true;
   }
 
+  /** Tests replace this to play an API server ahead of the cache (a stale informer). */
+  liveTopic: (namespace: string, name: string) => NaradTopic | undefined = (ns, name) =>
+    this.topics.get(ns, name);
+  readonly topicReads: string[] = [];
+
+  async getTopic(namespace: string, name: string): Promise<NaradTopic | undefined> {
+    this.topicReads.push(name);
+    const t = this.liveTopic(namespace, name);
+    return t === undefined ? undefined : structuredClone(t);
+  }
+
   async getSecret(namespace: string, name: string): Promise<V1Secret | undefined> {
     const s = this.other.get(`Secret/${namespace}/${name}`) as V1Secret | undefined;
     if (s === undefined) return undefined;

@@ -210,6 +210,7 @@ export class Manager {
       log: this.#o.log,
       memory: this.#memory,
       defaultBrokerImage: this.#o.defaultBrokerImage,
+      metrics: this.#o.metrics,
     };
     const done = Promise.all([
       runWorkers(

@@ -1,4 +1,5 @@
 import type { CoreV1Event, KubernetesObject, V1Secret } from "@kubernetes/client-node";
+import type { NaradTopic } from "../api/v1alpha1/types.ts";
 
 // The operator's few API operations behind one interface: the controller
 // is tested against an in-memory fake; the real one (client-node.ts) is the
@@ -59,6 +60,12 @@ export interface KubeApi {
    * to users (generated Secrets): false when the name is already taken (409).
    */
   createIfAbsent<T extends KubernetesObject>(obj: T): Promise<boolean>;
+  /**
+   * GET of one NaradTopic from the API server, not the cache (undefined on
+   * 404): for decisions a stale cache must not make, such as aborting a
+   * move whose owner swap the cache may not show yet.
+   */
+  getTopic(namespace: string, name: string): Promise<NaradTopic | undefined>;
   /** GET of one Secret (not cached: the operator may not list or watch Secrets); undefined on 404. */
   getSecret(namespace: string, name: string): Promise<V1Secret | undefined>;
   createEvent(namespace: string, event: CoreV1Event): Promise<CoreV1Event>;
@@ -136,6 +143,7 @@ export function guardedApi(api: KubeApi, signal: AbortSignal): KubeApi {
     },
     // A read: no leadership check.
     getSecret: (ns, name) => api.getSecret(ns, name),
+    getTopic: (ns, name) => api.getTopic(ns, name),
     createEvent: (ns, ev) => {
       check("event");
       return api.createEvent(ns, ev);

@@ -12,7 +12,8 @@ import {
   V1MicroTime,
   type V1Secret,
 } from "@kubernetes/client-node";
-import { API_GROUP, API_VERSION, FIELD_MANAGER } from "../constants.ts";
+import type { NaradTopic } from "../api/v1alpha1/types.ts";
+import { API_GROUP, API_VERSION, FIELD_MANAGER, TOPIC_PLURAL } from "../constants.ts";
 import { type CustomRef, type EvictionResult, httpStatus, type KubeApi, type ObjectRef } from "./api.ts";
 import type { LeaseRecord, LeaseStore } from "./leader-election.ts";
 
@@ -127,6 +128,21 @@ export class ClientNodeApi implements KubeApi {
       return true;
     } catch (err) {
       if (httpStatus(err) === 409) return false;
+      throw err;
+    }
+  }
+
+  async getTopic(namespace: string, name: string): Promise<NaradTopic | undefined> {
+    try {
+      return (await this.#custom.getNamespacedCustomObject({
+        group: API_GROUP,
+        version: API_VERSION,
+        namespace,
+        plural: TOPIC_PLURAL,
+        name,
+      })) as NaradTopic;
+    } catch (err) {
+      if (httpStatus(err) === 404) return undefined;
       throw err;
     }
   }

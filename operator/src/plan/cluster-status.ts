@@ -34,11 +34,15 @@ export interface ClusterFacts {
   /** Rolling restart facts (undefined: the roll step did not run and none is in flight). */
   roll?: RollFacts | undefined;
   /** Scale step outcome (undefined: it did not run this pass). */
-  scale?: { progress: ScalePlan["progress"]; blocked: string | undefined } | undefined;
+  scale?:
+    | { progress: ScalePlan["progress"]; blocked: string | undefined; stuck?: string | undefined }
+    | undefined;
   /** Volume expansion (undefined: the storage step did not run this pass). */
   storage?: StoragePlan | undefined;
   /** A planned restart's replacement pod not Ready past its bound (plan/replacement.ts): the message. */
   stuckReplacement?: string | undefined;
+  /** A drain cancel owed since an abandoned restart and not yet confirmed (Degraded DrainCancelPending). */
+  drainCancel?: string | undefined;
 }
 
 export interface RollFacts {
@@ -208,6 +212,8 @@ export function clusterVerdict(
   if (storageRefused !== undefined) problems.push(storageRefused.message);
   problems.push(...facts.refused);
   if (facts.scale?.blocked !== undefined) problems.push(facts.scale.blocked);
+  if (facts.scale?.stuck !== undefined) problems.push(facts.scale.stuck);
+  if (facts.drainCancel !== undefined) problems.push(facts.drainCancel);
   const degradedReason =
     facts.stepError !== undefined
       ? "ReconcileError"
@@ -215,17 +221,21 @@ export function clusterVerdict(
         ? "ReplacementNotReady"
         : facts.scale?.blocked !== undefined
           ? "ScaleDownBlocked"
-          : stuck !== undefined
-            ? "RollBlocked"
-            : aborted !== undefined
-              ? "RollAborted"
-              : down.length > 0
-                ? "MemberDown"
-                : storageRefused !== undefined
-                  ? storageRefused.reason
-                  : facts.refused.length > 0
-                    ? "ChangeRefused"
-                    : "BrokersNotReady";
+          : facts.scale?.stuck !== undefined
+            ? "MoveStuck"
+            : facts.drainCancel !== undefined
+              ? "DrainCancelPending"
+              : stuck !== undefined
+                ? "RollBlocked"
+                : aborted !== undefined
+                  ? "RollAborted"
+                  : down.length > 0
+                    ? "MemberDown"
+                    : storageRefused !== undefined
+                      ? storageRefused.reason
+                      : facts.refused.length > 0
+                        ? "ChangeRefused"
+                        : "BrokersNotReady";
   const degraded: ConditionInput =
     problems.length > 0
       ? {

@@ -5,6 +5,7 @@ import {
   type BrokerProbe,
   maintenanceHolds,
   nextRollStatus,
+  planDrainCancel,
   planRoll,
   type RollAction,
   type RollInput,
@@ -177,6 +178,17 @@ const cases: Array<{ name: string; in: Partial<RollInput>; want: Want; reason?: 
     want: { kind: "deletePod", pod: "demo-2", uid: "uid-2", forced: false },
   },
   {
+    name: "drained but its pod still Ready (the probe has not seen the drain yet): wait, so Services stop routing to it first",
+    in: { roll: roll("demo-2"), inFlightBroker: drained, pods: [pod(0), pod(1), pod(2)] },
+    want: { kind: "wait", code: "Draining", pod: "demo-2" },
+    reason: /turn not Ready so Services stop routing/,
+  },
+  {
+    name: "drained, pod still Ready past drainTimeoutSeconds: delete anyway (a readiness probe that never fails does not hold the roll)",
+    in: { roll: roll("demo-2", 61_000), inFlightBroker: drained, pods: [pod(0), pod(1), pod(2)] },
+    want: { kind: "deletePod", pod: "demo-2", forced: false },
+  },
+  {
     name: "drained but another pod went unready meanwhile: wait, never a second disruption",
     in: { roll: roll("demo-2"), inFlightBroker: drained, pods: [pod(0, { ready: false }), pod(1), pod(2)] },
     want: { kind: "wait", code: "PodsNotReady", pod: "demo-2" },
@@ -316,7 +328,12 @@ const cases: Array<{ name: string; in: Partial<RollInput>; want: Want; reason?: 
   },
   {
     name: "paused mid-roll: the restart already started still finishes",
-    in: { roll: roll("demo-2"), paused: true, inFlightBroker: drained },
+    in: {
+      roll: roll("demo-2"),
+      paused: true,
+      inFlightBroker: drained,
+      pods: [pod(0), pod(1), pod(2, { ready: false })],
+    },
     want: { kind: "deletePod", pod: "demo-2" },
   },
 ];
@@ -364,11 +381,12 @@ describe("planRoll", () => {
       if (a.kind === "enterMaintenance") {
         current = { podInFlight: a.pod, startedAt: new Date(now).toISOString(), reason: a.reason };
         members = members.map((m) => (m.id === a.pod ? { ...m, state: "Maintenance" } : m));
-      } else if (a.kind === "drain") draining = true;
-      else if (a.kind === "deletePod") {
-        expect(
-          pods.filter((p) => !p.ready || p.revision === NEW).every((p) => p.name === a.pod || p.ready),
-        ).toBe(true);
+      } else if (a.kind === "drain") {
+        draining = true;
+        // The drained broker fails its readiness probe.
+        pods = pods.map((p) => (p.name === a.pod ? { ...p, ready: false } : p));
+      } else if (a.kind === "deletePod") {
+        expect(pods.filter((p) => p.name !== a.pod).every((p) => p.ready)).toBe(true);
         deleted.push(a.pod);
         const o = Number(a.pod.slice(5));
         pods = pods.map((p) => (p.name === a.pod ? pod(o, { revision: NEW, uid: `new-${o}` }) : p));
@@ -425,5 +443,39 @@ describe("rollForPodInFlight (review-op)", () => {
     expect(rollForPodInFlight(r, [pod(2, { uid: "x", revision: NEW })], NEW, NOW)).toBe(r);
     const old = roll("demo-2");
     expect(rollForPodInFlight(old, [pod(2, { uid: "x" })], NEW, NOW)).toBe(old);
+  });
+});
+
+describe("planDrainCancel: a drain cancel owed since an abandoned restart", () => {
+  const owed = { pod: "demo-2", since: "2026-11-29T12:00:00Z", attempts: 1 };
+  const p2 = {
+    name: "demo-2",
+    ordinal: 2,
+    uid: "u2",
+    podIP: "10.0.0.3",
+    ready: false,
+    notReadySinceMs: undefined,
+    terminating: false,
+    revision: "r1",
+  };
+  it("retries while the broker drains or does not answer, clears once it accepts produce", () => {
+    expect(planDrainCancel(undefined, undefined, p2, undefined)).toEqual({ kind: "none" });
+    expect(planDrainCancel(owed, undefined, p2, { reachable: false, error: "timeout" })).toEqual({
+      kind: "retry",
+      pod: "demo-2",
+      attempt: 2,
+    });
+    expect(
+      planDrainCancel(owed, undefined, p2, { reachable: true, draining: true, pendingRecords: 3 }).kind,
+    ).toBe("retry");
+    expect(
+      planDrainCancel(owed, undefined, p2, { reachable: true, draining: false, pendingRecords: 0 }).kind,
+    ).toBe("clear");
+  });
+  it("waits for a missing or terminating pod; a new restart of the pod takes it over", () => {
+    expect(planDrainCancel(owed, undefined, undefined, undefined).kind).toBe("wait");
+    expect(planDrainCancel(owed, undefined, { ...p2, terminating: true }, undefined).kind).toBe("wait");
+    const roll = { podInFlight: "demo-2", startedAt: "x", reason: "r" };
+    expect(planDrainCancel(owed, roll, p2, undefined).kind).toBe("clear");
   });
 });

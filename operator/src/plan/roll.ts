@@ -1,4 +1,4 @@
-import type { MemberStatus, RollStatus } from "../api/v1alpha1/types.ts";
+import type { DrainCancelStatus, MemberStatus, RollStatus } from "../api/v1alpha1/types.ts";
 import type { PodView } from "./pods.ts";
 
 // Drained rolling restart: one decision per reconcile, from what is observed
@@ -57,6 +57,11 @@ export interface RollInput {
   inFlightBroker: BrokerProbe | undefined;
   /** Partition moves in flight (rebalance), described; a roll does not start meanwhile. */
   scaleBusy?: string | undefined;
+  /**
+   * A broker whose drain cancel is still owed (status.drainCancel.pod): it
+   * may refuse produce, so no other restart starts until it is confirmed.
+   */
+  drainCancelOwed?: string | undefined;
 }
 
 /** Why a roll waits, for conditions (machine-readable) and messages. */
@@ -70,6 +75,7 @@ export type WaitCode =
   | "PodReplacing"
   | "NewPodNotReady"
   | "DisruptionBudget"
+  | "DrainCancelPending"
   | "NoRevision";
 
 export type RollAction =
@@ -106,6 +112,12 @@ export function planRoll(input: RollInput): RollAction {
       kind: "wait",
       code: "Paused",
       reason: `${outdated.length} pod(s) outdated; rollout paused (spec.rollout.paused)`,
+    };
+  if (input.drainCancelOwed !== undefined)
+    return {
+      kind: "wait",
+      code: "DrainCancelPending",
+      reason: `${input.drainCancelOwed} may still be draining since an abandoned restart; no restart until its drain cancel is confirmed`,
     };
   const candidate = rollOrder(outdated)[0]!;
   const blocked = gate(input, candidate.name, candidate.ready);
@@ -195,6 +207,17 @@ function continueRoll(input: RollInput, roll: RollStatus): RollAction {
       reason: `draining ${name}: ${probe.pendingRecords} WAL record(s) pending`,
     };
   }
+  if (pod.ready && !timedOut)
+    // A drained broker fails its readiness probe; until the pod shows it,
+    // Services and clients still send it new connections, which an eviction
+    // now would refuse. Wait for it (bounded by drainTimeoutMs: a probe that
+    // never fails does not hold the roll).
+    return {
+      kind: "wait",
+      code: "Draining",
+      pod: name,
+      reason: `${name} drained; waiting for its pod to turn not Ready so Services stop routing to it before the restart`,
+    };
   return {
     kind: "deletePod",
     pod: name,
@@ -386,4 +409,34 @@ export function maintenanceHolds(
     pod.revision !== undefined &&
     pod.revision === updateRevision;
   return done ? new Set() : new Set([roll.podInFlight]);
+}
+
+/**
+ * An abandoned restart whose drain cancel failed (the broker was away, or
+ * timed out): its broker may still refuse produce, and nothing else would
+ * ever tell it to stop. The cancel is repeated each pass until the broker
+ * reports it is not draining (a restarted broker is not: a drain lives in
+ * its memory), or a new restart names the pod (which drains it on purpose).
+ */
+export type DrainCancelStep =
+  | { kind: "none" }
+  | { kind: "clear"; reason: string }
+  | { kind: "wait"; reason: string }
+  | { kind: "retry"; pod: string; attempt: number };
+
+export function planDrainCancel(
+  pending: DrainCancelStatus | undefined,
+  roll: RollStatus | undefined,
+  pod: PodView | undefined,
+  probe: BrokerProbe | undefined,
+): DrainCancelStep {
+  if (pending === undefined) return { kind: "none" };
+  const name = pending.pod;
+  if (roll?.podInFlight === name)
+    return { kind: "clear", reason: `a new restart of ${name} drains it on purpose` };
+  if (pod === undefined || pod.terminating)
+    return { kind: "wait", reason: `${name} is ${pod === undefined ? "missing" : "terminating"}` };
+  if (probe?.reachable === true && !probe.draining)
+    return { kind: "clear", reason: `${name} accepts produce again` };
+  return { kind: "retry", pod: name, attempt: pending.attempts + 1 };
 }

@@ -50,6 +50,7 @@ function input(over: Partial<ScaleInput>): ScaleInput {
     moveProbes: new Map(),
     decommissionProbe: undefined,
     maxMoves: 2,
+    timing: { stallMs: 300_000, retryBackoffMs: 30_000, retryBackoffMaxMs: 600_000 },
     ...over,
   };
 }
@@ -361,8 +362,11 @@ describe("planScale: decommission", () => {
     expect(p.cancel.map(moveKey).sort()).toEqual(inFlight.map(moveKey).sort());
     expect(p.events.map((e) => e.reason)).toContain("DecommissionCancelled");
     expect(sim.members.find((m) => m.id === "demo-4")?.state).toBe("Active");
-    expect(sim.scale).toBeUndefined();
+    // The cancelled moves stay, aborting, until their destinations confirm.
+    expect(sim.scale?.moves?.every((m) => m.aborting?.stalled === false)).toBe(true);
     expect(sim.broker.size).toBe(0);
+    sim.pass();
+    expect(sim.scale).toBeUndefined();
     expect(4 - (sim.owners().get("demo-4") ?? 0)).toBe(movedSoFar);
     expect(sim.stsReplicas).toBe(5);
   });
@@ -390,7 +394,10 @@ describe("planScale: decommission", () => {
       }),
     );
     expect(p.cancel.map((m) => m.partition)).toEqual([1]);
-    expect(p.next?.moves?.map((m) => m.partition)).toEqual([0]);
+    expect(p.next?.moves?.map((m) => [m.partition, m.aborting === undefined])).toEqual([
+      [0, true],
+      [1, false],
+    ]);
     expect(p.next?.decommissioning).toBeUndefined();
     expect(p.holds.size).toBe(0);
   });

@@ -1,9 +1,19 @@
 import type {
   MemberStatus,
+  MoveRetry,
   PartitionAssignment,
   PartitionMoveStatus,
   ScaleStatus,
 } from "../api/v1alpha1/types.ts";
+import {
+  cancelConfirmed,
+  inBackoff,
+  type MoveTiming,
+  nextRetry,
+  stalledForMs,
+  stallReason,
+  trackProgress,
+} from "./move-stall.ts";
 import type { PodView } from "./pods.ts";
 
 // Scaling, one decision per reconcile from what is observed now plus the
@@ -37,6 +47,11 @@ import type { PodView } from "./pods.ts";
 // Active, partitions already moved stay where they are (rebalance may move
 // them back).
 //
+// A move that stops progressing is aborted before the owner swap and only
+// reported after it (move-stall.ts); an aborted move stays in
+// status.scale.moves, marked aborting, until its destination confirms the
+// cancel, and its partition waits out a backoff in status.scale.moveRetries.
+//
 // Rebalance (spec.rebalance, or a new value of the narad.dev/rebalance
 // annotation for a one-shot): while the partition counts of Active members
 // differ by more than one, move a partition from the most loaded to the
@@ -50,7 +65,13 @@ export interface ScaleTopic {
 
 /** What the destination answered for a move in flight this pass. */
 export type MoveProbe =
-  | { kind: "state"; state: "copying" | "ready" | "done" | "failed" | "cancelled"; error?: string }
+  | {
+      kind: "state";
+      state: "copying" | "ready" | "done" | "failed" | "cancelled";
+      error?: string;
+      copiedBytes?: number;
+      destHwm?: number;
+    }
   /** 404: the destination knows no such move (never started, or it restarted). */
   | { kind: "unknown" }
   | { kind: "unreachable"; error: string };
@@ -89,6 +110,14 @@ export interface ScaleInput {
   /** Admin status of status.scale.decommissioning's broker (undefined when not asked). */
   decommissionProbe: DecommissionProbe | undefined;
   maxMoves: number;
+  /** Stall bound and retry backoff (spec.moves). */
+  timing: MoveTiming;
+  /**
+   * Owners read from the API server (not the cache) for the moves that
+   * abortCandidates() named, by moveKey(); a move missing here is not aborted
+   * this pass (its owner could not be confirmed).
+   */
+  liveOwners?: ReadonlyMap<string, string | undefined>;
 }
 
 export interface ScaleEvent {
@@ -113,6 +142,10 @@ export interface ScalePlan {
   progress: { reason: "ScalingDown" | "ScalingUp" | "Rebalancing"; message: string } | undefined;
   /** Why a scale-down is refused (Degraded ScaleDownBlocked), undefined when it is not. */
   blocked: string | undefined;
+  /** Stalled, aborted or retried moves (Degraded MoveStuck), undefined when none. */
+  stuck: string | undefined;
+  /** Moves aborted this pass for a stall (counted in the operator's metrics). */
+  aborted: Array<{ move: PartitionMoveStatus; cause: "unreachable" | "no_progress" }>;
 }
 
 export function moveKey(m: { topic: string; partition: number }): string {
@@ -145,6 +178,8 @@ export function planScale(input: ScaleInput): ScalePlan {
     events: [],
     progress: undefined,
     blocked: undefined,
+    stuck: undefined,
+    aborted: [],
   };
   const byId = new Map(input.members.map((m) => [m.id, m]));
   const current = input.scale?.decommissioning;
@@ -158,15 +193,35 @@ export function planScale(input: ScaleInput): ScalePlan {
     const swapped = (m: PartitionMoveStatus) =>
       input.topics.find((t) => t.name === m.topic)?.assignments.find((a) => a.partition === m.partition)
         ?.owner === m.to;
+    // The cancelled ones stay, marked aborting, until their destinations
+    // confirm: a destination that missed the cancel would otherwise go on
+    // holding the source's freeze with nobody tracking it.
     const moves = plan.next?.moves ?? [];
     const cancelled = moves.filter((m) => !swapped(m));
     plan.cancel.push(...cancelled);
-    plan.next = { ...plan.next, moves: moves.filter(swapped) };
+    const nowIso = new Date(input.nowMs).toISOString();
+    plan.next = {
+      ...plan.next,
+      moves: moves.map((m) =>
+        swapped(m)
+          ? m
+          : {
+              ...m,
+              aborting: m.aborting ?? {
+                reason: `decommission of ${cur.id} cancelled`,
+                stalled: false,
+                since: nowIso,
+                attempts: 1,
+              },
+            },
+      ),
+    };
+    delete plan.next.moveRetries;
     delete plan.next.decommissioning;
     delete plan.next.refusingProduceSince;
     const msg = `decommission of ${cur.id} cancelled: spec.replicas is ${input.replicas} again; ${cancelled.length} move(s) in flight cancelled, partitions already moved stay where they are`;
     plan.events.push({ type: "Normal", reason: "DecommissionCancelled", message: msg });
-    return finish(plan);
+    return finish(plan, input);
   }
 
   if (cur !== undefined && cur.state !== "Removed") {
@@ -181,7 +236,7 @@ export function planScale(input: ScaleInput): ScalePlan {
         reason: "ScalingDown",
         message: `${current} decommissioned; waiting for the StatefulSet to remove its pod`,
       };
-      return finish(plan);
+      return finish(plan, input);
     }
     plan.next = { ...plan.next, movesDone: 0 };
     delete plan.next.decommissioning;
@@ -201,12 +256,12 @@ export function planScale(input: ScaleInput): ScalePlan {
         reason: "ScalingDown",
         message: `waiting for ${(plan.next?.moves ?? []).length} rebalance move(s) to finish before decommissioning ${victim.id}`,
       };
-      return finish(plan);
+      return finish(plan, input);
     }
     const unsafe = scaleDownBlocker(input, victim);
     if (unsafe !== undefined) {
       plan.blocked = `scale-down to ${input.replicas} refused: ${unsafe}; keeping ${victim.ordinal + 1} broker(s)`;
-      return finish(plan);
+      return finish(plan, input);
     }
     plan.holds.set(victim.id, "Decommissioning");
     plan.next = { ...plan.next, decommissioning: victim.id, moves: [], movesDone: 0 };
@@ -218,7 +273,7 @@ export function planScale(input: ScaleInput): ScalePlan {
       message: `decommissioning ${victim.id} (spec.replicas ${input.replicas}): ${owned} partition(s) to move, then its WAL to drain`,
     });
     plan.progress = { reason: "ScalingDown", message: `decommissioning ${victim.id}` };
-    return finish(plan);
+    return finish(plan, input);
   }
 
   // Scale up in progress: members at ordinals below spec.replicas not Active yet.
@@ -239,13 +294,15 @@ function decommissionStep(plan: ScalePlan, input: ScaleInput, victim: MemberStat
   const inFlight = new Set(moves.map(moveKey));
   const owned = ownedBy(input.topics, victim.id);
   const destinations = remaining(input).filter((m) => m.state === "Active" && podReady(input, m.id));
-  const todo = owned.filter((p) => !inFlight.has(moveKey(p)));
+  const retryOf = (p: { topic: string; partition: number }) =>
+    plan.next?.moveRetries?.find((r) => r.topic === p.topic && r.partition === p.partition);
+  const todo = owned.filter((p) => !inFlight.has(moveKey(p)) && !inBackoff(retryOf(p), input.nowMs));
   if (todo.length > 0 && destinations.length === 0) {
     plan.progress = {
       reason: "ScalingDown",
       message: `decommissioning ${victim.id}: ${owned.length} partition(s) left, no remaining member is Active and Ready to take them`,
     };
-    return finish(plan);
+    return finish(plan, input);
   }
   const load = loads(
     input.topics,
@@ -254,7 +311,7 @@ function decommissionStep(plan: ScalePlan, input: ScaleInput, victim: MemberStat
   );
   for (const p of todo) {
     if ((plan.next?.moves ?? []).length >= input.maxMoves) break;
-    const to = leastLoaded(load, input.topics, p.topic);
+    const to = leastLoaded(load, input.topics, p.topic, retryOf(p)?.avoid);
     if (to === undefined) break;
     load.set(to, (load.get(to) ?? 0) + 1);
     addMove(plan, input, { topic: p.topic, partition: p.partition, from: victim.id, to });
@@ -265,7 +322,7 @@ function decommissionStep(plan: ScalePlan, input: ScaleInput, victim: MemberStat
       reason: "ScalingDown",
       message: `decommissioning ${victim.id}: ${owned.length} partition(s) left to move, ${left} move(s) in flight, ${plan.next?.movesDone ?? 0} done`,
     };
-    return finish(plan);
+    return finish(plan, input);
   }
   // Owns nothing: wait for its WAL to be dispatched.
   const probe = input.decommissionProbe;
@@ -279,7 +336,7 @@ function decommissionStep(plan: ScalePlan, input: ScaleInput, victim: MemberStat
       reason: "MemberRemoved",
       message: `${victim.id} decommissioned (its broker never ran, owns nothing): member → Removed`,
     });
-    return finish(plan);
+    return finish(plan, input);
   }
   if (pod === undefined || pod.terminating) {
     // Its pod is gone (node lost, drain timed out, force-deleted) or going:
@@ -292,7 +349,7 @@ function decommissionStep(plan: ScalePlan, input: ScaleInput, victim: MemberStat
       reason: "ScalingDown",
       message: `decommissioning ${victim.id}: partitions moved; its pod is ${pod === undefined ? "missing" : "terminating"}, waiting for it to come back to confirm its WAL is empty (its volume is kept meanwhile)`,
     };
-    return finish(plan);
+    return finish(plan, input);
   }
   if (probe === undefined || !probe.reachable) {
     const why = probe === undefined ? "has no pod IP" : `does not answer (${probe.error})`;
@@ -300,7 +357,7 @@ function decommissionStep(plan: ScalePlan, input: ScaleInput, victim: MemberStat
       reason: "ScalingDown",
       message: `decommissioning ${victim.id}: partitions moved; its broker ${why}, waiting to confirm its WAL is empty`,
     };
-    return finish(plan);
+    return finish(plan, input);
   }
   // Its WAL counts only once no produce can add to it: the broker must refuse
   // produce (its view shows Decommissioning), seen on an earlier pass, so a
@@ -311,7 +368,7 @@ function decommissionStep(plan: ScalePlan, input: ScaleInput, victim: MemberStat
       reason: "ScalingDown",
       message: `decommissioning ${victim.id}: partitions moved; waiting for its broker to see Decommissioning and refuse produce`,
     };
-    return finish(plan);
+    return finish(plan, input);
   }
   if (plan.next?.refusingProduceSince === undefined) {
     plan.next = { ...plan.next, refusingProduceSince: new Date(input.nowMs).toISOString() };
@@ -319,7 +376,7 @@ function decommissionStep(plan: ScalePlan, input: ScaleInput, victim: MemberStat
       reason: "ScalingDown",
       message: `decommissioning ${victim.id}: its broker refuses produce; confirming its WAL is empty on the next pass`,
     };
-    return finish(plan);
+    return finish(plan, input);
   }
   const held = probe.movedAwayCopies ?? 0;
   if (probe.pendingRecords > 0 || (probe.ownedPartitions ?? 0) > 0 || held > 0) {
@@ -331,7 +388,7 @@ function decommissionStep(plan: ScalePlan, input: ScaleInput, victim: MemberStat
       reason: "ScalingDown",
       message: `decommissioning ${victim.id}: draining its WAL (${probe.pendingRecords} record(s) pending${extra.length > 0 ? `, ${extra.join(", ")}` : ""})`,
     };
-    return finish(plan);
+    return finish(plan, input);
   }
   plan.holds.set(victim.id, "Removed");
   plan.events.push({
@@ -340,7 +397,7 @@ function decommissionStep(plan: ScalePlan, input: ScaleInput, victim: MemberStat
     message: `${victim.id} decommissioned (${plan.next?.movesDone ?? 0} partition(s) moved, WAL empty): member → Removed, the StatefulSet shrinks past it`,
   });
   plan.progress = { reason: "ScalingDown", message: `${victim.id} removed; shrinking the StatefulSet` };
-  return finish(plan);
+  return finish(plan, input);
 }
 
 function rebalanceStep(plan: ScalePlan, input: ScaleInput): ScalePlan {
@@ -350,7 +407,7 @@ function rebalanceStep(plan: ScalePlan, input: ScaleInput): ScalePlan {
       : undefined;
   const wanted = input.rebalance || oneShot !== undefined;
   const inFlight = (plan.next?.moves ?? []).length;
-  if (!wanted && inFlight === 0) return finish(plan);
+  if (!wanted && inFlight === 0) return finish(plan, input);
   advanceMoves(plan, input);
   const members = remaining(input);
   const settled =
@@ -364,12 +421,14 @@ function rebalanceStep(plan: ScalePlan, input: ScaleInput): ScalePlan {
         message: `rebalance waits for every member to be Active and Ready and no roll (${(plan.next?.moves ?? []).length} move(s) in flight)`,
       };
     }
-    return finish(plan);
+    return finish(plan, input);
   }
   const ids = members.map((m) => m.id);
   const moves = plan.next?.moves ?? [];
   const load = loads(input.topics, ids, moves);
   const inFlightKeys = new Set(moves.map(moveKey));
+  // A partition waiting out a backoff after an abort is not picked.
+  for (const r of plan.next?.moveRetries ?? []) if (inBackoff(r, input.nowMs)) inFlightKeys.add(moveKey(r));
   if (wanted) {
     while ((plan.next?.moves ?? []).length < input.maxMoves) {
       const move = nextRebalanceMove(input.topics, load, inFlightKeys);
@@ -386,7 +445,7 @@ function rebalanceStep(plan: ScalePlan, input: ScaleInput): ScalePlan {
       reason: "Rebalancing",
       message: `rebalancing: ${left} move(s) in flight, ${plan.next?.movesDone ?? 0} done; partitions per member ${describeLoad(load)}`,
     };
-    return finish(plan);
+    return finish(plan, input);
   }
   if (oneShot !== undefined || (plan.next?.movesDone ?? 0) > 0) {
     plan.events.push({
@@ -397,7 +456,7 @@ function rebalanceStep(plan: ScalePlan, input: ScaleInput): ScalePlan {
     plan.next = { ...plan.next, moves: [], movesDone: 0 };
     if (oneShot !== undefined) plan.next.rebalanceHandled = oneShot;
   }
-  return finish(plan);
+  return finish(plan, input);
 }
 
 /**
@@ -408,31 +467,103 @@ function rebalanceStep(plan: ScalePlan, input: ScaleInput): ScalePlan {
 function advanceMoves(plan: ScalePlan, input: ScaleInput): void {
   const kept: PartitionMoveStatus[] = [];
   let done = plan.next?.movesDone ?? 0;
-  for (const m of plan.next?.moves ?? []) {
-    const topic = input.topics.find((t) => t.name === m.topic);
-    const owner = topic?.assignments.find((a) => a.partition === m.partition)?.owner;
-    const probe = input.moveProbes.get(moveKey(m));
-    if (topic === undefined || (owner !== m.from && owner !== m.to)) {
+  let retries: MoveRetry[] = [...(plan.next?.moveRetries ?? [])];
+  const sameKey = (a: { topic: string; partition: number }, b: { topic: string; partition: number }) =>
+    a.topic === b.topic && a.partition === b.partition;
+  const dropRetry = (m: PartitionMoveStatus) => {
+    retries = retries.filter((r) => !sameKey(r, m));
+  };
+  const nowIso = new Date(input.nowMs).toISOString();
+  for (const prev of plan.next?.moves ?? []) {
+    const topic = input.topics.find((t) => t.name === prev.topic);
+    const owner = topic?.assignments.find((a) => a.partition === prev.partition)?.owner;
+    const probe = input.moveProbes.get(moveKey(prev));
+    if (topic === undefined || (owner !== prev.from && owner !== prev.to)) {
       // The topic (or partition) is gone, or someone else reassigned it.
-      plan.cancel.push(m);
+      plan.cancel.push(prev);
+      dropRetry(prev);
       plan.events.push({
         type: "Warning",
         reason: "MoveAbandoned",
-        message: `move of ${moveKey(m)} from ${m.from} to ${m.to} abandoned: ${topic === undefined ? "topic gone" : `owner is now ${owner ?? "(none)"}`}`,
+        message: `move of ${moveKey(prev)} from ${prev.from} to ${prev.to} abandoned: ${topic === undefined ? "topic gone" : `owner is now ${owner ?? "(none)"}`}`,
       });
       continue;
     }
-    if (owner === m.to) {
-      // Swapped: finished once the destination has installed it.
-      if (probe?.kind === "state" && (probe.state === "copying" || probe.state === "ready")) {
-        kept.push({ ...m, state: probe.state });
+    const m = trackProgress(prev, probe, input.nowMs);
+    if (m.aborting !== undefined) {
+      if (owner === m.to) {
+        // Swapped after all (an earlier term's swap the abort's live read
+        // missed, or a hand edit): the destination owns it and must install.
+        const { aborting: _, ...rest } = m;
+        kept.push(rest);
+        plan.events.push({
+          type: "Warning",
+          reason: "MoveAbortDropped",
+          message: `abort of the move of ${moveKey(m)} dropped: ${m.to} owns the partition now, so the move must finish`,
+        });
         continue;
       }
-      if (probe?.kind === "unreachable") {
-        kept.push(m);
+      if (cancelConfirmed(probe)) {
+        // Over on the destination: the source's freeze is gone with it.
+        let next = "";
+        if (m.aborting.stalled) {
+          const r = nextRetry(
+            retries.find((x) => sameKey(x, m)),
+            m,
+            m.aborting.reason,
+            input.nowMs,
+            input.timing,
+          );
+          dropRetry(m);
+          retries.push(r);
+          next = `; the partition is moved again after ${r.notBefore} (abort ${r.attempts})`;
+        }
+        plan.events.push({
+          type: m.aborting.stalled ? "Warning" : "Normal",
+          reason: "MoveCancelled",
+          message: `move of ${moveKey(m)} from ${m.from} to ${m.to} cancelled on ${m.to} (${m.aborting.reason})${next}`,
+        });
+        continue;
+      }
+      // Not confirmed: cancel again (a cancel that failed, or a destination
+      // that was away and resumed the move from its marker).
+      const why =
+        probe === undefined
+          ? "not asked"
+          : probe.kind === "unreachable"
+            ? probe.error
+            : probe.kind === "state"
+              ? `still ${probe.state}`
+              : "unknown";
+      const again = { ...m, aborting: { ...m.aborting, attempts: m.aborting.attempts + 1, lastError: why } };
+      plan.cancel.push(again);
+      kept.push(again);
+      continue;
+    }
+    const stalled = stalledForMs(m, input.nowMs) >= input.timing.stallMs;
+    if (owner === m.to) {
+      // Swapped: finished once the destination has installed it.
+      const installing =
+        probe?.kind === "unreachable" ||
+        (probe?.kind === "state" && (probe.state === "copying" || probe.state === "ready"));
+      if (installing) {
+        const state = probe?.kind === "state" ? probe.state : m.state;
+        if (!stalled) {
+          kept.push({ ...m, state });
+          continue;
+        }
+        // Never aborted: the destination owns the partition. Reported once.
+        if (m.stuckSince === undefined)
+          plan.events.push({
+            type: "Warning",
+            reason: "MoveStuck",
+            message: `partition ${moveKey(m)} was handed to ${m.to} but ${stallReason(m, probe, input.nowMs)}; a move past its owner swap is not aborted: ${m.from} keeps its copy until ${m.to} installs it`,
+          });
+        kept.push({ ...m, state, stuckSince: m.stuckSince ?? nowIso });
         continue;
       }
       done++;
+      dropRetry(m);
       const how =
         probe?.kind === "state" && probe.state === "done"
           ? ""
@@ -444,10 +575,37 @@ function advanceMoves(plan: ScalePlan, input: ScaleInput): void {
       });
       continue;
     }
-    // Still owned by the source. A move not started yet ("pending") may find
-    // a finished one of an earlier move of the same partition on its
-    // destination: that is stale, start ours (a PUT over a finished move
-    // starts a new one).
+    // Still owned by the source (in the cache).
+    if (stalled) {
+      const live = input.liveOwners;
+      if (live?.has(moveKey(m)) === true) {
+        const liveOwner = live.get(moveKey(m));
+        if (liveOwner === m.from) {
+          const reason = `${stallReason(m, probe, input.nowMs)}; spec.moves.stallTimeoutSeconds ${Math.round(input.timing.stallMs / 1000)}`;
+          plan.cancel.push(m);
+          plan.aborted.push({
+            move: m,
+            cause: probe?.kind === "unreachable" ? "unreachable" : "no_progress",
+          });
+          kept.push({ ...m, aborting: { reason, stalled: true, since: nowIso, attempts: 1 } });
+          plan.events.push({
+            type: "Warning",
+            reason: "MoveAborted",
+            message: `move of ${moveKey(m)} from ${m.from} to ${m.to} aborted: ${reason}; cancelling it on ${m.to} (the source unfreezes), the partition is moved again after a backoff`,
+          });
+          continue;
+        }
+        if (liveOwner === m.to) {
+          // The API server has the swap our cache lacks: never cancel it;
+          // the next pass sees it swapped.
+          kept.push(m);
+          continue;
+        }
+      }
+    }
+    // A move not started yet ("pending") may find a finished one of an
+    // earlier move of the same partition on its destination: that is stale,
+    // start ours (a PUT over a finished move starts a new one).
     const stale =
       m.state === "pending" &&
       probe?.kind === "state" &&
@@ -473,6 +631,8 @@ function advanceMoves(plan: ScalePlan, input: ScaleInput): void {
     }
   }
   plan.next = { ...plan.next, moves: kept, movesDone: done };
+  if (retries.length > 0) plan.next.moveRetries = retries;
+  else delete plan.next.moveRetries;
 }
 
 function addMove(
@@ -485,11 +645,12 @@ function addMove(
     startedAt: new Date(input.nowMs).toISOString(),
     state: "pending",
   };
+  const retry = plan.next?.moveRetries?.find((r) => r.topic === m.topic && r.partition === m.partition);
   plan.next = { ...plan.next, moves: [...(plan.next?.moves ?? []), move] };
   plan.events.push({
     type: "Normal",
     reason: "MovePlanned",
-    message: `moving partition ${moveKey(m)} from ${m.from} to ${m.to}`,
+    message: `moving partition ${moveKey(m)} from ${m.from} to ${m.to}${retry === undefined ? "" : ` (again, after ${retry.attempts} abort(s))`}`,
   });
 }
 
@@ -514,18 +675,49 @@ function scaleDownBlocker(input: ScaleInput, victim: MemberStatus): string | und
   return undefined;
 }
 
-function finish(plan: ScalePlan): ScalePlan {
+function finish(plan: ScalePlan, input: ScaleInput): ScalePlan {
   const n = plan.next;
+  if (n !== undefined) {
+    // A retry entry lives while its backoff runs or its partition moves
+    // again; after that a new abort starts the backoff afresh.
+    const moving = new Set((n.moves ?? []).map(moveKey));
+    const retries = (n.moveRetries ?? []).filter((r) => inBackoff(r, input.nowMs) || moving.has(moveKey(r)));
+    if (retries.length > 0) n.moveRetries = retries;
+    else delete n.moveRetries;
+  }
+  plan.stuck = stuckMessage(n, input);
   if (
     n !== undefined &&
     n.decommissioning === undefined &&
     (n.moves ?? []).length === 0 &&
     n.rebalanceHandled === undefined &&
+    n.moveRetries === undefined &&
     (n.movesDone ?? 0) === 0
   )
     plan.next = undefined;
   else if (n !== undefined && (n.moves ?? []).length === 0) delete n.moves;
   return plan;
+}
+
+/** The Degraded (MoveStuck) message: stalled aborts, moves stuck past their swap, partitions in backoff. */
+function stuckMessage(n: ScaleStatus | undefined, input: ScaleInput): string | undefined {
+  const parts: string[] = [];
+  for (const m of n?.moves ?? []) {
+    if (m.aborting?.stalled === true)
+      parts.push(
+        `move of ${moveKey(m)} from ${m.from} to ${m.to} aborted (${m.aborting.reason}); ${m.to} has not confirmed the cancel after ${m.aborting.attempts} attempt(s)${m.aborting.lastError ? ` (${m.aborting.lastError})` : ""}`,
+      );
+    else if (m.stuckSince !== undefined)
+      parts.push(
+        `partition ${moveKey(m)} was handed to ${m.to} (owner swapped) but ${m.to} has not installed it for ${Math.round(stalledForMs(m, input.nowMs) / 1000)}s: a move past its swap is never aborted; ${m.from} keeps its copy until ${m.to} installs it`,
+      );
+  }
+  for (const r of n?.moveRetries ?? [])
+    if (inBackoff(r, input.nowMs))
+      parts.push(
+        `move of ${moveKey(r)} aborted ${r.attempts} time(s) (last: ${r.reason}); moved again after ${r.notBefore}`,
+      );
+  return parts.length === 0 ? undefined : parts.join("; ");
 }
 
 /**
@@ -575,11 +767,15 @@ function leastLoaded(
   load: Map<string, number>,
   topics: readonly ScaleTopic[],
   topic: string,
+  avoid?: string,
 ): string | undefined {
   const t = topics.find((x) => x.name === topic);
   const inTopic = (id: string) => t?.assignments.filter((a) => a.owner === id).length ?? 0;
+  // A destination that stalled this partition's last move is the last resort.
+  const ids = [...load.keys()];
+  const candidates = ids.length > 1 && avoid !== undefined ? ids.filter((id) => id !== avoid) : ids;
   let best: string | undefined;
-  for (const id of load.keys()) {
+  for (const id of candidates) {
     if (best === undefined) {
       best = id;
       continue;

@@ -153,13 +153,14 @@ export function produceRoutes(s: BrokerServices) {
     records: WalRecordInput[],
     acks: Acks,
     idempotent: boolean,
+    route: "local" | "forward" = "local",
   ): Promise<{ status: number; body?: unknown }> => {
     const release = holdAdmission(request);
     const disarm = acks === "all" ? waiters?.arm() : undefined;
     try {
       if (acks === "all" && waiters === undefined)
         throw new CodedRefusal(503, "acks_all_unavailable", "acks=all is not available on this node", 1);
-      const appended = (await s.ingress.append(records)) as
+      const appended = (await appendVia(route, records)) as
         | { firstSeq?: number; lastSeq?: number }
         | undefined;
       if (acks !== "all") return { status: 202 };
@@ -225,8 +226,13 @@ export function produceRoutes(s: BrokerServices) {
     return choice.partition;
   };
 
-  const admit = (): void => {
+  /**
+   * "local": into this node's WAL. "forward": this node drains or is being
+   * decommissioned; a peer's WAL takes the records (produce-forward.ts).
+   */
+  const admit = (): "local" | "forward" => {
     if (s.lifecycle.draining()) {
+      if (s.forwardProduce !== undefined) return "forward";
       s.metrics.produceRejected.inc({ reason: "draining" });
       throw unavailable("this node is draining; retry on another node", 1);
     }
@@ -240,6 +246,40 @@ export function produceRoutes(s: BrokerServices) {
         },
       );
     }
+    return "local";
+  };
+
+  /** Only acks=wal and acks=0 are forwarded: acks=all answers with the owner's commit, idempotent produce with its sequence check, both tied to this node's WAL seqs. */
+  const forwardable = (route: "local" | "forward", acks: Acks, idempotent: boolean): "local" | "forward" => {
+    if (route === "local") return route;
+    if (acks === "all" || idempotent) {
+      s.metrics.produceRejected.inc({ reason: "draining" });
+      throw unavailable("this node is draining; retry on another node", 1);
+    }
+    return route;
+  };
+
+  /** The WAL append, here or (forward) on a peer; resolves once the bytes are fsynced somewhere. */
+  const appendVia = async (route: "local" | "forward", records: WalRecordInput[]): Promise<unknown> => {
+    if (route === "local") return s.ingress.append(records);
+    const out = await s.forwardProduce!(records);
+    if (out.kind === "stored") {
+      m.produceForwarded.inc(records.length);
+      return undefined;
+    }
+    if (out.kind === "inDoubt") {
+      s.metrics.produceRejected.inc({ reason: "forward_in_doubt" });
+      throw new CodedRefusal(
+        504,
+        "forward_in_doubt",
+        `this node is draining; forwarding to ${out.via} failed after it may have stored the records (${out.reason})`,
+      );
+    }
+    s.metrics.produceRejected.inc({ reason: "draining" });
+    throw unavailable(
+      `this node is draining and no peer took the records (${out.reason}); retry on another node`,
+      1,
+    );
   };
 
   /** Decodes under the record cap and counts a refusal by it (narad_limit_refusals_total). */
@@ -278,10 +318,11 @@ export function produceRoutes(s: BrokerServices) {
     request: Parameters<typeof holdAdmission>[0],
     records: WalRecordInput[],
     topic: string,
+    route: "local" | "forward",
   ): Promise<void> => {
     const release = holdAdmission(request);
     try {
-      await s.ingress.append(records);
+      await appendVia(route, records);
       accepted(topic, records);
     } catch (err) {
       s.metrics.produceRejected.inc({ reason: "acks0_append_failed" });
@@ -317,8 +358,9 @@ export function produceRoutes(s: BrokerServices) {
       "/v1/topics/:topic/produce",
       { bodyLimit: s.config.produceMaxBodyBytes },
       async (request, reply) => {
-        admit();
+        const admitted = admit();
         const { producer, acks } = await producerOf(request.headers, request.query.acks);
+        const route = forwardable(admitted, acks, producer !== undefined);
         const topic = requireTopic(s, request.params.topic);
         const pinned =
           parseOptionalInt(request.query.partition, "partition", 0, Number.MAX_SAFE_INTEGER) ?? -1;
@@ -341,10 +383,10 @@ export function produceRoutes(s: BrokerServices) {
         if (limits.enabled) limits.check(request, topic.name, 1);
         if (acks === "0") {
           reply.code(202).send();
-          await appendUnanswered(request, [record], topic.name);
+          await appendUnanswered(request, [record], topic.name, route);
           return reply;
         }
-        const res = await appendAndAnswer(request, topic, [record], acks, producer !== undefined);
+        const res = await appendAndAnswer(request, topic, [record], acks, producer !== undefined, route);
         accepted(topic.name, [record]);
         if (res.status === 202) return reply.code(202).send();
         return reply.code(200).send((res.body as unknown[])[0]);
@@ -355,8 +397,9 @@ export function produceRoutes(s: BrokerServices) {
       "/v1/topics/:topic/produce-batch",
       { bodyLimit: s.config.batchMaxBodyBytes },
       async (request, reply) => {
-        admit();
+        const admitted = admit();
         const { producer, acks } = await producerOf(request.headers, (request.query as ProduceQuery).acks);
+        const route = forwardable(admitted, acks, producer !== undefined);
         const topic = requireTopic(s, request.params.topic);
         const type = (request.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
         const body = (request.body as Buffer | undefined) ?? emptyBody;
@@ -395,10 +438,10 @@ export function produceRoutes(s: BrokerServices) {
         if (limits.enabled) limits.check(request, topic.name, records.length);
         if (acks === "0") {
           reply.code(202).send({ accepted: records.length });
-          await appendUnanswered(request, records, topic.name);
+          await appendUnanswered(request, records, topic.name, route);
           return reply;
         }
-        const res = await appendAndAnswer(request, topic, records, acks, producer !== undefined);
+        const res = await appendAndAnswer(request, topic, records, acks, producer !== undefined, route);
         accepted(topic.name, records);
         if (res.status === 202) return reply.code(202).send({ accepted: records.length });
         return reply.code(200).send({ results: res.body });

@@ -116,6 +116,7 @@ const fullClusterSpec: Required<NaradClusterSpec> = {
     podMonitor: { enabled: false, interval: "30s", labels: { release: "prometheus" } },
   },
   rebalance: false,
+  moves: { stallTimeoutSeconds: 300, retryBackoffSeconds: 30 },
 };
 
 const member: Required<MemberStatus> = {
@@ -166,12 +167,33 @@ const fullClusterStatus: Required<NaradClusterStatus> = {
         to: "demo-0",
         startedAt: "2026-01-01T00:00:00Z",
         state: "copying",
+        progressAt: "2026-01-01T00:00:01Z",
+        progressMark: "copying:1048576:0",
+        aborting: {
+          reason: "no progress for 300s",
+          stalled: true,
+          since: "2026-01-01T00:05:01Z",
+          attempts: 2,
+          lastError: "timeout",
+        },
+        stuckSince: "2026-01-01T00:05:01Z",
       },
     ],
     movesDone: 1,
     refusingProduceSince: "2026-01-01T00:00:00Z",
     rebalanceHandled: "2026-01-01T00:00:00Z",
+    moveRetries: [
+      {
+        topic: "orders",
+        partition: 1,
+        attempts: 1,
+        notBefore: "2026-01-01T00:06:00Z",
+        avoid: "demo-1",
+        reason: "no progress for 300s",
+      },
+    ],
   },
+  drainCancel: { pod: "demo-2", since: "2026-01-01T00:00:00Z", attempts: 1, lastError: "timeout" },
 };
 const fullTopicSpec: Required<NaradTopicSpec> = {
   cluster: "demo",

@@ -33,6 +33,8 @@ export const clusterDefaults = {
   serviceMonitorEnabled: false,
   podMonitorEnabled: false,
   rebalance: false,
+  moveStallTimeoutSeconds: 300,
+  moveRetryBackoffSeconds: 30,
   // Auth on the brokers' HTTP API: closed by default in cluster mode.
   authEnabled: true,
   networkPolicyEnabled: false,
@@ -137,6 +139,10 @@ export function withClusterDefaults(spec: NaradClusterSpec | undefined): Resolve
       }),
     },
     rebalance: s.rebalance ?? d.rebalance,
+    moves: {
+      stallTimeoutSeconds: s.moves?.stallTimeoutSeconds ?? d.moveStallTimeoutSeconds,
+      retryBackoffSeconds: s.moves?.retryBackoffSeconds ?? d.moveRetryBackoffSeconds,
+    },
   };
 }
 

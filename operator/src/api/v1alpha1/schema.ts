@@ -401,6 +401,20 @@ const clusterSpec: JSONSchemaProps = obj(
         default: d.rebalance,
       },
     ),
+    moves: obj(
+      "Partition moves (scale-down, rebalance).",
+      {
+        stallTimeoutSeconds: int(
+          "How long a move may go without progress on its destination before it is aborted (cancelled there, so the source unfreezes; condition Degraded MoveStuck, Warning Event) and retried later. A move past its owner swap is never aborted, only reported.",
+          { default: d.moveStallTimeoutSeconds, minimum: 10 },
+        ),
+        retryBackoffSeconds: int(
+          "Wait before an aborted move's partition is moved again; doubles with each abort of it, up to 10 minutes.",
+          { default: d.moveRetryBackoffSeconds, minimum: 1 },
+        ),
+      },
+      { default: {} },
+    ),
   },
   {
     default: {},
@@ -480,6 +494,24 @@ const clusterStatus = obj("Observed state, written by the operator.", {
           state: str("Last state the destination reported.", {
             enum: ["pending", "copying", "ready", "done", "failed", "cancelled"],
           }),
+          progressAt: timestamp("When the destination last showed progress."),
+          progressMark: str("The progress last seen (state and byte counts)."),
+          aborting: obj(
+            "The move is being aborted; the cancel is repeated until the destination confirms it.",
+            {
+              reason: str("Why it is aborted."),
+              stalled: bool(
+                "Aborted for a stall (retried after a backoff), not for a cancelled decommission.",
+              ),
+              since: timestamp("When the abort began."),
+              attempts: int("Cancels sent so far.", { minimum: 0 }),
+              lastError: str("Why the destination has not confirmed the cancel yet."),
+            },
+            { required: ["reason", "stalled", "since", "attempts"] },
+          ),
+          stuckSince: timestamp(
+            "Past the owner swap: since when the destination has not installed the copy.",
+          ),
         },
         { required: ["topic", "partition", "from", "to", "startedAt", "state"] },
       ),
@@ -489,7 +521,32 @@ const clusterStatus = obj("Observed state, written by the operator.", {
       "When the decommissioning member was first seen refusing produce while owning nothing.",
     ),
     rebalanceHandled: str("Value of the narad.dev/rebalance annotation last carried out."),
+    moveRetries: arr(
+      "Partitions whose move was aborted, waiting out a backoff before they are moved again.",
+      obj(
+        "One aborted partition move.",
+        {
+          topic: str("NaradTopic name."),
+          partition: int("Partition.", { minimum: 0 }),
+          attempts: int("Aborts so far.", { minimum: 1 }),
+          notBefore: timestamp("Not moved again before this time."),
+          avoid: str("The destination that stalled."),
+          reason: str("Why the last move was aborted."),
+        },
+        { required: ["topic", "partition", "attempts", "notBefore", "avoid", "reason"] },
+      ),
+    ),
   }),
+  drainCancel: obj(
+    "An abandoned restart whose drain cancel is not confirmed yet (retried every pass).",
+    {
+      pod: str("The pod whose drain is being cancelled."),
+      since: timestamp("When the restart was abandoned."),
+      attempts: int("Cancels sent so far.", { minimum: 0 }),
+      lastError: str("The last cancel's failure."),
+    },
+    { required: ["pod", "since", "attempts"] },
+  ),
 });
 
 export const naradClusterSchema: JSONSchemaProps = obj(

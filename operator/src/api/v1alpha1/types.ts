@@ -137,6 +137,19 @@ export interface RolloutSpec {
   gateTimeoutSeconds?: number;
 }
 
+/** Partition moves (scale-down, rebalance): how long one may go without progress. */
+export interface MovesSpec {
+  /**
+   * How long a move may go without progress on its destination (no state
+   * change, no copied bytes) before it is aborted: cancelled on the
+   * destination, so the source unfreezes, and retried later. Past the owner
+   * swap a move is never aborted, only reported. Default 300, min 10.
+   */
+  stallTimeoutSeconds?: number;
+  /** First wait before an aborted move's partition is moved again; doubles per abort up to 10 min. Default 30, min 1. */
+  retryBackoffSeconds?: number;
+}
+
 export interface AuthSpec {
   /** Require credentials on the brokers' HTTP API (NARAD_AUTH). Default true. */
   enabled?: boolean;
@@ -216,6 +229,7 @@ export interface NaradClusterSpec {
   metrics?: MetricsSpec;
   /** Opt in to moving existing partitions onto newly added members. Default false. */
   rebalance?: boolean;
+  moves?: MovesSpec;
 }
 
 // ---------------------------------------------------------------- NaradCluster status
@@ -302,6 +316,20 @@ export interface NaradClusterStatus {
   selector?: string;
   /** Scale-down / rebalance progress, so a restarted operator resumes it. */
   scale?: ScaleStatus;
+  /**
+   * A restart abandoned while its broker may be draining, whose drain cancel
+   * has not been confirmed yet: retried every pass until the broker reports
+   * it accepts produce again (or restarted, which ends a drain).
+   */
+  drainCancel?: DrainCancelStatus;
+}
+
+export interface DrainCancelStatus {
+  pod: string;
+  /** RFC 3339: when the restart was abandoned. */
+  since: string;
+  attempts: number;
+  lastError?: string;
 }
 
 export type MoveState = "pending" | "copying" | "ready" | "done" | "failed" | "cancelled";
@@ -319,6 +347,43 @@ export interface PartitionMoveStatus {
   startedAt: string;
   /** Last state the destination reported ("pending" until it was asked). */
   state: MoveState;
+  /** RFC 3339: when the destination last showed progress (a new state or more bytes copied); startedAt until then. */
+  progressAt?: string;
+  /** What that progress was (state and byte counts), to tell the next report from it. */
+  progressMark?: string;
+  /**
+   * The move is being aborted (stalled, or its decommission was cancelled):
+   * the cancel is sent every pass until the destination confirms it
+   * (cancelled, failed, or no such move), and the move is never swapped meanwhile.
+   */
+  aborting?: MoveAbort;
+  /** RFC 3339: past the owner swap, since when the destination has not installed it (reported, never aborted). */
+  stuckSince?: string;
+}
+
+export interface MoveAbort {
+  reason: string;
+  /** Aborted for a stall (Degraded MoveStuck, retried after a backoff), not because its decommission was cancelled. */
+  stalled: boolean;
+  /** RFC 3339. */
+  since: string;
+  /** Cancels sent so far. */
+  attempts: number;
+  /** Why the destination has not confirmed yet (its last answer or error). */
+  lastError?: string;
+}
+
+/** A partition whose move was aborted: not moved again before notBefore. */
+export interface MoveRetry {
+  topic: string;
+  partition: number;
+  /** Aborts so far; the backoff doubles with each. */
+  attempts: number;
+  /** RFC 3339. */
+  notBefore: string;
+  /** The destination that stalled: the next move prefers another one. */
+  avoid: string;
+  reason: string;
 }
 
 export interface ScaleStatus {
@@ -336,6 +401,8 @@ export interface ScaleStatus {
   refusingProduceSince?: string;
   /** Value of the narad.dev/rebalance annotation last carried out (one-shot rebalance). */
   rebalanceHandled?: string;
+  /** Partitions whose move was aborted, waiting out their backoff (until moved). */
+  moveRetries?: MoveRetry[];
 }
 
 export interface NaradCluster {
@@ -459,6 +526,7 @@ export interface ResolvedNaradClusterSpec {
   security: ResolvedSecuritySpec;
   metrics: { serviceMonitor: ResolvedServiceMonitorSpec; podMonitor: ResolvedServiceMonitorSpec };
   rebalance: boolean;
+  moves: Required<MovesSpec>;
 }
 
 export type ResolvedNaradTopicSpec = Required<Omit<NaradTopicSpec, "name" | "subscriptions">> & {

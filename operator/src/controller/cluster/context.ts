@@ -1,5 +1,10 @@
 import type { Logger } from "pino";
-import type { NaradCluster, ResolvedNaradClusterSpec, RollStatus } from "../../api/v1alpha1/types.ts";
+import type {
+  DrainCancelStatus,
+  NaradCluster,
+  ResolvedNaradClusterSpec,
+  RollStatus,
+} from "../../api/v1alpha1/types.ts";
 import type { RollAction } from "../../plan/roll.ts";
 import type { ScalePlan } from "../../plan/scale.ts";
 import type { StoragePlan } from "../../plan/storage.ts";
@@ -33,6 +38,8 @@ export interface RollOutcome {
   action: RollAction;
   /** Live pods not at the update revision. */
   outdated: number;
+  /** status.drainCancel to write: a drain cancel still owed (undefined: none). */
+  drainCancel: DrainCancelStatus | undefined;
 }
 
 /** A step either falls through to the next one or stops the ladder with a requeue. */

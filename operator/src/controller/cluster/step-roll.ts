@@ -1,5 +1,5 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import type { RollStatus } from "../../api/v1alpha1/types.ts";
+import type { DrainCancelStatus, RollStatus } from "../../api/v1alpha1/types.ts";
 import {
   LABEL_CLUSTER,
   ROLL_ACTION_REQUEUE_MS,
@@ -14,6 +14,7 @@ import {
   type BrokerProbe,
   nextRollStatus,
   outdatedPods,
+  planDrainCancel,
   planRoll,
   type RollAction,
   rollForPodInFlight,
@@ -77,10 +78,12 @@ export async function rollPods(ctx: ClusterContext): Promise<StepResult> {
           scaleBusy: cluster.status?.scale?.moves?.length
             ? `${cluster.status.scale.moves.length} partition move(s) in flight`
             : undefined,
+          drainCancelOwed: cluster.status?.drainCancel?.pod,
         });
   const outdated = updateRevision === undefined ? 0 : outdatedPods(pods, updateRevision).length;
   let next: RollStatus | undefined = renamed ?? nextRollStatus(prevRoll, action, now);
   const podOf = (name: string) => pods.find((p) => p.name === name);
+  let drainCancel: DrainCancelStatus | undefined = cluster.status?.drainCancel ?? undefined;
   const log = ctx.log.child({ roll: action.kind, ...("pod" in action ? { pod: action.pod } : {}) });
 
   switch (action.kind) {
@@ -164,10 +167,25 @@ export async function rollPods(ctx: ClusterContext): Promise<StepResult> {
           await deps.brokers.cancelDrain({ podIP: pod.podIP, id: pod.name });
           cancelled = "; drain cancelled, it accepts produce again";
         } catch (err) {
-          // Cleared anyway: its member leaves Maintenance, so peers stop
-          // holding for it; a broker that is away cannot be asked.
-          cancelled = `; cancelling its drain failed (${apiMessage(err)})`;
+          // The roll is cleared anyway (its member leaves Maintenance, so
+          // peers stop holding for it), and the cancel is retried every pass
+          // from status.drainCancel until the broker confirms it.
+          cancelled = `; cancelling its drain failed (${apiMessage(err)}), retrying every pass`;
+          drainCancel = {
+            pod: action.pod,
+            since: new Date(now).toISOString(),
+            attempts: 1,
+            lastError: apiMessage(err),
+          };
         }
+      } else if (action.cancelDrain) {
+        // No address to ask now: the cancel is owed all the same.
+        drainCancel = {
+          pod: action.pod,
+          since: new Date(now).toISOString(),
+          attempts: 0,
+          lastError: "no pod IP",
+        };
       }
       const msg = `${action.reason}${cancelled}`;
       log.warn(msg);
@@ -195,10 +213,57 @@ export async function rollPods(ctx: ClusterContext): Promise<StepResult> {
     }
   }
 
-  ctx.roll = { next, action, outdated };
+  if (action.kind !== "abort") drainCancel = await retryDrainCancel(ctx, drainCancel, next, pods);
+
+  ctx.roll = { next, action, outdated, drainCancel };
   const rolling = next !== undefined || (outdated > 0 && !ctx.spec.rollout.paused);
   if (rolling) ctx.requeueAfterMs = isWaiting(action) ? ROLL_REQUEUE_MS : ROLL_ACTION_REQUEUE_MS;
   return NEXT;
+}
+
+/**
+ * A drain cancel owed since an abandoned restart (status.drainCancel):
+ * decided by planDrainCancel from a fresh probe of that broker; returns what
+ * status.drainCancel becomes.
+ */
+async function retryDrainCancel(
+  ctx: ClusterContext,
+  pending: DrainCancelStatus | undefined,
+  roll: RollStatus | undefined,
+  pods: readonly PodView[],
+): Promise<DrainCancelStatus | undefined> {
+  if (pending === undefined) return undefined;
+  const { cluster, deps } = ctx;
+  const pod = pods.find((p) => p.name === pending.pod);
+  const probe =
+    pod === undefined || roll?.podInFlight === pending.pod ? undefined : await probeBroker(ctx, pod);
+  const step = planDrainCancel(pending, roll, pod, probe);
+  if (step.kind === "none") return undefined;
+  if (step.kind === "clear") {
+    const msg = `the drain of ${pending.pod} owed since an abandoned restart is over: ${step.reason}`;
+    ctx.log.info(msg);
+    deps.recorder.record(cluster, "Normal", "DrainCancelled", msg);
+    return undefined;
+  }
+  if (step.kind === "wait") return pending;
+  ctx.requeueAfterMs = Math.min(ctx.requeueAfterMs ?? ROLL_REQUEUE_MS, ROLL_REQUEUE_MS);
+  if (pod?.podIP === undefined) return { ...pending, lastError: "no pod IP" };
+  try {
+    const s = await deps.brokers.cancelDrain({ podIP: pod.podIP, id: pod.name });
+    if (!s.draining) {
+      const msg = `cancelled the drain of ${pod.name} (owed since an abandoned restart) after ${step.attempt} attempt(s): it accepts produce again`;
+      ctx.log.info(msg);
+      deps.recorder.record(cluster, "Normal", "DrainCancelled", msg);
+      return undefined;
+    }
+    return { ...pending, attempts: step.attempt, lastError: "still draining after the cancel" };
+  } catch (err) {
+    ctx.log.warn(
+      { err: apiMessage(err), attempt: step.attempt },
+      `cancelling the drain of ${pod.name} failed again`,
+    );
+    return { ...pending, attempts: step.attempt, lastError: apiMessage(err) };
+  }
 }
 
 function isWaiting(a: RollAction): boolean {

@@ -5,6 +5,7 @@ import {
   ANNOTATION_REBALANCE,
   API_GROUP_VERSION,
   LABEL_CLUSTER,
+  MOVE_RETRY_BACKOFF_MAX_MS,
   REQUEUE_PROGRESSING_MS,
   SCALE_BROKER_TIMEOUT_MS,
   SCALE_MAX_MOVES,
@@ -14,6 +15,7 @@ import {
 } from "../../constants.ts";
 import { apiMessage, httpStatus } from "../../kube/api.ts";
 import { getCondition } from "../../plan/conditions.ts";
+import { abortCandidates, type MoveTiming } from "../../plan/move-stall.ts";
 import { type PodView, podView } from "../../plan/pods.ts";
 import {
   type DecommissionProbe,
@@ -80,7 +82,13 @@ export async function scaleCluster(ctx: ClusterContext): Promise<StepResult> {
           moveKey(m),
           r === undefined
             ? { kind: "unknown" }
-            : { kind: "state", state: r.state, ...(r.error !== undefined ? { error: r.error } : {}) },
+            : {
+                kind: "state",
+                state: r.state,
+                ...(r.error !== undefined ? { error: r.error } : {}),
+                ...(r.copiedBytes !== undefined ? { copiedBytes: r.copiedBytes } : {}),
+                ...(r.destHwm !== undefined ? { destHwm: r.destHwm } : {}),
+              },
         );
       } catch (err) {
         moveProbes.set(moveKey(m), { kind: "unreachable", error: apiMessage(err) });
@@ -114,8 +122,16 @@ export async function scaleCluster(ctx: ClusterContext): Promise<StepResult> {
         ? `${ctx.roll.outdated} pod(s) to restart`
         : undefined;
 
+  const nowMs = deps.clock.now();
+  const timing: MoveTiming = {
+    stallMs: ctx.spec.moves.stallTimeoutSeconds * 1000,
+    retryBackoffMs: ctx.spec.moves.retryBackoffSeconds * 1000,
+    retryBackoffMaxMs: MOVE_RETRY_BACKOFF_MAX_MS,
+  };
+  const liveOwners = await readLiveOwners(ctx, scale?.moves ?? [], views, moveProbes, nowMs, timing);
+
   const plan = planScale({
-    nowMs: deps.clock.now(),
+    nowMs,
     replicas: ctx.spec.replicas,
     members: cluster.status?.members ?? [],
     pods,
@@ -127,6 +143,8 @@ export async function scaleCluster(ctx: ClusterContext): Promise<StepResult> {
     moveProbes,
     decommissionProbe,
     maxMoves: SCALE_MAX_MOVES,
+    timing,
+    liveOwners,
   });
   ctx.scale = plan;
   const log = ctx.log.child({ step: "scale" });
@@ -145,10 +163,12 @@ export async function scaleCluster(ctx: ClusterContext): Promise<StepResult> {
       log.info(`cancelled move of ${moveKey(m)} on ${m.to}`);
     } catch (err) {
       // The destination stops renewing the source's freeze when it goes; the
-      // freeze lapses on its own (broker side), so this is not fatal.
+      // freeze lapses on its own (broker side). An aborting move is cancelled
+      // again next pass until its destination confirms (plan/scale.ts), so
+      // only its first failure is an Event; the condition carries the rest.
       const msg = `cancelling the move of ${moveKey(m)} on ${m.to} failed: ${apiMessage(err)}`;
       log.warn(msg);
-      deps.recorder.record(cluster, "Warning", "MoveCancelFailed", msg);
+      if ((m.aborting?.attempts ?? 1) <= 1) deps.recorder.record(cluster, "Warning", "MoveCancelFailed", msg);
     }
   }
   for (const m of plan.start) {
@@ -171,6 +191,13 @@ export async function scaleCluster(ctx: ClusterContext): Promise<StepResult> {
   }
   await swapOwners(ctx, plan.swap, topicByName);
 
+  const labels = { namespace: ctx.namespace, cluster: ctx.name };
+  for (const a of plan.aborted) deps.metrics?.moveAborts.inc({ ...labels, cause: a.cause });
+  const stalled =
+    (plan.next?.moves ?? []).filter((m) => m.aborting?.stalled === true || m.stuckSince !== undefined)
+      .length + (plan.next?.moveRetries ?? []).filter((r) => Date.parse(r.notBefore) > nowMs).length;
+  deps.metrics?.movesStuck.set(labels, stalled);
+
   for (const e of plan.events) {
     log.info({ reason: e.reason }, e.message);
     deps.recorder.record(cluster, e.type, e.reason, e.message);
@@ -192,6 +219,36 @@ export async function scaleCluster(ctx: ClusterContext): Promise<StepResult> {
   if (delay !== undefined)
     ctx.requeueAfterMs = ctx.requeueAfterMs === undefined ? delay : Math.min(ctx.requeueAfterMs, delay);
   return NEXT;
+}
+
+/**
+ * The owner of each move that would be aborted this pass, read from the API
+ * server: the cache may not show a swap made moments ago, and cancelling a
+ * move past its swap would take the partition from its new owner. A read
+ * that fails leaves the move out (not aborted this pass).
+ */
+async function readLiveOwners(
+  ctx: ClusterContext,
+  moves: readonly PartitionMoveStatus[],
+  topics: readonly ScaleTopic[],
+  probes: ReadonlyMap<string, MoveProbe>,
+  nowMs: number,
+  timing: MoveTiming,
+): Promise<Map<string, string | undefined>> {
+  const cachedOwner = (m: PartitionMoveStatus) =>
+    topics.find((t) => t.name === m.topic)?.assignments.find((a) => a.partition === m.partition)?.owner;
+  const candidates = abortCandidates(moves, cachedOwner, probes, moveKey, nowMs, timing.stallMs);
+  const live = new Map<string, string | undefined>();
+  for (const name of new Set(candidates.map((m) => m.topic))) {
+    try {
+      const t = await ctx.deps.api.getTopic(ctx.namespace, name);
+      for (const m of candidates.filter((x) => x.topic === name))
+        live.set(moveKey(m), t?.status?.assignments?.find((a) => a.partition === m.partition)?.owner);
+    } catch (err) {
+      ctx.log.warn({ topic: name, err: apiMessage(err) }, "could not read the topic to confirm a move abort");
+    }
+  }
+  return live;
 }
 
 /**

@@ -1,5 +1,11 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import type { MemberStatus, NaradClusterStatus, RollStatus, ScaleStatus } from "../../api/v1alpha1/types.ts";
+import type {
+  DrainCancelStatus,
+  MemberStatus,
+  NaradClusterStatus,
+  RollStatus,
+  ScaleStatus,
+} from "../../api/v1alpha1/types.ts";
 import type { BrokerClient } from "../../broker-client/types.ts";
 import {
   BROKER_HTTP_PORT,
@@ -126,11 +132,14 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
           : live.filter((p) => p.revision !== undefined && p.revision !== updateRevision).length,
       refused: ctx.refused,
       scale:
-        ctx.scale === undefined ? undefined : { progress: ctx.scale.progress, blocked: ctx.scale.blocked },
+        ctx.scale === undefined
+          ? undefined
+          : { progress: ctx.scale.progress, blocked: ctx.scale.blocked, stuck: ctx.scale.stuck },
       storage: ctx.storage,
       stepError: stepError === undefined ? undefined : apiMessage(stepError),
       everReady,
       stuckReplacement: replacement.stuck?.message,
+      drainCancel: drainCancelMessage(ctx.roll !== undefined ? ctx.roll.drainCancel : prev.drainCancel),
       roll:
         roll === undefined && ctx.roll === undefined
           ? undefined
@@ -158,6 +167,11 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
     selector: selectorString(ctx.name),
     // null clears it (merge patch)
     roll: mergePatchOf(prev.roll ?? undefined, roll) as RollStatus,
+    // The roll step decided it this pass; else the persisted one stands.
+    drainCancel: mergePatchOf(
+      prev.drainCancel,
+      ctx.roll !== undefined ? ctx.roll.drainCancel : prev.drainCancel,
+    ) as DrainCancelStatus,
     // The scale step decided it this pass; else the persisted one stands.
     scale: mergePatchOf(prev.scale, ctx.scale !== undefined ? ctx.scale.next : prev.scale) as ScaleStatus,
   };
@@ -216,6 +230,11 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
     trust.retryAfterMs,
   ].filter((v): v is number => v !== undefined);
   return { requeueAfterMs: candidates.length ? Math.min(...candidates) : undefined };
+}
+
+function drainCancelMessage(d: DrainCancelStatus | undefined): string | undefined {
+  if (d === undefined) return undefined;
+  return `${d.pod} may still be draining (refusing produce) since its restart was abandoned at ${d.since}: cancelling its drain failed ${d.attempts} time(s)${d.lastError ? ` (${d.lastError})` : ""}; retrying every pass`;
 }
 
 /** The pod a persisted ReplacementNotReady condition names (plan/replacement.ts writes the message). */

@@ -1,0 +1,169 @@
+// Produce on a draining or decommissioning node is forwarded to a healthy
+// peer's WAL (http/produce-forward.ts, cluster RPC Ingest): three in-process
+// brokers on a shared in-memory metastore. A 202 from the leaving node means
+// a peer fsynced the record; every acknowledged record is readable exactly
+// once; nothing lands in the leaving node's own WAL; what cannot be
+// forwarded (acks=all, no healthy peer) is still refused with 503.
+
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import { loadConfig } from "../src/config.ts";
+import { type RunningBroker, startBroker } from "../src/node.ts";
+import { createMemoryCluster, type MemoryCluster } from "../src/testing/memory-metastore.ts";
+
+interface Node {
+  id: string;
+  broker: RunningBroker;
+}
+
+const dirs: string[] = [];
+const running: RunningBroker[] = [];
+const logger = pino({ level: process.env.NARAD_TEST_LOG ?? "silent" });
+
+afterEach(async () => {
+  for (const b of running.splice(0)) await b.crash().catch(() => undefined);
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+async function startCluster(mc: MemoryCluster, ids: string[]): Promise<Node[]> {
+  const nodes: Node[] = [];
+  for (const id of ids) {
+    const dir = mkdtempSync(join(tmpdir(), `narad-forward-${id}-`));
+    dirs.push(dir);
+    const base = loadConfig(
+      ["--data-dir", dir, "--addr", "127.0.0.1:0", "--cluster-addr", "127.0.0.1:0", "--node-id", id],
+      {},
+      id,
+    );
+    const broker = await startBroker({ ...base, drainTimeoutMs: 5_000 }, logger.child({ node: id }), {
+      metastore: mc.metastore(),
+    });
+    running.push(broker);
+    mc.setMember({
+      id,
+      address: broker.httpAddress,
+      clusterAddress: broker.cluster!.address,
+      state: "Active",
+    });
+    nodes.push({ id, broker });
+  }
+  return nodes;
+}
+
+async function req(node: Node, method: "GET" | "POST" | "DELETE", url: string, body?: string | object) {
+  const res = await node.broker.app.inject({
+    method,
+    url,
+    payload: typeof body === "object" ? JSON.stringify(body) : body,
+    headers: typeof body === "object" ? { "content-type": "application/json" } : {},
+  });
+  return { status: res.statusCode, text: res.body, json: () => JSON.parse(res.body) };
+}
+
+async function walNextSeq(node: Node): Promise<number> {
+  return (await req(node, "GET", "/admin/v1/status")).json().wal.nextSeq as number;
+}
+
+async function metric(node: Node, name: string): Promise<number> {
+  const line = (await req(node, "GET", "/metrics")).text.split("\n").find((l) => l.startsWith(`${name} `));
+  return line === undefined ? 0 : Number(line.split(" ")[1]);
+}
+
+async function readIds(node: Node, topic: string, partitions: number): Promise<number[]> {
+  const ids: number[] = [];
+  for (let p = 0; p < partitions; p++) {
+    let offset = 0;
+    for (;;) {
+      const r = await req(node, "GET", `/v1/topics/${topic}/records?partition=${p}&offset=${offset}`);
+      if (r.status !== 200) throw new Error(`read ${topic}/${p}: ${r.status} ${r.text}`);
+      const page = r.json() as { records: Array<{ payload: { id: number } }>; next_offset: number };
+      for (const m of page.records) ids.push(m.payload.id);
+      if (page.records.length === 0) break;
+      offset = page.next_offset;
+    }
+  }
+  return ids.sort((a, b) => a - b);
+}
+
+async function eventually(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+describe("produce on a leaving node is forwarded to a peer's WAL", () => {
+  it("draining (planned restart) and decommissioning: every produce 202, stored once, none in the leaving WAL", async () => {
+    const mc = createMemoryCluster();
+    const [a, b, c] = await startCluster(mc, ["a", "b", "c"]);
+    expect((await req(a!, "POST", "/v1/topics", { name: "t", partitions: 6 })).status).toBe(201);
+
+    // A planned restart's drain.
+    expect((await req(a!, "POST", "/admin/v1/drain")).status).toBe(200);
+    const before = await walNextSeq(a!);
+    for (let i = 0; i < 100; i++) {
+      const r = await req(a!, "POST", `/v1/topics/t/produce?key=k${i}`, JSON.stringify({ id: i }));
+      expect(r.status, r.text).toBe(202);
+    }
+    // Batches too.
+    const batch = Array.from({ length: 50 }, (_, j) =>
+      JSON.stringify({ key: `k${100 + j}`, payload: { id: 100 + j } }),
+    );
+    const rb = await a!.broker.app.inject({
+      method: "POST",
+      url: "/v1/topics/t/produce-batch",
+      payload: batch.join("\n"),
+      headers: { "content-type": "application/x-ndjson" },
+    });
+    expect(rb.statusCode, rb.body).toBe(202);
+    expect(await walNextSeq(a!)).toBe(before);
+    expect(await metric(a!, "narad_produce_forwarded_records_total")).toBe(150);
+    expect(
+      (await metric(b!, "narad_produce_ingested_for_peers_records_total")) +
+        (await metric(c!, "narad_produce_ingested_for_peers_records_total")),
+    ).toBe(150);
+
+    // Not forwardable: acks=all answers with this node's commit outcome.
+    const all = await req(a!, "POST", "/v1/topics/t/produce?key=x&acks=all", JSON.stringify({ id: -1 }));
+    expect(all.status).toBe(503);
+
+    // A scale-down's Decommissioning member forwards the same way.
+    expect((await req(a!, "DELETE", "/admin/v1/drain")).status).toBe(200);
+    mc.setMember({
+      id: "a",
+      address: a!.broker.httpAddress,
+      clusterAddress: a!.broker.cluster!.address,
+      state: "Decommissioning",
+    });
+    for (let i = 150; i < 200; i++) {
+      const r = await req(a!, "POST", `/v1/topics/t/produce?key=k${i}`, JSON.stringify({ id: i }));
+      expect(r.status, r.text).toBe(202);
+    }
+    expect(await walNextSeq(a!)).toBe(before);
+
+    const want = Array.from({ length: 200 }, (_, i) => i);
+    await eventually(
+      "every forwarded record readable",
+      30_000,
+      async () => (await readIds(b!, "t", 6)).length >= 200,
+    );
+    expect(await readIds(b!, "t", 6)).toEqual(want);
+    expect(await readIds(a!, "t", 6)).toEqual(want);
+  });
+
+  it("no healthy peer: 503 (nothing stored), as before", async () => {
+    const mc = createMemoryCluster();
+    const [a, b, c] = await startCluster(mc, ["a", "b", "c"]);
+    expect((await req(a!, "POST", "/v1/topics", { name: "t", partitions: 3 })).status).toBe(201);
+    for (const n of [a!, b!, c!]) expect((await req(n, "POST", "/admin/v1/drain")).status).toBe(200);
+    const r = await req(a!, "POST", "/v1/topics/t/produce?key=k", JSON.stringify({ id: 0 }));
+    expect(r.status).toBe(503);
+    // b and c refused (FAILED_PRECONDITION: stored nothing), so no record exists anywhere.
+    for (const n of [b!, c!])
+      expect(await metric(n, "narad_produce_ingested_for_peers_records_total")).toBe(0);
+  });
+});
