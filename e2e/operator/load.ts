@@ -193,6 +193,15 @@ export class LoadProducer {
     await Promise.all(this.#workers);
   }
 
+  /**
+   * Errors an application would see: everything but refused connections,
+   * which carried nothing and which a client retries on another broker at once
+   * (here: the pod stopped listening before the sampler saw it not Ready).
+   */
+  applicationErrors(): number {
+    return this.errors - (this.errorKinds.get("ECONNREFUSED") ?? 0);
+  }
+
   /** The produce error rate in percent of attempts. */
   errorRate(): number {
     return this.attempts === 0 ? 0 : (100 * this.errors) / this.attempts;
