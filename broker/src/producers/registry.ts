@@ -168,8 +168,10 @@ export async function openProducerRegistry(
         if (name === undefined) return { id: idOf(await freshNumber()), epoch: 0 };
         // A new name needs an id first (from this broker's block).
         current();
-        const known = Object.hasOwn(view.named, name);
-        if (!known && Object.keys(view.named).length >= maxNamed)
+        // Both the merged view and the state this broker writes: either may hold names the other lacks yet.
+        const known = Object.hasOwn(view.named, name) || Object.hasOwn(state.named, name);
+        const names = new Set([...Object.keys(view.named), ...Object.keys(state.named)]).size;
+        if (!known && names >= maxNamed)
           throw conflict(
             `the producer registry holds ${maxNamed} named producers, its limit (--max-named-producers); reuse a name or raise the limit`,
           );
