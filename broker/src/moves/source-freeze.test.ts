@@ -14,9 +14,9 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:f
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { OpenedPartitionLog } from "../log/partition-log.ts";
 import { topicFixture } from "../meta/contract.ts";
 import type { AuthoritativeOwner, Metastore } from "../meta/types.ts";
+import { fakeFrozenLog } from "../testing/fake-frozen-log.ts";
 import { createMemoryCluster } from "../testing/memory-metastore.ts";
 import { MoveSource } from "./source.ts";
 
@@ -24,27 +24,6 @@ const dirs: string[] = [];
 afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
-
-/** A log that only records whether it is frozen (commits are the log's business, tested there). */
-function fakeLog() {
-  const state = { frozen: false };
-  const log = {
-    freeze: async () => {
-      state.frozen = true;
-    },
-    unfreeze: () => {
-      state.frozen = false;
-    },
-    get frozen() {
-      return state.frozen;
-    },
-    stats: () => ({ highWatermark: 3, oldestOffset: 0 }),
-    segmentExtents: () => [{ base: 0, bytes: 10 }],
-    committedSeqs: () => new Map(),
-    readSegmentBytes: async () => null,
-  } as unknown as OpenedPartitionLog;
-  return { log, state };
-}
 
 async function world(deleteDelayMs = 60_000) {
   const root = mkdtempSync(join(tmpdir(), "narad-source-freeze-"));
@@ -56,7 +35,7 @@ async function world(deleteDelayMs = 60_000) {
   const base = cluster.metastore();
   await base.createTopic(topicFixture("t", { partitions: 1 }));
   cluster.setOwner("t", 0, "n0");
-  const { log, state } = fakeLog();
+  const { log, state } = fakeFrozenLog();
   // The authority's answer, separate from the view (which keeps naming n0: it lags).
   let authority: AuthoritativeOwner | Error = { kind: "owner", node: "n0" };
   const metastore: Pick<

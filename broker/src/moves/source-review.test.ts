@@ -7,9 +7,9 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { OpenedPartitionLog } from "../log/partition-log.ts";
 import { topicFixture } from "../meta/contract.ts";
 import type { AuthoritativeOwner, Metastore } from "../meta/types.ts";
+import { fakeFrozenLog } from "../testing/fake-frozen-log.ts";
 import { createMemoryCluster } from "../testing/memory-metastore.ts";
 import { MoveSource } from "./source.ts";
 
@@ -17,26 +17,6 @@ const dirs: string[] = [];
 afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
-
-function fakeLog() {
-  const state = { frozen: false };
-  const log = {
-    freeze: async () => {
-      state.frozen = true;
-    },
-    unfreeze: () => {
-      state.frozen = false;
-    },
-    get frozen() {
-      return state.frozen;
-    },
-    stats: () => ({ highWatermark: 3, oldestOffset: 0 }),
-    segmentExtents: () => [{ base: 0, bytes: 10 }],
-    readSegmentBytes: async () => null,
-    committedSeqs: () => new Map<string, number>(),
-  } as unknown as OpenedPartitionLog;
-  return { log, state };
-}
 
 async function world() {
   const root = mkdtempSync(join(tmpdir(), "narad-source-review-"));
@@ -48,7 +28,7 @@ async function world() {
   const base = cluster.metastore();
   await base.createTopic(topicFixture("t", { partitions: 1 }));
   cluster.setOwner("t", 0, "n0");
-  const { log, state } = fakeLog();
+  const { log, state } = fakeFrozenLog();
   const queueFrozen = new Set<string>();
   let authority: AuthoritativeOwner | Error = { kind: "owner", node: "n0" };
   const metastore: Pick<
