@@ -501,4 +501,36 @@ describe("kubernetes metastore", () => {
     await waitFor(() => store.caughtUp(), { timeoutMs: 10_000, what: "caught up after resync" });
     expect(store.listTopics().map((t) => t.name)).toEqual(names);
   });
+
+  it("stays caught up, and takes writes, across watch rotations (each watch ends on its server-side timeout)", async () => {
+    // Regression: caughtUp() was false between one watch ending and the next
+    // opening, so a topic write landing in that gap got a spurious 503.
+    const rotating = await openKubeMetastore({
+      kubeConfig: configVia(c, proxy.port),
+      namespace,
+      clusterName: CLUSTER,
+      logger: quietLogger,
+      timing: { ...TEST_TIMING, watchTimeoutSeconds: 1 },
+    });
+    try {
+      await rotating.createTopic(topicFixture("rotations", { partitions: 1 }));
+      let samples = 0;
+      let behind = 0;
+      const until = Date.now() + 4_500; // four or more rotations of both watches
+      let k = 0;
+      while (Date.now() < until) {
+        samples++;
+        if (!rotating.caughtUp()) behind++;
+        if (samples % 200 === 0) {
+          await rotating.updateTopic("rotations", { retention_ms: 2_000_000 + k++ }); // throws on a 503
+        }
+        await sleep(1);
+      }
+      log(`watch rotations: ${samples} samples, ${behind} not caught up, ${k} writes`);
+      expect(k).toBeGreaterThan(5);
+      expect(behind).toBe(0);
+    } finally {
+      await rotating.close();
+    }
+  });
 });

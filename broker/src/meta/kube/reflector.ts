@@ -21,7 +21,7 @@ export interface ReflectorTiming {
   resyncIntervalMs: number;
   /**
    * caughtUp() turns false when nothing (list, watch open, event, bookmark)
-   * was heard for this long even though the watch looks open.
+   * was heard for this long, whether or not a watch looks open.
    */
   maxSilenceMs: number;
 }
@@ -85,6 +85,8 @@ export class Reflector<T extends KubernetesObject> {
   #resourceVersion = "";
   #synced = false;
   #watching = false;
+  /** The last list or watch attempt did not fail (cleared by a failure, set by a list or an open watch). */
+  #healthy = false;
   #lastContactMs = 0;
   #stopped = true;
   #failures = 0;
@@ -110,9 +112,21 @@ export class Reflector<T extends KubernetesObject> {
     return this.#synced;
   }
 
-  /** Synced, the watch is open, and the server was heard from recently. */
+  /**
+   * Synced, not retrying after a failure, and the server was heard from
+   * recently. The moment between one watch ending (its server-side timeout,
+   * every watchTimeoutSeconds) and the next one opening still counts: the
+   * replica resumes from its resourceVersion and misses nothing, and a write
+   * refused in that gap would be a spurious 503 (the clean-clone CI run hit
+   * one: "create topic: Kubernetes API unreachable" with no error behind it).
+   */
   caughtUp(): boolean {
-    return this.#synced && this.#watching && this.#now() - this.#lastContactMs <= this.#o.timing.maxSilenceMs;
+    return this.#synced && this.#healthy && this.#now() - this.#lastContactMs <= this.#o.timing.maxSilenceMs;
+  }
+
+  /** A watch is open right now (false between two watches and while retrying). */
+  get watching(): boolean {
+    return this.#watching;
   }
 
   /** The last list/watch error, while the loop is retrying after it. */
@@ -163,6 +177,7 @@ export class Reflector<T extends KubernetesObject> {
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#watching = false;
+    this.#healthy = false;
     clearInterval(this.#resyncTimer);
     this.#abort?.abort();
     this.#wake?.();
@@ -181,9 +196,11 @@ export class Reflector<T extends KubernetesObject> {
         this.#watching = false;
         if (this.#stopped) break;
         if (statusCodeOf(err) === 410) {
+          // Expired resourceVersion: relist at once; the replica is as fresh as it was.
           this.#resourceVersion = "";
           continue;
         }
+        this.#healthy = false;
         this.#failures++;
         this.#lastError = err;
         const delay = Math.min(
@@ -236,6 +253,7 @@ export class Reflector<T extends KubernetesObject> {
     this.#items = next;
     this.#resourceVersion = result.metadata?.resourceVersion ?? "";
     this.#lastContactMs = this.#now();
+    this.#healthy = true;
     const firstSync = !this.#synced;
     this.#synced = true;
     if (changed || firstSync) this.#o.onChange();
@@ -289,6 +307,7 @@ export class Reflector<T extends KubernetesObject> {
           if (ended) return;
           this.#abort = controller;
           this.#watching = true;
+          this.#healthy = true;
           this.#lastContactMs = this.#now();
           if (this.#stopped) controller.abort();
           else for (const w of this.#syncWaiters.splice(0)) w();
