@@ -4,8 +4,8 @@
 // acked when it returns, nacked (redelivered at once) when it throws.
 // Delivery is at-least-once: a handler can see a message again.
 
-import type { NaradClient } from "./client.ts";
 import { type NaradError, UnavailableError } from "./errors.ts";
+import type { ClientHandle } from "./handle.ts";
 import { type Message, messageFromJson } from "./types.ts";
 
 export interface ConsumerOptions {
@@ -42,13 +42,13 @@ export type Handler = (msg: ReceivedMessage) => unknown;
 export class Consumer implements AsyncIterable<ReceivedMessage> {
   readonly topic: string;
   readonly group: string;
-  readonly #client: NaradClient;
+  readonly #client: ClientHandle;
   readonly #opts: ConsumerOptions;
   readonly #abort = new AbortController();
   #stopped = false;
   #runs: Promise<void>[] = [];
 
-  constructor(client: NaradClient, topic: string, opts: ConsumerOptions) {
+  constructor(client: ClientHandle, topic: string, opts: ConsumerOptions) {
     this.#client = client;
     this.topic = topic;
     this.group = opts.group ?? "default";
@@ -78,7 +78,7 @@ export class Consumer implements AsyncIterable<ReceivedMessage> {
   async poll(): Promise<ReceivedMessage | undefined> {
     if (this.#stopped) return undefined;
     const waitMs = Math.min(this.#opts.waitMs ?? 5000, 10_000);
-    let reply: Awaited<ReturnType<NaradClient["transport"]["request"]>>;
+    let reply: Awaited<ReturnType<ClientHandle["transport"]["request"]>>;
     try {
       reply = await this.#client.transport.request({
         method: "GET",

@@ -49,7 +49,6 @@
 // offsets if it was stored); with later batches numbered after it, those
 // settle it: accepted (it was stored) or refused and re-initialised.
 
-import type { NaradClient } from "./client.ts";
 import {
   BadRequestError,
   BufferFullError,
@@ -61,6 +60,7 @@ import {
   PayloadTooLargeError,
   UnknownProducerIdError,
 } from "./errors.ts";
+import type { ClientHandle } from "./handle.ts";
 import type { Reply } from "./transport.ts";
 import { payloadBytes } from "./types.ts";
 import { createRotator, encodeBinaryBatch, partitionForKey } from "./wire.ts";
@@ -173,7 +173,7 @@ const emptyKey = Buffer.alloc(0);
 
 export class Producer {
   readonly topic: string;
-  readonly #client: NaradClient;
+  readonly #client: ClientHandle;
   readonly #batchSize: number;
   readonly #maxBatchBytes: number;
   readonly #lingerMs: number;
@@ -232,7 +232,7 @@ export class Producer {
   #metaAt = 0;
   #metaLoad: Promise<number> | undefined;
 
-  constructor(client: NaradClient, topic: string, opts: ProducerOptions) {
+  constructor(client: ClientHandle, topic: string, opts: ProducerOptions) {
     this.#client = client;
     this.topic = topic;
     this.#batchSize = Math.max(1, opts.batchSize ?? 1000);

@@ -8,8 +8,8 @@ import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadAll } from "js-yaml";
 import { describe, expect, it } from "vitest";
-import { allCrds } from "../operator/src/api/v1alpha1/crds.ts";
-import { OPERATOR_NAMESPACE, OPERATOR_VERSION, renderBundle } from "../operator/src/api/v1alpha1/install.ts";
+import { OPERATOR_NAMESPACE, OPERATOR_VERSION, renderBundle } from "../operator/src/install/install.ts";
+import { allCrds } from "../packages/api/src/v1alpha1/crds.ts";
 import { REPO_ROOT } from "./gen-crds.ts";
 
 function findHelm(): string | undefined {

@@ -2,11 +2,11 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { load, loadAll } from "js-yaml";
 import { describe, expect, it } from "vitest";
-import { chartValueDocs, valuePaths, valuesSchema } from "../operator/src/api/v1alpha1/chart-values.ts";
-import { chartValues } from "../operator/src/api/v1alpha1/install.ts";
+import { chartValueDocs, valuePaths, valuesSchema } from "../operator/src/install/chart-values.ts";
+import { chartValues } from "../operator/src/install/install.ts";
 import { generate, REPO_ROOT } from "./gen-crds.ts";
 
-describe("generated files match operator/src/api/v1alpha1", () => {
+describe("generated files match packages/api and operator/src/install", () => {
   const generated = generate();
 
   it.each([...generated.keys()])("%s is up to date", (path) => {

@@ -1,4 +1,4 @@
-// The monitoring pack: the alert rules (operator/src/api/v1alpha1/alerts.ts,
+// The monitoring pack: the alert rules (operator/src/install/alerts.ts,
 // rendered to charts/narad-operator/files/narad-alerts.yaml), their
 // runbooks, the chart's PrometheusRule and dashboard ConfigMap, and
 // `promtool check rules` on the rule file when promtool has been built
@@ -9,13 +9,8 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { load, loadAll } from "js-yaml";
 import { describe, expect, it } from "vitest";
-import {
-  alertRuleGroups,
-  alertRules,
-  RUNBOOK_BASE,
-  runbookAnchor,
-} from "../operator/src/api/v1alpha1/alerts.ts";
-import { OPERATOR_NAMESPACE } from "../operator/src/api/v1alpha1/install.ts";
+import { alertRuleGroups, alertRules, RUNBOOK_BASE, runbookAnchor } from "../operator/src/install/alerts.ts";
+import { OPERATOR_NAMESPACE } from "../operator/src/install/install.ts";
 import { anchorsOf } from "./docs-check.ts";
 import { REPO_ROOT } from "./gen-crds.ts";
 import { findPromtool } from "./promtool.ts";

@@ -10,8 +10,8 @@ import { join } from "node:path";
 import { load } from "js-yaml";
 import { describe, expect, it } from "vitest";
 import { NARAD_VERSION } from "../broker/src/version.ts";
-import { DEFAULT_BROKER_IMAGE } from "../operator/src/api/v1alpha1/defaults.ts";
-import { chartValues, OPERATOR_VERSION } from "../operator/src/api/v1alpha1/install.ts";
+import { chartValues, OPERATOR_VERSION } from "../operator/src/install/install.ts";
+import { DEFAULT_BROKER_IMAGE } from "../packages/api/src/v1alpha1/defaults.ts";
 import { repoRoot } from "./build-packages.ts";
 
 const read = (path: string): string => readFileSync(join(repoRoot, path), "utf8");

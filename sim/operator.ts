@@ -7,9 +7,9 @@
 // removes its local files of the topic before the object goes away:
 // controller/topic/delete-data.ts).
 
-import type { MemberStatus } from "../operator/src/api/v1alpha1/types.ts";
 import { planMembers } from "../operator/src/plan/members.ts";
 import type { PodView } from "../operator/src/plan/pods.ts";
+import type { MemberStatus } from "../packages/api/src/v1alpha1/types.ts";
 import { liveTopic } from "./model/metastore.ts";
 import { partitionKey, type SimNode } from "./model/node.ts";
 import { destStart } from "./moves/destination.ts";

@@ -4,9 +4,9 @@
 
 import { hostname } from "node:os";
 import { pino } from "pino";
+import { armEarlyStop, releaseEarlyStop } from "../../packages/runtime/src/early-stop.ts";
 import { cliCommandNames, cliUsage } from "./cli/usage.ts";
 import { ConfigError, loadConfig, usage } from "./config.ts";
-import { armEarlyStop, releaseEarlyStop } from "./early-stop.ts";
 import { NARAD_VERSION } from "./version.ts";
 
 async function serve(argv: string[]): Promise<void> {

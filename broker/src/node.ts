@@ -8,7 +8,7 @@ import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { Gauge } from "prom-client";
-import { resourceNames } from "../../operator/src/specs/labels.ts";
+import { resourceNames } from "../../packages/api/src/v1alpha1/names.ts";
 import { openSecurity } from "./auth/setup.ts";
 import type { Config } from "./config.ts";
 import * as k from "./constants.ts";

@@ -21,7 +21,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort, type RunningNarad, startNarad } from "../../broker/test/harness/process.ts";
-import type { MemberStatus } from "../../operator/src/api/v1alpha1/types.ts";
+import type { MemberStatus } from "../../packages/api/src/v1alpha1/types.ts";
 import { type ControlPlane, startControlPlane } from "../platform/control-plane.ts";
 import { waitFor } from "../platform/helpers.ts";
 import { stderrLog } from "../platform/log.ts";

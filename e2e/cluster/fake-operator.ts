@@ -19,7 +19,7 @@ import {
   type V1CustomResourceDefinition,
 } from "@kubernetes/client-node";
 import { load as loadYaml } from "js-yaml";
-import type { MemberStatus, NaradCluster, NaradTopic } from "../../operator/src/api/v1alpha1/types.ts";
+import type { MemberStatus, NaradCluster, NaradTopic } from "../../packages/api/src/v1alpha1/types.ts";
 import { waitFor } from "../platform/helpers.ts";
 
 export const GROUP = "narad.dev";

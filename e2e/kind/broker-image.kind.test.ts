@@ -149,7 +149,7 @@ describe("broker image (docker run)", () => {
       // load (14 s at load average 23 on 2 cores), hence the loose bound.
       expect(state.ExitCode).toBe(0);
       expect(elapsed).toBeLessThan(25_000);
-      if (!readyBefore) expect(await dockerLogs(name)).toContain("before the broker was ready");
+      if (!readyBefore) expect(await dockerLogs(name)).toContain("before it was ready");
     } finally {
       await docker(["rm", "-f", name]).catch(() => {});
     }

@@ -26,7 +26,7 @@ import {
   type KubeMetastoreTiming,
   openKubeMetastore,
 } from "../../broker/src/meta/kube-metastore.ts";
-import type { MemberStatus, NaradTopic } from "../../operator/src/api/v1alpha1/types.ts";
+import type { MemberStatus, NaradTopic } from "../../packages/api/src/v1alpha1/types.ts";
 import {
   type ApiProxy,
   createCluster,

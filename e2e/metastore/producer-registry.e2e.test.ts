@@ -27,7 +27,7 @@ import {
 } from "../../broker/src/producers/registry.ts";
 import { idNumber } from "../../broker/src/producers/registry-state.ts";
 import { freePort, type RunningNarad, startNarad } from "../../broker/test/harness/process.ts";
-import type { MemberStatus } from "../../operator/src/api/v1alpha1/types.ts";
+import type { MemberStatus } from "../../packages/api/src/v1alpha1/types.ts";
 import { createCluster, createNamespace, installCrds, startFakeOperator } from "../cluster/fake-operator.ts";
 import { type ControlPlane, startControlPlane } from "../platform/control-plane.ts";
 import { waitFor } from "../platform/helpers.ts";

@@ -1,8 +1,8 @@
 // Credentials for e2e suites that talk to brokers run by the operator: the
 // operator creates "<cluster>-users" (spec.security) with an admin user; a
 // suite reads it like a user would (kubectl get secret) and sends Basic auth.
-import { withClusterDefaults } from "../../operator/src/api/v1alpha1/defaults.ts";
-import type { NaradClusterSpec } from "../../operator/src/api/v1alpha1/types.ts";
+import { withClusterDefaults } from "../../packages/api/src/v1alpha1/defaults.ts";
+import type { NaradClusterSpec } from "../../packages/api/src/v1alpha1/types.ts";
 import type { CommandRunner } from "../platform/helpers.ts";
 import { waitFor } from "../platform/platform.ts";
 import type { HeaderSource } from "./load.ts";

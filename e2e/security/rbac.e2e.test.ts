@@ -13,10 +13,10 @@ import {
   LEADER_ELECTION_ROLE_RULES,
   OPERATOR_CLUSTER_ROLE_RULES,
   type PolicyRule,
-} from "../../operator/src/api/v1alpha1/install.ts";
-import type { NaradCluster } from "../../operator/src/api/v1alpha1/types.ts";
+} from "../../operator/src/install/install.ts";
 import { resourceNames } from "../../operator/src/specs/labels.ts";
 import { roleBindingSpec, roleSpec, serviceAccountSpec } from "../../operator/src/specs/rbac.ts";
+import type { NaradCluster } from "../../packages/api/src/v1alpha1/types.ts";
 import { getJson } from "../operator/harness.ts";
 import { stderrLog } from "../platform/log.ts";
 import { type Platform, startPlatform } from "../platform/platform.ts";

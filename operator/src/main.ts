@@ -4,7 +4,7 @@
 
 import { KubeConfig } from "@kubernetes/client-node";
 import { pino } from "pino";
-import { releaseEarlyStop } from "../../broker/src/early-stop.ts";
+import { releaseEarlyStop } from "../../packages/runtime/src/early-stop.ts";
 import { ClusterCredentials } from "./broker-client/credentials.ts";
 import { HttpBrokerClient } from "./broker-client/http-client.ts";
 import { loadConfig } from "./config.ts";

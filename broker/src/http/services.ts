@@ -8,10 +8,10 @@ import type { CommitWaiters } from "../dispatch/commit-waiters.ts";
 import type { PartitionLog, PartitionStats } from "../log/types.ts";
 import type { Metastore } from "../meta/types.ts";
 import type { BrokerMetrics } from "../metrics.ts";
+import type { MoveStatus } from "../moves/destination.ts";
 import type { ProducerRegistry } from "../producers/registry.ts";
 import type { WalStats } from "../wal/types.ts";
 import type { ForwardOutcome } from "./produce-forward.ts";
-import type { MoveService } from "./routes/moves.ts";
 
 export interface Ingress {
   append(records: readonly WalRecordInput[]): Promise<unknown>;
@@ -104,4 +104,14 @@ export interface BrokerServices {
   commitWaiters?: CommitWaiters;
   /** How long an acks=all produce waits for the owner's commit (default 15 s). */
   acksAllTimeoutMs?: number;
+}
+
+/** What the routes need from the move manager. */
+export interface MoveService {
+  start(topic: string, partition: number, from: string): Promise<MoveStatus>;
+  get(topic: string, partition: number): MoveStatus | undefined;
+  list(): MoveStatus[];
+  cancel(topic: string, partition: number): Promise<MoveStatus>;
+  /** Partitions moved away from this node whose local copy is kept until the new owner serves them. */
+  heldCopies(): number;
 }

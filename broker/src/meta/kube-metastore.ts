@@ -14,12 +14,12 @@
 //     caught up, and a quorum read confirms.
 
 import { KubeConfig } from "@kubernetes/client-node";
-import { topicName } from "../../../operator/src/api/v1alpha1/defaults.ts";
+import { topicName } from "../../../packages/api/src/v1alpha1/defaults.ts";
 import type {
   NaradCluster,
   NaradTopic,
   PartitionMoveStatus,
-} from "../../../operator/src/api/v1alpha1/types.ts";
+} from "../../../packages/api/src/v1alpha1/types.ts";
 import { conflict, NaradError, notFound } from "../errors.ts";
 import { apiStatus, type NaradApi, naradApi, writeError } from "./kube/api.ts";
 import {

@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { V1Pod, V1Secret } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { NaradCluster } from "../api/v1alpha1/types.ts";
+import type { NaradCluster } from "../../../packages/api/src/v1alpha1/types.ts";
 import { CLUSTER_SECRET_CACHE_MS } from "../constants.ts";
 import { MemoryKind } from "../controller/fake-kube.ts";
 import { ManualClock } from "../kube/manual-clock.ts";

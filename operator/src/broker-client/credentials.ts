@@ -1,6 +1,6 @@
 import type { V1Pod, V1Secret } from "@kubernetes/client-node";
-import { withClusterDefaults } from "../api/v1alpha1/defaults.ts";
-import type { NaradCluster } from "../api/v1alpha1/types.ts";
+import { withClusterDefaults } from "../../../packages/api/src/v1alpha1/defaults.ts";
+import type { NaradCluster } from "../../../packages/api/src/v1alpha1/types.ts";
 import { BROKER_CLUSTER_SECRET_KEY, CLUSTER_SECRET_CACHE_MS, LABEL_CLUSTER } from "../constants.ts";
 import type { Clock } from "../kube/clock.ts";
 import type { KindCache } from "../kube/informers.ts";

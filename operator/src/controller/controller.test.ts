@@ -1,6 +1,6 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import type { NaradCluster, NaradTopic } from "../api/v1alpha1/types.ts";
+import type { NaradCluster, NaradTopic } from "../../../packages/api/src/v1alpha1/types.ts";
 import { FakeBrokerClient } from "../broker-client/fake.ts";
 import { guardedBrokerClient } from "../broker-client/guarded.ts";
 import { AbortedError, guardedApi } from "../kube/api.ts";

@@ -1,6 +1,6 @@
 import type { KubernetesObject, V1Pod, V1StatefulSet } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import type { NaradCluster, NaradTopic } from "../api/v1alpha1/types.ts";
+import type { NaradCluster, NaradTopic } from "../../../packages/api/src/v1alpha1/types.ts";
 import type { BrokerClient } from "../broker-client/types.ts";
 import type { KubeApi } from "../kube/api.ts";
 import type { Clock } from "../kube/clock.ts";

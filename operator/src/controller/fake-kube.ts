@@ -1,5 +1,5 @@
 import type { CoreV1Event, KubernetesObject, V1Pod, V1Secret, V1StatefulSet } from "@kubernetes/client-node";
-import type { NaradCluster, NaradTopic } from "../api/v1alpha1/types.ts";
+import type { NaradCluster, NaradTopic } from "../../../packages/api/src/v1alpha1/types.ts";
 import { CLUSTER_PLURAL, TOPIC_PLURAL } from "../constants.ts";
 import type { CustomRef, EvictionResult, KubeApi, ObjectRef } from "../kube/api.ts";
 import type { KindCache, KindSpec } from "../kube/informers.ts";

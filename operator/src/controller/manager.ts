@@ -1,6 +1,6 @@
 import type { KubeConfig, KubernetesObject, V1Pod, V1StatefulSet } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import type { NaradCluster, NaradTopic } from "../api/v1alpha1/types.ts";
+import type { NaradCluster, NaradTopic } from "../../../packages/api/src/v1alpha1/types.ts";
 import { guardedBrokerClient } from "../broker-client/guarded.ts";
 import type { BrokerClient } from "../broker-client/types.ts";
 import {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { NaradCluster, NaradTopic } from "../api/v1alpha1/types.ts";
+import type { NaradCluster, NaradTopic } from "../../../packages/api/src/v1alpha1/types.ts";
 import { clusterSeen, route } from "./routing.ts";
 
 function cluster(generation: number, epoch: number, deleting = false): NaradCluster {

@@ -1,5 +1,5 @@
 import type { KubernetesObject } from "@kubernetes/client-node";
-import type { NaradCluster, NaradTopic } from "../api/v1alpha1/types.ts";
+import type { NaradCluster, NaradTopic } from "../../../packages/api/src/v1alpha1/types.ts";
 import {
   ANNOTATION_REBALANCE,
   ANNOTATION_RESTARTED_AT,

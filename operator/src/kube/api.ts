@@ -1,5 +1,5 @@
 import type { CoreV1Event, KubernetesObject, V1Secret } from "@kubernetes/client-node";
-import type { NaradTopic } from "../api/v1alpha1/types.ts";
+import type { NaradTopic } from "../../../packages/api/src/v1alpha1/types.ts";
 
 // The operator's few API operations behind one interface: the controller
 // is tested against an in-memory fake; the real one (client-node.ts) is the

@@ -12,7 +12,7 @@ import {
   V1MicroTime,
   type V1Secret,
 } from "@kubernetes/client-node";
-import type { NaradTopic } from "../api/v1alpha1/types.ts";
+import type { NaradTopic } from "../../../packages/api/src/v1alpha1/types.ts";
 import { API_GROUP, API_VERSION, FIELD_MANAGER, TOPIC_PLURAL } from "../constants.ts";
 import { type CustomRef, type EvictionResult, httpStatus, type KubeApi, type ObjectRef } from "./api.ts";
 import type { LeaseRecord, LeaseStore } from "./leader-election.ts";

@@ -1,4 +1,4 @@
-import type { PartitionAssignment } from "../api/v1alpha1/types.ts";
+import type { PartitionAssignment } from "../../../packages/api/src/v1alpha1/types.ts";
 
 // Partition placement for one topic. Properties (tested):
 // - sticky: a partition keeps its owner while that owner is still a member

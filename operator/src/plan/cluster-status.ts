@@ -3,7 +3,7 @@ import type {
   MemberStatus,
   NaradClusterPhase,
   NaradClusterStatus,
-} from "../api/v1alpha1/types.ts";
+} from "../../../packages/api/src/v1alpha1/types.ts";
 import { canonicalJson } from "../specs/canonical-json.ts";
 import { type ConditionInput, setConditions } from "./conditions.ts";
 import type { RollAction } from "./roll.ts";

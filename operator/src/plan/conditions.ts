@@ -1,4 +1,4 @@
-import type { Condition, ConditionStatus } from "../api/v1alpha1/types.ts";
+import type { Condition, ConditionStatus } from "../../../packages/api/src/v1alpha1/types.ts";
 
 export interface ConditionInput {
   type: string;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { MemberStatus } from "../api/v1alpha1/types.ts";
+import type { MemberStatus } from "../../../packages/api/src/v1alpha1/types.ts";
 import { activeMemberIds, type MembersInput, planMembers } from "./members.ts";
 import { ordinalOf, type PodView, podView } from "./pods.ts";
 

@@ -1,4 +1,4 @@
-import type { MemberState, MemberStatus } from "../api/v1alpha1/types.ts";
+import type { MemberState, MemberStatus } from "../../../packages/api/src/v1alpha1/types.ts";
 import type { PodView } from "./pods.ts";
 
 // Membership: the operator is its only writer (ARCHITECTURE.md §4-5), brokers

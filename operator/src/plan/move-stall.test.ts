@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import type { MemberStatus, PartitionMoveStatus, ScaleStatus } from "../api/v1alpha1/types.ts";
+import type {
+  MemberStatus,
+  PartitionMoveStatus,
+  ScaleStatus,
+} from "../../../packages/api/src/v1alpha1/types.ts";
 import { abortCandidates, type MoveTiming, retryDelayMs } from "./move-stall.ts";
 import type { PodView } from "./pods.ts";
 import { type MoveProbe, moveKey, planScale, type ScaleInput, type ScaleTopic } from "./scale.ts";

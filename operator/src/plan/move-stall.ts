@@ -1,4 +1,4 @@
-import type { MoveRetry, PartitionMoveStatus } from "../api/v1alpha1/types.ts";
+import type { MoveRetry, PartitionMoveStatus } from "../../../packages/api/src/v1alpha1/types.ts";
 
 // Stalled partition moves, pure. A move is judged by what its destination
 // reports, pass after pass: a new state or more bytes copied is progress;

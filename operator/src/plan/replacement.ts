@@ -1,4 +1,4 @@
-import type { RollStatus } from "../api/v1alpha1/types.ts";
+import type { RollStatus } from "../../../packages/api/src/v1alpha1/types.ts";
 import type { PodView } from "./pods.ts";
 
 // A planned restart holds its member in Maintenance until the replacement

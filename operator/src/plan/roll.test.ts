@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { MemberStatus, RollStatus } from "../api/v1alpha1/types.ts";
+import type { MemberStatus, RollStatus } from "../../../packages/api/src/v1alpha1/types.ts";
 import type { PodView } from "./pods.ts";
 import {
   type BrokerProbe,

@@ -1,4 +1,8 @@
-import type { DrainCancelStatus, MemberStatus, RollStatus } from "../api/v1alpha1/types.ts";
+import type {
+  DrainCancelStatus,
+  MemberStatus,
+  RollStatus,
+} from "../../../packages/api/src/v1alpha1/types.ts";
 import type { PodView } from "./pods.ts";
 
 // Drained rolling restart: one decision per reconcile, from what is observed

@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import type { MemberStatus, PartitionAssignment, ScaleStatus } from "../api/v1alpha1/types.ts";
+import type {
+  MemberStatus,
+  PartitionAssignment,
+  ScaleStatus,
+} from "../../../packages/api/src/v1alpha1/types.ts";
 import { planMembers } from "./members.ts";
 import type { PodView } from "./pods.ts";
 import {

@@ -4,7 +4,7 @@ import type {
   PartitionAssignment,
   PartitionMoveStatus,
   ScaleStatus,
-} from "../api/v1alpha1/types.ts";
+} from "../../../packages/api/src/v1alpha1/types.ts";
 import {
   cancelConfirmed,
   inBackoff,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { MemberStatus } from "../api/v1alpha1/types.ts";
+import type { MemberStatus } from "../../../packages/api/src/v1alpha1/types.ts";
 import { type ClusterFacts, clusterVerdict } from "./cluster-status.ts";
 import { getCondition } from "./conditions.ts";
 

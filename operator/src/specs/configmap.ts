@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
-import { brokerConfigFromSpec } from "../api/v1alpha1/defaults.ts";
-import type { NaradCluster, ResolvedNaradClusterSpec } from "../api/v1alpha1/types.ts";
+import { brokerConfigFromSpec } from "../../../packages/api/src/v1alpha1/defaults.ts";
+import type { NaradCluster, ResolvedNaradClusterSpec } from "../../../packages/api/src/v1alpha1/types.ts";
 import { BROKER_CONFIG_FILE } from "../constants.ts";
 import type { V1ConfigMap } from "../kube/models.ts";
 import { canonicalJson } from "./canonical-json.ts";

@@ -38,20 +38,6 @@ export function selectorString(clusterName: string): string {
     .join(",");
 }
 
-/** Owned-object names, one place so the controller and tests agree. */
-export function resourceNames(clusterName: string) {
-  return {
-    serviceAccount: `${clusterName}-broker`,
-    role: `${clusterName}-broker`,
-    roleBinding: `${clusterName}-broker`,
-    configMap: `${clusterName}-config`,
-    /** Written by the brokers (the producer-id registry), never by the operator. */
-    producerRegistry: `${clusterName}-producers`,
-    headlessService: `${clusterName}-headless`,
-    clientService: clusterName,
-    statefulSet: clusterName,
-    podDisruptionBudget: clusterName,
-    serviceMonitor: clusterName,
-    podMonitor: clusterName,
-  };
-}
+// The names of the objects the operator creates for a cluster are part of the
+// API (the brokers find their producer registry by name): packages/api owns them.
+export { resourceNames } from "../../../packages/api/src/v1alpha1/names.ts";

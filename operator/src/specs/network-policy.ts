@@ -1,4 +1,4 @@
-import type { NaradCluster, ResolvedNaradClusterSpec } from "../api/v1alpha1/types.ts";
+import type { NaradCluster, ResolvedNaradClusterSpec } from "../../../packages/api/src/v1alpha1/types.ts";
 import { BROKER_CLUSTER_PORT, BROKER_HTTP_PORT } from "../constants.ts";
 import type { V1NetworkPolicy, V1NetworkPolicyIngressRule } from "../kube/models.ts";
 import { selectorLabels } from "./labels.ts";

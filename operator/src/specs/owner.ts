@@ -1,4 +1,4 @@
-import type { NaradCluster } from "../api/v1alpha1/types.ts";
+import type { NaradCluster } from "../../../packages/api/src/v1alpha1/types.ts";
 import { API_GROUP_VERSION, CLUSTER_KIND } from "../constants.ts";
 import type { V1ObjectMeta, V1OwnerReference } from "../kube/models.ts";
 import { commonLabels } from "./labels.ts";

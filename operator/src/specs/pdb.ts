@@ -1,4 +1,4 @@
-import type { NaradCluster } from "../api/v1alpha1/types.ts";
+import type { NaradCluster } from "../../../packages/api/src/v1alpha1/types.ts";
 import { PDB_MAX_UNAVAILABLE } from "../constants.ts";
 import type { V1PodDisruptionBudget } from "../kube/models.ts";
 import { resourceNames, selectorLabels } from "./labels.ts";

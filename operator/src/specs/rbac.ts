@@ -1,5 +1,5 @@
-import { BROKER_ROLE_RULES, brokerRegistryRules } from "../api/v1alpha1/install.ts";
-import type { NaradCluster } from "../api/v1alpha1/types.ts";
+import type { NaradCluster } from "../../../packages/api/src/v1alpha1/types.ts";
+import { BROKER_ROLE_RULES, brokerRegistryRules } from "../install/install.ts";
 import type { V1Role, V1RoleBinding, V1ServiceAccount } from "../kube/models.ts";
 import { resourceNames } from "./labels.ts";
 import { ownedMeta } from "./owner.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { withClusterDefaults } from "../api/v1alpha1/defaults.ts";
+import { withClusterDefaults } from "../../../packages/api/src/v1alpha1/defaults.ts";
 import { networkPolicySpec } from "./network-policy.ts";
 import {
   brokerScheme,

@@ -1,4 +1,4 @@
-import type { NaradCluster, ResolvedNaradClusterSpec } from "../api/v1alpha1/types.ts";
+import type { NaradCluster, ResolvedNaradClusterSpec } from "../../../packages/api/src/v1alpha1/types.ts";
 import {
   BROKER_CLUSTER_SECRET_DIR,
   BROKER_CLUSTER_SECRET_KEY,

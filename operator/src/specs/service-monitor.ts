@@ -1,4 +1,4 @@
-import type { NaradCluster, ResolvedNaradClusterSpec } from "../api/v1alpha1/types.ts";
+import type { NaradCluster, ResolvedNaradClusterSpec } from "../../../packages/api/src/v1alpha1/types.ts";
 import { BROKER_HTTP_PORT_NAME, LABEL_SERVICE_ROLE } from "../constants.ts";
 import type { KubernetesObject } from "../kube/models.ts";
 import { commonLabels, resourceNames, selectorLabels } from "./labels.ts";

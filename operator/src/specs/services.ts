@@ -1,4 +1,4 @@
-import type { NaradCluster } from "../api/v1alpha1/types.ts";
+import type { NaradCluster } from "../../../packages/api/src/v1alpha1/types.ts";
 import {
   BROKER_CLUSTER_PORT,
   BROKER_CLUSTER_PORT_NAME,

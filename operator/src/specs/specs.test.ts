@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { withClusterDefaults } from "../api/v1alpha1/defaults.ts";
+import { withClusterDefaults } from "../../../packages/api/src/v1alpha1/defaults.ts";
 import { needsApply, withAppliedHash } from "./applied-hash.ts";
 import { brokerConfigJson, configHash, configMapSpec } from "./configmap.ts";
 import { commonLabels, resourceNames, selectorLabels, selectorString } from "./labels.ts";

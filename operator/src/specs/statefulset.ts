@@ -1,4 +1,4 @@
-import type { NaradCluster, ResolvedNaradClusterSpec } from "../api/v1alpha1/types.ts";
+import type { NaradCluster, ResolvedNaradClusterSpec } from "../../../packages/api/src/v1alpha1/types.ts";
 import {
   ANNOTATION_CONFIG_HASH,
   ANNOTATION_RESTARTED_AT,

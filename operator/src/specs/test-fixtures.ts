@@ -1,5 +1,5 @@
 // Shared inputs for specs/ and plan/ unit tests.
-import type { NaradCluster, NaradClusterSpec } from "../api/v1alpha1/types.ts";
+import type { NaradCluster, NaradClusterSpec } from "../../../packages/api/src/v1alpha1/types.ts";
 
 export function testCluster(spec: NaradClusterSpec = {}, name = "demo", namespace = "ns1"): NaradCluster {
   return {

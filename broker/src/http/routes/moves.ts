@@ -5,19 +5,8 @@
 import type { FastifyInstance } from "fastify";
 import { validTopicName } from "../../core/topic-spec.ts";
 import { badRequest, NaradError, notFound } from "../../errors.ts";
-import type { MoveStatus } from "../../moves/destination.ts";
 import { parseOptionalInt } from "../params.ts";
-import type { BrokerServices } from "../services.ts";
-
-/** What the routes need from the move manager. */
-export interface MoveService {
-  start(topic: string, partition: number, from: string): Promise<MoveStatus>;
-  get(topic: string, partition: number): MoveStatus | undefined;
-  list(): MoveStatus[];
-  cancel(topic: string, partition: number): Promise<MoveStatus>;
-  /** Partitions moved away from this node whose local copy is kept until the new owner serves them. */
-  heldCopies(): number;
-}
+import type { BrokerServices, MoveService } from "../services.ts";
 
 interface MoveParams {
   topic: string;

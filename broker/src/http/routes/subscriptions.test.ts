@@ -174,13 +174,16 @@ describe("named subscriptions", () => {
     expect(await groups("t")).toEqual([]);
   });
 
+  // Long enough that the two requests between a lease and its extend fit in it
+  // on a loaded machine (200 ms did not: the extend found the lease expired).
+  const FAST_LEASE_MS = 1_000;
   it("each group leases with its own visibility timeout (also for extend)", async () => {
     expect(
       (
         await req("POST", "/v1/topics", {
           name: "v",
           partitions: 1,
-          subscriptions: [{ name: "fast", visibility_timeout_ms: 200 }],
+          subscriptions: [{ name: "fast", visibility_timeout_ms: FAST_LEASE_MS }],
         })
       ).status,
     ).toBe(201);
@@ -189,15 +192,15 @@ describe("named subscriptions", () => {
     const dflt = (await consume("v", "default")) as Msg;
     expect(fast.offset).toBe(0);
     expect(dflt.offset).toBe(0);
-    await sleep(300);
-    // The 200 ms group redelivers; the default group (topic's 30 s) does not.
+    await sleep(FAST_LEASE_MS + 300);
+    // The short-lease group redelivers; the default group (topic's 30 s) does not.
     const again = (await consume("v", "fast")) as Msg;
     expect(again.offset).toBe(0);
     expect((await ack("v", fast.receipt_handle!)).status).toBe(410);
     expect(await consume("v", "default")).toBeUndefined();
-    // extend renews for the group's 200 ms, not the topic's 30 s.
+    // extend renews for the group's lease, not the topic's 30 s.
     expect((await ack("v", again.receipt_handle!, "true")).status).toBe(204);
-    await sleep(300);
+    await sleep(FAST_LEASE_MS + 300);
     expect((await consume("v", "fast"))?.offset).toBe(0);
     expect((await ack("v", dflt.receipt_handle!)).status).toBe(204);
   });

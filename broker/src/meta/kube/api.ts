@@ -17,7 +17,7 @@ import {
   type NaradCluster,
   type NaradTopic,
   VERSION,
-} from "../../../../operator/src/api/v1alpha1/types.ts";
+} from "../../../../packages/api/src/v1alpha1/types.ts";
 import { NaradError } from "../../errors.ts";
 import type { ListResult } from "./reflector.ts";
 

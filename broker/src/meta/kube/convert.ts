@@ -2,7 +2,7 @@
 // Pure functions; the operator's defaults fill what a kubectl-applied
 // NaradTopic leaves out, so both sides read the same values.
 
-import { topicName, withTopicDefaults } from "../../../../operator/src/api/v1alpha1/defaults.ts";
+import { topicName, withTopicDefaults } from "../../../../packages/api/src/v1alpha1/defaults.ts";
 import {
   API_VERSION,
   type MemberStatus,
@@ -12,7 +12,7 @@ import {
   type NaradTopic,
   type NaradTopicSpec,
   type PartitionMoveStatus,
-} from "../../../../operator/src/api/v1alpha1/types.ts";
+} from "../../../../packages/api/src/v1alpha1/types.ts";
 import type { ClusterMove, Member, NewTopic, SubscriptionConfig, TopicConfig, TopicPatch } from "../types.ts";
 import { kubeNameForTopic } from "./names.ts";
 

@@ -4,7 +4,7 @@ import type {
   NaradCluster,
   ResolvedNaradClusterSpec,
   RollStatus,
-} from "../../api/v1alpha1/types.ts";
+} from "../../../../packages/api/src/v1alpha1/types.ts";
 import type { RollAction } from "../../plan/roll.ts";
 import type { ScalePlan } from "../../plan/scale.ts";
 import type { StoragePlan } from "../../plan/storage.ts";

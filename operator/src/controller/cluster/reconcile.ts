@@ -1,5 +1,5 @@
-import { withClusterDefaults } from "../../api/v1alpha1/defaults.ts";
-import type { NaradCluster, ResolvedNaradClusterSpec } from "../../api/v1alpha1/types.ts";
+import { withClusterDefaults } from "../../../../packages/api/src/v1alpha1/defaults.ts";
+import type { NaradCluster, ResolvedNaradClusterSpec } from "../../../../packages/api/src/v1alpha1/types.ts";
 import { API_GROUP_VERSION, CLUSTER_KIND } from "../../constants.ts";
 import type { ReconcileResult } from "../../kube/workers.ts";
 import { type ReconcileDeps, splitKey } from "../deps.ts";

@@ -1,5 +1,5 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import type { DrainCancelStatus, RollStatus } from "../../api/v1alpha1/types.ts";
+import type { DrainCancelStatus, RollStatus } from "../../../../packages/api/src/v1alpha1/types.ts";
 import {
   LABEL_CLUSTER,
   ROLL_ACTION_REQUEUE_MS,

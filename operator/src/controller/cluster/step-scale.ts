@@ -1,6 +1,6 @@
 import type { V1Pod } from "@kubernetes/client-node";
-import { topicName } from "../../api/v1alpha1/defaults.ts";
-import type { NaradTopic, PartitionMoveStatus } from "../../api/v1alpha1/types.ts";
+import { topicName } from "../../../../packages/api/src/v1alpha1/defaults.ts";
+import type { NaradTopic, PartitionMoveStatus } from "../../../../packages/api/src/v1alpha1/types.ts";
 import {
   ANNOTATION_REBALANCE,
   API_GROUP_VERSION,

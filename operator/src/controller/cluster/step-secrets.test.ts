@@ -1,7 +1,7 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { withClusterDefaults } from "../../api/v1alpha1/defaults.ts";
-import type { NaradCluster, NaradClusterSpec } from "../../api/v1alpha1/types.ts";
+import { withClusterDefaults } from "../../../../packages/api/src/v1alpha1/defaults.ts";
+import type { NaradCluster, NaradClusterSpec } from "../../../../packages/api/src/v1alpha1/types.ts";
 import { FakeBrokerClient } from "../../broker-client/fake.ts";
 import { SECRET_RECHECK_MS } from "../../constants.ts";
 import { guardedApi } from "../../kube/api.ts";

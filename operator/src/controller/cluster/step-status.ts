@@ -5,7 +5,7 @@ import type {
   NaradClusterStatus,
   RollStatus,
   ScaleStatus,
-} from "../../api/v1alpha1/types.ts";
+} from "../../../../packages/api/src/v1alpha1/types.ts";
 import type { BrokerClient } from "../../broker-client/types.ts";
 import {
   BROKER_HTTP_PORT,

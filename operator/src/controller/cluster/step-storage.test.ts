@@ -1,7 +1,7 @@
 import type { V1PersistentVolumeClaim } from "@kubernetes/client-node";
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import type { NaradCluster } from "../../api/v1alpha1/types.ts";
+import type { NaradCluster } from "../../../../packages/api/src/v1alpha1/types.ts";
 import { FakeBrokerClient } from "../../broker-client/fake.ts";
 import { guardedApi } from "../../kube/api.ts";
 import { MemoryRecorder } from "../../kube/events.ts";

@@ -1,7 +1,7 @@
 import type { V1Pod } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import { topicName } from "../../api/v1alpha1/defaults.ts";
-import type { MemberStatus, NaradTopic } from "../../api/v1alpha1/types.ts";
+import { topicName } from "../../../../packages/api/src/v1alpha1/defaults.ts";
+import type { MemberStatus, NaradTopic } from "../../../../packages/api/src/v1alpha1/types.ts";
 import {
   ANNOTATION_FORCE_DELETE,
   FINALIZER_TOPIC_DATA,
@@ -16,7 +16,7 @@ import { setConditions } from "../../plan/conditions.ts";
 import { podView } from "../../plan/pods.ts";
 import { resourceNames } from "../../specs/labels.ts";
 import type { ReconcileDeps } from "../deps.ts";
-import { writeTopicStatus } from "./reconcile.ts";
+import { writeTopicStatus } from "./status.ts";
 
 // A deleted topic's records may sit on any broker: partition logs on the
 // owners, and ingress WAL records on whichever node took the produce. So

@@ -1,6 +1,5 @@
-import type { Logger } from "pino";
-import { topicName, withTopicDefaults } from "../../api/v1alpha1/defaults.ts";
-import type { NaradTopic, NaradTopicStatus } from "../../api/v1alpha1/types.ts";
+import { topicName, withTopicDefaults } from "../../../../packages/api/src/v1alpha1/defaults.ts";
+import type { NaradTopic, NaradTopicStatus } from "../../../../packages/api/src/v1alpha1/types.ts";
 import {
   API_GROUP_VERSION,
   FINALIZER_TOPIC_DATA,
@@ -12,9 +11,9 @@ import type { ReconcileResult } from "../../kube/workers.ts";
 import { assignPartitions } from "../../plan/assignment.ts";
 import { type ConditionInput, setCondition } from "../../plan/conditions.ts";
 import { activeMemberIds } from "../../plan/members.ts";
-import { canonicalJson } from "../../specs/canonical-json.ts";
 import { type ReconcileDeps, splitKey } from "../deps.ts";
 import { deleteTopicData } from "./delete-data.ts";
+import { writeTopicStatus } from "./status.ts";
 
 // NaradTopic reconcile:
 //   - not deleting: make sure our finalizer is on (the data on every broker
@@ -139,23 +138,4 @@ function waiting(
       now,
     ),
   };
-}
-
-export async function writeTopicStatus(
-  topic: NaradTopic,
-  prev: NaradTopicStatus,
-  next: NaradTopicStatus,
-  deps: ReconcileDeps,
-  log: Logger,
-): Promise<void> {
-  if (canonicalJson(prev) === canonicalJson(next)) {
-    log.debug("status unchanged; not writing");
-    return;
-  }
-  const { namespace = "", name = "" } = topic.metadata;
-  await deps.api.patchStatus(
-    { plural: TOPIC_PLURAL, namespace, name },
-    next,
-    topic.metadata.resourceVersion ?? "",
-  );
 }

@@ -4,8 +4,8 @@
 // (or generated) against this module by scripts/gen-crds.ts, so the chart and
 // the bundle cannot drift apart.
 
-import { DEFAULT_BROKER_IMAGE } from "./defaults.ts";
-import { GROUP } from "./types.ts";
+import { DEFAULT_BROKER_IMAGE } from "../../../packages/api/src/v1alpha1/defaults.ts";
+import { GROUP } from "../../../packages/api/src/v1alpha1/types.ts";
 
 export interface PolicyRule {
   apiGroups: string[];

@@ -13,7 +13,7 @@
 let armed = false;
 
 function onSignal(signal: NodeJS.Signals): void {
-  process.stderr.write(`narad: ${signal} before the broker was ready: exiting\n`);
+  process.stderr.write(`narad: ${signal} before it was ready: exiting\n`);
   process.exit(0);
 }
 

@@ -1,0 +1,79 @@
+// The import-graph rules, checked in `npm test` (npm run check:imports).
+// What they keep true is described in docs/architecture.md ("Import rules").
+
+const io = [
+  "^node:(fs|fs/promises|net|http|https|http2|child_process|dgram|dns|tls|worker_threads)$",
+  "^(fs|net|http|https|child_process|dgram|dns|tls)$",
+  "^fastify",
+  "^@grpc/",
+  "^@kubernetes/client-node",
+  "^pino",
+];
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: "no-circular",
+      comment: "An import cycle means two modules are one: split out what both need.",
+      severity: "error",
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: "broker-not-into-operator",
+      comment: "The broker and the operator share only packages/ (the API package above all).",
+      severity: "error",
+      from: { path: "^broker/" },
+      to: { path: "^operator/" },
+    },
+    {
+      name: "operator-not-into-broker",
+      comment: "The operator talks to brokers over HTTP; shared code lives in packages/.",
+      severity: "error",
+      from: { path: "^operator/" },
+      to: { path: "^broker/" },
+    },
+    {
+      name: "client-standalone",
+      comment: "The published client depends on @narad/wire only.",
+      severity: "error",
+      from: { path: "^client/", pathNot: "^client/testing/" },
+      to: { path: "^(broker|operator|e2e|sim)/" },
+    },
+    {
+      name: "packages-standalone",
+      comment: "packages/ are leaves: they import nothing of the applications.",
+      severity: "error",
+      from: { path: "^packages/", pathNot: "\\.test\\.ts$" },
+      to: { path: "^(broker|operator|client|e2e|sim|bench|scripts)/" },
+    },
+    {
+      name: "pure-layers-no-io",
+      comment: "core/, plan/, specs/ and the API package decide; they do no I/O (types are fine).",
+      severity: "error",
+      from: {
+        path: "^(broker/src/core|operator/src/plan|operator/src/specs|packages/api/src|packages/wire/src)/",
+        pathNot: "\\.test\\.ts$",
+      },
+      to: { path: io, dependencyTypesNot: ["type-only"] },
+    },
+    {
+      name: "no-test-code-in-production",
+      comment: "Production modules never import tests or the test-only helpers.",
+      severity: "error",
+      from: {
+        path: "^(broker/src|operator/src|client|packages)/",
+        pathNot: ["\\.test\\.ts$", "/testing/", "^operator/src/controller/fake-kube\\.ts$", "^operator/src/broker-client/fake\\.ts$"],
+      },
+      to: { path: ["\\.test\\.ts$", "^e2e/", "^client/testing/"] },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    exclude: { path: "(^|/)(node_modules|dist|\\.tmp)/|^compat/narad-e2e/" },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    reporterOptions: { text: { highlightFocused: true } },
+  },
+};
