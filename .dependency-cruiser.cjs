@@ -64,7 +64,12 @@ module.exports = {
       severity: "error",
       from: {
         path: "^(broker/src|operator/src|client|packages)/",
-        pathNot: ["\\.test\\.ts$", "/testing/", "^operator/src/controller/fake-kube\\.ts$", "^operator/src/broker-client/fake\\.ts$"],
+        pathNot: [
+          "\\.test\\.ts$",
+          "/testing/",
+          "^operator/src/controller/fake-kube\\.ts$",
+          "^operator/src/broker-client/fake\\.ts$",
+        ],
       },
       to: { path: ["\\.test\\.ts$", "^e2e/", "^client/testing/"] },
     },
