@@ -7,14 +7,34 @@
 // removes its local files of the topic before the object goes away:
 // controller/topic/delete-data.ts).
 
+import type { Prng } from "../broker/src/testing/prng.ts";
 import { planMembers } from "../operator/src/plan/members.ts";
 import type { PodView } from "../operator/src/plan/pods.ts";
 import type { MemberStatus } from "../packages/api/src/v1alpha1/types.ts";
-import { liveTopic } from "./model/metastore.ts";
+import type { SimConfig } from "./config.ts";
+import { liveTopic, type Metastore, type Snapshot } from "./model/metastore.ts";
 import { partitionKey, type SimNode } from "./model/node.ts";
+import type { MoveContext } from "./moves/context.ts";
 import { destStart } from "./moves/destination.ts";
 import { sourceForget } from "./moves/source.ts";
-import type { World } from "./world.ts";
+
+/** The part of the simulated world the operator sees and acts on (World implements it). */
+export interface OperatorWorld {
+  readonly cfg: SimConfig;
+  readonly rng: Prng;
+  readonly meta: Metastore;
+  readonly nodes: SimNode[];
+  readonly diedAt: ReadonlyMap<string, number>;
+  readonly moveCtx: MoveContext;
+  readonly now: number;
+  node(id: string): SimNode | undefined;
+  /** The metastore as node n currently sees it (possibly stale). */
+  view(n: SimNode): Snapshot;
+  log(msg: string): void;
+  crashAt(n: SimNode, point: string): boolean;
+  crashNode(n: SimNode, restartAfterMs: number, why: string): void;
+  retire(n: SimNode): void;
+}
 
 export interface OperatorMove {
   topic: string;
@@ -46,7 +66,7 @@ export class OperatorModel {
   decommissioned = false;
   #tokens = 0;
 
-  reconcileMembers(w: World): void {
+  reconcileMembers(w: OperatorWorld): void {
     const pods: PodView[] = w.nodes
       .filter((n) => !n.retired)
       .map((n) => ({
@@ -88,7 +108,7 @@ export class OperatorModel {
   }
 
   /** Starts a move of one partition to `to` (the PUT); false when the destination refused or is unreachable. */
-  startMove(w: World, topic: string, partition: number, from: string, to: string): boolean {
+  startMove(w: OperatorWorld, topic: string, partition: number, from: string, to: string): boolean {
     const dest = w.node(to);
     if (dest === undefined || !dest.alive) return false;
     const token = `tok${++this.#tokens}`;
@@ -104,7 +124,7 @@ export class OperatorModel {
   }
 
   /** plan/scale.ts's rules for a move in flight, probing the destination's move status. */
-  reconcileMove(w: World): void {
+  reconcileMove(w: OperatorWorld): void {
     const m = this.move;
     if (m === undefined) return;
     const key = partitionKey(m.topic, m.partition);
@@ -138,7 +158,7 @@ export class OperatorModel {
     }
   }
 
-  reconcileRoll(w: World): void {
+  reconcileRoll(w: OperatorWorld): void {
     const r = this.roll;
     if (r === undefined) return;
     const n = w.node(r.id)!;
@@ -158,7 +178,7 @@ export class OperatorModel {
     }
   }
 
-  reconcileDecommission(w: World): void {
+  reconcileDecommission(w: OperatorWorld): void {
     const d = this.decommission;
     if (d === undefined) return;
     const n = w.node(d.id)!;
@@ -193,7 +213,7 @@ export class OperatorModel {
   }
 
   /** delete-data.ts: every non-Removed member must confirm its files are gone; Down/unready ones are waited for. */
-  reconcileDeletions(w: World): void {
+  reconcileDeletions(w: OperatorWorld): void {
     for (const t of w.meta.latest.topics.values()) {
       if (!t.deleting) continue;
       let all = true;
@@ -224,7 +244,7 @@ export class OperatorModel {
   }
 }
 
-function ownedBy(w: World, id: string): [string, number][] {
+function ownedBy(w: OperatorWorld, id: string): [string, number][] {
   const out: [string, number][] = [];
   for (const t of w.meta.latest.topics.values()) {
     if (t.deleting) continue;

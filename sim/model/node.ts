@@ -3,8 +3,7 @@
 // marks), everything else is process memory and is rebuilt at restart.
 
 import type { SimDispatcher } from "../dispatcher.ts";
-import type { DestMove } from "../moves/destination.ts";
-import type { SourceFreeze } from "../moves/source.ts";
+import type { DestMove, SourceFreeze } from "../moves/state.ts";
 import type { SimPartitionLog } from "./partition-log.ts";
 import { SimWal } from "./wal.ts";
 

@@ -8,36 +8,13 @@
 // source's freeze never lapses, whatever its view says; a source unreachable
 // at install is told later (#handOffLater), until then its freeze may lapse.
 
-import {
-  type CatchUpProgress,
-  catchUpStep,
-  copyComplete,
-  freshCatchUp,
-  planCopy,
-} from "../../broker/src/core/move-plan.ts";
+import { catchUpStep, copyComplete, freshCatchUp, planCopy } from "../../broker/src/core/move-plan.ts";
 import { liveTopic, ownerOf } from "../model/metastore.ts";
 import { partitionKey, type SimNode } from "../model/node.ts";
 import { SimPartitionLog } from "../model/partition-log.ts";
 import { type MoveContext, MoveRpcError } from "./context.ts";
 import { type SourceManifest, sourceForget, sourceFreeze, sourceManifest, sourceUnfreeze } from "./source.ts";
-
-export type MoveState = "copying" | "ready" | "done" | "failed";
-
-export interface DestMove {
-  topic: string;
-  partition: number;
-  from: string;
-  token: string;
-  state: MoveState;
-  progress: CatchUpProgress;
-  /** When the source last confirmed the freeze; 0 when not frozen by us. */
-  frozenAtMs: number;
-  destHwm: number;
-  nextAtMs: number;
-  /** The source confirmed the handoff (its freeze can no longer lapse). */
-  handedOff: boolean;
-  error?: string;
-}
+import type { DestMove, MoveState } from "./state.ts";
 
 const chunkBytes = 300;
 const catchUpLimits = { closeEnoughBytes: 400, maxRounds: 20, maxStalledRounds: 3 };

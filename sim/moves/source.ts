@@ -12,14 +12,7 @@ import { liveTopic, ownerOf } from "../model/metastore.ts";
 import { partitionKey, type SimNode } from "../model/node.ts";
 import { SimPartitionLog } from "../model/partition-log.ts";
 import { type MoveContext, MoveRpcError } from "./context.ts";
-
-export interface SourceFreeze {
-  token: string;
-  expiresAtMs: number;
-  movedAway: boolean;
-  /** The destination installed the copy (source.ts #handOff): only a new install here ends the freeze. */
-  handedOff: boolean;
-}
+import type { SourceFreeze } from "./state.ts";
 
 export interface SourceManifest {
   highWatermark: number;
