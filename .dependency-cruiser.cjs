@@ -35,6 +35,14 @@ module.exports = {
       to: { path: "^broker/" },
     },
     {
+      name: "rpc-not-into-http",
+      comment:
+        "The cluster RPC handlers and the HTTP routes share the service ports in broker/src/services.ts, not each other.",
+      severity: "error",
+      from: { path: "^broker/src/rpc/" },
+      to: { path: "^broker/src/http/" },
+    },
+    {
       name: "client-standalone",
       comment: "The published client depends on @narad/wire only.",
       severity: "error",

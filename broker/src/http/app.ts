@@ -4,6 +4,7 @@
 import type { RequestListener } from "node:http";
 import type { Server as HttpsServer } from "node:https";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
+import type { BrokerServices } from "../services.ts";
 import { type AuthPluginOptions, registerAuth } from "./plugins/auth.ts";
 import { registerErrorHandling } from "./plugins/errors.ts";
 import { registerHttpMetrics } from "./plugins/http-metrics.ts";
@@ -15,7 +16,6 @@ import { produceRoutes } from "./routes/produce.ts";
 import { producerRoutes } from "./routes/producers.ts";
 import { readRoutes } from "./routes/read.ts";
 import { topicRoutes } from "./routes/topics.ts";
-import type { BrokerServices } from "./services.ts";
 
 export interface AppOptions {
   /** Authentication + RBAC (absent: auth off). */

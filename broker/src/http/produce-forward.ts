@@ -15,6 +15,7 @@ import type { WalRecordInput } from "../core/records.ts";
 import { clusterAddressOf, type MemberView } from "../core/routing.ts";
 import type { PbIngestRecord } from "../rpc/proto.ts";
 import { commitNeverApplied } from "../rpc/status.ts";
+import type { ForwardOutcome } from "../services.ts";
 
 export interface ProduceForwarderDeps {
   nodeId: string;
@@ -24,13 +25,6 @@ export interface ProduceForwarderDeps {
   /** Bound on one forward (the peer's WAL fsync included). */
   timeoutMs: number;
 }
-
-export type ForwardOutcome =
-  | { kind: "stored"; via: string }
-  /** Every peer refused or could not be reached: nothing stored, retry elsewhere. */
-  | { kind: "refused"; reason: string }
-  /** A peer may have stored them (timeout, dropped call): the client must not assume either way. */
-  | { kind: "inDoubt"; via: string; reason: string };
 
 /** Peers that may take produce: Active, not this node, with a cluster address; rotated by `start`. */
 export function forwardTargets(

@@ -5,9 +5,9 @@
 
 import { routeRead } from "../core/routing.ts";
 import { NaradError } from "../errors.ts";
-import type { PartitionRead, Partitions } from "../http/services.ts";
 import type { PartitionLog, PartitionStats } from "../log/types.ts";
 import type { Metastore } from "../meta/types.ts";
+import type { PartitionRead, Partitions } from "../services.ts";
 import type { PeerPool } from "./client.ts";
 import { fromPbStats, fromPbStoredRecord } from "./codec.ts";
 

@@ -5,8 +5,8 @@
 import type { FastifyInstance } from "fastify";
 import { validTopicName } from "../../core/topic-spec.ts";
 import { badRequest, conflict } from "../../errors.ts";
+import type { BrokerServices } from "../../services.ts";
 import { parseOptionalInt } from "../params.ts";
-import type { BrokerServices } from "../services.ts";
 import { moveRoutes } from "./moves.ts";
 
 export function adminRoutes(s: BrokerServices) {

@@ -5,7 +5,7 @@
 import type { FastifyInstance } from "fastify";
 import { decideDecommission, memberViews, sortedMoves } from "../../core/cluster-view.ts";
 import { NaradError } from "../../errors.ts";
-import type { BrokerServices } from "../services.ts";
+import type { BrokerServices } from "../../services.ts";
 
 const refusalCode = { 404: "NOT_FOUND", 409: "CONFLICT", 501: "NOT_IMPLEMENTED" } as const;
 

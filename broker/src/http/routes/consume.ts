@@ -14,8 +14,8 @@ import { defaultGroup } from "../../core/consumer-handle.ts";
 import { messageJson } from "../../core/message-json.ts";
 import { parseSubscription, withSubscription } from "../../core/topic-spec.ts";
 import { badRequest, notFound } from "../../errors.ts";
+import type { BrokerServices } from "../../services.ts";
 import { parseDurationMs, parseOptionalInt } from "../params.ts";
-import type { BrokerServices } from "../services.ts";
 import { locateRead, type ReadQuery } from "./read.ts";
 import { requireTopic } from "./topics.ts";
 

@@ -2,7 +2,7 @@
 
 import type { FastifyInstance } from "fastify";
 import { memberStates } from "../../metrics.ts";
-import type { BrokerServices } from "../services.ts";
+import type { BrokerServices } from "../../services.ts";
 
 export function healthRoutes(s: BrokerServices) {
   return async (app: FastifyInstance): Promise<void> => {

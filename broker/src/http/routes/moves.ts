@@ -5,8 +5,8 @@
 import type { FastifyInstance } from "fastify";
 import { validTopicName } from "../../core/topic-spec.ts";
 import { badRequest, NaradError, notFound } from "../../errors.ts";
+import type { BrokerServices, MoveService } from "../../services.ts";
 import { parseOptionalInt } from "../params.ts";
-import type { BrokerServices, MoveService } from "../services.ts";
 
 interface MoveParams {
   topic: string;

@@ -23,13 +23,13 @@ import type { WalRecordInput } from "../../core/records.ts";
 import type { CommitWaiters } from "../../dispatch/commit-waiters.ts";
 import { badRequest, NaradError, unavailable } from "../../errors.ts";
 import type { TopicConfig } from "../../meta/types.ts";
+import type { BrokerServices } from "../../services.ts";
 import { parseOptionalInt } from "../params.ts";
 import { holdAdmission, registerAdmission } from "../plugins/admission.ts";
 import { RateLimits } from "../plugins/rate-limit.ts";
 import { registerRawBody } from "../plugins/raw-body.ts";
 import { type Acks, acksAllAnswer, parseAcks } from "../produce-acks.ts";
 import { type ProducerHeader, parseProducerHeaders, stampRecords } from "../producer-headers.ts";
-import type { BrokerServices } from "../services.ts";
 import { TopicDeletionWatch } from "../topic-deletion-watch.ts";
 import { requireTopic } from "./topics.ts";
 

@@ -11,7 +11,7 @@ import type { FastifyInstance } from "fastify";
 import { NaradError } from "../../errors.ts";
 import { ProducerFencedError } from "../../producers/registry.ts";
 import { maxRegistryEpoch, producerNamePattern } from "../../producers/registry-state.ts";
-import type { BrokerServices } from "../services.ts";
+import type { BrokerServices } from "../../services.ts";
 
 export function producerRoutes(s: BrokerServices) {
   return async (app: FastifyInstance): Promise<void> => {

@@ -6,8 +6,8 @@ import type { FastifyInstance } from "fastify";
 import { readMaxBytes, readMaxRecords } from "../../constants.ts";
 import { messageJson } from "../../core/message-json.ts";
 import { badRequest, NaradError } from "../../errors.ts";
+import type { BrokerServices } from "../../services.ts";
 import { parseOptionalInt } from "../params.ts";
-import type { BrokerServices } from "../services.ts";
 import { requireTopic } from "./topics.ts";
 
 export interface ReadQuery {

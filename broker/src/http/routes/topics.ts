@@ -7,8 +7,8 @@ import { capRefusal } from "../../core/topic-caps.ts";
 import { parseTopicCreate, parseTopicPatch } from "../../core/topic-spec.ts";
 import { badRequest, notFound } from "../../errors.ts";
 import type { TopicConfig } from "../../meta/types.ts";
+import type { BrokerServices } from "../../services.ts";
 import { parseOptionalInt } from "../params.ts";
-import type { BrokerServices } from "../services.ts";
 import { topicToWire } from "../topic-wire.ts";
 
 interface TopicParams {

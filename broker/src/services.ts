@@ -1,17 +1,18 @@
-// What the HTTP layer needs from the rest of the broker, as narrow
-// interfaces: routes depend on these, not on concrete modules.
+// The broker's services as narrow interfaces: what the HTTP routes and the
+// cluster RPC handlers need from the rest of the broker. Both layers import
+// them from here, neither from the other, and neither depends on concrete
+// modules.
 
-import type { Config } from "../config.ts";
-import type { ConsumerManager } from "../consumer/manager.ts";
-import type { StoredRecord, WalRecordInput } from "../core/records.ts";
-import type { CommitWaiters } from "../dispatch/commit-waiters.ts";
-import type { PartitionLog, PartitionStats } from "../log/types.ts";
-import type { Metastore } from "../meta/types.ts";
-import type { BrokerMetrics } from "../metrics.ts";
-import type { MoveStatus } from "../moves/destination.ts";
-import type { ProducerRegistry } from "../producers/registry.ts";
-import type { WalStats } from "../wal/types.ts";
-import type { ForwardOutcome } from "./produce-forward.ts";
+import type { Config } from "./config.ts";
+import type { ConsumerManager } from "./consumer/manager.ts";
+import type { StoredRecord, WalRecordInput } from "./core/records.ts";
+import type { CommitWaiters } from "./dispatch/commit-waiters.ts";
+import type { PartitionLog, PartitionStats } from "./log/types.ts";
+import type { Metastore } from "./meta/types.ts";
+import type { BrokerMetrics } from "./metrics.ts";
+import type { MoveStatus } from "./moves/destination.ts";
+import type { ProducerRegistry } from "./producers/registry.ts";
+import type { WalStats } from "./wal/types.ts";
 
 export interface Ingress {
   append(records: readonly WalRecordInput[]): Promise<unknown>;
@@ -65,6 +66,14 @@ export type Consumers = Pick<ConsumerManager, "consume" | "listGroups" | "delete
   /** Synchronous on the owner; a Promise when forwarded to a peer (rpc/queue-access.ts). */
   settle(...args: Parameters<ConsumerManager["settle"]>): void | Promise<void>;
 };
+
+/** The outcome of forwarding produce to a peer's WAL (http/produce-forward.ts). */
+export type ForwardOutcome =
+  | { kind: "stored"; via: string }
+  /** Every peer refused or could not be reached: nothing stored, retry elsewhere. */
+  | { kind: "refused"; reason: string }
+  /** A peer may have stored them (timeout, dropped call): the client must not assume either way. */
+  | { kind: "inDoubt"; via: string; reason: string };
 
 export interface BrokerServices {
   config: Config;
