@@ -79,7 +79,7 @@ module.exports = {
           "^operator/src/broker-client/fake\\.ts$",
         ],
       },
-      to: { path: ["\\.test\\.ts$", "^e2e/", "^client/testing/"] },
+      to: { path: ["\\.test\\.ts$", "^e2e/", "^client/testing/", "^broker/src/testing/", "^broker/test/"] },
     },
   ],
   options: {

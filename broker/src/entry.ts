@@ -4,4 +4,5 @@
 import { armEarlyStop } from "../../packages/runtime/src/early-stop.ts";
 
 if (process.argv[2] === "serve") armEarlyStop();
-await import("./main.ts");
+const { runNarad } = await import("./main.ts");
+await runNarad(process.argv.slice(2));

@@ -1,22 +1,25 @@
 #!/usr/bin/env node
 // `narad` command line: wiring only. Parses the command, loads the config,
-// starts a broker and turns SIGTERM/SIGINT into a bounded drain.
+// starts a broker and turns SIGTERM/SIGINT into a bounded drain. entry.ts
+// (the image's and bin/narad.js's entry) calls runNarad; run directly, this
+// file runs it itself.
 
 import { hostname } from "node:os";
 import { pino } from "pino";
 import { armEarlyStop, releaseEarlyStop } from "../../packages/runtime/src/early-stop.ts";
 import { cliCommandNames, cliUsage } from "./cli/usage.ts";
 import { ConfigError, loadConfig, usage } from "./config.ts";
+import type { StartBrokerOptions } from "./node.ts";
 import { NARAD_VERSION } from "./version.ts";
 
-async function serve(argv: string[]): Promise<void> {
+async function serve(argv: string[], startOptions: StartBrokerOptions): Promise<void> {
   // Until the drain handler below is on, a signal exits at once (early-stop.ts).
   armEarlyStop();
   const config = loadConfig(argv, process.env, hostname());
   const logger = pino({ level: config.logLevel, base: { node: config.nodeId } });
   // Loaded here, not at the top: the broker's modules take ~2 s to load, which the client commands skip.
   const { startBroker } = await import("./node.ts");
-  const broker = await startBroker(config, logger);
+  const broker = await startBroker(config, logger, startOptions);
   logger.info(
     { http: broker.httpAddress, dataDir: config.dataDir, metastore: config.metastore, dev: config.dev },
     `narad ready on ${config.security.tlsDir === undefined ? "http" : "https"}://${broker.httpAddress}`,
@@ -47,7 +50,7 @@ async function serve(argv: string[]): Promise<void> {
   releaseEarlyStop();
 }
 
-async function main(argv: string[]): Promise<void> {
+async function main(argv: string[], startOptions: StartBrokerOptions): Promise<void> {
   const [command, ...rest] = argv;
   // Client commands (topic, pub, sub, ...) live in cli/ and load only when used.
   if ((cliCommandNames as readonly string[]).includes(command ?? "")) {
@@ -56,7 +59,7 @@ async function main(argv: string[]): Promise<void> {
   }
   switch (command) {
     case "serve":
-      return serve(rest);
+      return serve(rest, startOptions);
     case undefined:
     case "help":
     case "--help":
@@ -74,11 +77,20 @@ async function main(argv: string[]): Promise<void> {
   }
 }
 
-main(process.argv.slice(2)).catch((err: unknown) => {
-  if (err instanceof ConfigError) {
-    process.stderr.write(`narad: ${err.message}\n\n${usage}`);
-    process.exit(2);
-  }
-  process.stderr.write(`narad: ${(err as Error).stack ?? String(err)}\n`);
-  process.exit(1);
-});
+/**
+ * Runs one `narad` command; a failure exits the process (2 for a usage
+ * error). `startOptions` reach `serve`'s startBroker: only tests pass any
+ * (broker/test/harness/faulty-serve.ts).
+ */
+export function runNarad(argv: string[], startOptions: StartBrokerOptions = {}): Promise<void> {
+  return main(argv, startOptions).catch((err: unknown) => {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`narad: ${err.message}\n\n${usage}`);
+      process.exit(2);
+    }
+    process.stderr.write(`narad: ${(err as Error).stack ?? String(err)}\n`);
+    process.exit(1);
+  });
+}
+
+if (import.meta.main) await runNarad(process.argv.slice(2));

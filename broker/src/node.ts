@@ -43,9 +43,8 @@ import { createClusterConsumers } from "./rpc/queue-access.ts";
 import { type ClusterServer, type ClusterServerHooks, startClusterServer } from "./rpc/server.ts";
 import type { BrokerServices } from "./services.ts";
 import { acquireDataDirLock } from "./storage/data-dir-lock.ts";
-import { nodeFileIo } from "./storage/file-io.ts";
+import { type FileIo, nodeFileIo } from "./storage/file-io.ts";
 import { meteredIo } from "./storage/metered-io.ts";
-import { withTestFaults } from "./testing/fault-seam.ts";
 import { openIngressWal } from "./wal/ingress-wal.ts";
 
 export interface RunningBroker {
@@ -74,6 +73,8 @@ export interface StartBrokerOptions {
   producerRegistryStore?: RegistryStore;
   /** acks=all wait bound (default NARAD_ACKS_ALL_TIMEOUT_MS or 15 s). */
   acksAllTimeoutMs?: number;
+  /** Test-only: wraps the ingress WAL's file I/O (broker/test/harness/faulty-serve.ts injects EIO, ENOSPC, slow fsyncs). */
+  walIo?: (io: FileIo) => FileIo;
   /** Test-only: shorter partition-move timings (freeze ttl, renewal, retry, source delete delay). */
   moveTiming?: Partial<MoveTiming> & { sourceDeleteDelayMs?: number };
 }
@@ -113,8 +114,7 @@ export async function startBroker(
   const wal = await openIngressWal({
     dir: join(config.dataDir, "ingress", "produce"),
     ...config.wal,
-    // NARAD_TEST_FAULTS: test-only fault injection (broker/src/testing/fault-seam.ts); unset in production.
-    io: meteredIo(withTestFaults(nodeFileIo, process.env.NARAD_TEST_FAULTS), {
+    io: meteredIo(opts.walIo?.(nodeFileIo) ?? nodeFileIo, {
       write: (bytes) => metrics.walGroupBytes.observe(bytes),
       sync: (seconds) => metrics.walFsyncSeconds.observe(seconds),
     }),

@@ -1,6 +1,6 @@
 // Disk faults against a real broker process, with a ledger of every
 // acknowledged (202) message:
-//   - fdatasync EIO (through the NARAD_TEST_FAULTS seam): the WAL poisons,
+//   - fdatasync EIO (through the test fault seam, harness/fault-seam.ts): the WAL poisons,
 //     produce gets 503 and never a false 202; after a restart every
 //     acknowledged message is there.
 //   - a slow disk (200 ms fdatasync, same seam): produce latency grows,
@@ -105,7 +105,7 @@ describe("disk faults at process level", () => {
     const control = join(dir, "faults.json");
     writeFileSync(control, "");
     const dataDir = join(dir, "data");
-    let broker = await startNarad({ dataDir, env: { NARAD_TEST_FAULTS: control }, logLevel: "fatal" });
+    let broker = await startNarad({ dataDir, faults: control, logLevel: "fatal" });
     await createTopic(broker.url, "t", 3);
     const ledger = newLedger();
     let phase: "ok" | "failing" | "done" = "ok";
@@ -157,7 +157,7 @@ describe("disk faults at process level", () => {
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const control = join(dir, "faults.json");
     writeFileSync(control, "");
-    const broker = await startNarad({ dataDir: join(dir, "data"), env: { NARAD_TEST_FAULTS: control } });
+    const broker = await startNarad({ dataDir: join(dir, "data"), faults: control });
     cleanups.push(() => broker.stop());
     await createTopic(broker.url, "t", 3);
     const run = async (ms: number): Promise<Ledger> => {

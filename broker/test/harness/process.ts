@@ -59,6 +59,8 @@ export interface NaradOptions {
   port?: number;
   args?: string[];
   env?: NodeJS.ProcessEnv;
+  /** A fault control file (fault-seam.ts): the broker runs with its ingress WAL's I/O behind the seam. */
+  faults?: string;
   /** Keep the data dir on stop (the caller removes it). */
   keepData?: boolean;
   logLevel?: string;
@@ -77,7 +79,9 @@ export async function startNarad(opts: NaradOptions = {}): Promise<RunningNarad>
   const child = spawn(
     process.execPath,
     [
-      join(repoRoot, "broker/src/main.ts"),
+      opts.faults === undefined
+        ? join(repoRoot, "broker/src/main.ts")
+        : join(repoRoot, "broker/test/harness/faulty-serve.ts"),
       "serve",
       "--addr",
       `127.0.0.1:${port}`,
@@ -89,7 +93,14 @@ export async function startNarad(opts: NaradOptions = {}): Promise<RunningNarad>
       opts.logLevel ?? "warn",
       ...(opts.args ?? []),
     ],
-    { stdio: ["ignore", "inherit", "inherit"], env: { ...process.env, ...opts.env } },
+    {
+      stdio: ["ignore", "inherit", "inherit"],
+      env: {
+        ...process.env,
+        ...opts.env,
+        ...(opts.faults === undefined ? {} : { NARAD_TEST_FAULTS: opts.faults }),
+      },
+    },
   );
   const url = `http://127.0.0.1:${port}`;
   const exited = new Promise<void>((r) => child.once("exit", () => r()));

@@ -1,14 +1,15 @@
-// Test-only fault seam for process-level tests: when NARAD_TEST_FAULTS names a
-// control file, the ingress WAL's file I/O goes through faulty-io driven by
-// that file, so a test can make fdatasync fail (EIO), writes fail (ENOSPC) or
-// fdatasync slow, on a running broker. Unset (always, in production) it
-// returns the real I/O untouched. The control file is JSON, re-read every
+// Fault seam for process-level tests (faulty-serve.ts starts the broker
+// with it): when NARAD_TEST_FAULTS names a control file, the ingress WAL's
+// file I/O goes through faulty-io driven by that file, so a test can make fdatasync fail (EIO), writes fail (ENOSPC) or
+// fdatasync slow, on a running broker. Unset, it returns
+// the real I/O untouched. None of this is in the broker's production code or
+// its image: the seam is passed in through startBroker's walIo option. The control file is JSON, re-read every
 // 100 ms; a missing or empty file means no faults:
 //   {"datasyncError": "EIO", "writeError": "ENOSPC", "datasyncDelayMs": 200}
 
 import { readFileSync } from "node:fs";
-import type { FileIo } from "../storage/file-io.ts";
-import { createFaultyIo } from "./faulty-io.ts";
+import type { FileIo } from "../../src/storage/file-io.ts";
+import { createFaultyIo } from "../../src/testing/faulty-io.ts";
 
 export interface FaultControl {
   datasyncError?: string;
