@@ -47,7 +47,8 @@ export interface FaultFlags {
   sourceRestartAfterSwap: boolean;
 }
 
-export const noKnownBugFlags: FaultFlags = {
+/** The default budget: every fault family whose bug is fixed (so a failure is a new bug); off only what is still open. */
+export const fixedFamilyFlags: FaultFlags = {
   topicRecreate: true, // topic identity: records carry the uid, the sim models resolve/commit/confirm by uid
   longViewLag: true, // the handoff freeze at install is permanent (sim/moves models it)
   shrinkingWindow: true, // the prune fix is in (dispatch/in-doubt.ts)
@@ -119,7 +120,7 @@ export function dispatcherOptions(flags: FaultFlags): DispatcherOptions {
   };
 }
 
-export function defaultConfig(seed: number, steps: number, flags: FaultFlags = noKnownBugFlags): SimConfig {
+export function defaultConfig(seed: number, steps: number, flags: FaultFlags = fixedFamilyFlags): SimConfig {
   return {
     seed,
     steps,

@@ -5,7 +5,7 @@
 // Exit code 1 when any seed violates an invariant; each failure prints its
 // replay command and the last steps of its trace.
 
-import { allFlags, defaultConfig, type FaultFlags, noKnownBugFlags } from "./config.ts";
+import { allFlags, defaultConfig, type FaultFlags, fixedFamilyFlags } from "./config.ts";
 import { FaultCounts } from "./faults.ts";
 import { replayCommand, runSeed } from "./run-seed.ts";
 
@@ -28,7 +28,7 @@ function parse(argv: readonly string[]): {
       throw new Error(`${name} must be a non-negative integer, got ${v}`);
     return n;
   };
-  const flags: FaultFlags = argv.includes("--all") ? { ...allFlags } : { ...noKnownBugFlags };
+  const flags: FaultFlags = argv.includes("--all") ? { ...allFlags } : { ...fixedFamilyFlags };
   for (const f of (arg("--enable") ?? "").split(",").filter((s) => s !== "")) {
     if (!(f in flags)) throw new Error(`unknown flag ${f}; known: ${Object.keys(flags).join(", ")}`);
     flags[f as keyof FaultFlags] = true;

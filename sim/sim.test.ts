@@ -4,7 +4,7 @@
 // and must be deterministic. A failure prints the replay command.
 
 import { describe, expect, it } from "vitest";
-import { defaultConfig, noKnownBugFlags } from "./config.ts";
+import { defaultConfig, fixedFamilyFlags } from "./config.ts";
 import { FaultCounts, type FaultKind } from "./faults.ts";
 import { replayCommand, runSeed } from "./run-seed.ts";
 
@@ -19,7 +19,7 @@ describe("deterministic simulation", () => {
     const failures: string[] = [];
     let acked = 0;
     for (let seed = 1; seed <= seeds; seed++) {
-      const cfg = defaultConfig(seed, steps, noKnownBugFlags);
+      const cfg = defaultConfig(seed, steps, fixedFamilyFlags);
       const r = await runSeed(cfg);
       total.merge(r.faults);
       acked += r.acked;
