@@ -25,6 +25,20 @@ describe("loadConfig", () => {
     expect(c.dataDir).toBe("/env");
     expect(c.nodeId).toBe("n-env");
   });
+  it("acks=all wait: 15 s by default, from flag, env or config file; 0 is refused", () => {
+    expect(loadConfig([], {}, "h").acksAllTimeoutMs).toBe(15_000);
+    expect(loadConfig([], { NARAD_ACKS_ALL_TIMEOUT_MS: "60000" }, "h").acksAllTimeoutMs).toBe(60_000);
+    expect(
+      loadConfig(["--acks-all-timeout-ms", "500"], { NARAD_ACKS_ALL_TIMEOUT_MS: "60000" }, "h")
+        .acksAllTimeoutMs,
+    ).toBe(500);
+    const file = writeConfigFile({ acksAllTimeoutMs: 2_000 });
+    expect(loadConfig(["--config", file], {}, "h").acksAllTimeoutMs).toBe(2_000);
+    expect(() => loadConfig(["--acks-all-timeout-ms", "0"], {}, "h")).toThrow(
+      /acks-all-timeout-ms must be at least 1/,
+    );
+    expect(usage).toContain("--acks-all-timeout-ms");
+  });
   it(":PORT listens on every interface", () => {
     expect(loadConfig(["--addr", ":8000"], {}, "h").http).toEqual({ host: "0.0.0.0", port: 8000 });
   });

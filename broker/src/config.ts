@@ -22,6 +22,8 @@ export interface Config {
   /** Namespace of the NaradCluster and its NaradTopics (kubernetes metastore). */
   namespace: string;
   drainTimeoutMs: number;
+  /** acks=all: how long a produce waits for the owner's commit. */
+  acksAllTimeoutMs: number;
   produceMaxBodyBytes: number;
   batchMaxBodyBytes: number;
   /** Produce memory budget (bytes of bodies not yet durable) and how long a produce waits for its share. */
@@ -146,6 +148,7 @@ const settings = {
   "cluster-name": { env: "NARAD_CLUSTER_NAME", file: "clusterName" },
   namespace: { env: "NARAD_NAMESPACE", file: "namespace" },
   "drain-timeout-ms": { env: "NARAD_DRAIN_TIMEOUT_MS", file: "drainTimeoutMs" },
+  "acks-all-timeout-ms": { env: "NARAD_ACKS_ALL_TIMEOUT_MS", file: "acksAllTimeoutMs" },
   "max-body-bytes": { env: "NARAD_MAX_BODY_BYTES", file: "maxBodyBytes" },
   "produce-memory-budget": { env: "NARAD_PRODUCE_MEMORY_BUDGET", file: "produceMemoryBudget" },
   "admission-timeout-ms": { env: "NARAD_ADMISSION_TIMEOUT_MS", file: "admissionTimeoutMs" },
@@ -237,6 +240,8 @@ Options (each also settable as the NARAD_* variable shown, or in --config JSON):
   --namespace NS              its namespace (kubernetes) NARAD_NAMESPACE     (default $POD_NAMESPACE, the pod's namespace, or default)
   --config FILE               JSON file with any of the settings in camelCase   NARAD_CONFIG
   --drain-timeout-ms N        SIGTERM drain bound        NARAD_DRAIN_TIMEOUT_MS (default ${k.drainTimeoutMs})
+  --acks-all-timeout-ms N     acks=all wait for the owner's commit, then 503
+                                                         NARAD_ACKS_ALL_TIMEOUT_MS (default ${k.acksAllTimeoutMs})
   --max-body-bytes N          single produce limit       NARAD_MAX_BODY_BYTES (default ${k.produceMaxBodyBytes})
   --produce-memory-budget N   bytes of produce bodies in memory before produces wait
                                                          NARAD_PRODUCE_MEMORY_BUDGET (default ${k.admissionBudgetBytes})
@@ -415,6 +420,7 @@ export function loadConfig(
     clusterName: get("cluster-name") ?? "",
     namespace: get("namespace") ?? defaultNamespace(env, namespaceFile),
     drainTimeoutMs: count("drain-timeout-ms", k.drainTimeoutMs),
+    acksAllTimeoutMs: positiveCount("acks-all-timeout-ms", k.acksAllTimeoutMs),
     produceMaxBodyBytes: maxBody,
     batchMaxBodyBytes: Math.max(k.batchProduceMaxBodyBytes, maxBody),
     admission: {

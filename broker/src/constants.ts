@@ -45,6 +45,8 @@ export const readMaxBytes = 8 * MiB;
 export const topicListLimitDefault = 100;
 export const topicListLimitMax = 1_000;
 export const drainTimeoutMs = 25_000;
+/** How long an acks=all produce waits for the owner's commit before 503 commit_timeout. */
+export const acksAllTimeoutMs = 15_000;
 export const retryAfterSeconds = 1;
 
 // Topics (narad-go defaults).
