@@ -3,13 +3,13 @@
 // Routing is core/routing.ts; an owner that is Down/Removed, unknown or
 // unreachable is a 503 with Retry-After (never a 421: any node serves).
 
-import { routeRead } from "../core/routing.ts";
 import { NaradError } from "../errors.ts";
 import type { PartitionLog, PartitionStats } from "../log/types.ts";
 import type { Metastore } from "../meta/types.ts";
 import type { PartitionRead, Partitions } from "../services.ts";
 import type { PeerPool } from "./client.ts";
 import { fromPbStats, fromPbStoredRecord } from "./codec.ts";
+import { ownerRoute } from "./owner-route.ts";
 
 /** The replay contract on one log: 410 below the oldest offset, nothing at or above the HWM. */
 export async function readFromLog(
@@ -42,21 +42,8 @@ export interface PartitionAccessDeps {
 }
 
 export function createPartitionAccess(d: PartitionAccessDeps): Partitions {
-  const route = (topic: string, partition: number) => {
-    if (d.peers === undefined) return { kind: "local" as const };
-    const r = routeRead(
-      d.nodeId,
-      d.metastore.ownerOf(topic, partition),
-      d.metastore.members(),
-      d.retryAfterSeconds,
-    );
-    if (r.kind === "unavailable") {
-      throw new NaradError("UNAVAILABLE", `${topic}/${partition} is unavailable: ${r.reason}`, {
-        retryAfterSeconds: r.retryAfterSeconds,
-      });
-    }
-    return r;
-  };
+  const route = (topic: string, partition: number) =>
+    d.peers === undefined ? { kind: "local" as const } : ownerRoute(d, topic, partition);
 
   return {
     async read(topic, partition, offset, maxRecords, maxBytes) {

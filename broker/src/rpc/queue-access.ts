@@ -15,12 +15,12 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { topicNamePattern } from "../constants.ts";
 import type { Delivery, SettleAction } from "../consumer/manager.ts";
 import { defaultGroup, parseHandle } from "../core/consumer-handle.ts";
-import { queueConsumePlan, routeRead } from "../core/routing.ts";
-import { NaradError } from "../errors.ts";
+import { queueConsumePlan } from "../core/routing.ts";
 import type { Metastore, TopicConfig } from "../meta/types.ts";
 import type { Consumers } from "../services.ts";
 import type { PeerPool } from "./client.ts";
 import { fromPbStoredRecord } from "./codec.ts";
+import { ownerRoute } from "./owner-route.ts";
 import type { PbAckRequest } from "./proto.ts";
 
 export interface QueueAccessDeps {
@@ -39,20 +39,7 @@ export interface QueueAccessDeps {
 export function createClusterConsumers(d: QueueAccessDeps): Consumers {
   let probeStart = 0;
 
-  const route = (topic: string, partition: number) => {
-    const r = routeRead(
-      d.nodeId,
-      d.metastore.ownerOf(topic, partition),
-      d.metastore.members(),
-      d.retryAfterSeconds,
-    );
-    if (r.kind === "unavailable") {
-      throw new NaradError("UNAVAILABLE", `${topic}/${partition} is unavailable: ${r.reason}`, {
-        retryAfterSeconds: r.retryAfterSeconds,
-      });
-    }
-    return r;
-  };
+  const route = (topic: string, partition: number) => ownerRoute(d, topic, partition);
 
   const remoteConsume = async (
     address: string,
