@@ -1,7 +1,7 @@
 // The `narad` client commands as child processes against a real broker.
 
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -28,7 +28,7 @@ interface Result {
 
 function narad_(
   args: string[],
-  opts: { stdin?: string; env?: NodeJS.ProcessEnv; url?: boolean } = {},
+  opts: { stdin?: string | Buffer; env?: NodeJS.ProcessEnv; url?: boolean } = {},
 ): Promise<Result> {
   const env: NodeJS.ProcessEnv = { ...process.env, NARAD_CONFIG_DIR: configDir, NARAD_URL: "", ...opts.env };
   if (opts.url !== false && env.NARAD_URL === "") env.NARAD_URL = narad.url;
@@ -100,6 +100,32 @@ describe("narad CLI", () => {
     expect(lines[0]?.key).toBe("k0");
     const human = await narad_(["replay", "events", "--partition", "0", "--offset", "1", "--limit", "2"]);
     expect(human.stdout).toMatch(/^events\/0@1 {2}key=\S+ {2}first\nevents\/0@2 {2}key=\S+ {2}second\n$/);
+  });
+
+  it("pub --file stores the bytes as they are (a file, or all of stdin with -)", async () => {
+    expect((await narad_(["topic", "add", "blobs", "--partitions", "1"])).code).toBe(0);
+    const binary = Buffer.from([0xff, 0xfe, 0x00, 0x0a, 0x41, 0x0a, 0x80]);
+    const path = join(configDir, "blob.bin");
+    writeFileSync(path, binary);
+    expect(await narad_(["pub", "blobs", "--file", path])).toMatchObject({
+      code: 0,
+      stdout: "published 1 message to blobs\n",
+    });
+    expect((await narad_(["pub", "blobs", "--file", "-"], { stdin: binary })).code).toBe(0);
+    const both = await narad_(["pub", "blobs", "x", "--file", path]);
+    expect(both.code).toBe(2);
+    expect(both.stderr).toContain("not both");
+    let records: Array<{ payload: string; payload_encoding?: string }> = [];
+    for (let i = 0; i < 100 && records.length < 2; i++) {
+      const r = await fetch(`${narad.url}/v1/topics/blobs/records?partition=0&offset=0`);
+      records = ((await r.json()) as { records: typeof records }).records;
+      if (records.length < 2) await new Promise((res) => setTimeout(res, 100));
+    }
+    expect(records).toHaveLength(2);
+    for (const r of records) {
+      expect(r.payload_encoding).toBe("base64");
+      expect(Buffer.from(r.payload, "base64").equals(binary)).toBe(true);
+    }
   });
 
   it("sub --peek leaves messages unacked; sub acks", async () => {

@@ -1,5 +1,6 @@
 // The commands but bench: topic *, pub, sub, replay, cluster status, context *.
 
+import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { createInterface } from "node:readline";
 import type { GroupInfo, Message, ReceivedMessage, TopicInfo, TopicSettings } from "../../../client/index.ts";
@@ -163,15 +164,30 @@ const topicRm: Command = {
   },
 };
 
+/** All of stdin, byte for byte. */
+async function readStdin(): Promise<Uint8Array> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
 const pub: Command = {
-  options: { key: { type: "string" }, partition: { type: "string" } },
+  options: { key: { type: "string" }, partition: { type: "string" }, file: { type: "string" } },
   async run(values, args, io) {
     const [topic, message] = positionals(args, ["topic"], ["message"]);
     const key = values.key as string | undefined;
     const partition = intOption(values, "partition", 0);
+    const file = values.file as string | undefined;
     const opts = { ...(key === undefined ? {} : { key }), ...(partition === undefined ? {} : { partition }) };
     let n = 0;
-    if (message !== undefined) {
+    if (file !== undefined) {
+      if (message !== undefined) throw new UsageError("give a message or --file, not both");
+      // One message of exactly the file's bytes (or stdin's with "-"): no
+      // line splitting, no text decoding, so binary payloads stay intact.
+      const payload = file === "-" ? await readStdin() : await readFile(file);
+      await io.client().produce(topic as string, payload, opts);
+      n = 1;
+    } else if (message !== undefined) {
       await io.client().produce(topic as string, message, opts);
       n = 1;
     } else {

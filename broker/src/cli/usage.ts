@@ -22,8 +22,9 @@ Commands:
   topic edit <name> [--partitions N] [--retention-ms N] [--retention-bytes N] [--max-in-flight N] [--max-acked-ahead N]
   group ls <topic> | describe <topic> <group> | rm <topic> <group>
                                             consumer groups: lag, in flight, per partition; rm forgets one
-  pub <topic> [message] [--key K] [--partition N]
-                                            publish one message, or one per stdin line
+  pub <topic> [message] [--key K] [--partition N] [--file PATH]
+                                            publish one message, or one per stdin line; --file: one
+                                            message of the file's bytes as is (- for all of stdin)
   sub <topic> [--group G] [--peek] [--count N] [--idle-ms N] [--wait-ms N]
                                             consume and ack after printing; --peek nacks instead (nothing acked)
   replay <topic> --partition N [--offset N] [--limit N]
