@@ -7,6 +7,7 @@ import type { Config } from "./config.ts";
 import type { ConsumerManager } from "./consumer/manager.ts";
 import type { StoredRecord, WalRecordInput } from "./core/records.ts";
 import type { CommitWaiters } from "./dispatch/commit-waiters.ts";
+import type { StalledLaneStatus } from "./dispatch/types.ts";
 import type { PartitionLog, PartitionStats } from "./log/types.ts";
 import type { Metastore } from "./meta/types.ts";
 import type { BrokerMetrics } from "./metrics.ts";
@@ -96,14 +97,7 @@ export interface BrokerServices {
   /** The dispatcher's stalled lanes and parked records (/admin/v1/status). */
   dispatch?: {
     stats(): { parkedRecords: number };
-    stalledLanes(): Array<{
-      topic: string;
-      partition: number;
-      nodeId: string;
-      reason: string;
-      records: number;
-      oldestAgeMs: number;
-    }>;
+    stalledLanes(): StalledLaneStatus[];
   };
   metrics: BrokerMetrics;
   nowMs: () => number;
