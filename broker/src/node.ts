@@ -71,8 +71,6 @@ export interface StartBrokerOptions {
   testHooks?: { server?: ClusterServerHooks; destinations?: ClusterDestinationHooks };
   /** Use this producer-registry store instead of the data dir's file (in-process cluster tests share one). */
   producerRegistryStore?: RegistryStore;
-  /** acks=all wait bound (default: config.acksAllTimeoutMs, --acks-all-timeout-ms). */
-  acksAllTimeoutMs?: number;
   /** Test-only: wraps the ingress WAL's file I/O (broker/test/harness/faulty-serve.ts injects EIO, ENOSPC, slow fsyncs). */
   walIo?: (io: FileIo) => FileIo;
   /** Test-only: shorter partition-move timings (freeze ttl, renewal, retry, source delete delay). */
@@ -409,7 +407,6 @@ export async function startBroker(
     nowMs,
     ...(producerRegistry !== undefined ? { producerRegistry } : {}),
     commitWaiters,
-    acksAllTimeoutMs: opts.acksAllTimeoutMs ?? config.acksAllTimeoutMs,
   };
   const app = buildApp(services, logger, security.appOptions(metrics.registry));
   dispatcher.start();

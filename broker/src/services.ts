@@ -105,8 +105,6 @@ export interface BrokerServices {
   producerRegistry?: ProducerRegistry;
   /** acks=all: waits for the owner's commit of WAL seqs. */
   commitWaiters?: CommitWaiters;
-  /** How long an acks=all produce waits for the owner's commit (default 15 s). */
-  acksAllTimeoutMs?: number;
 }
 
 /** What the routes need from the move manager. */

@@ -3,6 +3,7 @@
 import { readFile } from "node:fs/promises";
 import { resolve } from "node:path";
 import { createInterface } from "node:readline";
+import { buffer } from "node:stream/consumers";
 import type { GroupInfo, Message, ReceivedMessage, TopicInfo, TopicSettings } from "../../../client/index.ts";
 import { type Command, type Io, intOption, type Options, UsageError, type Values } from "./args.ts";
 import { type Context, loadContexts, saveContexts } from "./contexts.ts";
@@ -164,13 +165,6 @@ const topicRm: Command = {
   },
 };
 
-/** All of stdin, byte for byte. */
-async function readStdin(): Promise<Uint8Array> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
-
 const pub: Command = {
   options: { key: { type: "string" }, partition: { type: "string" }, file: { type: "string" } },
   async run(values, args, io) {
@@ -184,7 +178,7 @@ const pub: Command = {
       if (message !== undefined) throw new UsageError("give a message or --file, not both");
       // One message of exactly the file's bytes (or stdin's with "-"): no
       // line splitting, no text decoding, so binary payloads stay intact.
-      const payload = file === "-" ? await readStdin() : await readFile(file);
+      const payload = file === "-" ? await buffer(process.stdin) : await readFile(file);
       await io.client().produce(topic as string, payload, opts);
       n = 1;
     } else if (message !== undefined) {

@@ -70,7 +70,7 @@ export function produceRoutes(s: BrokerServices) {
   const maxRecord = s.config.wal.maxRecordBytes;
   const registry = s.producerRegistry;
   const waiters = s.commitWaiters;
-  const ackTimeoutMs = s.acksAllTimeoutMs ?? 15_000;
+  const ackTimeoutMs = s.config.acksAllTimeoutMs;
   const deletions = new TopicDeletionWatch(s.metastore);
   // Admission control and rate limits (README "Overload protection").
   const m = s.metrics;
