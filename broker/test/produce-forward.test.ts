@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../src/config.ts";
+import type { Metastore } from "../src/meta/types.ts";
 import { type RunningBroker, startBroker } from "../src/node.ts";
 import { createMemoryCluster, type MemoryCluster } from "../src/testing/memory-metastore.ts";
 
@@ -28,7 +29,11 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-async function startCluster(mc: MemoryCluster, ids: string[]): Promise<Node[]> {
+async function startCluster(
+  mc: MemoryCluster,
+  ids: string[],
+  wrap?: (id: string, view: Metastore) => Metastore,
+): Promise<Node[]> {
   const nodes: Node[] = [];
   for (const id of ids) {
     const dir = mkdtempSync(join(tmpdir(), `narad-forward-${id}-`));
@@ -39,7 +44,7 @@ async function startCluster(mc: MemoryCluster, ids: string[]): Promise<Node[]> {
       id,
     );
     const broker = await startBroker({ ...base, drainTimeoutMs: 5_000 }, logger.child({ node: id }), {
-      metastore: mc.metastore(),
+      metastore: wrap ? wrap(id, mc.metastore()) : mc.metastore(),
     });
     running.push(broker);
     mc.setMember({
@@ -165,5 +170,44 @@ describe("produce on a leaving node is forwarded to a peer's WAL", () => {
     // b and c refused (FAILED_PRECONDITION: stored nothing), so no record exists anywhere.
     for (const n of [b!, c!])
       expect(await metric(n, "narad_produce_ingested_for_peers_records_total")).toBe(0);
+  });
+
+  it("a member that turns Decommissioning between admission and the append forwards: nothing enters its WAL", async () => {
+    const mc = createMemoryCluster();
+    // Node a's view flips a to Decommissioning in the microtask right after
+    // the produce route's admission read it as Active, so the flip lands in
+    // the route's await between admission and the WAL append (where a
+    // continuous producer once raced a scale-down).
+    let armed = false;
+    let flippedAfterAdmission = false;
+    const flipAfterAdmission = (id: string, view: Metastore): Metastore => {
+      if (id !== "a") return view;
+      return new Proxy(view, {
+        get(target, prop, receiver) {
+          if (prop !== "members") return Reflect.get(target, prop, receiver);
+          return () => {
+            const members = target.members();
+            if (armed && (new Error().stack ?? "").includes("admit")) {
+              armed = false;
+              flippedAfterAdmission = true;
+              queueMicrotask(() => mc.setState("a", "Decommissioning"));
+            }
+            return members;
+          };
+        },
+      });
+    };
+    const [a, b, c] = await startCluster(mc, ["a", "b", "c"], flipAfterAdmission);
+    expect((await req(a!, "POST", "/v1/topics", { name: "t", partitions: 3 })).status).toBe(201);
+    const before = await walNextSeq(a!);
+    armed = true;
+    const r = await req(a!, "POST", "/v1/topics/t/produce?key=k0", JSON.stringify({ id: 0 }));
+    expect(flippedAfterAdmission).toBe(true);
+    expect(r.status, r.text).toBe(202);
+    expect(await walNextSeq(a!)).toBe(before);
+    expect(
+      (await metric(b!, "narad_produce_ingested_for_peers_records_total")) +
+        (await metric(c!, "narad_produce_ingested_for_peers_records_total")),
+    ).toBe(1);
   });
 });

@@ -160,7 +160,7 @@ export function produceRoutes(s: BrokerServices) {
     try {
       if (acks === "all" && waiters === undefined)
         throw new CodedRefusal(503, "acks_all_unavailable", "acks=all is not available on this node", 1);
-      const appended = (await appendVia(route, records)) as
+      const appended = (await appendVia(route, records, acks, idempotent)) as
         | { firstSeq?: number; lastSeq?: number }
         | undefined;
       if (acks !== "all") return { status: 202 };
@@ -259,8 +259,21 @@ export function produceRoutes(s: BrokerServices) {
     return route;
   };
 
-  /** The WAL append, here or (forward) on a peer; resolves once the bytes are fsynced somewhere. */
-  const appendVia = async (route: "local" | "forward", records: WalRecordInput[]): Promise<unknown> => {
+  /**
+   * The WAL append, here or (forward) on a peer; resolves once the bytes are
+   * fsynced somewhere. The route was chosen on admission, and the awaits since
+   * (the producer registry) may have let this node start draining or see itself
+   * Decommissioning; so it is chosen again here, right before the local append
+   * assigns WAL seqs (synchronously). Once the flip is visible, no record
+   * enters this WAL: the operator's "WAL empty" reading depends on it.
+   */
+  const appendVia = async (
+    admitted: "local" | "forward",
+    records: WalRecordInput[],
+    acks: Acks,
+    idempotent: boolean,
+  ): Promise<unknown> => {
+    const route = admitted === "local" ? forwardable(admit(), acks, idempotent) : admitted;
     if (route === "local") return s.ingress.append(records);
     const out = await s.forwardProduce!(records);
     if (out.kind === "stored") {
@@ -319,10 +332,11 @@ export function produceRoutes(s: BrokerServices) {
     records: WalRecordInput[],
     topic: string,
     route: "local" | "forward",
+    idempotent: boolean,
   ): Promise<void> => {
     const release = holdAdmission(request);
     try {
-      await appendVia(route, records);
+      await appendVia(route, records, "0", idempotent);
       accepted(topic, records);
     } catch (err) {
       s.metrics.produceRejected.inc({ reason: "acks0_append_failed" });
@@ -383,7 +397,7 @@ export function produceRoutes(s: BrokerServices) {
         if (limits.enabled) limits.check(request, topic.name, 1);
         if (acks === "0") {
           reply.code(202).send();
-          await appendUnanswered(request, [record], topic.name, route);
+          await appendUnanswered(request, [record], topic.name, route, producer !== undefined);
           return reply;
         }
         const res = await appendAndAnswer(request, topic, [record], acks, producer !== undefined, route);
@@ -438,7 +452,7 @@ export function produceRoutes(s: BrokerServices) {
         if (limits.enabled) limits.check(request, topic.name, records.length);
         if (acks === "0") {
           reply.code(202).send({ accepted: records.length });
-          await appendUnanswered(request, records, topic.name, route);
+          await appendUnanswered(request, records, topic.name, route, producer !== undefined);
           return reply;
         }
         const res = await appendAndAnswer(request, topic, records, acks, producer !== undefined, route);
