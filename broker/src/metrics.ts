@@ -45,7 +45,8 @@ export interface BrokerMetrics {
   consumerAckedAhead: Gauge<"topic" | "partition" | "group">;
   consumerRedelivered: Counter<"topic" | "group">;
   /** Sets the function that refreshes the consumer gauges on each scrape. */
-  onConsumerScrape(refresh: () => void): void;
+  /** Called on every scrape of the consumer gauges; the scrape waits for it. */
+  onConsumerScrape(refresh: () => Promise<void>): void;
   admissionBudgetBytes: Gauge;
   admissionUsedBytes: Gauge;
   admissionWaiters: Gauge;
@@ -117,7 +118,7 @@ export function createBrokerMetrics(opts: {
   }
   const fsyncBuckets = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1];
   const countBuckets = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096];
-  const consumerScrape: { refresh?: () => void } = {};
+  const consumerScrape: { refresh?: () => Promise<void> } = {};
   /** Removes every series of `metric` whose labels include all of `match`. */
   const forget = async (
     metric: Counter<string> | Gauge<string>,

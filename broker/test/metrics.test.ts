@@ -75,3 +75,47 @@ describe("/metrics of a running broker", () => {
     expect(text).toMatch(/^narad_/m);
   });
 });
+
+describe("consumer lag after a restart", () => {
+  it("narad_consumer_lag_messages has the stored group's lag from the first scrape", async () => {
+    const first = await startNarad({ keepData: true });
+    const url = first.url;
+    const post = (path: string, body: string, type = "application/json") =>
+      fetch(`${url}${path}`, { method: "POST", headers: { "content-type": type }, body });
+    expect((await post("/v1/topics", JSON.stringify({ name: "lag", partitions: 1 }))).status).toBe(201);
+    for (let i = 0; i < 6; i++) expect((await post("/v1/topics/lag/produce", `m${i}`)).status).toBe(202);
+    // Consume and ack two: the group's committed frontier is 2, its lag 4.
+    let acked = 0;
+    const deadline = Date.now() + 10_000;
+    while (acked < 2 && Date.now() < deadline) {
+      const r = await fetch(`${url}/v1/topics/lag/consume?group=g&wait=200ms`);
+      if (r.status !== 200) continue;
+      const handle = ((await r.json()) as { receipt_handle: string }).receipt_handle;
+      const a = await fetch(`${url}/v1/topics/lag/ack?receipt_handle=${encodeURIComponent(handle)}`, {
+        method: "POST",
+      });
+      expect(a.status).toBe(204);
+      acked++;
+    }
+    expect(acked).toBe(2);
+    await first.stop();
+
+    const second = await startNarad({ dataDir: first.dataDir });
+    try {
+      const scraped = await (await fetch(`${second.url}/metrics`)).text();
+      const line = scraped
+        .split("\n")
+        .find((l) => l.startsWith("narad_consumer_lag_messages{") && l.includes('group="g"'));
+      expect(
+        line,
+        scraped
+          .split("\n")
+          .filter((l) => l.includes("consumer_lag"))
+          .join("\n"),
+      ).toBeDefined();
+      expect(Number(line!.slice(line!.lastIndexOf(" ") + 1))).toBe(4);
+    } finally {
+      await second.stop();
+    }
+  });
+});

@@ -24,7 +24,7 @@ import { WaiterSet } from "./waiters.ts";
 export interface ConsumerManagerOptions {
   dataDir: string;
   logs: { get(topic: string, partition: number): Promise<PartitionLog> };
-  metastore: Pick<Metastore, "getTopic" | "onChange">;
+  metastore: Pick<Metastore, "getTopic" | "listTopics" | "onChange">;
   nowMs: () => number;
   logger: Logger;
   metrics?: Pick<
@@ -137,13 +137,19 @@ export class ConsumerManager {
   #closing = false;
   /** "topic/partition" frozen by a partition move: no lease taken or settled there. */
   readonly #frozen = new Set<string>();
+  /** Opening, once, the queues of groups known only from their frontier files (after a restart). */
+  #storedGroupsOpened: Promise<void> | undefined;
 
   constructor(o: ConsumerManagerOptions) {
     this.#o = o;
     this.#waiters = new WaiterSet(o.maxWaiters);
     this.#newEpoch = o.newEpoch ?? (() => randomBytes(6).toString("hex"));
     o.metastore.onChange(() => this.#dropChangedTopics());
-    o.metrics?.onConsumerScrape(() => this.#refreshGauges());
+    o.metrics?.onConsumerScrape(async () => {
+      this.#storedGroupsOpened ??= this.#openStoredGroups();
+      await this.#storedGroupsOpened;
+      this.#refreshGauges();
+    });
   }
 
   start(): void {
@@ -506,6 +512,30 @@ export class ConsumerManager {
       this.#dropEntry(entry);
       this.#topics.delete(name);
       this.#waiters.wakeTopic(name);
+    }
+  }
+
+  /**
+   * The gauges cover open queues; after a restart a group that nobody has
+   * consumed from yet exists only as frontier files, and its lag would have
+   * no series while the groups API reports it. The first scrape opens those
+   * queues (what a groups listing does), so lag shows from the first scrape.
+   */
+  async #openStoredGroups(): Promise<void> {
+    for (const topic of this.#o.metastore.listTopics()) {
+      for (let p = 0; p < topic.partitions; p++) {
+        if (this.#closing) return;
+        const groups = await listFrontierGroups(this.#partitionDir(topic.name, p)).catch(() => []);
+        for (const g of groups) {
+          if (!this.validGroup(g)) continue;
+          await this.#queue(topic, g, p).catch((err: unknown) =>
+            this.#o.logger.warn(
+              { topic: topic.name, partition: p, group: g, err },
+              "opening a stored group failed",
+            ),
+          );
+        }
+      }
     }
   }
 
