@@ -43,6 +43,17 @@ module.exports = {
       to: { path: "^broker/src/http/" },
     },
     {
+      name: "dispatch-transport-behind-destinations",
+      comment:
+        "The dispatcher sees owners through the Destinations port (dispatch/types.ts); only its cluster adapter knows the RPC.",
+      severity: "error",
+      from: {
+        path: "^broker/src/dispatch/",
+        pathNot: "^broker/src/dispatch/cluster-destinations(\\.test)?\\.ts$",
+      },
+      to: { path: "^broker/src/rpc/" },
+    },
+    {
       name: "client-standalone",
       comment: "The published client depends on @narad/wire only.",
       severity: "error",

@@ -10,7 +10,7 @@ import { assertTopicIdentity } from "../core/topic-identity.ts";
 import type { CommitResult, PartitionLog } from "../log/types.ts";
 import type { Metastore } from "../meta/types.ts";
 import type { PeerPool } from "../rpc/client.ts";
-import { CommitNotSentError } from "../rpc/status.ts";
+import { CommitNotSentError, commitNeverApplied, isPartitionMoving } from "../rpc/status.ts";
 import type { Destinations } from "./types.ts";
 
 /** Test-only fault injection (never set in production wiring). */
@@ -44,6 +44,10 @@ export function clusterDestinations(d: ClusterDestinationsDeps): Destinations {
       return dest.kind === "owner" ? { ...dest, topicUid: t.uid } : dest;
     },
     partitionCount: (topic) => d.metastore.getTopic(topic)?.partitions ?? 0,
+    describeFailure: (err) => ({
+      applied: commitNeverApplied(err) ? "no" : "maybe",
+      moving: isPartitionMoving(err),
+    }),
     async commit(nodeId, topic, partition, records, deadlineMs) {
       if (nodeId === d.nodeId) {
         // The local owner's view is this node's metastore replica: checked

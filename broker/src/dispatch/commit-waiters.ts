@@ -141,6 +141,7 @@ export function withCommitWaiters(
     resolve: (t, p, uid) => d.resolve(t, p, uid),
     partitionCount: (t) => d.partitionCount(t),
     confirmTopicDeleted: (t, uid) => d.confirmTopicDeleted(t, uid),
+    describeFailure: (err) => d.describeFailure(err),
     async commit(nodeId, topic, partition, records, deadlineMs) {
       const result: CommitResult = await d.commit(nodeId, topic, partition, records, deadlineMs);
       const outcomes = result.outcomes;

@@ -37,7 +37,6 @@ import {
   mergeBySeq,
   nextFailures,
   planDispatch,
-  recordsToPark,
   type SeqRange,
   type SkipSet,
   type StalledLane,
@@ -49,9 +48,9 @@ import {
   stalledLanes,
 } from "../core/dispatch-plan.ts";
 import type { WalRecord, WalRecordInput } from "../core/records.ts";
-import { commitNeverApplied, isPartitionMoving } from "../rpc/status.ts";
 import type { IngressWal } from "../wal/types.ts";
 import { commitLanes, type LaneResult } from "./commit-runner.ts";
+import { createDoneSetSaver } from "./done-set-saver.ts";
 import type { DoneSetStore } from "./done-set-store.ts";
 import {
   doubtsOf,
@@ -61,6 +60,7 @@ import {
   pruneInDoubt as pruneLaneDoubts,
 } from "./in-doubt.ts";
 import type { ParkedStore } from "./parked-store.ts";
+import { releaseAndPark } from "./parking.ts";
 import {
   type Destinations,
   type DispatchErrorKind,
@@ -287,15 +287,16 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     const attempted = new Map<string, boolean>();
     for (const r of results) {
       // A partition move's freeze is a hold, not a failing owner: it never counts toward a reroute.
-      const moving = r.failure?.outcome === "error" && isPartitionMoving(r.failure.error);
+      const f = r.failure;
+      const failure = f?.outcome === "error" ? destinations.describeFailure(f.error) : undefined;
+      const moving = failure?.moving === true;
       if (!moving) attempted.set(r.lane.key, r.ok);
       seqs.push(...r.committedSeqs);
       st.committedRecords += r.appended;
       if (r.appended + r.duplicates > 0) metrics.committed(r.appended, r.duplicates);
       if (r.fenced > 0) metrics.fenced?.(r.fenced);
       // A refusal or no connection is an answer; a timeout, an abort or any other error leaves the batch in doubt.
-      const f = r.failure;
-      if (f !== undefined && !(f.outcome === "error" && commitNeverApplied(f.error)))
+      if (f !== undefined && failure?.applied !== "no")
         markInDoubt(r.lane.topic, r.lane.partition, f.seqs ?? []);
       if (r.failure === undefined || r.failure.outcome === "aborted") continue;
       failed = true;
@@ -374,56 +375,23 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     metrics.lagSeconds(lagMs / 1000);
   }
 
-  /**
-   * Forgets parked records that are done now, then parks what this pass
-   * left undone if its read could not reach the WAL's end. Resolves the WAL
-   * seqs parked: durable in the parked store, so they count as done for the
-   * checkpoint (never before park() resolved).
-   */
-  async function parkAndRelease(
+  /** Parks what a pass left undone past a stalled lane (parking.ts); resolves the seqs parked. */
+  async function park(
     stoppedBy: Awaited<ReturnType<typeof readWindow>>["stoppedBy"],
     records: readonly WalRecord[],
     doneSeqs: readonly number[],
   ): Promise<number[]> {
     if (parked === undefined) return [];
-    const releasable = doneSeqs.filter((s) => parked.has(s));
-    if (releasable.length > 0) {
-      try {
-        await parked.release(releasable);
-      } catch (err) {
-        // The records are done; a file left behind only re-sends them after a restart (deduped).
-        logger.warn({ err, records: releasable.length }, "could not delete a parked file");
-      }
-    }
-    const done = new Set(doneSeqs);
-    const toPark = recordsToPark({
+    const out = await releaseAndPark(parked, logger, {
       stoppedBy,
       records,
-      isDone: (s) => done.has(s),
-      isParked: (s) => parked.has(s),
+      doneSeqs,
+      aborted: abort.signal.aborted,
     });
+    st.parkRefusedRecords += out.refusedRecords;
+    if (out.failed) countError("park");
     st.parkedRecords = parked.size;
-    if (toPark.length === 0 || abort.signal.aborted) return [];
-    let bytes = 0;
-    for (const r of toPark) bytes += r.key.length + r.payload.length;
-    if (!parked.hasRoom(bytes)) {
-      st.parkRefusedRecords += toPark.length;
-      logger.warn(
-        { records: toPark.length, parkedBytes: parked.bytes },
-        "parked store full; stuck records stay in the WAL (dispatch reaches only the lookahead past them)",
-      );
-      return [];
-    }
-    try {
-      await parked.park(toPark);
-    } catch (err) {
-      countError("park");
-      logger.error({ err, records: toPark.length }, "parking records failed; they stay in the WAL");
-      return [];
-    }
-    st.parkedRecords = parked.size;
-    logger.info({ records: toPark.length, parked: parked.size }, "parked records of stalled lanes");
-    return toPark.map((r) => r.seq);
+    return out.parkedSeqs;
   }
 
   function reportStalled(
@@ -450,6 +418,23 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       parked?.size ?? 0,
     );
   }
+
+  const doneSetSaver =
+    deps.doneSet === undefined
+      ? undefined
+      : createDoneSetSaver({
+          store: deps.doneSet,
+          intervalMs: o.doneSetSaveIntervalMs ?? 250,
+          maxRanges: o.doneSetMaxRanges ?? 50_000,
+          nowMs,
+          // Parked seqs are left out: they are done only while the parked store keeps them,
+          // and at open it gives back to the WAL those the WAL holds from its checkpoint.
+          snapshot: () => skipWithout(skip, parked?.records() ?? []),
+          onError: (err) => {
+            countError("done-set");
+            logger.warn({ err }, "could not save the dispatch done-set");
+          },
+        });
 
   async function pass(): Promise<PassOutcome> {
     const cp = checkpoint;
@@ -498,7 +483,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     const deleted = await confirmDeletions(plan);
 
     const doneSeqs = [...committed.seqs, ...rerouted, ...deleted.seqs];
-    const parkedNow = await parkAndRelease(read.stoppedBy, records, doneSeqs);
+    const parkedNow = await park(read.stoppedBy, records, doneSeqs);
     const doneRanges: SeqRange[] = [...read.absent, ...seqsToRanges([...doneSeqs, ...parkedNow])];
     skip = skipAddRanges(skip, doneRanges);
     windowRecords = plan.nextWindowRecords;
@@ -507,7 +492,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
 
     const next = advanceCheckpoint(cp, skip);
     // Needed only while done seqs sit above the checkpoint; saved in the background.
-    if (doneRanges.length > 0 && next.skip.length > 0) requestDoneSetSave();
+    if (doneRanges.length > 0 && next.skip.length > 0) doneSetSaver?.request();
     if (next.checkpoint > cp) {
       try {
         await wal.setCheckpoint(next.checkpoint);
@@ -523,57 +508,6 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     const done = doneSeqs.length + parkedNow.length;
     const failed = committed.failed || deleted.failed || (plan.reroutes.length > 0 && rerouted.length === 0);
     return { records: read.records.length, done, failed };
-  }
-
-  // The done-set is saved off the pass, at most once per interval: a save is
-  // three syncs and a rewrite of every range (one per done record when a held
-  // lane interleaves with healthy ones), which per pass cut the pass rate of a
-  // node with one held partition several-fold. What is not saved yet is only
-  // re-dispatched after a crash (duplicates at worst, never loss).
-  const doneSetIntervalMs = o.doneSetSaveIntervalMs ?? 250;
-  const doneSetMaxRanges = o.doneSetMaxRanges ?? 50_000;
-  let doneSetDirty = false;
-  let doneSetSaver: Promise<void> | undefined;
-  let doneSetLastMs = Number.NEGATIVE_INFINITY;
-  let doneSetWake: (() => void) | undefined;
-
-  function requestDoneSetSave(): void {
-    const store = deps.doneSet;
-    if (store === undefined) return;
-    doneSetDirty = true;
-    doneSetSaver ??= saveDoneSets(store).finally(() => {
-      doneSetSaver = undefined;
-    });
-  }
-
-  async function saveDoneSets(store: DoneSetStore): Promise<void> {
-    while (doneSetDirty && running) {
-      const waitMs = doneSetLastMs + doneSetIntervalMs - nowMs();
-      if (waitMs > 0) {
-        await new Promise<void>((resolve) => {
-          const t = setTimeout(resolve, waitMs);
-          t.unref();
-          doneSetWake = () => {
-            clearTimeout(t);
-            resolve();
-          };
-        });
-        doneSetWake = undefined;
-        if (!running) return;
-      }
-      doneSetDirty = false;
-      // Parked seqs are left out: they are done only while the parked store keeps them,
-      // and at open it gives back to the WAL those the WAL holds from its checkpoint.
-      const snapshot = skipWithout(skip, parked?.records() ?? []).slice(0, doneSetMaxRanges);
-      try {
-        await store.save(snapshot);
-      } catch (err) {
-        // Memory still knows; a crash now only re-dispatches them (duplicates at worst).
-        countError("done-set");
-        logger.warn({ err }, "could not save the dispatch done-set");
-      }
-      doneSetLastMs = nowMs();
-    }
   }
 
   function classify(out: PassOutcome): Next {
@@ -622,6 +556,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         listening = true;
       }
       running = true;
+      doneSetSaver?.resume();
       abort = new AbortController();
       checkpoint = Math.max(checkpoint, wal.stats().checkpoint);
       loopDone = loop();
@@ -632,9 +567,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       running = false;
       abort.abort();
       sleeper?.wake();
-      doneSetWake?.();
+      const saverStopped = doneSetSaver?.stop();
       await loopDone;
-      await doneSetSaver;
+      await saverStopped;
       for (const w of drainWaiters) {
         clearTimeout(w.timer);
         w.resolve(pending() === 0);

@@ -46,6 +46,24 @@ export interface Destinations {
    * are discarded only on true; false or a throw keeps them for the next pass.
    */
   confirmTopicDeleted(topic: string, topicUid?: string): Promise<boolean>;
+  /**
+   * What a failed commit() means, which only the transport can tell: whether
+   * the records may have reached the owner's log (in doubt) and whether a
+   * partition move's freeze caused it.
+   */
+  describeFailure(err: unknown): CommitFailure;
+}
+
+/** How a failed commit stands (Destinations.describeFailure). */
+export interface CommitFailure {
+  /**
+   * "no": nothing can have reached the owner's log (a refusal it answered,
+   * no connection, a move's freeze); "maybe": a timeout, a dropped
+   * connection, an internal error or a partial success: it may have.
+   */
+  applied: "no" | "maybe";
+  /** A partition move holds the partition: a brief expected hold, not a failing owner. */
+  moving: boolean;
 }
 
 /** The pino methods the dispatcher uses (a pino Logger satisfies it). */

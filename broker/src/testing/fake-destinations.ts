@@ -133,6 +133,13 @@ export function createFakeDestinations(localNodeId = "n0"): FakeDestinations {
       return Promise.resolve(apply(logOf(topic, partition), copy));
     },
 
+    describeFailure(err) {
+      // As rpc/status.ts judges the errors commit() raises above.
+      const code = (err as { code?: unknown } | null)?.code;
+      if (code === "PARTITION_FROZEN") return { applied: "no", moving: true };
+      return { applied: code === grpcFailedPrecondition ? "no" : "maybe", moving: false };
+    },
+
     async confirmTopicDeleted(topic) {
       d.confirmCalls.push(topic);
       if (d.confirmDeletion === "throw") throw new Error("fake: API server unreachable");
