@@ -64,11 +64,14 @@ export function parseArgs(argv: readonly string[]): Parsed {
       positionals.push(arg);
       continue;
     }
-    const eq = arg.indexOf("=");
-    const flag = eq > 0 ? arg.slice(0, eq) : arg;
+    // kubectl's short forms with the value attached: -ojson, -nshop.
+    const attached = /^-[no][^=]/.test(arg);
+    const eq = attached ? -1 : arg.indexOf("=");
+    const flag = attached ? arg.slice(0, 2) : eq > 0 ? arg.slice(0, eq) : arg;
     if (flag in VALUE_FLAGS) {
       let value: string | undefined;
-      if (eq > 0) value = arg.slice(eq + 1);
+      if (attached) value = arg.slice(2);
+      else if (eq > 0) value = arg.slice(eq + 1);
       else {
         value = argv[i + 1];
         i++;

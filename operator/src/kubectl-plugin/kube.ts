@@ -17,6 +17,7 @@ import { API_GROUP, API_VERSION, CLUSTER_PLURAL } from "../constants.ts";
 import { apiMessage, httpStatus } from "../kube/api.ts";
 import { selectorString } from "../specs/labels.ts";
 import type { Connection } from "./args.ts";
+import { PluginError } from "./errors.ts";
 
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
@@ -38,9 +39,6 @@ export function loadKubeConfig(connection: Connection): { kc: KubeConfig; namesp
   const fromContext = kc.getContextObject(kc.getCurrentContext())?.namespace;
   return { kc, namespace: connection.namespace ?? (fromContext || "default") };
 }
-
-/** A failure to report on one line and exit 1. */
-export class PluginError extends Error {}
 
 export class PluginKube {
   readonly #kc: KubeConfig;

@@ -2,14 +2,14 @@
 // (0 done, 1 failed, 2 usage). The decisions and formats live in the pure
 // modules beside this one; this file wires them to kube.ts.
 
-import { dump } from "js-yaml";
 import { BROKER_HTTP_PORT } from "../constants.ts";
 import { OPERATOR_VERSION } from "../install/install.ts";
 import { apiMessage } from "../kube/api.ts";
 import { actionMessage, actionPatch, choosePod } from "./actions.ts";
 import { type Command, parseArgs } from "./args.ts";
 import { connectionInfo, renderCredentials, usersSecretToRead } from "./credentials.ts";
-import { loadKubeConfig, PluginError, PluginKube } from "./kube.ts";
+import { PluginError } from "./errors.ts";
+import type { PluginKube } from "./kube.ts";
 import { renderStatus, statusView } from "./status-view.ts";
 import { usageOf } from "./usage.ts";
 
@@ -38,6 +38,9 @@ export async function runPlugin(argv: readonly string[], io: PluginIo): Promise<
     }
     case "run":
       try {
+        // Loaded only to run a command: client-node takes seconds to import
+        // on a busy machine, which --help and usage errors need not wait for.
+        const { loadKubeConfig, PluginKube } = await import("./kube.ts");
         const { kc, namespace } = loadKubeConfig(parsed.connection);
         return await execute(parsed.command, new PluginKube(kc), namespace, io);
       } catch (err) {
@@ -53,8 +56,10 @@ async function execute(command: Command, kube: PluginKube, namespace: string, io
       const cluster = await kube.cluster(namespace, command.cluster);
       const view = statusView(cluster, await kube.pods(namespace, command.cluster));
       if (command.output === "json") io.out(`${JSON.stringify(view, null, 2)}\n`);
-      else if (command.output === "yaml") io.out(dump(view, { noRefs: true, lineWidth: -1 }));
-      else io.out(renderStatus(view, io.now().getTime()));
+      else if (command.output === "yaml") {
+        const { dump } = await import("js-yaml");
+        io.out(dump(view, { noRefs: true, lineWidth: -1 }));
+      } else io.out(renderStatus(view, io.now().getTime()));
       return 0;
     }
     case "restart":

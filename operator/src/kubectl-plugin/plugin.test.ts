@@ -37,6 +37,14 @@ describe("parseArgs", () => {
       command: { name: "status", cluster: "demo", output: "yaml" },
       connection: { namespace: "shop", context: "kind", kubeconfig: "/k" },
     });
+    expect(parseArgs(["status", "demo", "-ojson", "-nshop"])).toMatchObject({
+      command: { output: "json" },
+      connection: { namespace: "shop" },
+    });
+    expect(parseArgs(["status", "demo", "-o=yaml", "-n=x"])).toMatchObject({
+      command: { output: "yaml" },
+      connection: { namespace: "x" },
+    });
     expect(parseArgs(["credentials", "demo", "--json", "--namespace=x"])).toEqual({
       kind: "run",
       command: { name: "credentials", cluster: "demo", json: true },

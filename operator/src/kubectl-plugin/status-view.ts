@@ -61,43 +61,59 @@ export function statusView(cluster: NaradCluster, pods: readonly V1Pod[]): Statu
   const spec = withClusterDefaults(cluster.spec ?? {});
   const status = cluster.status ?? {};
   const byName = new Map(pods.map((p) => [p.metadata?.name ?? "", p]));
+  const scale = status.scale;
+  // Built in reading order (json/yaml keep it); absent fields stay absent.
   const view: StatusView = {
     name: cluster.metadata.name ?? "",
     namespace: cluster.metadata.namespace ?? "",
-    replicas: { spec: spec.replicas },
+    ...defined("generation", cluster.metadata.generation),
+    ...defined("observedGeneration", status.observedGeneration),
+    ...defined("phase", status.phase),
+    replicas: {
+      spec: spec.replicas,
+      ...defined("pods", status.replicas),
+      ...defined("ready", status.readyReplicas),
+    },
     image: spec.image,
+    ...defined("currentRevision", status.currentRevision),
+    ...defined("updateRevision", status.updateRevision),
+    ...defined("membershipEpoch", status.membershipEpoch),
     conditions: status.conditions ?? [],
     members: (status.members ?? []).map((m) => {
-      const member: MemberView = { id: m.id, state: m.state, since: m.since, pod: m.pod };
       const pod = byName.get(m.pod);
-      if (pod !== undefined) member.ready = podReady(pod);
-      const node = pod?.spec?.nodeName;
-      if (node !== undefined) member.node = node;
-      if (m.address !== undefined) member.address = m.address;
-      if (m.walPendingRecords !== undefined) member.walPendingRecords = m.walPendingRecords;
-      if (m.revision !== undefined) member.revision = m.revision;
-      return member;
+      return {
+        id: m.id,
+        state: m.state,
+        since: m.since,
+        pod: m.pod,
+        ...defined("ready", pod === undefined ? undefined : podReady(pod)),
+        ...defined("node", pod?.spec?.nodeName),
+        ...defined("address", m.address),
+        ...defined("walPendingRecords", m.walPendingRecords),
+        ...defined("revision", m.revision),
+      };
     }),
+    ...defined("roll", status.roll),
+    ...defined(
+      "scale",
+      scale === undefined
+        ? undefined
+        : {
+            ...defined("decommissioning", scale.decommissioning),
+            ...defined("movesDone", scale.movesDone),
+            ...defined("rebalanceHandled", scale.rebalanceHandled),
+            moves: scale.moves ?? [],
+            moveRetries: scale.moveRetries ?? [],
+          },
+    ),
+    ...defined("drainCancel", status.drainCancel),
   };
-  if (cluster.metadata.generation !== undefined) view.generation = cluster.metadata.generation;
-  if (status.observedGeneration !== undefined) view.observedGeneration = status.observedGeneration;
-  if (status.phase !== undefined) view.phase = status.phase;
-  if (status.replicas !== undefined) view.replicas.pods = status.replicas;
-  if (status.readyReplicas !== undefined) view.replicas.ready = status.readyReplicas;
-  if (status.currentRevision !== undefined) view.currentRevision = status.currentRevision;
-  if (status.updateRevision !== undefined) view.updateRevision = status.updateRevision;
-  if (status.membershipEpoch !== undefined) view.membershipEpoch = status.membershipEpoch;
-  if (status.roll !== undefined) view.roll = status.roll;
-  if (status.drainCancel !== undefined) view.drainCancel = status.drainCancel;
-  const scale = status.scale;
-  if (scale !== undefined) {
-    const s: ScaleView = { moves: scale.moves ?? [], moveRetries: scale.moveRetries ?? [] };
-    if (scale.decommissioning !== undefined) s.decommissioning = scale.decommissioning;
-    if (scale.movesDone !== undefined) s.movesDone = scale.movesDone;
-    if (scale.rebalanceHandled !== undefined) s.rebalanceHandled = scale.rebalanceHandled;
-    view.scale = s;
-  }
   return view;
+}
+
+/** { key: value }, or nothing when the value is undefined (so the key stays absent). */
+function defined<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
+  return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
 }
 
 export function podReady(pod: V1Pod): boolean {
@@ -189,7 +205,7 @@ export function renderStatus(view: StatusView, nowMs: number): string {
       lines.push(
         ...indent(
           table(
-            ["TOPIC", "PARTITION", "FROM", "TO", "STATE", "STARTED", "PROGRESS", "NOTE"],
+            ["TOPIC", "PARTITION", "FROM", "TO", "STATE", "STARTED", "LAST PROGRESS", "NOTE"],
             s.moves.map((m) => [
               m.topic,
               String(m.partition),
