@@ -345,6 +345,24 @@ describe("kubectl narad restart and rebalance", () => {
     expect(json).toMatchObject({ phase: "Scaling", replicas: { spec: 2 } });
   });
 
+  it("restart of a cluster whose rollout is paused says the pods wait for it", async () => {
+    await kubectl([
+      "patch",
+      "naradcluster",
+      "open",
+      "-n",
+      NS,
+      "--type=merge",
+      "-p",
+      '{"spec":{"rollout":{"paused":true}}}',
+    ]);
+    const r = await plugin(["restart", "open", "-n", NS]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(
+      /^naradcluster shop\/open annotated narad\.dev\/restartedAt=\S+: .+\nnote: spec\.rollout\.paused is true: no pod restarts until the rollout is unpaused\n$/,
+    );
+  });
+
   it("rebalance sets narad.dev/rebalance and leaves restartedAt alone", async () => {
     const restartedAt = (await annotations("demo"))["narad.dev/restartedAt"];
     const r = await plugin(["rebalance", "demo", "-n", NS]);

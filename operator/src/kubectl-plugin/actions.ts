@@ -27,14 +27,21 @@ export function actionPatch(
   return { metadata: { annotations: { [ACTION_ANNOTATION[action]]: now.toISOString() } } };
 }
 
-/** What the command prints once the annotation is written. */
-export function actionMessage(action: ActionName, namespace: string, cluster: string, value: string): string {
+/** What the command prints once the annotation is written, from the cluster as the patch returned it. */
+export function actionMessage(action: ActionName, cluster: NaradCluster): string {
   const key = ACTION_ANNOTATION[action];
+  const value = cluster.metadata.annotations?.[key] ?? "";
   const then =
     action === "restart"
       ? "the operator restarts the brokers one at a time, each drained first"
       : "the operator rebalances partitions once every member is Active and no roll runs";
-  return `naradcluster ${namespace}/${cluster} annotated ${key}=${value}: ${then}\n`;
+  const lines = [
+    `naradcluster ${cluster.metadata.namespace}/${cluster.metadata.name} annotated ${key}=${value}: ${then}`,
+  ];
+  // The roll waits for spec.rollout.paused; say so rather than let the user wonder.
+  if (action === "restart" && cluster.spec?.rollout?.paused === true)
+    lines.push("note: spec.rollout.paused is true: no pod restarts until the rollout is unpaused");
+  return `${lines.join("\n")}\n`;
 }
 
 export type PodChoice = { ok: true; pod: string } | { ok: false; error: string };

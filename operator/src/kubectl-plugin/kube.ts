@@ -1,7 +1,9 @@
 // The plugin's Kubernetes I/O, kept thin: the kubeconfig read as kubectl
 // reads it, a few GETs and one merge patch, and the port-forward listener.
 
+import { existsSync } from "node:fs";
 import { createServer, type Server } from "node:net";
+import { delimiter } from "node:path";
 import {
   CoreV1Api,
   CustomObjectsApi,
@@ -18,19 +20,36 @@ import { apiMessage, httpStatus } from "../kube/api.ts";
 import { selectorString } from "../specs/labels.ts";
 import type { Connection } from "./args.ts";
 import { PluginError } from "./errors.ts";
+import { kubeconfigPaths, mergeKubeconfigs } from "./kubeconfig.ts";
 
 const mergePatch = setHeaderOptions("Content-Type", PatchStrategy.MergePatch);
 
 /**
- * --kubeconfig FILE, else $KUBECONFIG (a list of files, merged) or
- * ~/.kube/config or the in-cluster account (client-node's loadFromDefault);
- * --context switches the context; the namespace is -n, else the context's,
- * else "default".
+ * --kubeconfig FILE, else $KUBECONFIG (a list of files merged as kubectl
+ * merges them, kubeconfig.ts), else ~/.kube/config or the in-cluster account
+ * (client-node's loadFromDefault); --context switches the context; the
+ * namespace is -n, else the context's, else "default".
  */
-export function loadKubeConfig(connection: Connection): { kc: KubeConfig; namespace: string } {
+export function loadKubeConfig(
+  connection: Connection,
+  env: NodeJS.ProcessEnv = process.env,
+): { kc: KubeConfig; namespace: string } {
   const kc = new KubeConfig();
+  const listed = kubeconfigPaths(env.KUBECONFIG ?? "", delimiter);
   if (connection.kubeconfig !== undefined) kc.loadFromFile(connection.kubeconfig);
-  else kc.loadFromDefault();
+  else if (listed.length > 0) {
+    const files = listed.filter((file) => existsSync(file));
+    if (files.length === 0) throw new PluginError(`no file of KUBECONFIG exists (${listed.join(delimiter)})`);
+    kc.loadFromOptions(
+      mergeKubeconfigs(
+        files.map((file) => {
+          const one = new KubeConfig();
+          one.loadFromFile(file); // also makes its relative paths absolute
+          return one;
+        }),
+      ),
+    );
+  } else kc.loadFromDefault();
   if (connection.context !== undefined) {
     if (kc.getContextObject(connection.context) === null)
       throw new PluginError(`context "${connection.context}" not found in the kubeconfig`);

@@ -64,10 +64,12 @@ async function execute(command: Command, kube: PluginKube, namespace: string, io
     }
     case "restart":
     case "rebalance": {
-      const patch = actionPatch(command.name, io.now());
-      await kube.patchCluster(namespace, command.cluster, patch);
-      const value = Object.values(patch.metadata.annotations)[0] ?? "";
-      io.out(actionMessage(command.name, namespace, command.cluster, value));
+      const patched = await kube.patchCluster(
+        namespace,
+        command.cluster,
+        actionPatch(command.name, io.now()),
+      );
+      io.out(actionMessage(command.name, patched));
       return 0;
     }
     case "credentials": {

@@ -265,9 +265,17 @@ describe("restart and rebalance", () => {
     expect(actionPatch("rebalance", now)).toEqual({
       metadata: { annotations: { "narad.dev/rebalance": "2026-03-01T12:00:00.123Z" } },
     });
-    expect(actionMessage("restart", "shop", "demo", "t")).toBe(
+    const annotated = cluster({
+      metadata: { name: "demo", namespace: "shop", annotations: { "narad.dev/restartedAt": "t" } },
+    });
+    expect(actionMessage("restart", annotated)).toBe(
       "naradcluster shop/demo annotated narad.dev/restartedAt=t: the operator restarts the brokers one at a time, each drained first\n",
     );
+    const paused = { ...annotated, spec: { rollout: { paused: true } } };
+    expect(actionMessage("restart", paused)).toMatch(
+      /\nnote: spec.rollout.paused is true: no pod restarts until the rollout is unpaused\n$/,
+    );
+    expect(actionMessage("rebalance", paused)).not.toContain("paused");
   });
 });
 
