@@ -55,6 +55,9 @@ describe("loadKubeConfig", () => {
     expect(plain.kc.getCurrentCluster()?.caFile).toBe(join(dir, "ca.crt")); // relative to the file
     expect(loadKubeConfig({ kubeconfig: a, namespace: "x" }, {}).namespace).toBe("x");
     expect(loadKubeConfig({ kubeconfig: a, context: "dev" }, {}).namespace).toBe("default");
+    expect(() => loadKubeConfig({ kubeconfig: join(dir, "absent.yaml") }, {})).toThrow(
+      new RegExp(`^reading kubeconfig ${join(dir, "absent.yaml")}: ENOENT`),
+    );
     expect(() => loadKubeConfig({ kubeconfig: a, context: "nope" }, {})).toThrow(
       new PluginError('context "nope" not found in the kubeconfig'),
     );

@@ -36,7 +36,7 @@ export function loadKubeConfig(
 ): { kc: KubeConfig; namespace: string } {
   const kc = new KubeConfig();
   const listed = kubeconfigPaths(env.KUBECONFIG ?? "", delimiter);
-  if (connection.kubeconfig !== undefined) kc.loadFromFile(connection.kubeconfig);
+  if (connection.kubeconfig !== undefined) loadFile(kc, connection.kubeconfig);
   else if (listed.length > 0) {
     const files = listed.filter((file) => existsSync(file));
     if (files.length === 0) throw new PluginError(`no file of KUBECONFIG exists (${listed.join(delimiter)})`);
@@ -44,7 +44,7 @@ export function loadKubeConfig(
       mergeKubeconfigs(
         files.map((file) => {
           const one = new KubeConfig();
-          one.loadFromFile(file); // also makes its relative paths absolute
+          loadFile(one, file);
           return one;
         }),
       ),
@@ -57,6 +57,15 @@ export function loadKubeConfig(
   }
   const fromContext = kc.getContextObject(kc.getCurrentContext())?.namespace;
   return { kc, namespace: connection.namespace ?? (fromContext || "default") };
+}
+
+/** loadFromFile (which also makes the file's relative paths absolute), failures named by file. */
+function loadFile(kc: KubeConfig, file: string): void {
+  try {
+    kc.loadFromFile(file);
+  } catch (err) {
+    throw new PluginError(`reading kubeconfig ${file}: ${err instanceof Error ? err.message : String(err)}`);
+  }
 }
 
 export class PluginKube {
