@@ -111,8 +111,10 @@ describe("packed tarballs", () => {
       expect.arrayContaining([
         "bin/narad.js",
         "bin/narad-operator.js",
+        "bin/kubectl-narad.js",
         "dist/broker/src/entry.js",
         "dist/operator/src/entry.js",
+        "dist/operator/src/kubectl-plugin/entry.js",
         "dist/proto/narad/v1/cluster.proto",
         "LICENSE",
       ]),
@@ -189,6 +191,27 @@ describe("installed from tarballs", () => {
       operator.kill("SIGTERM");
       await exited;
     }
+  });
+
+  it("kubectl-narad (the kubectl plugin) runs from the installed package", async () => {
+    const bin = join(app, "node_modules/.bin/kubectl-narad");
+    const version = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")).version as string;
+    const { stdout } = await run(bin, ["--version"], { cwd: app, env });
+    expect(stdout).toBe(`kubectl-narad ${version}\n`);
+    // A command loads client-node and the kubeconfig: no API server listens here, so it fails with exit 1.
+    const kubeconfig = join(work, "kubeconfig-plugin");
+    writeFileSync(
+      kubeconfig,
+      "apiVersion: v1\nkind: Config\nclusters: [{name: none, cluster: {server: 'http://127.0.0.1:1'}}]\n" +
+        "users: [{name: none, user: {}}]\ncontexts: [{name: none, context: {cluster: none, user: none}}]\ncurrent-context: none\n",
+    );
+    const failed = await run(bin, ["status", "demo", "--kubeconfig", kubeconfig], { cwd: app, env }).catch(
+      (err: { code?: number; stderr?: string }) => err,
+    );
+    expect(failed).toMatchObject({
+      code: 1,
+      stderr: expect.stringMatching(/^error: reading naradcluster default\/demo: /),
+    });
   });
 
   it("plain JavaScript imports @narad/client and @narad/wire, produces and consumes", async () => {

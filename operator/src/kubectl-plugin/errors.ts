@@ -1,0 +1,2 @@
+/** A failure the plugin reports on one line ("error: ...") before exiting 1. */
+export class PluginError extends Error {}
