@@ -1,6 +1,6 @@
 // The `narad` client commands as child processes against a real broker.
 
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -62,6 +62,10 @@ function narad_(
 async function topicNames(): Promise<string[]> {
   const r = await fetch(`${narad.url}/v1/topics`);
   return ((await r.json()) as { topics: Array<{ name: string }> }).topics.map((t) => t.name);
+}
+
+function onPath(command: string): boolean {
+  return spawnSync("sh", ["-c", `command -v ${command}`]).status === 0;
 }
 
 /** Every object key in a JSON document, at any depth. */
@@ -387,6 +391,23 @@ describe("narad CLI", () => {
     expect(fish.stdout).toContain("complete -c narad -n '__fish_use_subcommand' -a 'topic'");
     expect(fish.stdout).toContain("-l partitions -r");
     expect((await narad_(["completion", "ksh"], { url: false })).code).toBe(2);
+  });
+
+  // Where zsh and fish are installed, their scripts parse, and fish completes from its script.
+  it.skipIf(!onPath("fish") || !onPath("zsh"))("zsh and fish scripts load in their shells", async () => {
+    const zshScript = join(configDir, "_narad");
+    writeFileSync(zshScript, (await narad_(["completion", "zsh"], { url: false })).stdout);
+    expect(spawnSync("zsh", ["-n", zshScript]).status).toBe(0);
+    const fishScript = join(configDir, "narad.fish");
+    writeFileSync(fishScript, (await narad_(["completion", "fish"], { url: false })).stdout);
+    const fish = (line: string) =>
+      spawnSync("fish", ["--no-config", "-c", `source ${fishScript}; complete -C ${JSON.stringify(line)}`], {
+        encoding: "utf8",
+        env: { ...process.env, HOME: configDir },
+      }).stdout;
+    expect(fish("narad to")).toMatch(/^topic\t/);
+    expect(fish("narad topic add x --re")).toContain("--retention-ms");
+    expect(fish("narad serve --data")).toMatch(/^--data-dir/);
   });
 
   it("--json output uses snake_case keys in every command", async () => {
