@@ -72,7 +72,7 @@ const ownOptionsOnly = new WeakSet<Commander>();
 /** A value is a path when its placeholder names one: such options complete file names. */
 const pathPlaceholders = new Set(["PATH", "FILE", "DIR"]);
 
-/** Commander's option for a spec; `attribute` maps commander's camelCase key back to the flag. */
+/** Commander's option for a spec (valuesOf maps its camelCase key back to the flag name). */
 function toOption(flag: string, spec: Options[string]): Option {
   const value = spec.type === "string" ? ` <${spec.value ?? "VALUE"}>` : "";
   const option = new Option(
