@@ -292,6 +292,16 @@ Limits against hostile clients (docs/security.md; a refusal counts in narad_limi
   --dev                       single node on 127.0.0.1 with data under ./data
 `;
 
+/**
+ * Every `narad serve` flag and whether it takes a value: loadConfig parses
+ * exactly these, and the CLI's help and shell completion list them.
+ */
+export const serveFlags: ReadonlyArray<{ name: string; type: "string" | "boolean" }> = [
+  { name: "dev", type: "boolean" },
+  { name: "config", type: "string" },
+  ...Object.keys(settings).map((name) => ({ name, type: "string" as const })),
+];
+
 function parseHostPort(value: string, what: string): { host: string; port: number } {
   const i = value.lastIndexOf(":");
   if (i < 0) throw new ConfigError(`${what} must be HOST:PORT or :PORT, got "${value}"`);
@@ -344,11 +354,7 @@ export function loadConfig(
   hostname: string,
   namespaceFile: string = SERVICE_ACCOUNT_NAMESPACE_FILE,
 ): Config {
-  const options: Record<string, { type: "string" | "boolean" }> = {
-    dev: { type: "boolean" },
-    config: { type: "string" },
-  };
-  for (const name of Object.keys(settings)) options[name] = { type: "string" };
+  const options = Object.fromEntries(serveFlags.map((f) => [f.name, { type: f.type }]));
   let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs({ args: [...argv], options, allowPositionals: false, strict: true });

@@ -7,8 +7,7 @@
 import { hostname } from "node:os";
 import { pino } from "pino";
 import { armEarlyStop, releaseEarlyStop } from "../../packages/runtime/src/early-stop.ts";
-import { cliCommandNames, cliUsage } from "./cli/usage.ts";
-import { ConfigError, loadConfig, usage } from "./config.ts";
+import { ConfigError, loadConfig, serveFlags, usage } from "./config.ts";
 import type { StartBrokerOptions } from "./node.ts";
 import { NARAD_VERSION } from "./version.ts";
 
@@ -50,31 +49,18 @@ async function serve(argv: string[], startOptions: StartBrokerOptions): Promise<
   releaseEarlyStop();
 }
 
+/** `narad serve --help` goes to the CLI, which prints the broker's flags. */
+function startsBroker(command: string | undefined, rest: string[]): boolean {
+  return command === "serve" && !rest.some((a) => a === "--help" || a === "-h");
+}
+
 async function main(argv: string[], startOptions: StartBrokerOptions): Promise<void> {
   const [command, ...rest] = argv;
-  // Client commands (topic, pub, sub, ...) live in cli/ and load only when used.
-  if ((cliCommandNames as readonly string[]).includes(command ?? "")) {
-    const cli = await import("./cli/index.ts");
-    return cli.main(command as string, rest);
-  }
-  switch (command) {
-    case "serve":
-      return serve(rest, startOptions);
-    case undefined:
-    case "help":
-    case "--help":
-    case "-h":
-      process.stdout.write(`${cliUsage}\n${usage}`);
-      return;
-    case "version":
-    case "--version":
-    case "-V":
-      process.stdout.write(`narad ${NARAD_VERSION} (node ${process.version})\n`);
-      return;
-    default:
-      process.stderr.write(`narad: unknown command "${command}"\n\n${cliUsage}`);
-      process.exit(2);
-  }
+  if (startsBroker(command, rest)) return serve(rest, startOptions);
+  // Every other command (topic, pub, help, completion, ...) is the client CLI,
+  // loaded only now: a broker start never loads it (nor commander).
+  const cli = await import("./cli/index.ts");
+  return cli.main(argv, { usage, flags: serveFlags }, `narad ${NARAD_VERSION} (node ${process.version})`);
 }
 
 /**

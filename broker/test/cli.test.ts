@@ -1,10 +1,11 @@
 // The `narad` client commands as child processes against a real broker.
 
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { serveFlags } from "../src/config.ts";
 import { type RunningNarad, repoRoot, startNarad } from "./harness/process.ts";
 
 let narad: RunningNarad;
@@ -26,10 +27,10 @@ interface Result {
   stderr: string;
 }
 
-function narad_(
+function spawnNarad(
   args: string[],
   opts: { stdin?: string | Buffer; env?: NodeJS.ProcessEnv; url?: boolean } = {},
-): Promise<Result> {
+): { child: ChildProcess; result: Promise<Result> } {
   const env: NodeJS.ProcessEnv = { ...process.env, NARAD_CONFIG_DIR: configDir, NARAD_URL: "", ...opts.env };
   if (opts.url !== false && env.NARAD_URL === "") env.NARAD_URL = narad.url;
   const child = spawn(process.execPath, [join(repoRoot, "broker/src/main.ts"), ...args], {
@@ -38,14 +39,41 @@ function narad_(
   });
   let stdout = "";
   let stderr = "";
-  child.stdout.on("data", (d: Buffer) => {
+  child.stdout?.on("data", (d: Buffer) => {
     stdout += d.toString();
   });
-  child.stderr.on("data", (d: Buffer) => {
+  child.stderr?.on("data", (d: Buffer) => {
     stderr += d.toString();
   });
-  child.stdin.end(opts.stdin ?? "");
-  return new Promise((resolve) => child.on("close", (code) => resolve({ code, stdout, stderr })));
+  child.stdin?.end(opts.stdin ?? "");
+  const result = new Promise<Result>((resolve) =>
+    child.on("close", (code) => resolve({ code, stdout, stderr })),
+  );
+  return { child, result };
+}
+
+function narad_(
+  args: string[],
+  opts: { stdin?: string | Buffer; env?: NodeJS.ProcessEnv; url?: boolean } = {},
+): Promise<Result> {
+  return spawnNarad(args, opts).result;
+}
+
+async function topicNames(): Promise<string[]> {
+  const r = await fetch(`${narad.url}/v1/topics`);
+  return ((await r.json()) as { topics: Array<{ name: string }> }).topics.map((t) => t.name);
+}
+
+function onPath(command: string): boolean {
+  return spawnSync("sh", ["-c", `command -v ${command}`]).status === 0;
+}
+
+/** Every object key in a JSON document, at any depth. */
+function allKeys(value: unknown): string[] {
+  if (Array.isArray(value)) return value.flatMap(allKeys);
+  if (value !== null && typeof value === "object")
+    return Object.entries(value).flatMap(([k, v]) => [k, ...allKeys(v)]);
+  return [];
 }
 
 describe("narad CLI", () => {
@@ -61,9 +89,9 @@ describe("narad CLI", () => {
     const edit = await narad_(["topic", "edit", "orders", "--partitions", "3"]);
     expect(edit).toMatchObject({ code: 0, stdout: "updated topic orders\n" });
     const info = await narad_(["topic", "info", "orders", "--json"]);
-    const parsed = JSON.parse(info.stdout) as { partitions: number; partitionStats: unknown[] };
+    const parsed = JSON.parse(info.stdout) as { partitions: number; partition_stats: unknown[] };
     expect(parsed.partitions).toBe(3);
-    expect(parsed.partitionStats).toHaveLength(3);
+    expect(parsed.partition_stats).toHaveLength(3);
     const human = await narad_(["topic", "info", "orders"]);
     expect(human.stdout).toMatch(/PARTITION\s+OWNER\s+OLDEST\s+HWM/);
     const dup = await narad_(["topic", "add", "orders"]);
@@ -216,8 +244,10 @@ describe("narad CLI", () => {
     // --context and --url win over the current context.
     const viaContext = await narad_(["cluster", "status", "--context", "local", "--json"], { url: false });
     expect(viaContext.code).toBe(0);
-    const status = JSON.parse(viaContext.stdout) as { brokers: Array<{ state: string; walPending: number }> };
-    expect(status.brokers[0]).toMatchObject({ state: "ready", walPending: expect.any(Number) });
+    const status = JSON.parse(viaContext.stdout) as {
+      brokers: Array<{ state: string; wal_pending: number }>;
+    };
+    expect(status.brokers[0]).toMatchObject({ state: "ready", wal_pending: expect.any(Number) });
     expect((await narad_(["topic", "ls", "--url", narad.url], { url: false })).code).toBe(0);
     const unknown = await narad_(["topic", "ls", "--context", "nope"], { url: false });
     expect(unknown.code).toBe(2);
@@ -236,7 +266,7 @@ describe("narad CLI", () => {
   it("usage errors exit 2 with the usage text", async () => {
     const unknown = await narad_(["frobnicate"]);
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toContain('unknown command "frobnicate"');
+    expect(unknown.stderr).toContain("unknown command 'frobnicate'");
     expect(unknown.stderr).toContain("Usage: narad <command>");
     const badFlag = await narad_(["topic", "ls", "--nope"]);
     expect(badFlag.code).toBe(2);
@@ -260,5 +290,197 @@ describe("narad CLI", () => {
     const human = await narad_(["bench", "--messages", "500"]);
     expect(human.stdout).toMatch(/throughput\s+[\d,]+ msg\/s/);
     expect(human.stdout).toMatch(/latency p99/);
+  });
+  it("per-command --help exits 0 with that command's options only", async () => {
+    const pub = await narad_(["pub", "--help"], { url: false });
+    expect(pub.code).toBe(0);
+    expect(pub.stdout).toMatch(/^Usage: narad pub \[options\] <topic> \[message\]\n/);
+    expect(pub.stdout).toContain("--file <PATH>");
+    expect(pub.stdout).toContain("--url <URL>"); // the global options, listed apart
+    expect(pub.stdout).not.toContain("--idle-ms"); // sub's, not pub's
+    const add = await narad_(["topic", "add", "-h"], { url: false });
+    expect(add.code).toBe(0);
+    expect(add.stdout).toMatch(/^Usage: narad topic add \[options\] <name>\n/);
+    expect(add.stdout).toContain("--visibility-timeout-ms <N>");
+    const group = await narad_(["help", "topic"], { url: false });
+    expect(group.code).toBe(0);
+    for (const sub of ["add", "ls", "info", "edit", "rm"])
+      expect(group.stdout).toMatch(new RegExp(`\\n  ${sub} `));
+    const root = await narad_([], { url: false });
+    expect(root.code).toBe(0);
+    expect(root.stdout).toMatch(/^Usage: narad <command> \[options\]/);
+    expect(root.stdout).toContain("completion <shell>");
+  });
+
+  it("serve --help prints every broker flag config.ts parses and exits 0", async () => {
+    for (const args of [
+      ["serve", "--help"],
+      ["serve", "--dev", "-h"],
+      ["help", "serve"],
+    ]) {
+      const r = await narad_(args, { url: false });
+      expect(r.code).toBe(0);
+      expect(r.stdout).toMatch(/^Usage: narad serve \[--dev\] \[options\]/);
+      for (const flag of serveFlags) expect(r.stdout).toContain(`--${flag.name}`);
+    }
+  });
+
+  it("a mistyped command or option gets a suggestion and exit 2", async () => {
+    const command = await narad_(["topik", "ls"]);
+    expect(command.code).toBe(2);
+    expect(command.stderr).toContain("narad: unknown command 'topik'\n(Did you mean topic?)");
+    expect(command.stdout).toBe("");
+    const sub = await narad_(["topic", "lss"]);
+    expect(sub.code).toBe(2);
+    expect(sub.stderr).toContain("(Did you mean ls?)");
+    const option = await narad_(["topic", "ls", "--jsno"]);
+    expect(option.code).toBe(2);
+    expect(option.stderr).toContain("narad: unknown option '--jsno'\n(Did you mean --json?)");
+    expect(option.stderr).toContain('Run "narad topic ls --help"');
+    const own = await narad_(["pub", "t", "x", "--kye", "k"]);
+    expect(own.code).toBe(2);
+    expect(own.stderr).toContain("(Did you mean --key?)");
+    expect((await narad_(["pub"])).code).toBe(2); // missing <topic>
+    expect((await narad_(["topic", "rm", "a", "b"])).code).toBe(2); // one too many
+  });
+
+  it("completion scripts come from the command tree; bash completes commands and options", async () => {
+    const bash = await narad_(["completion", "bash"], { url: false });
+    expect(bash.code).toBe(0);
+    for (const word of [
+      "topic",
+      "group",
+      "pub",
+      "sub",
+      "replay",
+      "bench",
+      "cluster",
+      "context",
+      "completion",
+    ])
+      expect(bash.stdout).toContain(word);
+    expect(bash.stdout).toContain("complete -o default -F _narad narad");
+    // Run it: what does bash offer after "narad to", "narad topic " and "narad pub t --f"?
+    const script = join(configDir, "narad.bash");
+    writeFileSync(script, bash.stdout);
+    const complete = (words: string[]) =>
+      new Promise<string>((resolve, reject) => {
+        const line = `source ${JSON.stringify(script)}; COMP_WORDS=(${words.map((w) => `'${w}'`).join(" ")}); COMP_CWORD=${words.length - 1}; _narad; echo "\${COMPREPLY[*]}"`;
+        const child = spawn("bash", ["--norc", "-c", line]);
+        let out = "";
+        child.stdout.on("data", (d: Buffer) => {
+          out += d.toString();
+        });
+        child.on("error", reject);
+        child.on("close", () => resolve(out.trim()));
+      });
+    expect(await complete(["narad", "to"])).toBe("topic");
+    expect((await complete(["narad", "topic", ""])).split(" ")).toEqual(
+      expect.arrayContaining(["add", "ls", "info", "edit", "rm", "--json"]),
+    );
+    expect(await complete(["narad", "pub", "t", "--f"])).toBe("--file");
+    expect(await complete(["narad", "--context", "x", "cl"])).toBe("cluster");
+    expect(await complete(["narad", "serve", "--data"])).toBe("--data-dir");
+    expect((await complete(["narad", "completion", ""])).split(" ")).toEqual(
+      expect.arrayContaining(["bash", "zsh", "fish"]),
+    );
+    const zsh = await narad_(["completion", "zsh"], { url: false });
+    expect(zsh.stdout).toMatch(/^#compdef narad\n/);
+    expect(zsh.stdout).toContain("'hash-password:scrypt passwordHash");
+    const fish = await narad_(["completion", "fish"], { url: false });
+    expect(fish.stdout).toContain("complete -c narad -n '__fish_use_subcommand' -a 'topic'");
+    expect(fish.stdout).toContain("-l partitions -r");
+    expect((await narad_(["completion", "ksh"], { url: false })).code).toBe(2);
+  });
+
+  // Where zsh and fish are installed, their scripts parse, and fish completes from its script.
+  it.skipIf(!onPath("fish") || !onPath("zsh"))("zsh and fish scripts load in their shells", async () => {
+    const zshScript = join(configDir, "_narad");
+    writeFileSync(zshScript, (await narad_(["completion", "zsh"], { url: false })).stdout);
+    expect(spawnSync("zsh", ["-n", zshScript]).status).toBe(0);
+    const fishScript = join(configDir, "narad.fish");
+    writeFileSync(fishScript, (await narad_(["completion", "fish"], { url: false })).stdout);
+    const fish = (line: string) =>
+      spawnSync("fish", ["--no-config", "-c", `source ${fishScript}; complete -C ${JSON.stringify(line)}`], {
+        encoding: "utf8",
+        env: { ...process.env, HOME: configDir },
+      }).stdout;
+    expect(fish("narad to")).toMatch(/^topic\t/);
+    expect(fish("narad topic add x --re")).toContain("--retention-ms");
+    expect(fish("narad serve --data")).toMatch(/^--data-dir/);
+  });
+
+  it("--json output uses snake_case keys in every command", async () => {
+    const docs: unknown[] = [];
+    const json = async (args: string[], opts: { url?: boolean } = {}) => {
+      const r = await narad_([...args, "--json"], opts);
+      expect(r.code, `${args.join(" ")}: ${r.stderr}`).toBe(0);
+      const doc = JSON.parse(r.stdout) as unknown;
+      docs.push(doc);
+      return doc;
+    };
+    await json(["topic", "add", "cased", "--partitions", "1"]);
+    await json(["topic", "edit", "cased", "--retention-ms", "60000"]);
+    await json(["pub", "cased", "hello"]);
+    await narad_(["sub", "cased", "--group", "g1", "--peek", "--count", "1", "--idle-ms", "5000"]);
+    const info = (await json(["topic", "info", "cased"])) as Record<string, unknown>;
+    expect(info).toHaveProperty("partition_stats");
+    expect(info).toHaveProperty("visibility_timeout_ms");
+    await json(["topic", "ls"]);
+    const groups = (await json(["group", "ls", "cased"])) as Array<{
+      partitions: Array<Record<string, unknown>>;
+    }>;
+    expect(groups[0]?.partitions[0]).toHaveProperty("in_flight");
+    await json(["group", "describe", "cased", "g1"]);
+    await json(["cluster", "status"]);
+    await json(["context", "ls"], { url: false });
+    expect(await json(["hash-password", "pw"], { url: false })).toHaveProperty("password_hash");
+    await json(["bench", "--messages", "50", "--size", "10"]);
+    await json(["group", "rm", "cased", "g1"]);
+    await json(["topic", "rm", "cased"]);
+    const camel = docs.flatMap(allKeys).filter((k) => /[A-Z]/.test(k));
+    expect(camel).toEqual([]);
+    expect(docs.flatMap(allKeys)).toContain("high_watermark");
+  });
+
+  it("bench on SIGINT stops producing, removes its topic, prints the summary and exits 130", async () => {
+    /** Starts a bench and interrupts it once its topic exists and records have flowed for a while. */
+    const interruptedBench = async (args: string[]) => {
+      const before = new Set(await topicNames());
+      const { child, result } = spawnNarad(["bench", "--messages", "2000000", "--size", "10", ...args]);
+      let topic: string | undefined;
+      for (let i = 0; i < 400 && topic === undefined; i++) {
+        topic = (await topicNames()).find((n) => n.startsWith("bench-") && !before.has(n));
+        if (topic === undefined) await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(topic).toBeDefined();
+      await new Promise((r) => setTimeout(r, 1500));
+      child.kill("SIGINT");
+      return { topic, ...(await result) };
+    };
+    const r = await interruptedBench(["--json"]);
+    expect(r.code, r.stderr).toBe(130);
+    const summary = JSON.parse(r.stdout) as {
+      topic: string;
+      interrupted: boolean;
+      messages: number;
+      sent: number;
+      acknowledged: number;
+      failed: number;
+    };
+    expect(summary.topic).toBe(r.topic);
+    expect(summary.interrupted).toBe(true);
+    expect(summary.acknowledged).toBeGreaterThan(0);
+    expect(summary.sent).toBeLessThan(summary.messages);
+    // Everything handed to the producers settled before the exit.
+    expect(summary.acknowledged + summary.failed).toBe(summary.sent);
+    expect(await topicNames()).not.toContain(r.topic);
+    // The human summary says how far it got.
+    const h = await interruptedBench([]);
+    expect(h.code, h.stderr).toBe(130);
+    expect(h.stdout).toMatch(/interrupted after [\d,]+ of 2,000,000/);
+    expect(h.stdout).toMatch(/throughput\s+[\d,]+ msg\/s/);
+    expect(h.stderr).toContain("bench: interrupted");
+    expect(await topicNames()).not.toContain(h.topic);
   });
 });

@@ -1,5 +1,7 @@
 // Human output helpers: aligned tables, sizes, durations.
 
+import type { Message, TopicInfo } from "../../../client/index.ts";
+
 export function table(headers: string[], rows: Array<Array<string | number>>): string {
   const cells = [headers, ...rows.map((r) => r.map(String))];
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? "").length)));
@@ -45,4 +47,48 @@ export function payloadText(payload: unknown): string {
   if (typeof payload === "string") return payload;
   if (Buffer.isBuffer(payload)) return `base64:${payload.toString("base64")}`;
   return JSON.stringify(payload);
+}
+
+/** One message as a human line: topic/partition@offset, key, payload. */
+export function messageLine(m: Message): string {
+  return `${m.topic}/${m.partition}@${m.offset}  key=${m.key}  ${payloadText(m.payload)}\n`;
+}
+
+/** A two-column key/value block without a header row. */
+export function keyValues(rows: Array<[string, string | number]>): string {
+  return table(["", ""], rows).split("\n").slice(1).join("\n");
+}
+
+export function topicInfoText(t: TopicInfo, groups: Array<{ name: string; lag: number }>): string {
+  let s = keyValues([
+    ["topic", t.name],
+    ["partitions", t.partitions],
+    [
+      "retention",
+      `${duration(t.retentionMs)}, ${t.retentionBytes === 0 ? "no size cap" : bytes(t.retentionBytes)}`,
+    ],
+    ["visibility timeout", duration(t.visibilityTimeoutMs)],
+    [
+      "max in flight / acked ahead",
+      `${t.maxInFlightPerPartition} / ${t.maxAckedAheadPerPartition} per partition`,
+    ],
+    ["created", t.createdAt],
+  ]);
+  s += `\n${table(
+    ["PARTITION", "OWNER", "OLDEST", "HWM", "SEGMENTS", "SIZE"],
+    t.partitionStats.map((p) => [
+      p.index,
+      p.ownerNode ?? "-",
+      p.oldestOffset,
+      p.highWatermark,
+      p.segments,
+      bytes(p.sizeBytes),
+    ]),
+  )}`;
+  if (groups.length > 0)
+    s += `\n${table(
+      ["GROUP", "LAG"],
+      groups.map((g) => [g.name, g.lag]),
+    )}`;
+  return s;
 }

@@ -3,8 +3,8 @@
 // from stdin (first line) when not given, which keeps it out of shell history.
 
 import { createInterface } from "node:readline";
-import { hashPassword } from "../auth/passwords.ts";
-import { type Command, UsageError } from "./args.ts";
+import { hashPassword } from "../../auth/passwords.ts";
+import { type Command, UsageError } from "../args.ts";
 
 async function firstStdinLine(): Promise<string> {
   const lines = createInterface({ input: process.stdin, crlfDelay: Number.POSITIVE_INFINITY });
@@ -16,6 +16,8 @@ async function firstStdinLine(): Promise<string> {
 }
 
 export const hashPasswordCommand: Command = {
+  summary: "scrypt passwordHash for a users file (--auth-file); stdin if omitted",
+  args: ["[password]"],
   options: {},
   async run(_values, args, io) {
     if (args.length > 1) throw new UsageError(`unexpected argument "${args[1]}"`);
@@ -23,7 +25,8 @@ export const hashPasswordCommand: Command = {
     const password = args[0] ?? (await firstStdinLine());
     if (password === "") throw new UsageError("the password must not be empty");
     const hash = await hashPassword(password);
-    io.out(io.json ? `${JSON.stringify({ passwordHash: hash })}\n` : `${hash}\n`);
+    if (io.json) io.outJson({ passwordHash: hash });
+    else io.out(`${hash}\n`);
     return 0;
   },
 };
