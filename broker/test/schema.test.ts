@@ -169,6 +169,15 @@ describe("topic schemas", () => {
     expect((await req("POST", "/v1/topics/open/produce", "{not json", "text/plain")).status).toBe(400);
   });
 
+  it("numbers concurrent PATCHes one after another (no two claim the same version)", async () => {
+    await req("POST", "/v1/topics", { name: "racy", partitions: 1, schema: schemaV1 });
+    const answers = await Promise.all(
+      [1, 2, 3].map(() => req("PATCH", "/v1/topics/racy", { schema: schemaV2Additive })),
+    );
+    expect(answers.map((a) => a.json().schema_version).sort()).toEqual([2, 3, 4]);
+    expect((await req("GET", "/v1/topics/racy")).json().schema_version).toBe(4);
+  });
+
   it("keeps the schema and its version across a restart", async () => {
     await broker.shutdown();
     await start();
