@@ -31,13 +31,23 @@ export class NaradError extends Error {
   readonly status: number;
   /** Seconds a client should wait before retrying (503/429). */
   readonly retryAfterSeconds: number | undefined;
+  /**
+   * A finer machine-readable reason sent as the body's `code` (e.g.
+   * "schema_violation"); absent: the body has `error` only, as Narad's.
+   */
+  readonly wireCode: string | undefined;
 
-  constructor(code: ErrorCode, message: string, opts: { retryAfterSeconds?: number; cause?: unknown } = {}) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    opts: { retryAfterSeconds?: number; cause?: unknown; wireCode?: string } = {},
+  ) {
     super(message, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = "NaradError";
     this.code = code;
     this.status = errorStatus[code];
     this.retryAfterSeconds = opts.retryAfterSeconds;
+    this.wireCode = opts.wireCode;
   }
 }
 

@@ -149,3 +149,27 @@ describe("subscriptions", () => {
     });
   });
 });
+
+describe("schema field", () => {
+  const v1 = { type: "object", properties: { id: { type: "integer" } }, required: ["id"] };
+  it("makes a create's schema version 1 and ignores a null one", () => {
+    expect(parseTopicCreate({ name: "s", schema: v1 }, d, now).schema).toEqual({
+      version: 1,
+      definition: JSON.stringify(v1),
+    });
+    expect(parseTopicCreate({ name: "s", schema: null }, d, now)).not.toHaveProperty("schema");
+  });
+  it("makes each patched schema the next version, refusing incompatible ones", () => {
+    const current = parseTopicCreate({ name: "s", schema: v1 }, d, now);
+    const widened = { ...v1, properties: { id: { type: ["integer", "string"] } } };
+    expect(parseTopicPatch({ schema: widened }, current, d).schema?.version).toBe(2);
+    expect(() => parseTopicPatch({ schema: { ...v1, required: ["id", "x"] } }, current, d)).toThrow(
+      /"x" is newly required/,
+    );
+    const plain = parseTopicCreate({ name: "p" }, d, now);
+    expect(parseTopicPatch({ schema: v1, partitions: 4 }, plain, d)).toEqual({
+      partitions: 4,
+      schema: { version: 1, definition: JSON.stringify(v1) },
+    });
+  });
+});

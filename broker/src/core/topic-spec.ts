@@ -3,6 +3,7 @@
 
 import { badRequest } from "../errors.ts";
 import type { NewTopic, SubscriptionConfig, TopicPatch } from "../meta/types.ts";
+import { firstSchema, nextSchema } from "./topic-schema.ts";
 
 export interface TopicDefaults {
   partitions: number;
@@ -26,9 +27,10 @@ const createFields = new Set([
   "max_in_flight_per_partition",
   "max_acked_ahead_per_partition",
   "subscriptions",
+  "schema",
 ]);
 /** Accepted by Narad v1 but not implemented here yet: refused loudly rather than ignored. */
-const unsupportedFields = new Set(["schema", "parent", "fanout_delay_ms"]);
+const unsupportedFields = new Set(["parent", "fanout_delay_ms"]);
 const patchFields = new Set([
   "partitions",
   "retention_ms",
@@ -36,6 +38,7 @@ const patchFields = new Set([
   "max_in_flight_per_partition",
   "max_acked_ahead_per_partition",
   "subscriptions",
+  "schema",
 ]);
 const subscriptionFields = new Set([
   "visibility_timeout_ms",
@@ -150,6 +153,7 @@ export function parseTopicCreate(body: unknown, d: TopicDefaults, now: Date): Ne
     ...(obj.subscriptions === undefined || obj.subscriptions === null
       ? {}
       : { subscriptions: parseSubscriptions(obj.subscriptions, d) }),
+    ...(obj.schema === undefined || obj.schema === null ? {} : { schema: firstSchema(obj.schema) }),
   };
 }
 
@@ -178,5 +182,7 @@ export function parseTopicPatch(body: unknown, current: NewTopic, d: TopicDefaul
   // Replaces the whole list (null or [] clears it).
   if ("subscriptions" in obj)
     patch.subscriptions = obj.subscriptions === null ? [] : parseSubscriptions(obj.subscriptions, d);
+  // Each schema given is a new version, refused unless additive (topic-schema.ts).
+  if ("schema" in obj) patch.schema = nextSchema(current.schema, obj.schema);
   return patch;
 }

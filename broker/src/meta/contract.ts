@@ -163,6 +163,36 @@ export function describeMetastoreContract(
       expect(store.getTopic(t.name)?.subscriptions ?? []).toEqual([]);
     });
 
+    it("keeps a topic's schema and its version through create, update and reopen", async () => {
+      const v1 = { version: 1, definition: '{"type":"object","properties":{"id":{"type":"integer"}}}' };
+      const t = await store.createTopic(topicFixture(unique("schema"), { schema: v1 }));
+      expect(t.schema).toEqual(v1);
+      expect(store.getTopic(t.name)?.schema).toEqual(v1);
+      const v2 = {
+        version: 2,
+        definition: '{"type":"object","properties":{"id":{"type":"integer"},"name":{"type":"string"}}}',
+      };
+      const updated = await store.updateTopic(t.name, { schema: v2 });
+      expect(updated.schema).toEqual(v2);
+      expect(updated.partitions).toBe(t.partitions);
+      // A patch that does not name the schema keeps it.
+      await store.updateTopic(t.name, { retention_ms: 7_200_000 });
+      expect(store.getTopic(t.name)?.schema).toEqual(v2);
+      const reopened = await backing.open();
+      try {
+        await eventually(
+          "the schema after a reopen",
+          () => JSON.stringify(reopened.getTopic(t.name)?.schema) === JSON.stringify(v2),
+          settleMs,
+        );
+      } finally {
+        await reopened.close();
+      }
+      // A topic created without one has none.
+      const plain = await store.createTopic(topicFixture(unique("no-schema")));
+      expect(plain.schema).toBeUndefined();
+    });
+
     it("answers NOT_FOUND for updates and deletes of unknown topics", async () => {
       await expectNaradError(store.updateTopic(unique("missing"), { partitions: 4 }), "NOT_FOUND");
       await expectNaradError(store.deleteTopic(unique("missing")), "NOT_FOUND");

@@ -14,6 +14,17 @@ export interface SubscriptionConfig {
   max_acked_ahead_per_partition?: number;
 }
 
+/**
+ * A topic's JSON Schema: the latest version, which every produced message
+ * must match. Versions count from 1 and grow by one per change; each change
+ * is additive only (core/topic-schema.ts).
+ */
+export interface TopicSchema {
+  version: number;
+  /** The schema document as JSON text. */
+  definition: string;
+}
+
 export interface TopicConfig {
   name: string;
   /**
@@ -36,6 +47,8 @@ export interface TopicConfig {
   created_at: string;
   /** Declared consumer groups, sorted by name; absent or empty when none. */
   subscriptions?: SubscriptionConfig[];
+  /** Absent: any payload is accepted (even one that is not JSON). */
+  schema?: TopicSchema;
 }
 
 /** What createTopic takes: the metastore assigns the uid. */
@@ -50,6 +63,7 @@ export type TopicPatch = Partial<
     | "max_in_flight_per_partition"
     | "max_acked_ahead_per_partition"
     | "subscriptions"
+    | "schema"
   >
 >;
 

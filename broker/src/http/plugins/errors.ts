@@ -1,4 +1,5 @@
-// Maps every failure to a JSON body {"error": "..."} with the right status.
+// Maps every failure to a JSON body {"error": "..."} (and a `code` when the
+// error carries one) with the right status.
 // Client mistakes are 4xx with a message that says what to fix; anything
 // unexpected is a logged 500 that does not leak internals.
 
@@ -72,7 +73,13 @@ export function registerErrorHandling(app: FastifyInstance): void {
     }
     if (mapped.retryAfterSeconds !== undefined) reply.header("retry-after", String(mapped.retryAfterSeconds));
     if (mapped.status >= 500) request.log.warn({ code: mapped.code }, mapped.message);
-    return reply.code(mapped.status).send({ error: mapped.message });
+    return reply
+      .code(mapped.status)
+      .send(
+        mapped.wireCode === undefined
+          ? { error: mapped.message }
+          : { error: mapped.message, code: mapped.wireCode },
+      );
   });
   // Every route registered after this point is recorded, so a known path
   // asked with the wrong method gets 405 and `Allow` (as Narad answers)

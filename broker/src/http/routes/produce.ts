@@ -30,6 +30,7 @@ import { RateLimits } from "../plugins/rate-limit.ts";
 import { registerRawBody } from "../plugins/raw-body.ts";
 import { type Acks, acksAllAnswer, parseAcks } from "../produce-acks.ts";
 import { type ProducerHeader, parseProducerHeaders, stampRecords } from "../producer-headers.ts";
+import { SchemaGate } from "../schema-validation.ts";
 import { TopicDeletionWatch } from "../topic-deletion-watch.ts";
 import { requireTopic } from "./topics.ts";
 
@@ -89,6 +90,10 @@ export function produceRoutes(s: BrokerServices) {
         m.produceRejected.inc({ reason: reason === "timeout" ? "admission_timeout" : "admission_too_large" });
       },
     },
+  });
+  // JSON Schema of the topic, checked before the WAL append (schema-validation.ts).
+  const schemas = new SchemaGate({
+    onViolation: () => m.produceRejected.inc({ reason: "schema_violation" }),
   });
   const limits = new RateLimits({
     ...s.config.rateLimits,
@@ -395,6 +400,7 @@ export function produceRoutes(s: BrokerServices) {
         };
         if (producer !== undefined) record.producer = stampRecords(producer, [partition])[0];
         if (limits.enabled) limits.check(request, topic.name, 1);
+        schemas.checkMessage(topic, payload);
         if (acks === "0") {
           reply.code(202).send();
           await appendUnanswered(request, [record], topic.name, route, producer !== undefined);
@@ -450,6 +456,7 @@ export function produceRoutes(s: BrokerServices) {
           for (let i = 0; i < records.length; i++) records[i]!.producer = stamps[i];
         }
         if (limits.enabled) limits.check(request, topic.name, records.length);
+        schemas.checkBatch(topic, records);
         if (acks === "0") {
           reply.code(202).send({ accepted: records.length });
           await appendUnanswered(request, records, topic.name, route, producer !== undefined);

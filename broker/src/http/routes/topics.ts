@@ -9,6 +9,8 @@ import { badRequest, notFound } from "../../errors.ts";
 import type { TopicConfig } from "../../meta/types.ts";
 import type { BrokerServices } from "../../services.ts";
 import { parseOptionalInt } from "../params.ts";
+import { compileSchema } from "../schema-validation.ts";
+import { SerialByKey } from "../serial-by-key.ts";
 import { topicToWire } from "../topic-wire.ts";
 
 interface TopicParams {
@@ -89,6 +91,8 @@ export function topicRoutes(s: BrokerServices) {
     registerLenientJson(app);
     app.post("/v1/topics", async (request, reply) => {
       const topic = parseTopicCreate(request.body, s.config.topicDefaults, new Date(s.nowMs()));
+      // An invalid schema is refused before anything is stored (400 schema_invalid).
+      if (topic.schema !== undefined) compileSchema(topic.schema.definition);
       refuseOverCaps(s.metastore.getTopic(topic.name) === undefined ? 1 : 0, topic.partitions);
       const created = await s.metastore.createTopic(topic);
       request.log.info({ topic: created.name, partitions: created.partitions }, "topic created");
@@ -125,14 +129,20 @@ export function topicRoutes(s: BrokerServices) {
       },
     );
 
-    app.patch<{ Params: TopicParams }>("/v1/topics/:topic", async (request) => {
-      const topic = requireTopic(s, request.params.topic);
-      const patch = parseTopicPatch(request.body, topic, s.config.topicDefaults);
-      if (patch.partitions !== undefined) refuseOverCaps(0, patch.partitions - topic.partitions);
-      const updated = await s.metastore.updateTopic(topic.name, patch);
-      request.log.info({ topic: topic.name, patch }, "topic updated");
-      return topicToWire(updated);
-    });
+    // One PATCH of a topic at a time on this node: each is decided against
+    // the state the previous one left (the next schema version, the partition growth).
+    const patches = new SerialByKey();
+    app.patch<{ Params: TopicParams }>("/v1/topics/:topic", async (request) =>
+      patches.run(request.params.topic, async () => {
+        const topic = requireTopic(s, request.params.topic);
+        const patch = parseTopicPatch(request.body, topic, s.config.topicDefaults);
+        if (patch.schema !== undefined) compileSchema(patch.schema.definition);
+        if (patch.partitions !== undefined) refuseOverCaps(0, patch.partitions - topic.partitions);
+        const updated = await s.metastore.updateTopic(topic.name, patch);
+        request.log.info({ topic: topic.name, patch }, "topic updated");
+        return topicToWire(updated);
+      }),
+    );
 
     app.delete<{ Params: TopicParams }>("/v1/topics/:topic", async (request, reply) => {
       const topic = requireTopic(s, request.params.topic);

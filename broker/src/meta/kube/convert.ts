@@ -43,6 +43,9 @@ export function topicConfigOf(resource: NaradTopic): TopicConfig {
     ...(s.subscriptions === undefined || s.subscriptions.length === 0
       ? {}
       : { subscriptions: s.subscriptions.map(subscriptionConfigOf) }),
+    ...(s.schema === undefined
+      ? {}
+      : { schema: { version: s.schema.version, definition: s.schema.definition } }),
   };
 }
 
@@ -96,6 +99,7 @@ export function naradTopicFor(topic: NewTopic, namespace: string, cluster: strin
       topic.subscriptions === undefined || topic.subscriptions.length === 0
         ? undefined
         : topic.subscriptions.map(subscriptionSpecOf),
+    schema: topic.schema === undefined ? undefined : { ...topic.schema },
   });
   return {
     apiVersion: API_VERSION,
@@ -125,6 +129,8 @@ export function specMergePatch(patch: TopicPatch): {
           : patch.subscriptions.length === 0
             ? null
             : patch.subscriptions.map(subscriptionSpecOf),
+      // Both fields at once: a merge patch replaces them key by key.
+      schema: patch.schema === undefined ? undefined : { ...patch.schema },
     }),
   };
 }

@@ -42,6 +42,15 @@ describe("NaradTopic mapping", () => {
     });
     expect(back).toEqual({ ...t, uid: "uid-1" });
   });
+  it("carries the schema and its version in spec.schema, and in a merge patch", () => {
+    const schema = { version: 3, definition: '{"type":"object"}' };
+    const obj = naradTopicFor(topicFixture("s", { schema }), "ns", "demo");
+    expect(obj.spec.schema).toEqual(schema);
+    expect(topicConfigOf({ ...obj, metadata: { ...obj.metadata, uid: "u" } }).schema).toEqual(schema);
+    expect(specMergePatch({ schema }).spec.schema).toEqual(schema);
+    expect(specMergePatch({ partitions: 4 }).spec).not.toHaveProperty("schema");
+    expect(topicConfigOf(naradTopicFor(topicFixture("plain"), "ns", "demo"))).not.toHaveProperty("schema");
+  });
   it("defaults what a hand-written NaradTopic leaves out and leaves 0 retention to the default", () => {
     const obj: NaradTopic = {
       apiVersion: "narad.dev/v1alpha1",

@@ -3,7 +3,6 @@
 
 import type { MoveRetry, PartitionMoveStatus } from "../../../../packages/api/src/v1alpha1/types.ts";
 import { cancelConfirmed, nextRetry, stalledForMs, stallReason, trackProgress } from "../move-stall.ts";
-import { finish } from "./finish.ts";
 import { moveKey, type ScaleInput, type ScalePlan } from "./model.ts";
 
 /**

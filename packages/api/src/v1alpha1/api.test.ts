@@ -211,6 +211,7 @@ const fullTopicSpec: Required<NaradTopicSpec> = {
       maxAckedAheadPerPartition: 256,
     },
   ],
+  schema: { version: 2, definition: '{"type":"object","properties":{"id":{"type":"integer"}}}' },
 };
 const fullTopicStatus: Required<NaradTopicStatus> = {
   observedGeneration: 1,

@@ -159,6 +159,7 @@ export function withTopicDefaults(spec: NaradTopicSpec): ResolvedNaradTopicSpec 
     maxInFlightPerPartition: spec.maxInFlightPerPartition ?? t.maxInFlightPerPartition,
     maxAckedAheadPerPartition: spec.maxAckedAheadPerPartition ?? t.maxAckedAheadPerPartition,
     subscriptions: spec.subscriptions,
+    schema: spec.schema,
   });
 }
 

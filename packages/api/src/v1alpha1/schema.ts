@@ -640,6 +640,19 @@ const topicSpec: JSONSchemaProps = obj(
         "x-kubernetes-list-map-keys": ["name"],
       },
     ),
+    schema: obj(
+      "JSON Schema every produced message must match (POST/PATCH /v1/topics `schema`). Changes are additive only and bump the version; the broker checks that, this schema only keeps the version from going back.",
+      {
+        version: int64("Schema version, from 1; grows by one per change.", { minimum: 1 }),
+        definition: str("The JSON Schema document as JSON text.", { minLength: 2 }),
+      },
+      {
+        required: ["version", "definition"],
+        "x-kubernetes-validations": [
+          { rule: "self.version >= oldSelf.version", message: "schema.version may not decrease" },
+        ],
+      },
+    ),
   },
   {
     required: ["cluster"],

@@ -441,6 +441,16 @@ export interface NaradTopicSpec {
    * settings inherit the topic's. At most 100.
    */
   subscriptions?: NaradSubscriptionSpec[];
+  /** The topic's JSON Schema (latest version); absent: any payload is accepted. */
+  schema?: NaradTopicSchemaSpec;
+}
+
+/** A topic's JSON Schema, carried as JSON text (a structural CRD schema cannot hold an arbitrary document). */
+export interface NaradTopicSchemaSpec {
+  /** From 1; grows by one per (additive) change. */
+  version: number;
+  /** The JSON Schema document as JSON text. */
+  definition: string;
 }
 
 /** One named subscription (consumer group) of a topic. */
@@ -529,10 +539,12 @@ export interface ResolvedNaradClusterSpec {
   moves: Required<MovesSpec>;
 }
 
-export type ResolvedNaradTopicSpec = Required<Omit<NaradTopicSpec, "name" | "subscriptions">> & {
+export type ResolvedNaradTopicSpec = Required<Omit<NaradTopicSpec, "name" | "subscriptions" | "schema">> & {
   name?: string;
   /** Left as written (absent when none): unset subscription fields inherit the topic's at use. */
   subscriptions?: NaradSubscriptionSpec[];
+  /** Absent when the topic has none (there is no default schema). */
+  schema?: NaradTopicSchemaSpec;
 };
 
 /**
