@@ -169,6 +169,8 @@ interface Batch {
 }
 
 const noop = () => {};
+/** POST /v1/producers may wait out the brokers' fence lease (--producer-fence-lease-ms, at most 60 s). */
+const producerInitTimeoutMs = 90_000;
 const emptyKey = Buffer.alloc(0);
 
 export class Producer {
@@ -275,6 +277,11 @@ export class Producer {
         path: "/v1/producers",
         contentType: "application/json",
         body: Buffer.from(JSON.stringify(body)),
+        // A named init that bumps an epoch answers only once every broker
+        // fenced the old one: up to the brokers' fence lease (default 10 s,
+        // at most 60 s) when one does not answer. Timing out first would
+        // make the retry bump again and wait again.
+        timeoutMs: Math.max(this.#client.transport.timeoutMs, producerInitTimeoutMs),
         ...(this.#retries === undefined ? {} : { retries: this.#retries }),
       })
       .then((reply) => {

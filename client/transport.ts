@@ -173,6 +173,11 @@ export class Transport {
         : new Agent({ keepAlive: true, ca: Array.isArray(ca) ? [...ca] : (ca as string | Buffer) });
   }
 
+  /** Each attempt's timeout unless a call sets its own. */
+  get timeoutMs(): number {
+    return this.#opts.timeoutMs;
+  }
+
   backoff(attempt: number, baseMs = this.#opts.backoffMs): number {
     const ceiling = Math.min(this.#opts.maxBackoffMs, baseMs * 2 ** Math.min(attempt, 30));
     // "Equal jitter": between half and all of the exponential step.

@@ -39,6 +39,24 @@ describe("loadConfig", () => {
     );
     expect(usage).toContain("--acks-all-timeout-ms");
   });
+  it("producer fence lease: 10 s by default, from flag, env or config file; 0 and above 60 s are refused", () => {
+    expect(loadConfig([], {}, "h").producerFenceLeaseMs).toBe(10_000);
+    expect(loadConfig([], { NARAD_PRODUCER_FENCE_LEASE_MS: "3000" }, "h").producerFenceLeaseMs).toBe(3_000);
+    expect(
+      loadConfig(["--producer-fence-lease-ms", "500"], { NARAD_PRODUCER_FENCE_LEASE_MS: "3000" }, "h")
+        .producerFenceLeaseMs,
+    ).toBe(500);
+    const file = writeConfigFile({ producerFenceLeaseMs: 2_000 });
+    expect(loadConfig(["--config", file], {}, "h").producerFenceLeaseMs).toBe(2_000);
+    expect(() => loadConfig(["--producer-fence-lease-ms", "0"], {}, "h")).toThrow(
+      /producer-fence-lease-ms must be at least 1/,
+    );
+    expect(() => loadConfig(["--producer-fence-lease-ms", "60001"], {}, "h")).toThrow(
+      /producer-fence-lease-ms must be at most 60000/,
+    );
+    expect(usage).toContain("--producer-fence-lease-ms");
+    expect(usage).toContain("NARAD_PRODUCER_FENCE_LEASE_MS");
+  });
   it(":PORT listens on every interface", () => {
     expect(loadConfig(["--addr", ":8000"], {}, "h").http).toEqual({ host: "0.0.0.0", port: 8000 });
   });

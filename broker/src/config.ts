@@ -24,6 +24,12 @@ export interface Config {
   drainTimeoutMs: number;
   /** acks=all: how long a produce waits for the owner's commit. */
   acksAllTimeoutMs: number;
+  /**
+   * Cluster mode: a read of the producer registry is trusted for producer
+   * epoch decisions this long after it started; a re-init that bumps an
+   * epoch waits at most about this long for brokers that do not confirm it.
+   */
+  producerFenceLeaseMs: number;
   produceMaxBodyBytes: number;
   batchMaxBodyBytes: number;
   /** Produce memory budget (bytes of bodies not yet durable) and how long a produce waits for its share. */
@@ -149,6 +155,7 @@ const settings = {
   namespace: { env: "NARAD_NAMESPACE", file: "namespace" },
   "drain-timeout-ms": { env: "NARAD_DRAIN_TIMEOUT_MS", file: "drainTimeoutMs" },
   "acks-all-timeout-ms": { env: "NARAD_ACKS_ALL_TIMEOUT_MS", file: "acksAllTimeoutMs" },
+  "producer-fence-lease-ms": { env: "NARAD_PRODUCER_FENCE_LEASE_MS", file: "producerFenceLeaseMs" },
   "max-body-bytes": { env: "NARAD_MAX_BODY_BYTES", file: "maxBodyBytes" },
   "produce-memory-budget": { env: "NARAD_PRODUCE_MEMORY_BUDGET", file: "produceMemoryBudget" },
   "admission-timeout-ms": { env: "NARAD_ADMISSION_TIMEOUT_MS", file: "admissionTimeoutMs" },
@@ -242,6 +249,10 @@ Options (each also settable as the NARAD_* variable shown, or in --config JSON):
   --drain-timeout-ms N        SIGTERM drain bound        NARAD_DRAIN_TIMEOUT_MS (default ${k.drainTimeoutMs})
   --acks-all-timeout-ms N     acks=all wait for the owner's commit, then 503
                                                          NARAD_ACKS_ALL_TIMEOUT_MS (default ${k.acksAllTimeoutMs})
+  --producer-fence-lease-ms N cluster mode: a producer-registry read is trusted this long for
+                              producer epoch decisions; a re-init waits at most ~N for brokers
+                              that do not confirm it (1-${k.producerFenceLeaseMaxMs})
+                                                         NARAD_PRODUCER_FENCE_LEASE_MS (default ${k.producerFenceLeaseMs})
   --max-body-bytes N          single produce limit       NARAD_MAX_BODY_BYTES (default ${k.produceMaxBodyBytes})
   --produce-memory-budget N   bytes of produce bodies in memory before produces wait
                                                          NARAD_PRODUCE_MEMORY_BUDGET (default ${k.admissionBudgetBytes})
@@ -427,6 +438,7 @@ export function loadConfig(
     namespace: get("namespace") ?? defaultNamespace(env, namespaceFile),
     drainTimeoutMs: count("drain-timeout-ms", k.drainTimeoutMs),
     acksAllTimeoutMs: positiveCount("acks-all-timeout-ms", k.acksAllTimeoutMs),
+    producerFenceLeaseMs: positiveCount("producer-fence-lease-ms", k.producerFenceLeaseMs),
     produceMaxBodyBytes: maxBody,
     batchMaxBodyBytes: Math.max(k.batchProduceMaxBodyBytes, maxBody),
     admission: {
@@ -504,6 +516,10 @@ export function loadConfig(
       maxNamedProducers: count("max-named-producers", k.maxNamedProducers),
     },
   };
+  if (config.producerFenceLeaseMs > k.producerFenceLeaseMaxMs)
+    throw new ConfigError(
+      `--producer-fence-lease-ms must be at most ${k.producerFenceLeaseMaxMs} (a re-init waits about that long for a broker that does not answer)`,
+    );
   if (config.limits.headersTimeoutMs > config.limits.requestTimeoutMs)
     throw new ConfigError("--headers-timeout-ms must not exceed --request-timeout-ms");
   for (const [name, v] of Object.entries(config.limits)) {

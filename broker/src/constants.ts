@@ -47,6 +47,14 @@ export const topicListLimitMax = 1_000;
 export const drainTimeoutMs = 25_000;
 /** How long an acks=all produce waits for the owner's commit before 503 commit_timeout. */
 export const acksAllTimeoutMs = 15_000;
+/**
+ * Cluster mode: how long a read of the producer registry is trusted for an
+ * epoch decision, and so the longest a re-init waits for a broker that does
+ * not confirm the new epoch (docs/adr/0008-producer-fence-lease.md).
+ */
+export const producerFenceLeaseMs = 10_000;
+/** Highest --producer-fence-lease-ms: a re-init may wait about this long, within the client's init timeout (90 s). */
+export const producerFenceLeaseMaxMs = 60_000;
 export const retryAfterSeconds = 1;
 
 // Topics (narad-go defaults).

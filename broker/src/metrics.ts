@@ -28,6 +28,12 @@ export interface BrokerMetrics {
   dispatchLagSeconds: Gauge;
   dispatchCommittedRecords: Counter;
   producerFencedRecords: Counter;
+  /** Re-init barriers (docs/adr/0008-producer-fence-lease.md), by how they ended: every member confirmed, or the lease ran out. */
+  producerFenceBarriers: Counter<"outcome">;
+  /** Re-init barrier time, from the bump's write to the answer. */
+  producerFenceBarrierSeconds: Histogram<"outcome">;
+  /** Reads of the producer registry for a decision (cluster mode), by reason (lease, miss) and result (ok, error). */
+  producerRegistryReads: Counter<"reason" | "result">;
   dispatchBatchRecords: Histogram;
   dispatchCommitSeconds: Histogram;
   dispatchErrors: Counter;
@@ -225,6 +231,25 @@ export function createBrokerMetrics(opts: {
     producerFencedRecords: new Counter({
       name: "narad_producer_fenced_records_total",
       help: "Idempotent-producer records the partition owner dropped because their epoch was fenced by a newer one",
+      registers: r,
+    }),
+    producerFenceBarriers: new Counter({
+      name: "narad_producer_fence_barrier_total",
+      help: "Idempotent-producer re-inits that bumped an epoch and waited for every broker to fence the old one, by outcome: confirmed (every member answered ConfirmProducerEpoch) or lease (waited out --producer-fence-lease-ms)",
+      labelNames: ["outcome"],
+      registers: r,
+    }),
+    producerFenceBarrierSeconds: new Histogram({
+      name: "narad_producer_fence_barrier_seconds",
+      help: "Time from an epoch bump's registry write to the re-init's answer, by barrier outcome",
+      labelNames: ["outcome"],
+      buckets: [0.001, 0.005, 0.025, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers: r,
+    }),
+    producerRegistryReads: new Counter({
+      name: "narad_producer_registry_reads_total",
+      help: "Reads of the producer registry for a producer epoch decision (cluster mode), by reason (lease: the fence lease ran out or is in its last quarter; miss: an unknown id or a higher epoch) and result (ok, error)",
+      labelNames: ["reason", "result"],
       registers: r,
     }),
     dispatchBatchRecords: new Histogram({

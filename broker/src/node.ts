@@ -13,6 +13,7 @@ import { openSecurity } from "./auth/setup.ts";
 import type { Config } from "./config.ts";
 import * as k from "./constants.ts";
 import { ConsumerManager } from "./consumer/manager.ts";
+import { type ConfirmAnswer, confirmedByAll, confirmTargets } from "./core/producer-fence.ts";
 import { clusterAddressOf } from "./core/routing.ts";
 import { type ClusterDestinationHooks, clusterDestinations } from "./dispatch/cluster-destinations.ts";
 import { CommitWaiters, commitOutcomeMetrics, withCommitWaiters } from "./dispatch/commit-waiters.ts";
@@ -34,6 +35,7 @@ import {
   defaultIdBlock,
   fileRegistryStore,
   openProducerRegistry,
+  type RegistryFenceOptions,
   type RegistryStore,
 } from "./producers/registry.ts";
 import { createPeerPool, peerMembershipSync } from "./rpc/client.ts";
@@ -155,13 +157,67 @@ export async function startBroker(
       : clustered
         ? undefined
         : fileRegistryStore(config.dataDir));
+  // Fencing across brokers (cluster mode: several brokers share the store;
+  // docs/adr/0008-producer-fence-lease.md). A single node's view is the store.
+  const selfListed = (): boolean => metastore.members().some((m) => m.id === config.nodeId);
+  /** The re-init barrier's question to every other member; true only when all that may decide confirmed. */
+  const confirmEverywhere = async (id: string, epoch: number, timeoutMs: number): Promise<boolean> => {
+    const membershipBefore = metastore.membershipEpoch?.() ?? 0;
+    // A member list from a lagging metastore watch may lack a broker: only the lease covers it.
+    if (metastore.caughtUp?.() === false) return false;
+    const plan = confirmTargets(metastore.members(), config.nodeId);
+    if (!plan.complete) return false;
+    const deadlineMs = nowMs() + timeoutMs;
+    const answers = await Promise.all(
+      plan.addresses.map((address) =>
+        peers
+          .peer(address)
+          .confirmProducerEpoch({ producer_id: id, epoch, from_node: config.nodeId }, deadlineMs)
+          .then(
+            (r): ConfirmAnswer => ({ epoch: r.epoch, membershipEpoch: r.membership_epoch }),
+            (err: unknown) => {
+              logger.debug(
+                { address, producer: id, epoch, err: err instanceof Error ? err.message : String(err) },
+                "producer epoch not confirmed by a member; the re-init waits out the fence lease",
+              );
+              return undefined;
+            },
+          ),
+      ),
+    );
+    return confirmedByAll(plan, answers, epoch, membershipBefore, metastore.membershipEpoch?.() ?? 0);
+  };
+  const fence: RegistryFenceOptions | undefined = clustered
+    ? {
+        leaseMs: config.producerFenceLeaseMs,
+        nowMs: monoMs,
+        trusted: selfListed,
+        confirm: confirmEverywhere,
+        onBarrier: (outcome, ms) => {
+          metrics.producerFenceBarriers.inc({ outcome });
+          metrics.producerFenceBarrierSeconds.observe({ outcome }, ms / 1000);
+        },
+        onRead: (reason, ok) => metrics.producerRegistryReads.inc({ reason, result: ok ? "ok" : "error" }),
+      }
+    : undefined;
   const producerRegistry =
     registryStore === undefined
       ? undefined
-      : await openProducerRegistry(registryStore, defaultIdBlock, config.limits.maxNamedProducers);
+      : await openProducerRegistry(registryStore, defaultIdBlock, config.limits.maxNamedProducers, fence);
+  if (producerRegistry !== undefined && fence !== undefined) {
+    // Joining the member list: a barrier that started before other brokers
+    // listed this one did not ask it, so the reads from before do not count.
+    let listed = selfListed();
+    metastore.onChange(() => {
+      const now = selfListed();
+      if (now && !listed) producerRegistry.expireLease();
+      listed = now;
+    });
+  }
   const commitWaiters = new CommitWaiters();
   const logs = await openLogStore({
     producerEpoch: (id) => producerRegistry?.epochOf(id),
+    producerFence: () => producerRegistry?.fence(),
     dataDir: config.dataDir,
     segmentBytes: config.log.segmentBytes,
     indexIntervalBytes: config.log.indexIntervalBytes,
@@ -436,6 +492,18 @@ export async function startBroker(
           consumers,
           consumeMaxWaitMs: config.consume.maxWaitMs,
           ...(moveSource !== undefined ? { moves: moveSource } : {}),
+          ...(producerRegistry !== undefined
+            ? {
+                confirmProducerEpoch: (req: { producer_id: string; epoch: number; from_node: string }) => {
+                  const held = producerRegistry.learnEpoch(req.producer_id, req.epoch);
+                  logger.debug(
+                    { producer: req.producer_id, epoch: req.epoch, held, from: req.from_node },
+                    "producer epoch confirmed for a re-init's barrier",
+                  );
+                  return { epoch: held, membership_epoch: metastore.membershipEpoch?.() ?? 0 };
+                },
+              }
+            : {}),
           // A draining peer's produce: into our WAL unless we refuse produce ourselves.
           ingest: async (records, from) => {
             if (services.lifecycle.draining() || !ready || wal.stats().poisoned)

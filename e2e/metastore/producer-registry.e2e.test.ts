@@ -6,11 +6,17 @@
 //     name (nothing issued twice, epochs distinct), a stale revision refused,
 //     a bump made elsewhere seen at once by lookup() and soon by the watch, a
 //     restart (and a crash after a block was written) never reusing an id, the
-//     ConfigMap deleted (a new registry does not start at the ids issued);
+//     ConfigMap deleted (a new registry does not start at the ids issued),
+//     the fence lease and barrier over the ConfigMap (a watch held back: the
+//     old epoch only within the lease, then a re-read; a confirmation fences
+//     at once);
 //   - two real `narad serve --metastore kubernetes` processes: ids through
 //     both at once, a second instance of a named producer fencing the first
-//     through the other broker, kill -9 while inits are in flight, and the
-//     zombie still fenced after the restart.
+//     through the other broker (at once, on a partition it never wrote: the
+//     re-init barrier), kill -9 while inits are in flight, and the zombie
+//     still fenced after the restart; one broker frozen (SIGSTOP) while the
+//     name is taken through the other: the re-init waits out the lease and
+//     the zombie is fenced on the first request after the freeze.
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
@@ -25,7 +31,7 @@ import {
   RegistryConflict,
   type RegistryStore,
 } from "../../broker/src/producers/registry.ts";
-import { idNumber } from "../../broker/src/producers/registry-state.ts";
+import { idNumber, type RegistryState } from "../../broker/src/producers/registry-state.ts";
 import { freePort, type RunningNarad, startNarad } from "../../broker/test/harness/process.ts";
 import type { MemberStatus } from "../../packages/api/src/v1alpha1/types.ts";
 import { createCluster, createNamespace, installCrds, startFakeOperator } from "../cluster/fake-operator.ts";
@@ -164,6 +170,70 @@ describe("the ConfigMap registry, two brokers' registries", () => {
       expect(nums[run * 3]).toBeGreaterThan(Math.max(...nums.slice(0, run * 3)));
   });
 
+  it("fence lease and barrier on the ConfigMap: a held-back watch answers the old epoch only within the lease; a confirmation fences at once", async () => {
+    const ns = await createNamespace(kc, "reg");
+    const leaseMs = 5_000;
+    const clock = { t: 0 };
+    const confirmedTo: Array<[string, number]> = [];
+    // b's watched copy is frozen while `held` is set (a watch that has not delivered).
+    let held: RegistryState | undefined;
+    const bStore = await storeIn(ns, "demo-producers", 10);
+    const bView: RegistryStore = {
+      load: () => bStore.load(),
+      save: (st, rev) => bStore.save(st, rev),
+      peek: () => held ?? bStore.peek!(),
+      close: () => bStore.close!(),
+    };
+    const b = await openProducerRegistry(bView, 10, Number.POSITIVE_INFINITY, {
+      leaseMs,
+      nowMs: () => clock.t,
+    });
+    open.push(b);
+    let peers: ProducerRegistry[] = [];
+    const a = await openProducerRegistry(
+      await storeIn(ns, "demo-producers", 10),
+      10,
+      Number.POSITIVE_INFINITY,
+      {
+        leaseMs,
+        nowMs: () => performance.now(),
+        // ConfirmProducerEpoch, in process: the peers hold the epoch once this resolves.
+        confirm: async (id, epoch) => {
+          for (const p of peers) {
+            p.learnEpoch(id, epoch);
+            confirmedTo.push([id, epoch]);
+          }
+          return true;
+        },
+      },
+    );
+    open.push(a);
+    const zombie = await a.init("orders");
+    await waitFor(() => b.epochOf(zombie.id) === 0, { timeoutMs: 10_000, what: "b's watch saw the name" });
+    held = bStore.peek!();
+
+    // No confirmation reaches b: within b's lease its view still says epoch 0, after it b re-reads the ConfigMap.
+    const second = await a.init("orders");
+    expect(second.epoch).toBe(1);
+    expect(await b.lookup(zombie.id, 0)).toBe(0);
+    clock.t += leaseMs;
+    expect(await b.lookup(zombie.id, 0)).toBe(1);
+
+    // With the confirmation: fenced at once, no read, the watch still held.
+    peers = [b];
+    const third = await a.init("orders");
+    expect(confirmedTo).toEqual([[zombie.id, third.epoch]]);
+    expect(b.epochOf(zombie.id)).toBe(third.epoch);
+    expect(await b.lookup(zombie.id, second.epoch)).toBe(third.epoch);
+    // The held events delivered late take nothing back.
+    held = undefined;
+    await waitFor(() => bStore.peek!().named.orders?.epoch === third.epoch, {
+      timeoutMs: 10_000,
+      what: "b's watch delivered the bumps",
+    });
+    expect(b.epochOf(zombie.id)).toBe(third.epoch);
+  });
+
   it("the ConfigMap deleted: a new registry starts far from the ids the logs may remember", async () => {
     const ns = await createNamespace(kc, "reg");
     const a = await registryIn(ns, "demo-producers", 1000);
@@ -184,6 +254,8 @@ describe("the ConfigMap registry, two brokers' registries", () => {
 
 const CLUSTER = "demo";
 const IDS = ["demo-0", "demo-1"] as const;
+/** --producer-fence-lease-ms of both brokers: short, so a re-init that waits it out stays quick. */
+const FENCE_LEASE_MS = 1_500;
 
 interface Broker {
   id: string;
@@ -230,6 +302,8 @@ describe("two narad processes on the kubernetes metastore", () => {
         `127.0.0.1:${b.httpPort + 1}`,
         "--auth",
         "off",
+        "--producer-fence-lease-ms",
+        String(FENCE_LEASE_MS),
       ],
       env: { KUBECONFIG: cp.kubeconfigPath, KUBERNETES_SERVICE_HOST: "" },
     });
@@ -329,11 +403,11 @@ describe("two narad processes on the kubernetes metastore", () => {
     const fenced = await produce(b0, zombie, 1, 0);
     expect(fenced.status, fenced.text).toBe(409);
     expect(fenced.json().code).toBe("producer_fenced");
-    // Partition 1, which the new instance never wrote: fenced from the registry's epoch once demo-0's watch has it.
-    await waitFor(async () => (await produce(b0, zombie, 0, 1)).status === 409, {
-      timeoutMs: 10_000,
-      what: "zombie fenced on a partition the new instance never wrote",
-    });
+    // Partition 1, which the new instance never wrote: fenced at once. demo-1's
+    // init answered only after demo-0 confirmed the new epoch (or its lease ran out).
+    const never = await produce(b0, zombie, 0, 1);
+    expect(never.status, never.text).toBe(409);
+    expect(never.json().code).toBe("producer_fenced");
 
     // kill -9 demo-0 while inits (unnamed and named) are in flight through it.
     const answered: Array<{ producer_id: string; epoch: number }> = [];
@@ -366,4 +440,46 @@ describe("two narad processes on the kubernetes metastore", () => {
     const ok = await produce(b0, next, 0, 1);
     expect(ok.status, ok.text).toBe(200);
   }, 180_000);
+
+  const metric = async (b: Broker, line: string): Promise<number> => {
+    const r = await http(b, "GET", "/metrics");
+    const hit = r.text.split("\n").find((l) => l.startsWith(`${line} `));
+    return hit === undefined ? 0 : Number(hit.slice(line.length + 1));
+  };
+
+  it("a broker frozen (SIGSTOP) while a second instance takes the name through the other: the re-init waits out the lease, the zombie is fenced on the first request after", async () => {
+    const [b0, b1] = [brokers[0]!, brokers[1]!];
+    const zombie = await init(b0, "ledger");
+    // Partition 0 is demo-0's: the new instance will never write it.
+    expect((await produce(b0, zombie, 0, 0)).status).toBe(200);
+    const confirmedBefore = await metric(b1, 'narad_producer_fence_barrier_total{outcome="confirmed"}');
+    const leaseBefore = await metric(b1, 'narad_producer_fence_barrier_total{outcome="lease"}');
+    // Both up: the barrier ends on demo-0's confirmation.
+    const second = await init(b1, "ledger");
+    expect(await metric(b1, 'narad_producer_fence_barrier_total{outcome="confirmed"}')).toBe(
+      confirmedBefore + 1,
+    );
+    b0.proc!.child.kill("SIGSTOP");
+    let current: { producer_id: string; epoch: number };
+    let waited: number;
+    try {
+      // demo-0 can neither confirm nor see the bump through its watch.
+      const started = performance.now();
+      current = await init(b1, "ledger");
+      waited = performance.now() - started;
+    } finally {
+      b0.proc!.child.kill("SIGCONT");
+    }
+    expect(current.epoch).toBe(second.epoch + 1);
+    expect(waited).toBeGreaterThanOrEqual(FENCE_LEASE_MS);
+    expect(await metric(b1, 'narad_producer_fence_barrier_total{outcome="lease"}')).toBe(leaseBefore + 1);
+    // The first request demo-0 serves after the freeze, for its own partition: fenced, both older instances.
+    const z = await produce(b0, zombie, 1, 0);
+    expect(z.status, z.text).toBe(409);
+    expect(z.json().code).toBe("producer_fenced");
+    const s2 = await produce(b0, second, 0, 0);
+    expect(s2.status, s2.text).toBe(409);
+    const ok = await produce(b0, current, 0, 0);
+    expect(ok.status, ok.text).toBe(200);
+  }, 120_000);
 });

@@ -34,8 +34,9 @@ export interface LogStoreOptions {
   nowMs: () => number;
   logger?: LogLogger;
   io?: LogIo;
-  /** See OpenPartitionLogOptions.producerEpoch / producerLimits. */
+  /** See OpenPartitionLogOptions.producerEpoch / producerFence / producerLimits. */
   producerEpoch?: (producerId: string) => number | undefined;
+  producerFence?: () => Promise<void> | undefined;
   producerLimits?: Partial<ProducerSequenceLimits>;
   /**
    * Whether the topic exists now (the metastore's view). A partition
@@ -259,6 +260,7 @@ class LogStoreImpl implements LogStore {
       logger: this.#logger,
       segmentHandles: this.#segmentHandles,
       ...(this.#opts.producerEpoch !== undefined ? { producerEpoch: this.#opts.producerEpoch } : {}),
+      ...(this.#opts.producerFence !== undefined ? { producerFence: this.#opts.producerFence } : {}),
       ...(this.#opts.producerLimits !== undefined ? { producerLimits: this.#opts.producerLimits } : {}),
     });
   }

@@ -558,6 +558,43 @@ describe("idempotent producers", () => {
     expect(await log.commitDurable(stamped(2, [0], 2))).toMatchObject({ appended: 1 });
   });
 
+  it("asks the registry's fence before the epoch checks: waits for it, stores nothing when it fails, plain commits skip it", async () => {
+    let registryEpoch = 1;
+    let gate: Promise<void> | undefined;
+    let asked = 0;
+    const log = await open({
+      producerEpoch: () => registryEpoch,
+      producerFence: () => {
+        asked++;
+        return gate;
+      },
+    });
+    // A plain commit never asks.
+    await log.commitDurable(recs(1, 1));
+    expect(asked).toBe(0);
+    // The lease holds (undefined): decided at once.
+    expect(await log.commitDurable(stamped(2, [0], 1))).toMatchObject({ appended: 1 });
+    expect(asked).toBe(1);
+    // The lease ran out: the commit waits for the read, which brings epoch 2, so epoch 1 is fenced.
+    let readDone: () => void = () => {};
+    gate = new Promise<void>((resolve) => {
+      readDone = resolve;
+    });
+    const pending = log.commitDurable(stamped(3, [1], 1));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(log.stats().nextOffset).toBe(2);
+    registryEpoch = 2;
+    readDone();
+    expect(await pending).toMatchObject({ appended: 0, fenced: 1 });
+    // The read fails: the commit fails before anything is written; the log keeps working.
+    gate = Promise.reject(new Error("registry unreadable"));
+    gate.catch(() => {});
+    await expect(log.commitDurable(stamped(4, [0], 2))).rejects.toThrow(/registry unreadable/);
+    expect(log.stats().nextOffset).toBe(2);
+    gate = undefined;
+    expect(await log.commitDurable(stamped(4, [0], 2))).toMatchObject({ appended: 1, baseOffset: 2 });
+  });
+
   it("answers a plain re-sent record with its offset (acks=all)", async () => {
     const log = await open();
     await log.commitDurable(recs(1, 3));

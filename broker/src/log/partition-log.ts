@@ -87,6 +87,15 @@ export interface OpenPartitionLogOptions extends PartitionLogOptions {
   logger?: LogLogger;
   /** The current epoch of an idempotent producer in the durable producer registry, if known. */
   producerEpoch?: (producerId: string) => number | undefined;
+  /**
+   * Whether producerEpoch may be trusted for a decision made right now (the
+   * registry's fence lease, docs/adr/0008-producer-fence-lease.md):
+   * undefined when it may, else a promise that resolves once it may or
+   * rejects when it cannot (the commit then fails before anything is
+   * written; the dispatcher retries it). Asked only by commits that carry
+   * producer stamps; the epoch checks follow synchronously.
+   */
+  producerFence?: () => Promise<void> | undefined;
   /** Bounds of the per-producer state (core/producer-sequence.ts). */
   producerLimits?: Partial<ProducerSequenceLimits>;
   /**
@@ -350,6 +359,13 @@ class PartitionLogImpl implements OpenedPartitionLog {
   }
 
   async #commit(records: readonly CommitRecord[]): Promise<CommitResult> {
+    // Before the checks below: they must hold after this await too. From
+    // here to the epoch checks in #dropDuplicates nothing awaits, so the
+    // registry's view is used while its lease holds.
+    if (this.#opts.producerFence !== undefined && records.some((r) => r.producer !== undefined)) {
+      const wait = this.#opts.producerFence();
+      if (wait !== undefined) await wait;
+    }
     if (this.#closed) throw new LogError("LOG_CLOSED", this.#opts.dir);
     // Checked when the commit runs (not when it was queued), so nothing lands after freeze() resolved.
     if (this.#frozen)

@@ -5,17 +5,36 @@
 // Stores: a JSON file under the data dir (single node; temp file + fsync +
 // rename + dir fsync, like the file metastore), or an in-memory one shared by
 // in-process test brokers.
+//
+// Fencing across brokers (a shared store: kubernetes, in-process clusters;
+// docs/adr/0008-producer-fence-lease.md, pure rules in core/producer-fence.ts):
+// the view is trusted for an epoch decision only for leaseMs after a read of
+// the store started (a decision after that reads first, or is refused with
+// ProducerRegistryStaleError), and a re-init that bumped an epoch answers
+// only once every other broker confirmed the new epoch or the lease has run
+// out since the bump was written. Single node (one view, the only writer):
+// no lease, no barrier.
 
 import { mkdir, open, readFile, rename } from "node:fs/promises";
 import { join } from "node:path";
-import { conflict } from "../errors.ts";
+import {
+  afterRead,
+  barrierDeadline,
+  expired,
+  type LeaseState,
+  leaseDecision,
+  noLease,
+} from "../core/producer-fence.ts";
+import { conflict, NaradError } from "../errors.ts";
 import {
   emptyRegistryState,
   epochIn,
   freshRegistryState,
+  idNumber,
   idOf,
   indexById,
   initNamed,
+  maxRegistryEpoch,
   mergeRegistryStates,
   parseRegistryState,
   type RegistryState,
@@ -43,10 +62,59 @@ export interface ProducerRegistry {
    * Like epochOf, but when the local view cannot confirm `epoch` (the id is
    * unknown, or `epoch` is above the known one) it first re-reads the store:
    * another broker may have issued the id or bumped the epoch a moment ago,
-   * and a watched copy lags. Concurrent misses share one read.
+   * and a watched copy lags. Concurrent misses share one read. With a fence
+   * lease, a view older than the lease is re-read first too (shared by
+   * concurrent callers); a read that fails then rejects with
+   * ProducerRegistryStaleError.
    */
   lookup(id: string, epoch: number): Promise<number | undefined>;
+  /**
+   * For a decision made synchronously right after (the partition owner's
+   * epoch check): undefined when the view may be used now, else a promise
+   * that resolves once it may (after a read of the store) or rejects with
+   * ProducerRegistryStaleError. Always undefined without a fence lease.
+   */
+  fence(): Promise<void> | undefined;
+  /**
+   * The re-init barrier's other side: another broker wrote `epoch` for `id`
+   * durably and asks this one to hold it. Taken into the view at once
+   * (epochs only grow); answers the epoch now held (≥ `epoch`).
+   */
+  learnEpoch(id: string, epoch: number): number;
+  /** Only reads that start from now on count for the lease (this broker just joined the member list). */
+  expireLease(): void;
   close(): Promise<void>;
+}
+
+/**
+ * Fencing across brokers that share the store (cluster mode). Absent: one
+ * broker owns the store (single node), its view is the store.
+ */
+export interface RegistryFenceOptions {
+  /** A read of the store is trusted for epoch decisions this long after it started (--producer-fence-lease-ms). */
+  leaseMs: number;
+  /** Monotonic clock, ms. */
+  nowMs: () => number;
+  /**
+   * False while this broker is not in its own member list: the barrier of a
+   * broker that does not list it may not wait for it, so every decision
+   * reads. Absent: always true.
+   */
+  trusted?: () => boolean;
+  /**
+   * Asks every other member to hold (id, epoch) (ConfirmProducerEpoch);
+   * resolves true only when every member that may decide confirmed, within
+   * `timeoutMs`. Absent: the barrier always waits out the lease.
+   */
+  confirm?: (id: string, epoch: number, timeoutMs: number) => Promise<boolean>;
+  /** How a barrier ended and how long after the bump's write. */
+  onBarrier?: (outcome: "confirmed" | "lease", ms: number) => void;
+  /**
+   * A read of the store for a decision, once per read (however many callers
+   * share it): for the lease (it ran out, or is in its last quarter) or for a
+   * miss (an unknown id or a higher epoch); ok or failed.
+   */
+  onRead?: (reason: "lease" | "miss", ok: boolean) => void;
 }
 
 /** Where the registry state lives: read it, and write a new one durably. */
@@ -66,6 +134,26 @@ export class RegistryConflict extends Error {}
 /** A re-initialisation from an epoch the name has left behind. */
 export class ProducerFencedError extends Error {}
 
+/**
+ * The view is older than the fence lease and the store could not be read:
+ * this broker cannot tell whether an epoch was fenced through another one,
+ * so it decides nothing (503 producer_registry_stale at ingress; the owner
+ * holds the commit, which the dispatcher retries).
+ */
+export class ProducerRegistryStaleError extends NaradError {
+  constructor(detail: string, cause?: unknown) {
+    super(
+      "UNAVAILABLE",
+      `the producer registry cannot be read to confirm producer epochs (${detail}); retry`,
+      {
+        retryAfterSeconds: 1,
+        ...(cause === undefined ? {} : { cause }),
+      },
+    );
+    this.name = "ProducerRegistryStaleError";
+  }
+}
+
 export const defaultIdBlock = 1000;
 
 /**
@@ -78,18 +166,36 @@ export async function openProducerRegistry(
   store: RegistryStore,
   block = defaultIdBlock,
   maxNamed = Number.POSITIVE_INFINITY,
+  fence?: RegistryFenceOptions,
 ): Promise<ProducerRegistry> {
-  let { state, rev } = await store.load();
+  const now = fence?.nowMs ?? (() => performance.now());
+  // The lease (core/producer-fence.ts): the start of the latest read of the
+  // store that succeeded. Only reads and successful writes move it; the
+  // store's watch (peek) never does: an event shows the object at some
+  // revision, not that no later one exists.
+  let lease: LeaseState = noLease();
+  /** store.load(), counted for the lease from the moment it started. */
+  const load = async (): Promise<{ state: RegistryState; rev: string }> => {
+    const startedAt = now();
+    const r = await store.load();
+    lease = afterRead(lease, startedAt);
+    return r;
+  };
+  let { state, rev } = await load();
   // What epochOf answers from: every state this broker wrote, loaded or saw
   // through the store's peek, merged (the state only grows, so the merge is
   // the newest of them; a lagging watch never takes back a bump seen here).
   let view = state;
   let byId = indexById(view);
+  // Epochs other brokers wrote and told this one about (learnEpoch) before
+  // its view showed them; dropped once the view has caught up.
+  const learnt = new Map<string, number>();
   const absorb = (s: RegistryState): void => {
     const merged = mergeRegistryStates(view, s);
     if (merged === view) return;
     view = merged;
     byId = indexById(view);
+    for (const [id, e] of learnt) if ((epochIn(view, byId, id) ?? -1) >= e) learnt.delete(id);
   };
   let blockNext = 0;
   let blockEnd = 0;
@@ -108,13 +214,17 @@ export async function openProducerRegistry(
       try {
         // Durable before anything of it is answered: a crash after the write
         // and before the answer wastes a block or an epoch, never reuses one.
+        const startedAt = now();
         rev = await store.save(r.state, rev);
+        // A write accepted on revision `rev` means the stored state was ours
+        // when it committed (after startedAt): as strong as a read then.
+        lease = afterRead(lease, startedAt);
         state = r.state;
         absorb(state);
         return r.out;
       } catch (err) {
         if (!(err instanceof RegistryConflict) || attempt >= 50) throw err;
-        ({ state, rev } = await store.load());
+        ({ state, rev } = await load());
         absorb(state);
       }
     }
@@ -141,74 +251,191 @@ export async function openProducerRegistry(
   // caller's miss, so a caller arriving during one waits for the next.
   let reading: Promise<void> | undefined;
   let queued: Promise<void> | undefined;
-  const readOnce = (): Promise<void> => {
-    const p = store.load().then((r) => absorb(r.state));
+  const readOnce = (reason: "lease" | "miss"): Promise<void> => {
+    const p = load().then(
+      (r) => {
+        absorb(r.state);
+        fence?.onRead?.(reason, true);
+      },
+      (err: unknown) => {
+        fence?.onRead?.(reason, false);
+        throw err;
+      },
+    );
     reading = p.finally(() => {
       reading = undefined;
     });
     return reading;
   };
-  const refresh = (): Promise<void> => {
-    if (reading === undefined) return readOnce();
+  /** A read that starts now, or right after the one in flight (which may have started before the caller came). */
+  const refresh = (reason: "lease" | "miss"): Promise<void> => {
+    if (reading === undefined) return readOnce(reason);
     queued ??= reading
       .catch(() => {})
       .then(() => {
         queued = undefined;
-        return readOnce();
+        return readOnce(reason);
       });
     return queued;
   };
   const epochOf = (id: string): number | undefined => {
     current();
-    return epochIn(view, byId, id);
+    const e = epochIn(view, byId, id);
+    const told = learnt.get(id);
+    if (told === undefined) return e;
+    if (e !== undefined && e >= told) {
+      learnt.delete(id);
+      return e;
+    }
+    return told;
   };
-  return {
-    init: (name, fromEpoch) =>
-      serial(async () => {
-        if (name === undefined) return { id: idOf(await freshNumber()), epoch: 0 };
-        // A new name needs an id first (from this broker's block).
-        current();
-        // Both the merged view and the state this broker writes: either may hold names the other lacks yet.
-        const known = Object.hasOwn(view.named, name) || Object.hasOwn(state.named, name);
-        const names = new Set([...Object.keys(view.named), ...Object.keys(state.named)]).size;
-        if (!known && names >= maxNamed)
-          throw conflict(
-            `the producer registry holds ${maxNamed} named producers, its limit (--max-named-producers); reuse a name or raise the limit`,
-          );
-        // An id reserved from a block whenever the state to be written lacks
-        // the name: if a retry finds the name after all, that id is wasted,
-        // never issued twice.
-        const n = Object.hasOwn(state.named, name) ? -1 : await freshNumber();
-        if (fromEpoch !== undefined) {
-          // Decided on the stored state, not this broker's copy: a copy behind
-          // a re-init made through another broker would fence the caller wrongly.
-          ({ state, rev } = await store.load());
-          absorb(state);
-          return update((s) => {
-            const r = reinitNamed(s, name, fromEpoch);
-            if (r === "fenced") {
-              const cur = Object.hasOwn(s.named, name) ? s.named[name] : undefined;
-              throw new ProducerFencedError(
-                `producer fenced: "${name}" is at epoch ${cur?.epoch ?? "none"}, not ${fromEpoch}; a newer instance took over`,
-              );
-            }
-            return { state: r.state, out: { id: r.id, epoch: r.epoch } };
-          });
-        }
+
+  /** May the view decide now? Starts a background read when the lease is in its last quarter. */
+  const leaseHolds = (): boolean => {
+    if (fence === undefined) return true;
+    const d = leaseDecision(lease, now(), fence.leaseMs, fence.trusted?.() ?? true, reading !== undefined);
+    // A failure here only means the next decision after the lease reads (and may refuse).
+    if (d === "valid-refresh") readOnce("lease").catch(() => {});
+    return d !== "read";
+  };
+  /**
+   * Resolves once a decision that arrived at `arrived` may use the view: the
+   * lease holds again, or a read that started at or after `arrived`
+   * succeeded (then the view is as fresh as a read at the arrival, however
+   * long the read took). Joins a read in flight; one read serves every
+   * caller waiting at once.
+   */
+  const freshen = async (arrived: number): Promise<void> => {
+    const fresh = (): boolean =>
+      leaseHolds() || (lease.readStartedAt >= arrived && lease.readStartedAt >= lease.trustFrom);
+    try {
+      if (reading !== undefined) {
+        await reading;
+        if (fresh()) return;
+      }
+      await refresh("lease");
+    } catch (err) {
+      throw new ProducerRegistryStaleError(err instanceof Error ? err.message : String(err), err);
+    }
+    if (!fresh()) throw new ProducerRegistryStaleError("the lease was expired during the read");
+  };
+
+  const sleep = (ms: number): { done: Promise<void>; cancel: () => void } => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let finish: () => void = () => {};
+    const done = new Promise<void>((resolve) => {
+      finish = resolve;
+      timer = setTimeout(resolve, Math.max(0, ms));
+    });
+    return {
+      done,
+      cancel: () => {
+        clearTimeout(timer);
+        finish();
+      },
+    };
+  };
+  /**
+   * The re-init barrier: returns once every other broker confirmed `epoch`,
+   * or once its lease must have run out since the bump was written
+   * (`durableAt`, this broker's monotonic clock, taken after the write or the
+   * read that found it). A confirmation that fails or comes late only means
+   * waiting for the deadline; nothing is undone: the bump is durable.
+   */
+  const barrier = async (f: RegistryFenceOptions, id: string, epoch: number, durableAt: number) => {
+    const deadline = barrierDeadline(durableAt, f.leaseMs);
+    const wait = sleep(deadline - now());
+    let outcome: "confirmed" | "lease" = "lease";
+    if (f.confirm !== undefined) {
+      const confirmed = f.confirm(id, epoch, Math.max(1, deadline - now())).catch(() => false);
+      if (await Promise.race([confirmed, wait.done.then(() => false)])) {
+        outcome = "confirmed";
+        wait.cancel();
+      }
+    }
+    await wait.done;
+    f.onBarrier?.(outcome, now() - durableAt);
+  };
+
+  const issue = (name: string | undefined, fromEpoch: number | undefined): Promise<ProducerIdentity> =>
+    serial(async () => {
+      if (name === undefined) return { id: idOf(await freshNumber()), epoch: 0 };
+      // A new name needs an id first (from this broker's block).
+      current();
+      // Both the merged view and the state this broker writes: either may hold names the other lacks yet.
+      const known = Object.hasOwn(view.named, name) || Object.hasOwn(state.named, name);
+      const names = new Set([...Object.keys(view.named), ...Object.keys(state.named)]).size;
+      if (!known && names >= maxNamed)
+        throw conflict(
+          `the producer registry holds ${maxNamed} named producers, its limit (--max-named-producers); reuse a name or raise the limit`,
+        );
+      // An id reserved from a block whenever the state to be written lacks
+      // the name: if a retry finds the name after all, that id is wasted,
+      // never issued twice.
+      const n = Object.hasOwn(state.named, name) ? -1 : await freshNumber();
+      if (fromEpoch !== undefined) {
+        // Decided on the stored state, not this broker's copy: a copy behind
+        // a re-init made through another broker would fence the caller wrongly.
+        ({ state, rev } = await load());
+        absorb(state);
         return update((s) => {
-          const r = initNamed(s, name, () => {
-            if (n < 0) throw new Error(`producer "${name}" vanished from the registry`);
-            return idOf(n);
-          });
+          const r = reinitNamed(s, name, fromEpoch);
+          if (r === "fenced") {
+            const cur = Object.hasOwn(s.named, name) ? s.named[name] : undefined;
+            throw new ProducerFencedError(
+              `producer fenced: "${name}" is at epoch ${cur?.epoch ?? "none"}, not ${fromEpoch}; a newer instance took over`,
+            );
+          }
           return { state: r.state, out: { id: r.id, epoch: r.epoch } };
         });
-      }),
+      }
+      return update((s) => {
+        const r = initNamed(s, name, () => {
+          if (n < 0) throw new Error(`producer "${name}" vanished from the registry`);
+          return idOf(n);
+        });
+        return { state: r.state, out: { id: r.id, epoch: r.epoch } };
+      });
+    });
+
+  return {
+    init: async (name, fromEpoch) => {
+      const out = await issue(name, fromEpoch);
+      // Epoch 0 fences nobody. Every later epoch of a name was a bump (by
+      // this call, or by the earlier attempt a retried re-init answers
+      // from): taken after the write or the read that found it, `now()` is
+      // at or after the moment the bump became durable. Outside the serial
+      // chain: other inits do not wait for this barrier.
+      if (fence !== undefined && name !== undefined && out.epoch > 0)
+        await barrier(fence, out.id, out.epoch, now());
+      return out;
+    },
     epochOf,
     lookup: async (id, epoch) => {
+      const arrived = now();
+      if (!leaseHolds()) await freshen(arrived);
       const e = epochOf(id);
       if (e !== undefined && epoch <= e) return e;
-      await refresh();
+      // A miss: a read that started after it (unless one already did).
+      if (lease.readStartedAt < arrived) {
+        try {
+          await refresh("miss");
+        } catch (err) {
+          throw new ProducerRegistryStaleError(err instanceof Error ? err.message : String(err), err);
+        }
+      }
       return epochOf(id);
+    },
+    fence: () => (leaseHolds() ? undefined : freshen(now())),
+    learnEpoch: (id, epoch) => {
+      if (idNumber(id) === undefined || !Number.isInteger(epoch) || epoch < 0 || epoch > maxRegistryEpoch)
+        throw new NaradError("BAD_REQUEST", `not a producer id and epoch: ${id} ${epoch}`);
+      const held = epochOf(id);
+      if (held === undefined || held < epoch) learnt.set(id, epoch);
+      return epochOf(id) ?? epoch;
+    },
+    expireLease: () => {
+      lease = expired(lease, now());
     },
     close: async () => {
       await chain;

@@ -18,6 +18,8 @@ import {
   clusterService,
   type PbAckRequest,
   type PbAdminStatusResponse,
+  type PbConfirmProducerEpochRequest,
+  type PbConfirmProducerEpochResponse,
   type PbConsumeRequest,
   type PbConsumeResponse,
   type PbIngestRequest,
@@ -87,6 +89,11 @@ export interface PeerClient {
   moveVerify(req: PbMoveVerifyRequest): Promise<PbMoveVerifyResponse>;
   /** Produce forwarded to this peer's WAL; resolves once the peer fsynced every record. */
   ingest(req: PbIngestRequest, deadlineMs: number): Promise<number>;
+  /** The re-init barrier: the peer holds (producer id, epoch) in its registry view once this resolves. */
+  confirmProducerEpoch(
+    req: PbConfirmProducerEpochRequest,
+    deadlineMs: number,
+  ): Promise<PbConfirmProducerEpochResponse>;
 }
 
 export interface PeerPool {
@@ -197,6 +204,8 @@ export function createPeerPool(o: PeerPoolOptions): PeerPool {
       await unary(client, address, "MoveUnfreeze", req, nowMs() + o.readTimeoutMs);
     },
     ingest: async (req, deadlineMs) => (await unary(client, address, "Ingest", req, deadlineMs)).appended,
+    confirmProducerEpoch: (req, deadlineMs) =>
+      unary(client, address, "ConfirmProducerEpoch", req, deadlineMs),
   });
 
   return {

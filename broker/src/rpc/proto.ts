@@ -215,6 +215,17 @@ export interface PbIngestResponse {
   appended: number;
 }
 
+export interface PbConfirmProducerEpochRequest {
+  producer_id: string;
+  epoch: number;
+  from_node: string;
+}
+
+export interface PbConfirmProducerEpochResponse {
+  epoch: number;
+  membership_epoch: number;
+}
+
 /** Request and response type of each method of the Cluster service. */
 export interface ClusterMethods {
   CommitBatch: { req: PbCommitBatchRequest; res: PbCommitBatchResponse };
@@ -229,6 +240,7 @@ export interface ClusterMethods {
   MoveUnfreeze: { req: PbMoveUnfreezeRequest; res: PbEmpty };
   MoveVerify: { req: PbMoveVerifyRequest; res: PbMoveVerifyResponse };
   Ingest: { req: PbIngestRequest; res: PbIngestResponse };
+  ConfirmProducerEpoch: { req: PbConfirmProducerEpochRequest; res: PbConfirmProducerEpochResponse };
 }
 export type ClusterMethod = keyof ClusterMethods;
 

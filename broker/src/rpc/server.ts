@@ -31,6 +31,8 @@ import {
   clusterService,
   type PbAdminStatusResponse,
   type PbCommitBatchRequest,
+  type PbConfirmProducerEpochRequest,
+  type PbConfirmProducerEpochResponse,
   type PbIngestRequest,
 } from "./proto.ts";
 import { NotOwnerError, toRpcFailure, toServiceError } from "./status.ts";
@@ -39,6 +41,8 @@ import { NotOwnerError, toRpcFailure, toServiceError } from "./status.ts";
 export interface ClusterServerHooks {
   /** Runs as an owner's commit starts (e.g. a slow fsync: a delay past the caller's deadline). */
   beforeCommit?(req: PbCommitBatchRequest): Promise<void>;
+  /** Runs as a ConfirmProducerEpoch call starts (e.g. throws: a confirmation that never arrives). */
+  beforeConfirmProducerEpoch?(req: PbConfirmProducerEpochRequest): Promise<void>;
 }
 
 export interface ClusterServerDeps {
@@ -59,6 +63,12 @@ export interface ClusterServerDeps {
    * produce itself). Absent, Ingest answers UNAVAILABLE.
    */
   ingest?: (records: PbIngestRequest["records"], from: string) => Promise<number>;
+  /**
+   * The re-init barrier's member side: holds (producer id, epoch) in this
+   * node's producer-registry view and answers what it now holds. Absent
+   * (no registry), ConfirmProducerEpoch answers UNAVAILABLE.
+   */
+  confirmProducerEpoch?: (req: PbConfirmProducerEpochRequest) => PbConfirmProducerEpochResponse;
   /** Source side of partition moves; absent, the Move* calls answer UNAVAILABLE. */
   moves?: Pick<MoveSource, "manifest" | "fetch" | "freeze" | "unfreeze" | "verify">;
   readMaxRecords: number;
@@ -187,6 +197,13 @@ export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementat
       if (d.ingest === undefined)
         throw new NaradError("UNAVAILABLE", `node ${d.nodeId} takes no forwarded produce`);
       return { appended: await d.ingest(req.records, req.from_node) };
+    }),
+
+    ConfirmProducerEpoch: unary("ConfirmProducerEpoch", async (req) => {
+      await d.hooks?.beforeConfirmProducerEpoch?.(req);
+      if (d.confirmProducerEpoch === undefined)
+        throw new NaradError("UNAVAILABLE", `node ${d.nodeId} has no producer registry`);
+      return d.confirmProducerEpoch(req);
     }),
 
     MoveUnfreeze: unary("MoveUnfreeze", async (req) => {

@@ -6,7 +6,9 @@
 // records, with their offsets (dispatch/commit-waiters.ts).
 // Idempotent producers send narad-producer-id/-epoch/-seq (producer-headers.ts)
 // with acks=all: the id must come from POST /v1/producers; this node refuses
-// an epoch below the registry's (409 producer_fenced), the owner checks the
+// an epoch below the registry's (409 producer_fenced), or, when its view of
+// the registry is older than the fence lease and the store cannot be read,
+// decides nothing (503 producer_registry_stale); the owner checks the
 // sequence and answers a retry with its original result (core/producer-sequence.ts).
 
 import type { FastifyInstance } from "fastify";
@@ -23,6 +25,7 @@ import type { WalRecordInput } from "../../core/records.ts";
 import type { CommitWaiters } from "../../dispatch/commit-waiters.ts";
 import { badRequest, NaradError, unavailable } from "../../errors.ts";
 import type { TopicConfig } from "../../meta/types.ts";
+import { ProducerRegistryStaleError } from "../../producers/registry.ts";
 import type { BrokerServices } from "../../services.ts";
 import { parseOptionalInt } from "../params.ts";
 import { holdAdmission, registerAdmission } from "../plugins/admission.ts";
@@ -121,8 +124,18 @@ export function produceRoutes(s: BrokerServices) {
     }
     // A miss (unknown id, or an epoch above the known one) re-reads the
     // registry first: the id or the bump may come from another broker a
-    // moment ago. A lower epoch needs no read: epochs only grow.
-    const current = await registry?.lookup(h.id, h.epoch);
+    // moment ago. A lower epoch needs no read: epochs only grow. In cluster
+    // mode a view older than the fence lease is re-read first as well (a
+    // bump through another broker may not have reached it; docs/adr/0008);
+    // when that read fails nothing is decided and nothing stored.
+    let current: number | undefined;
+    try {
+      current = await registry?.lookup(h.id, h.epoch);
+    } catch (err) {
+      if (!(err instanceof ProducerRegistryStaleError)) throw err;
+      s.metrics.produceRejected.inc({ reason: "producer_registry_stale" });
+      throw new CodedRefusal(503, "producer_registry_stale", err.message, err.retryAfterSeconds ?? 1);
+    }
     if (current === undefined) {
       throw new CodedRefusal(
         400,
