@@ -24,6 +24,12 @@ export interface Config {
   drainTimeoutMs: number;
   /** acks=all: how long a produce waits for the owner's commit. */
   acksAllTimeoutMs: number;
+  /**
+   * A query parameter a route does not know: refused (400
+   * unknown_query_parameter; a typo such as ?kye= must not store a record
+   * without its key) or ignored, as Narad v1 does.
+   */
+  unknownQueryParams: "refuse" | "ignore";
   produceMaxBodyBytes: number;
   batchMaxBodyBytes: number;
   /** Produce memory budget (bytes of bodies not yet durable) and how long a produce waits for its share. */
@@ -149,6 +155,7 @@ const settings = {
   namespace: { env: "NARAD_NAMESPACE", file: "namespace" },
   "drain-timeout-ms": { env: "NARAD_DRAIN_TIMEOUT_MS", file: "drainTimeoutMs" },
   "acks-all-timeout-ms": { env: "NARAD_ACKS_ALL_TIMEOUT_MS", file: "acksAllTimeoutMs" },
+  "unknown-query-params": { env: "NARAD_UNKNOWN_QUERY_PARAMS", file: "unknownQueryParams" },
   "max-body-bytes": { env: "NARAD_MAX_BODY_BYTES", file: "maxBodyBytes" },
   "produce-memory-budget": { env: "NARAD_PRODUCE_MEMORY_BUDGET", file: "produceMemoryBudget" },
   "admission-timeout-ms": { env: "NARAD_ADMISSION_TIMEOUT_MS", file: "admissionTimeoutMs" },
@@ -242,6 +249,8 @@ Options (each also settable as the NARAD_* variable shown, or in --config JSON):
   --drain-timeout-ms N        SIGTERM drain bound        NARAD_DRAIN_TIMEOUT_MS (default ${k.drainTimeoutMs})
   --acks-all-timeout-ms N     acks=all wait for the owner's commit, then 503
                                                          NARAD_ACKS_ALL_TIMEOUT_MS (default ${k.acksAllTimeoutMs})
+  --unknown-query-params refuse|ignore  a query parameter the route does not know: 400, or
+                              ignored as Narad v1 does   NARAD_UNKNOWN_QUERY_PARAMS (default refuse)
   --max-body-bytes N          single produce limit       NARAD_MAX_BODY_BYTES (default ${k.produceMaxBodyBytes})
   --produce-memory-budget N   bytes of produce bodies in memory before produces wait
                                                          NARAD_PRODUCE_MEMORY_BUDGET (default ${k.admissionBudgetBytes})
@@ -400,6 +409,9 @@ export function loadConfig(
   }
   const auth = get("auth") ?? defaultAuthMode(metastore);
   if (auth !== "on" && auth !== "off") throw new ConfigError(`--auth must be on or off, got "${auth}"`);
+  const unknownQueryParams = get("unknown-query-params") ?? "refuse";
+  if (unknownQueryParams !== "refuse" && unknownQueryParams !== "ignore")
+    throw new ConfigError(`--unknown-query-params must be refuse or ignore, got "${unknownQueryParams}"`);
   const metricsAuth = get("metrics-auth") ?? auth;
   if (metricsAuth !== "on" && metricsAuth !== "off")
     throw new ConfigError(`--metrics-auth must be on or off, got "${metricsAuth}"`);
@@ -421,6 +433,7 @@ export function loadConfig(
     namespace: get("namespace") ?? defaultNamespace(env, namespaceFile),
     drainTimeoutMs: count("drain-timeout-ms", k.drainTimeoutMs),
     acksAllTimeoutMs: positiveCount("acks-all-timeout-ms", k.acksAllTimeoutMs),
+    unknownQueryParams,
     produceMaxBodyBytes: maxBody,
     batchMaxBodyBytes: Math.max(k.batchProduceMaxBodyBytes, maxBody),
     admission: {

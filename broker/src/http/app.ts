@@ -69,9 +69,10 @@ export function buildApp(
     return503OnClosing: s.forwardProduce === undefined,
     // Query strings are checked against each route's schema.querystring
     // (http/query-schema.ts): a parameter the route does not know is refused
-    // (400 unknown_query_parameter), not silently dropped as fastify's default
-    // removeAdditional would. Bodies have no validating schema: handlers read them.
-    ajv: { customOptions: { removeAdditional: false } },
+    // (400 unknown_query_parameter), or with --unknown-query-params ignore
+    // dropped before the handler sees it, as Narad v1 ignores it. Bodies have
+    // no validating schema: handlers read them.
+    ajv: { customOptions: { removeAdditional: s.config.unknownQueryParams === "ignore" } },
     clientErrorHandler: answerClientError,
     frameworkErrors: answerFrameworkError,
   });

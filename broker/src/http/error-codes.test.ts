@@ -335,6 +335,36 @@ describe("authentication, authorisation and rate limits carry codes too (auth on
   });
 });
 
+describe("--unknown-query-params ignore: Narad v1's leniency", () => {
+  it("drops a parameter the route does not know and serves the request; malformed known ones still 400", async () => {
+    const config = loadConfig(
+      ["--data-dir", tempDir(), "--addr", "127.0.0.1:0", "--unknown-query-params", "ignore"],
+      {},
+      "node-a",
+    );
+    const broker = await startBroker(config, pino({ level: "silent" }), { listen: false });
+    try {
+      expect((await ask(broker, { method: "POST", url: "/v1/topics", ...json({ name: "t" }) })).status).toBe(
+        201,
+      );
+      const a = await ask(broker, { method: "POST", url: "/v1/topics/t/produce?garbage=true", payload: "m" });
+      expect(a.status).toBe(202);
+      expectCode(
+        await ask(broker, { method: "GET", url: "/v1/topics?limit=many&x=1" }),
+        "invalid_query_parameter",
+      );
+    } finally {
+      await broker.shutdown();
+    }
+  });
+
+  it("is refused when neither refuse nor ignore", () => {
+    expect(() => loadConfig(["--unknown-query-params", "warn"], {}, "h")).toThrow(
+      /--unknown-query-params must be refuse or ignore/,
+    );
+  });
+});
+
 describe("answers outside the routes", () => {
   it("header_too_large: a request head over Node's limit, answered by the clientError handler", async () => {
     const app = Fastify({ logger: false, clientErrorHandler: answerClientError });

@@ -33,7 +33,14 @@ export function moveRoutes(s: BrokerServices, moves: MoveService | undefined) {
     });
     app.get(
       "/admin/v1/moves",
-      { schema: { tags: ["admin"], summary: "Partition moves to this node", querystring: querySchema() } },
+      {
+        schema: {
+          tags: ["admin"],
+          summary: "Partition moves to this node",
+          description: "Every move this node is the destination of, with its state.",
+          querystring: querySchema(),
+        },
+      },
       async () => ({ moves: service().list() }),
     );
 

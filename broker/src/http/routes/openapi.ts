@@ -12,6 +12,26 @@ export const openApiPath = "/v1/openapi.json";
 
 const errorCodes = Object.keys(apiErrors);
 
+const errorSchema = {
+  type: "object",
+  required: ["error", "code"],
+  properties: {
+    error: { type: "string", description: "what went wrong, for people (worded as Narad v1 words it)" },
+    code: { type: "string", enum: errorCodes, description: "stable machine-readable code: branch on this" },
+  },
+} as const;
+
+/**
+ * Answers for the document only: routes carry no response schema, because
+ * fastify would then serialise (and filter) their bodies with it.
+ */
+const documentedResponses = {
+  // type null: the document claims no body shape; the description says what each route answers.
+  "2xx": { description: "Success: the status and body are in the description", type: "null" },
+  "4xx": { description: "The request is refused; see code (docs/http-api.md, Errors)", ...errorSchema },
+  "5xx": { description: "This node cannot serve it now; see code and Retry-After", ...errorSchema },
+};
+
 /** Registers the generator; call before any route so it sees them all. */
 export function registerOpenApi(app: FastifyInstance): void {
   app.register(swagger, {
@@ -24,18 +44,6 @@ export function registerOpenApi(app: FastifyInstance): void {
           "Narad v1's /v1 API and the node administration API (/admin/v1). Every error answer is JSON " +
           '{"error": "<message>", "code": "<code>"}; branch on code (docs/http-api.md, "Errors").',
       },
-      components: {
-        schemas: {
-          Error: {
-            type: "object",
-            required: ["error", "code"],
-            properties: {
-              error: { type: "string", description: "what went wrong, for people" },
-              code: { type: "string", enum: errorCodes, description: "stable machine-readable code" },
-            },
-          },
-        },
-      },
       tags: [
         { name: "topics", description: "topic administration" },
         { name: "produce", description: "writing records" },
@@ -45,6 +53,7 @@ export function registerOpenApi(app: FastifyInstance): void {
         { name: "health", description: "liveness, readiness, metrics, this document" },
       ],
     },
+    transform: ({ schema, url }) => ({ schema: { ...schema, response: documentedResponses }, url }),
   });
 }
 
