@@ -6,9 +6,11 @@ import {
   BufferFullError,
   FencedProducerError,
   NaradClient,
+  OffsetExpiredError,
   OutOfOrderSequenceError,
   PayloadTooLargeError,
   StaleReceiptError,
+  TopicExistsError,
   TopicNotFoundError,
   UnavailableError,
 } from "./index.ts";
@@ -181,7 +183,7 @@ describe("Producer", () => {
 });
 
 describe("typed errors", () => {
-  it("maps statuses to errors with a hint", async () => {
+  it("maps statuses to errors with a hint (an answer without a code: Narad v1, an older broker)", async () => {
     const f = await startFakeBroker((q, res) => {
       if (q.path === "/v1/topics/missing") return json(res, 404, { error: 'topic "missing" not found' });
       if (q.path.endsWith("/produce")) return json(res, 413, { error: "request body too large" });
@@ -222,6 +224,31 @@ describe("typed errors", () => {
     expect(msg?.receiptHandle).toBe("0:0:abc.1");
     await expect(msg?.ack()).rejects.toBeInstanceOf(StaleReceiptError);
     consumer.stop();
+  });
+
+  it("maps the body's code, whatever the message says", async () => {
+    const f = await startFakeBroker((q, res) => {
+      // Messages that would fool the status fallback: the code decides.
+      if (q.path === "/v1/topics/renamed")
+        return json(res, 404, { error: "no such thing here", code: "topic_not_found" });
+      if (q.path === "/v1/topics/g/groups/x")
+        return json(res, 404, { error: 'topic "g" not found', code: "not_found" });
+      if (q.path === "/v1/topics" && q.method === "POST")
+        return json(res, 409, { error: "busy", code: "conflict" });
+      if (q.path.endsWith("/produce")) return json(res, 410, { error: "gone", code: "topic_deleted" });
+      return json(res, 410, { error: "offset 3 was removed by retention", code: "offset_expired" });
+    });
+    fakes.push(f);
+    const c = client([f.url]);
+    const nf = await c.topics.get("renamed").catch((e: unknown) => e);
+    expect(nf).toBeInstanceOf(TopicNotFoundError);
+    expect((nf as TopicNotFoundError).topic).toBe("renamed");
+    await expect(c.topics.deleteGroup("g", "x")).rejects.toMatchObject({ status: 404, code: "NOT_FOUND" });
+    const conflict = await c.topics.create("t").catch((e: unknown) => e);
+    expect(conflict).not.toBeInstanceOf(TopicExistsError);
+    expect(conflict).toMatchObject({ status: 409, code: "CONFLICT" });
+    await expect(c.produce("t", "x")).rejects.toMatchObject({ status: 410, code: "TOPIC_DELETED" });
+    await expect(c.read("t", 0, 3)).rejects.toBeInstanceOf(OffsetExpiredError);
   });
 });
 

@@ -5,6 +5,8 @@ export type NaradErrorCode =
   | "TOPIC_NOT_FOUND"
   | "NOT_FOUND"
   | "TOPIC_EXISTS"
+  | "TOPIC_DELETED"
+  | "CONFLICT"
   | "PAYLOAD_TOO_LARGE"
   | "UNAVAILABLE"
   | "STALE_RECEIPT"
@@ -226,6 +228,66 @@ export function parseRetryAfter(value: string | null, nowMs = Date.now()): numbe
   return Math.max(0, at - nowMs);
 }
 
+type ErrorMaker = (
+  status: number,
+  message: string,
+  retryAfterMs: number | undefined,
+  ctx: ErrorContext,
+) => NaradError;
+
+const badRequest: ErrorMaker = (status, message) => new BadRequestError(message, status);
+const unavailable: ErrorMaker = (status, message, retryAfterMs) =>
+  new UnavailableError(message, { status, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
+const notFound: ErrorMaker = (_status, message) =>
+  new NaradError(404, "NOT_FOUND", message, "check the name (topic, group) and the broker version");
+
+/**
+ * The broker's machine-readable `code` (docs/http-api.md, "Errors") and the
+ * error each becomes. A code not listed here falls back on the status.
+ */
+const byCode: Readonly<Record<string, ErrorMaker>> = {
+  bad_request: badRequest,
+  invalid_query_parameter: badRequest,
+  unknown_query_parameter: badRequest,
+  invalid_acks: badRequest,
+  acks_all_required: badRequest,
+  invalid_producer_epoch: badRequest,
+  unsupported_media_type: badRequest,
+  unknown_producer_id: (_s, message) => new UnknownProducerIdError(message),
+  unauthenticated: (_s, message) => new UnauthenticatedError(message),
+  forbidden: (_s, message) => new ForbiddenError(message),
+  topic_not_found: (_s, message, _r, ctx) => new TopicNotFoundError(ctx.topic ?? "", message),
+  not_found: notFound,
+  route_not_found: notFound,
+  topic_exists: (_s, message) => new TopicExistsError(message),
+  conflict: (status, message) =>
+    new NaradError(
+      status,
+      "CONFLICT",
+      message,
+      "the broker's state does not allow it now: the message says why",
+    ),
+  producer_fenced: (_s, message) => new FencedProducerError(message),
+  out_of_order_sequence: (_s, message) => new OutOfOrderSequenceError(message),
+  stale_receipt: (_s, message) => new StaleReceiptError(message),
+  offset_expired: (_s, message) => new OffsetExpiredError(message),
+  topic_deleted: (status, message) =>
+    new NaradError(
+      status,
+      "TOPIC_DELETED",
+      message,
+      "the topic was deleted while the request waited; do not retry into a re-created topic unless that is intended",
+    ),
+  payload_too_large: (status, message) => new PayloadTooLargeError(message, status),
+  rate_limited: unavailable,
+  unavailable: unavailable,
+  draining: unavailable,
+  not_ready: unavailable,
+  acks_all_unavailable: unavailable,
+  commit_timeout: unavailable,
+  registry_unavailable: unavailable,
+};
+
 export function errorFromResponse(
   status: number,
   message: string,
@@ -233,14 +295,26 @@ export function errorFromResponse(
   ctx: ErrorContext,
   code?: string,
 ): NaradError {
-  // The broker's machine-readable code wins over the status where it says more.
-  if (code === "producer_fenced") return new FencedProducerError(message);
-  if (code === "out_of_order_sequence") return new OutOfOrderSequenceError(message);
-  if (code === "unknown_producer_id") return new UnknownProducerIdError(message);
+  const make = code === undefined || !Object.hasOwn(byCode, code) ? undefined : byCode[code];
+  if (make !== undefined) return make(status, message, retryAfterMs, ctx);
+  return errorFromStatus(status, message, retryAfterMs, ctx);
+}
+
+/**
+ * For answers without a known code: Narad (Go) v1 and brokers from before
+ * codes. Their messages are all there is to tell a missing topic from a
+ * missing group, or a fenced producer from an existing topic.
+ */
+function errorFromStatus(
+  status: number,
+  message: string,
+  retryAfterMs: number | undefined,
+  ctx: ErrorContext,
+): NaradError {
   switch (status) {
     case 400:
     case 415:
-      return new BadRequestError(message, status);
+      return badRequest(status, message, retryAfterMs, ctx);
     case 401:
       return new UnauthenticatedError(message);
     case 403:
@@ -248,12 +322,7 @@ export function errorFromResponse(
     case 404:
       if (ctx.topic !== undefined && /^topic .* not found/.test(message))
         return new TopicNotFoundError(ctx.topic, message);
-      return new NaradError(
-        404,
-        "NOT_FOUND",
-        message,
-        "check the name (topic, group) and the broker version",
-      );
+      return notFound(status, message, retryAfterMs, ctx);
     case 409:
       if (message.startsWith("producer fenced")) return new FencedProducerError(message);
       return new TopicExistsError(message);
@@ -263,10 +332,7 @@ export function errorFromResponse(
       return new PayloadTooLargeError(message);
     case 429:
     case 503:
-      return new UnavailableError(message, {
-        status,
-        ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
-      });
+      return unavailable(status, message, retryAfterMs, ctx);
     default:
       return new NaradError(status, "HTTP_ERROR", message, "unexpected answer from the broker; see its log");
   }

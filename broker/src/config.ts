@@ -30,6 +30,12 @@ export interface Config {
    * epoch waits at most about this long for brokers that do not confirm it.
    */
   producerFenceLeaseMs: number;
+  /**
+   * A query parameter a route does not know: refused (400
+   * unknown_query_parameter; a typo such as ?kye= must not store a record
+   * without its key) or ignored, as Narad v1 does.
+   */
+  unknownQueryParams: "refuse" | "ignore";
   produceMaxBodyBytes: number;
   batchMaxBodyBytes: number;
   /** Produce memory budget (bytes of bodies not yet durable) and how long a produce waits for its share. */
@@ -156,6 +162,7 @@ const settings = {
   "drain-timeout-ms": { env: "NARAD_DRAIN_TIMEOUT_MS", file: "drainTimeoutMs" },
   "acks-all-timeout-ms": { env: "NARAD_ACKS_ALL_TIMEOUT_MS", file: "acksAllTimeoutMs" },
   "producer-fence-lease-ms": { env: "NARAD_PRODUCER_FENCE_LEASE_MS", file: "producerFenceLeaseMs" },
+  "unknown-query-params": { env: "NARAD_UNKNOWN_QUERY_PARAMS", file: "unknownQueryParams" },
   "max-body-bytes": { env: "NARAD_MAX_BODY_BYTES", file: "maxBodyBytes" },
   "produce-memory-budget": { env: "NARAD_PRODUCE_MEMORY_BUDGET", file: "produceMemoryBudget" },
   "admission-timeout-ms": { env: "NARAD_ADMISSION_TIMEOUT_MS", file: "admissionTimeoutMs" },
@@ -253,6 +260,8 @@ Options (each also settable as the NARAD_* variable shown, or in --config JSON):
                               producer epoch decisions; a re-init waits at most ~N for brokers
                               that do not confirm it (1-${k.producerFenceLeaseMaxMs})
                                                          NARAD_PRODUCER_FENCE_LEASE_MS (default ${k.producerFenceLeaseMs})
+  --unknown-query-params refuse|ignore  a query parameter the route does not know: 400, or
+                              ignored as Narad v1 does   NARAD_UNKNOWN_QUERY_PARAMS (default refuse)
   --max-body-bytes N          single produce limit       NARAD_MAX_BODY_BYTES (default ${k.produceMaxBodyBytes})
   --produce-memory-budget N   bytes of produce bodies in memory before produces wait
                                                          NARAD_PRODUCE_MEMORY_BUDGET (default ${k.admissionBudgetBytes})
@@ -417,6 +426,9 @@ export function loadConfig(
   }
   const auth = get("auth") ?? defaultAuthMode(metastore);
   if (auth !== "on" && auth !== "off") throw new ConfigError(`--auth must be on or off, got "${auth}"`);
+  const unknownQueryParams = get("unknown-query-params") ?? "refuse";
+  if (unknownQueryParams !== "refuse" && unknownQueryParams !== "ignore")
+    throw new ConfigError(`--unknown-query-params must be refuse or ignore, got "${unknownQueryParams}"`);
   const metricsAuth = get("metrics-auth") ?? auth;
   if (metricsAuth !== "on" && metricsAuth !== "off")
     throw new ConfigError(`--metrics-auth must be on or off, got "${metricsAuth}"`);
@@ -439,6 +451,7 @@ export function loadConfig(
     drainTimeoutMs: count("drain-timeout-ms", k.drainTimeoutMs),
     acksAllTimeoutMs: positiveCount("acks-all-timeout-ms", k.acksAllTimeoutMs),
     producerFenceLeaseMs: positiveCount("producer-fence-lease-ms", k.producerFenceLeaseMs),
+    unknownQueryParams,
     produceMaxBodyBytes: maxBody,
     batchMaxBodyBytes: Math.max(k.batchProduceMaxBodyBytes, maxBody),
     admission: {

@@ -3,7 +3,12 @@
 // extension.
 
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { NaradClient, type ReceivedMessage, TopicNotFoundError } from "../../client/index.ts";
+import {
+  NaradClient,
+  type ReceivedMessage,
+  TopicExistsError,
+  TopicNotFoundError,
+} from "../../client/index.ts";
 import { partitionForKey } from "../src/core/partitioner.ts";
 import { readAll, waitFor } from "./harness/client.ts";
 import { type RunningNarad, startNarad } from "./harness/process.ts";
@@ -112,5 +117,23 @@ describe("client against a real broker", () => {
     const p = client.producer("nope");
     await expect(p.send("x")).rejects.toBeInstanceOf(TopicNotFoundError);
     await expect(client.consumer("nope").run(() => {})).rejects.toBeInstanceOf(TopicNotFoundError);
+  });
+
+  it("typed errors come from the broker's codes", async () => {
+    await client.topics.create("coded", { partitions: 1 });
+    await expect(client.topics.create("coded")).rejects.toBeInstanceOf(TopicExistsError);
+    // A group that does not exist on a topic that does: not TopicNotFoundError.
+    const nf = await client.topics.deleteGroup("coded", "ghost").catch((e: unknown) => e);
+    expect(nf).not.toBeInstanceOf(TopicNotFoundError);
+    expect(nf).toMatchObject({ status: 404, code: "NOT_FOUND" });
+    await expect(client.topics.get("absent")).rejects.toMatchObject({
+      status: 404,
+      code: "TOPIC_NOT_FOUND",
+      topic: "absent",
+    });
+    // The raw answer the client mapped: message and code side by side.
+    const raw = await fetch(`${narad.url}/v1/topics/coded/produce?kye=a`, { method: "POST", body: "m" });
+    expect(raw.status).toBe(400);
+    expect(await raw.json()).toMatchObject({ code: "unknown_query_parameter" });
   });
 });

@@ -60,7 +60,7 @@ describe("Narad parity (real process)", () => {
     });
     const over = await post(`${broker.url}/v1/topics`, { name: "too-wide", partitions: 7 });
     expect(over.status).toBe(400);
-    expect(await json(over)).toEqual({ error: "partitions must be between 1 and 6" });
+    expect(await json(over)).toEqual({ error: "partitions must be between 1 and 6", code: "bad_request" });
     const grow = await fetch(`${broker.url}/v1/topics/defaults`, {
       method: "PATCH",
       headers: { "content-type": "application/json" },
@@ -175,7 +175,7 @@ describe("cluster API on one node (real process, auth on)", () => {
       headers: admin,
     });
     expect(ghost.status).toBe(404);
-    expect(await json(ghost)).toEqual({ error: 'member "ghost" not found' });
+    expect(await json(ghost)).toEqual({ error: 'member "ghost" not found', code: "not_found" });
     const wrongMethod = await fetch(path, { method: "GET", headers: admin });
     expect(wrongMethod.status).toBe(405);
     await wrongMethod.arrayBuffer();

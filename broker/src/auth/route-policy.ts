@@ -1,4 +1,4 @@
-// What each HTTP route needs, pure: open (health, readiness, metrics),
+// What each HTTP route needs, pure: open (health, readiness, metrics, the OpenAPI document),
 // authentication only (topic metadata and cluster state, as in Narad v1), or
 // an action on a topic. Keyed by the route pattern fastify matched, so a new
 // route that is not listed here needs authentication plus the admin action
@@ -19,7 +19,8 @@ export type Access =
       needsBody?: boolean;
     };
 
-const open = new Set(["/healthz", "/readyz", "/metrics"]);
+// The OpenAPI document describes the API, not its data.
+const open = new Set(["/healthz", "/readyz", "/metrics", "/v1/openapi.json"]);
 
 /** Routes that need only an authenticated principal (reads of metadata). */
 const authenticatedOnly = new Set([

@@ -113,7 +113,7 @@ describe("firstSchema / nextSchema", () => {
   it("refuses an incompatible change with 400 schema_incompatible naming the change", () => {
     const err = refusal(() => nextSchema(firstSchema(v1), v2TypeChange));
     expect(err.status).toBe(400);
-    expect(err.wireCode).toBe("schema_incompatible");
+    expect(err.apiCode).toBe("schema_incompatible");
     expect(err.message).toMatch(/not compatible with version 1: property "id": type changed/);
   });
 
@@ -121,7 +121,7 @@ describe("firstSchema / nextSchema", () => {
     for (const bad of ["not a valid json schema", 5, [v1]]) {
       const err = refusal(() => firstSchema(bad));
       expect(err.status).toBe(400);
-      expect(err.wireCode).toBe("schema_invalid");
+      expect(err.apiCode).toBe("schema_invalid");
     }
     expect(refusal(() => nextSchema(firstSchema(v1), null)).message).toMatch(/cannot be removed/);
   });

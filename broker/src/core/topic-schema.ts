@@ -27,7 +27,7 @@ function isObject(v: unknown): v is SchemaObject {
 export function schemaDefinitionOf(value: unknown): string {
   if (!isObject(value)) {
     throw new NaradError("BAD_REQUEST", "schema must be a JSON Schema object", {
-      wireCode: "schema_invalid",
+      apiCode: "schema_invalid",
     });
   }
   return JSON.stringify(value);
@@ -56,7 +56,7 @@ export function nextSchema(current: TopicSchema | undefined, value: unknown): To
     throw new NaradError(
       "BAD_REQUEST",
       `schema is not compatible with version ${current.version}: ${change} (schema changes must be additive: no removed properties, no changed or narrowed types, no new required fields)`,
-      { wireCode: "schema_incompatible" },
+      { apiCode: "schema_incompatible" },
     );
   }
   return { version: current.version + 1, definition };

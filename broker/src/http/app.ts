@@ -6,12 +6,13 @@ import type { Server as HttpsServer } from "node:https";
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
 import type { BrokerServices } from "../services.ts";
 import { type AuthPluginOptions, registerAuth } from "./plugins/auth.ts";
-import { registerErrorHandling } from "./plugins/errors.ts";
+import { answerClientError, answerFrameworkError, registerErrorHandling } from "./plugins/errors.ts";
 import { registerHttpMetrics } from "./plugins/http-metrics.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { clusterRoutes } from "./routes/cluster.ts";
 import { consumeRoutes } from "./routes/consume.ts";
 import { healthRoutes } from "./routes/health.ts";
+import { openApiRoutes, registerOpenApi } from "./routes/openapi.ts";
 import { produceRoutes } from "./routes/produce.ts";
 import { producerRoutes } from "./routes/producers.ts";
 import { readRoutes } from "./routes/read.ts";
@@ -55,21 +56,35 @@ export function buildApp(
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: 1024 * 1024,
     // Topic names are case-sensitive and may contain dots.
-    routerOptions: { caseSensitive: true, ignoreTrailingSlash: true, maxParamLength: 512 },
+    routerOptions: {
+      caseSensitive: true,
+      ignoreTrailingSlash: true,
+      maxParamLength: 512,
+      querystringParser: firstValueQuery,
+    },
     // While the server closes, a request still arriving on a kept-alive
     // connection is answered 503 — except in a cluster, where a closing
     // broker is draining and forwards produce to a peer's WAL: serving it
     // then costs the client nothing (docs/produce-forwarding.md).
     return503OnClosing: s.forwardProduce === undefined,
-    querystringParser: firstValueQuery,
+    // Query strings are checked against each route's schema.querystring
+    // (http/query-schema.ts): a parameter the route does not know is refused
+    // (400 unknown_query_parameter), or with --unknown-query-params ignore
+    // dropped before the handler sees it, as Narad v1 ignores it. Bodies have
+    // no validating schema: handlers read them.
+    ajv: { customOptions: { removeAdditional: s.config.unknownQueryParams === "ignore" } },
+    clientErrorHandler: answerClientError,
+    frameworkErrors: answerFrameworkError,
   });
   // A serverFactory (HTTPS) ignores the http options above.
   app.server.headersTimeout = lim.headersTimeoutMs;
   registerErrorHandling(app);
+  registerOpenApi(app);
   registerHttpMetrics(app, s.metrics);
   // Before every route and rate limiter: they may key on request.principal.
   if (opts.auth !== undefined) registerAuth(app, opts.auth);
   app.register(healthRoutes(s));
+  app.register(openApiRoutes());
   app.register(topicRoutes(s));
   app.register(produceRoutes(s));
   app.register(producerRoutes(s));

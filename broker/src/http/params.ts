@@ -1,20 +1,27 @@
 // Query parameter parsing shared by the routes: strict integers with bounds
-// and Go-style durations, each failing with a 400 that names the parameter.
+// and Go-style durations, each failing with a 400 that names the parameter
+// (code invalid_query_parameter; bad_request for a path parameter).
 
 import { parseGoDurationMs } from "../core/go-duration.ts";
-import { badRequest } from "../errors.ts";
+import { badRequest, invalidQueryParameter, type NaradError } from "../errors.ts";
+
+type ParamSource = "query" | "path";
+
+const refusal = (source: ParamSource, message: string): NaradError =>
+  source === "query" ? invalidQueryParameter(message) : badRequest(message);
 
 export function parseOptionalInt(
   raw: string | undefined,
   name: string,
   min: number,
   max: number,
+  source: ParamSource = "query",
 ): number | undefined {
   if (raw === undefined || raw === "") return undefined;
-  if (!/^-?\d+$/.test(raw)) throw badRequest(`${name} must be an integer`);
+  if (!/^-?\d+$/.test(raw)) throw refusal(source, `${name} must be an integer`);
   const n = Number(raw);
   if (!Number.isSafeInteger(n) || n < min || n > max)
-    throw badRequest(`${name} must be between ${min} and ${max}`);
+    throw refusal(source, `${name} must be between ${min} and ${max}`);
   return n;
 }
 
@@ -25,6 +32,6 @@ export function parseOptionalInt(
 export function parseDurationMs(raw: string | undefined, name: string): number | undefined {
   if (raw === undefined || raw === "") return undefined;
   const ms = parseGoDurationMs(raw);
-  if (ms === undefined) throw badRequest(`${name} must be a duration like 500ms, 10s or 1m30s`);
+  if (ms === undefined) throw invalidQueryParameter(`${name} must be a duration like 500ms, 10s or 1m30s`);
   return ms;
 }

@@ -19,11 +19,11 @@ function topicWith(schema: object | undefined, version = 1, uid = "uid-1"): Topi
 
 const bytes = (s: string) => Buffer.from(s, "utf8");
 
-function refusalOf(fn: () => void): { message: string; wireCode: string | undefined; status: number } {
+function refusalOf(fn: () => void): { message: string; apiCode: string | undefined; status: number } {
   try {
     fn();
   } catch (err) {
-    return err as { message: string; wireCode: string | undefined; status: number };
+    return err as { message: string; apiCode: string | undefined; status: number };
   }
   throw new Error("expected a refusal");
 }
@@ -52,7 +52,7 @@ describe("compileSchema", () => {
     ]) {
       const err = refusalOf(() => compileSchema(JSON.stringify(bad)));
       expect(err.status).toBe(400);
-      expect(err.wireCode).toBe("schema_invalid");
+      expect(err.apiCode).toBe("schema_invalid");
       expect(err.message).toMatch(/^invalid schema: /);
     }
     expect(refusalOf(() => compileSchema("not json")).message).toMatch(/not JSON/);
@@ -73,7 +73,7 @@ describe("SchemaGate", () => {
     const t = topicWith(v1);
     gate.checkMessage(t, bytes('{"id": 42, "name": "ok"}'));
     const err = refusalOf(() => gate.checkMessage(t, bytes('{"id":"not-an-integer"}')));
-    expect(err).toMatchObject({ status: 400, wireCode: "schema_violation" });
+    expect(err).toMatchObject({ status: 400, apiCode: "schema_violation" });
     expect(err.message).toBe(
       'message does not match the schema of topic "orders" (version 1): /id must be integer',
     );

@@ -48,7 +48,7 @@ function metaCheckerFor(cls: AjvClass): AjvInstance {
 }
 
 function invalidSchema(why: string): NaradError {
-  return new NaradError("BAD_REQUEST", `invalid schema: ${why}`, { wireCode: "schema_invalid" });
+  return new NaradError("BAD_REQUEST", `invalid schema: ${why}`, { apiCode: "schema_invalid" });
 }
 
 function draftFor(schema: Record<string, unknown>): AjvClass {
@@ -172,7 +172,7 @@ export class SchemaGate {
     throw new NaradError(
       "BAD_REQUEST",
       `${which} does not match the schema of topic "${topic.name}" (version ${topic.schema?.version}): ${why}`,
-      { wireCode: "schema_violation" },
+      { apiCode: "schema_violation" },
     );
   }
 }

@@ -11,7 +11,7 @@
 import { randomUUID } from "node:crypto";
 import { mkdir, open, readFile, rename } from "node:fs/promises";
 import { join } from "node:path";
-import { conflict, notFound } from "../errors.ts";
+import { topicExists, topicNotFound } from "../errors.ts";
 import type { Member, Metastore, TopicConfig, TopicPatch } from "./types.ts";
 
 interface FileState {
@@ -115,7 +115,7 @@ export async function openFileMetastore(opts: FileMetastoreOptions): Promise<Met
     getTopic: (name) => topics.get(name),
     createTopic: (input) =>
       apply((current) => {
-        if (current.has(input.name)) throw conflict(`topic "${input.name}" already exists`);
+        if (current.has(input.name)) throw topicExists(input.name);
         const topic: TopicConfig = { ...input, uid: randomUUID() };
         const next = new Map(current);
         next.set(topic.name, topic);
@@ -124,7 +124,7 @@ export async function openFileMetastore(opts: FileMetastoreOptions): Promise<Met
     updateTopic: (name, patch: TopicPatch) =>
       apply((current) => {
         const existing = current.get(name);
-        if (existing === undefined) throw notFound(`topic "${name}" not found`);
+        if (existing === undefined) throw topicNotFound(name);
         const updated: TopicConfig = { ...existing, ...patch };
         const next = new Map(current);
         next.set(name, updated);
@@ -132,7 +132,7 @@ export async function openFileMetastore(opts: FileMetastoreOptions): Promise<Met
       }),
     deleteTopic: (name) =>
       apply((current) => {
-        if (!current.has(name)) throw notFound(`topic "${name}" not found`);
+        if (!current.has(name)) throw topicNotFound(name);
         const next = new Map(current);
         next.delete(name);
         return { next, result: undefined };

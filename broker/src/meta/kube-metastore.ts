@@ -20,7 +20,7 @@ import type {
   NaradTopic,
   PartitionMoveStatus,
 } from "../../../packages/api/src/v1alpha1/types.ts";
-import { conflict, NaradError, notFound } from "../errors.ts";
+import { NaradError, topicExists, topicNotFound } from "../errors.ts";
 import { apiStatus, type NaradApi, naradApi, writeError } from "./kube/api.ts";
 import {
   assignmentsOf,
@@ -266,12 +266,12 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
     async createTopic(topic) {
       const what = `create topic "${topic.name}"`;
       requireReachable(what);
-      if (topics.has(topic.name)) throw conflict(`topic "${topic.name}" already exists`);
+      if (topics.has(topic.name)) throw topicExists(topic.name);
       let created: NaradTopic;
       try {
         created = await api.createTopic(naradTopicFor(topic, namespace, clusterName));
       } catch (err) {
-        if (apiStatus(err) === 409) throw conflict(`topic "${topic.name}" already exists`);
+        if (apiStatus(err) === 409) throw topicExists(topic.name);
         throw writeError(err, what, timing.retryAfterSeconds);
       }
       const assigned = await waitForReplica(() => fullyAssigned(topic.name), timing.assignmentWaitMs);
@@ -287,13 +287,13 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
     async updateTopic(name, patch: TopicPatch) {
       const what = `update topic "${name}"`;
       const current = topics.get(name);
-      if (current === undefined) throw notFound(`topic "${name}" not found`);
+      if (current === undefined) throw topicNotFound(name);
       requireReachable(what);
       let updated: NaradTopic;
       try {
         updated = await api.patchTopicSpec(current.kubeName, specMergePatch(patch));
       } catch (err) {
-        if (apiStatus(err) === 404) throw notFound(`topic "${name}" not found`);
+        if (apiStatus(err) === 404) throw topicNotFound(name);
         throw writeError(err, what, timing.retryAfterSeconds);
       }
       const generation = updated.metadata.generation ?? 0;
@@ -305,12 +305,12 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
     async deleteTopic(name) {
       const what = `delete topic "${name}"`;
       const current = topics.get(name);
-      if (current === undefined) throw notFound(`topic "${name}" not found`);
+      if (current === undefined) throw topicNotFound(name);
       requireReachable(what);
       try {
         await api.deleteTopic(current.kubeName);
       } catch (err) {
-        if (apiStatus(err) === 404) throw notFound(`topic "${name}" not found`);
+        if (apiStatus(err) === 404) throw topicNotFound(name);
         throw writeError(err, what, timing.retryAfterSeconds);
       }
       await waitForReplica(() => !topics.has(name), timing.replicaWaitMs);

@@ -18,7 +18,7 @@ import {
   planCopy,
 } from "../core/move-plan.ts";
 import { clusterAddressOf } from "../core/routing.ts";
-import { badRequest, conflict, NaradError, notFound } from "../errors.ts";
+import { badRequest, conflict, NaradError, notFound, topicNotFound } from "../errors.ts";
 import type { Metastore } from "../meta/types.ts";
 import type { PeerClient } from "../rpc/client.ts";
 import type { PbMoveFetchResponse, PbMoveManifest } from "../rpc/proto.ts";
@@ -211,7 +211,7 @@ export class MoveManager {
     if (this.#closed)
       throw new NaradError("UNAVAILABLE", "broker is shutting down", { retryAfterSeconds: 1 });
     const t = this.#d.metastore.getTopic(topic);
-    if (t === undefined) throw notFound(`topic "${topic}" not found`);
+    if (t === undefined) throw topicNotFound(topic);
     if (!Number.isInteger(partition) || partition < 0 || partition >= t.partitions)
       throw badRequest(
         `partition ${partition} out of range for topic "${topic}" (${t.partitions} partitions)`,

@@ -18,7 +18,7 @@
 // replica) who owns the partition: with a view lagging the swap, resuming
 // commits would land them in a copy already given away.
 
-import { badRequest, conflict, NaradError, notFound } from "../errors.ts";
+import { badRequest, conflict, NaradError, topicNotFound } from "../errors.ts";
 import type { OpenedPartitionLog } from "../log/partition-log.ts";
 import type { AuthoritativeOwner, Metastore } from "../meta/types.ts";
 import type { PbMoveManifest, PbMoveVerifyResponse, PbSegmentExtent } from "../rpc/proto.ts";
@@ -96,7 +96,7 @@ export class MoveSource {
    */
   async #check(topic: string, partition: number): Promise<void> {
     const t = this.#d.metastore.getTopic(topic);
-    if (t === undefined) throw notFound(`topic "${topic}" not found`);
+    if (t === undefined) throw topicNotFound(topic);
     if (!Number.isInteger(partition) || partition < 0 || partition >= t.partitions)
       throw badRequest(`partition ${partition} out of range for topic "${topic}"`);
     if (this.#d.metastore.ownerOf(topic, partition) === this.#d.nodeId) return;

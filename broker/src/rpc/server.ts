@@ -18,7 +18,7 @@ import { consumeMaxWaitMs, topicNamePattern } from "../constants.ts";
 import type { ConsumerManager } from "../consumer/manager.ts";
 import { defaultGroup, parseHandle } from "../core/consumer-handle.ts";
 import { assertTopicIdentity } from "../core/topic-identity.ts";
-import { badRequest, NaradError, notFound } from "../errors.ts";
+import { badRequest, NaradError, topicNotFound } from "../errors.ts";
 import type { PartitionLog, PartitionStats } from "../log/types.ts";
 import type { Metastore } from "../meta/types.ts";
 import type { MoveSource } from "../moves/source.ts";
@@ -113,7 +113,7 @@ function formatHostPort(host: string, port: number): string {
 export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementation {
   const checkOwned = (topic: string, partition: number): void => {
     const t = d.metastore.getTopic(topic);
-    if (t === undefined) throw notFound(`topic "${topic}" not found`);
+    if (t === undefined) throw topicNotFound(topic);
     if (!Number.isInteger(partition) || partition < 0 || partition >= t.partitions) {
       throw badRequest(
         `partition ${partition} out of range for topic "${topic}" (${t.partitions} partitions)`,
@@ -285,7 +285,7 @@ export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementat
     Ack: unary("Ack", async (req) => {
       const consumers = queueConsumers();
       const topic = d.metastore.getTopic(req.topic);
-      if (topic === undefined) throw notFound(`topic "${req.topic}" not found`);
+      if (topic === undefined) throw topicNotFound(req.topic);
       const parsed = parseHandle(req.receipt_handle, topicNamePattern);
       if (!parsed.ok) throw badRequest(parsed.reason);
       const group = req.group === "" ? defaultGroup : req.group;

@@ -1,7 +1,14 @@
 import { Metadata, type ServiceError, status } from "@grpc/grpc-js";
 import { describe, expect, it } from "vitest";
-import { NaradError } from "../errors.ts";
-import { CommitNotSentError, commitNeverApplied, fromRpcError, PartialCommitError } from "./status.ts";
+import { NaradError, topicNotFound } from "../errors.ts";
+import {
+  CommitNotSentError,
+  commitNeverApplied,
+  fromRpcError,
+  PartialCommitError,
+  toRpcFailure,
+  toServiceError,
+} from "./status.ts";
 
 function serviceError(code: status, details: string): ServiceError {
   return Object.assign(new Error(`${code} ${details}`), { code, details, metadata: new Metadata() });
@@ -40,5 +47,30 @@ describe("commitNeverApplied: which failed commits may have landed at the owner"
     });
     expect(commitNeverApplied(partial)).toBe(false);
     expect(commitNeverApplied(new NaradError("UNAVAILABLE", "no cause"))).toBe(false);
+  });
+});
+
+describe("a peer's HTTP error code crosses the cluster RPC", () => {
+  const roundTrip = (err: unknown) => {
+    const sent = toServiceError(toRpcFailure(err));
+    const received = Object.assign(new Error(sent.details), sent) as ServiceError;
+    return fromRpcError(received, "10.0.0.2:7943", 1);
+  };
+
+  it("keeps topic_not_found (thrown, or a read that raced the deletion) and the kind's status", () => {
+    const thrown = roundTrip(topicNotFound("t"));
+    expect({ code: thrown.code, apiCode: thrown.apiCode }).toEqual({
+      code: "NOT_FOUND",
+      apiCode: "topic_not_found",
+    });
+    const raced = roundTrip(Object.assign(new Error("TOPIC_DELETED: t"), { code: "TOPIC_DELETED" }));
+    expect(raced.apiCode).toBe("topic_not_found");
+  });
+
+  it("falls back to the kind's default without one, and for one of another status", () => {
+    expect(roundTrip(new NaradError("NOT_FOUND", "group g not found")).apiCode).toBe("not_found");
+    expect(failed(status.NOT_FOUND, "old peer").apiCode).toBe("not_found");
+    // 413 travels as INVALID_ARGUMENT: a 400 here, so payload_too_large is dropped.
+    expect(roundTrip(new NaradError("PAYLOAD_TOO_LARGE", "big")).apiCode).toBe("bad_request");
   });
 });

@@ -4,6 +4,7 @@
 // 410, 503 + Retry-After). Never 421: a client retries any node.
 
 import { Metadata, type ServiceError, status } from "@grpc/grpc-js";
+import { type ApiErrorCode, isApiErrorCode } from "../api-errors.ts";
 import { type ErrorCode, NaradError } from "../errors.ts";
 
 /** Thrown by the server when this node does not own the partition (its replica disagrees with the caller's). */
@@ -14,7 +15,12 @@ export class NotOwnerError extends Error {
 export interface RpcFailure {
   code: status;
   details: string;
+  /** The HTTP error code (api-errors.ts) the caller answers with, so a peer's topic_not_found stays one. */
+  apiCode?: ApiErrorCode;
 }
+
+/** Metadata key of RpcFailure.apiCode. */
+const apiCodeKey = "narad-api-code";
 
 const fromNarad: Partial<Record<ErrorCode, status>> = {
   BAD_REQUEST: status.INVALID_ARGUMENT,
@@ -101,9 +107,11 @@ export function commitNeverApplied(err: unknown): boolean {
 /** What the server answers for an error thrown by a handler. */
 export function toRpcFailure(err: unknown): RpcFailure {
   if (err instanceof NaradError)
-    return { code: fromNarad[err.code] ?? status.INTERNAL, details: err.message };
+    return { code: fromNarad[err.code] ?? status.INTERNAL, details: err.message, apiCode: err.apiCode };
   const message = err instanceof Error ? err.message : String(err);
   const code = (err as { code?: unknown } | null)?.code;
+  if (code === "TOPIC_DELETED")
+    return { code: status.NOT_FOUND, details: message, apiCode: "topic_not_found" };
   if (typeof code === "string" && code in fromStorageCode)
     return { code: fromStorageCode[code]!, details: message };
   return { code: status.INTERNAL, details: message };
@@ -111,7 +119,15 @@ export function toRpcFailure(err: unknown): RpcFailure {
 
 /** The ServiceError object grpc-js sends for a failure. */
 export function toServiceError(f: RpcFailure): Partial<ServiceError> {
-  return { code: f.code, details: f.details, metadata: new Metadata() };
+  const metadata = new Metadata();
+  if (f.apiCode !== undefined) metadata.set(apiCodeKey, f.apiCode);
+  return { code: f.code, details: f.details, metadata };
+}
+
+/** The peer's HTTP error code, when it sent one this node knows. */
+function peerApiCode(err: ServiceError): ApiErrorCode | undefined {
+  const v = err.metadata?.get(apiCodeKey)[0];
+  return typeof v === "string" && isApiErrorCode(v) ? v : undefined;
 }
 
 function isServiceError(err: unknown): err is ServiceError {
@@ -130,19 +146,21 @@ export function fromRpcError(err: unknown, peer: string, retryAfterSeconds: numb
     });
   }
   const details = err.details || err.message;
+  // A code of another status than the kind's is dropped by NaradError.
+  const apiCode = peerApiCode(err);
   switch (err.code) {
     case status.NOT_FOUND:
-      return new NaradError("NOT_FOUND", details, { cause: err });
+      return new NaradError("NOT_FOUND", details, { cause: err, apiCode });
     case status.INVALID_ARGUMENT:
-      return new NaradError("BAD_REQUEST", details, { cause: err });
+      return new NaradError("BAD_REQUEST", details, { cause: err, apiCode });
     case status.OUT_OF_RANGE:
-      return new NaradError("OFFSET_EXPIRED", details, { cause: err });
+      return new NaradError("OFFSET_EXPIRED", details, { cause: err, apiCode });
     case status.ALREADY_EXISTS:
-      return new NaradError("CONFLICT", details, { cause: err });
+      return new NaradError("CONFLICT", details, { cause: err, apiCode });
     case status.ABORTED:
-      return new NaradError("GONE", details, { cause: err });
+      return new NaradError("GONE", details, { cause: err, apiCode });
     case status.RESOURCE_EXHAUSTED:
-      return new NaradError("TOO_MANY_REQUESTS", details, { retryAfterSeconds, cause: err });
+      return new NaradError("TOO_MANY_REQUESTS", details, { retryAfterSeconds, cause: err, apiCode });
     case status.FAILED_PRECONDITION:
       return new NaradError("UNAVAILABLE", `partition ownership is changing (${peer}: ${details})`, {
         retryAfterSeconds,

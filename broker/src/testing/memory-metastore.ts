@@ -9,7 +9,7 @@
 // moves it with setOwner.
 
 import { randomUUID } from "node:crypto";
-import { conflict, notFound } from "../errors.ts";
+import { topicExists, topicNotFound } from "../errors.ts";
 import type { Member, MemberState, Metastore, TopicConfig, TopicPatch } from "../meta/types.ts";
 
 export interface MemoryCluster {
@@ -62,7 +62,7 @@ export function createMemoryCluster(initialMembers: readonly Member[] = []): Mem
       listTopics: () => sorted,
       getTopic: (name) => topics.get(name),
       async createTopic(input) {
-        if (topics.has(input.name)) throw conflict(`topic "${input.name}" already exists`);
+        if (topics.has(input.name)) throw topicExists(input.name);
         const topic: TopicConfig = { ...input, uid: randomUUID() };
         topics.set(topic.name, topic);
         assign(topic.name, topic.partitions);
@@ -71,7 +71,7 @@ export function createMemoryCluster(initialMembers: readonly Member[] = []): Mem
       },
       async updateTopic(name, patch: TopicPatch) {
         const current = topics.get(name);
-        if (current === undefined) throw notFound(`topic "${name}" not found`);
+        if (current === undefined) throw topicNotFound(name);
         const next = { ...current, ...patch };
         topics.set(name, next);
         assign(name, next.partitions);
@@ -79,7 +79,7 @@ export function createMemoryCluster(initialMembers: readonly Member[] = []): Mem
         return next;
       },
       async deleteTopic(name) {
-        if (!topics.delete(name)) throw notFound(`topic "${name}" not found`);
+        if (!topics.delete(name)) throw topicNotFound(name);
         owners.delete(name);
         changed();
       },

@@ -9,6 +9,7 @@
 
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { Counter, type Registry } from "prom-client";
+import { type ApiErrorCode, errorBody } from "../../api-errors.ts";
 import { type Authenticator, type Principal, principalAllows } from "../../auth/authenticator.ts";
 import type { Action } from "../../auth/grants.ts";
 import { requiredAccess } from "../../auth/route-policy.ts";
@@ -98,6 +99,14 @@ export function registerAuth(app: FastifyInstance, o: AuthPluginOptions): void {
   };
 }
 
-function refuse(reply: FastifyReply, status: number, message: string): FastifyReply {
-  return reply.code(status).send({ error: message });
+/** 401 unauthenticated, 403 forbidden; the authenticator's 429 (login throttle) and 503 (busy hashing). */
+const refusalCodes = {
+  401: "unauthenticated",
+  403: "forbidden",
+  429: "rate_limited",
+  503: "unavailable",
+} as const satisfies Record<number, ApiErrorCode>;
+
+function refuse(reply: FastifyReply, status: keyof typeof refusalCodes, message: string): FastifyReply {
+  return reply.code(status).send(errorBody(refusalCodes[status], message));
 }

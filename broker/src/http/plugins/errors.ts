@@ -1,10 +1,15 @@
-// Maps every failure to a JSON body {"error": "..."} (and a `code` when the
-// error carries one) with the right status.
-// Client mistakes are 4xx with a message that says what to fix; anything
-// unexpected is a logged 500 that does not leak internals.
+// Maps every failure to a JSON body {"error": "...", "code": "..."} with the
+// right status: `error` is the message (worded as Narad v1 words it), `code`
+// the stable machine-readable code of api-errors.ts. Client mistakes are 4xx
+// with a message that says what to fix; anything unexpected is a logged 500
+// that does not leak internals.
 
-import type { FastifyError, FastifyInstance } from "fastify";
-import { NaradError } from "../../errors.ts";
+import { STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { type ApiErrorCode, errorBody } from "../../api-errors.ts";
+import { coded, NaradError } from "../../errors.ts";
+import { queryValidationError } from "../query-schema.ts";
 import { createRouteTable } from "../route-table.ts";
 
 interface CodedError {
@@ -37,7 +42,7 @@ function fromStorage(err: CodedError): NaradError | undefined {
       return new NaradError("OFFSET_EXPIRED", err.message);
     case "TOPIC_DELETED":
       // A read or consume that raced the topic's deletion.
-      return new NaradError("NOT_FOUND", err.message);
+      return coded("NOT_FOUND", "topic_not_found", err.message);
     case "PARTITION_FROZEN":
     case "PARTITION_MOVING":
       // A partition move is in its brief freeze or install: retry shortly.
@@ -49,7 +54,7 @@ function fromStorage(err: CodedError): NaradError | undefined {
   }
 }
 
-function fromFastify(err: FastifyError): NaradError | undefined {
+function fromFastify(err: FastifyError, request: FastifyRequest): NaradError | undefined {
   if (err.code === "FST_ERR_CTP_BODY_TOO_LARGE")
     return new NaradError("PAYLOAD_TOO_LARGE", "request body too large");
   if (err.code === "FST_ERR_CTP_INVALID_MEDIA_TYPE")
@@ -57,30 +62,74 @@ function fromFastify(err: FastifyError): NaradError | undefined {
   if (err.code === "FST_ERR_CTP_EMPTY_JSON_BODY")
     return new NaradError("BAD_REQUEST", "request body must not be empty");
   if (err.code === "FST_ERR_CTP_INVALID_CONTENT_LENGTH") return new NaradError("BAD_REQUEST", err.message);
-  if (err.validation !== undefined) return new NaradError("BAD_REQUEST", err.message);
+  if (err.validation !== undefined) {
+    if (err.validationContext === "querystring") return queryValidationError(err.validation, request);
+    return new NaradError("BAD_REQUEST", err.message);
+  }
   if (typeof err.statusCode === "number" && err.statusCode >= 400 && err.statusCode < 500) {
     return new NaradError(err.statusCode === 413 ? "PAYLOAD_TOO_LARGE" : "BAD_REQUEST", err.message);
   }
   return undefined;
 }
 
-export function registerErrorHandling(app: FastifyInstance): void {
-  app.setErrorHandler((error: FastifyError, request, reply) => {
-    const mapped = error instanceof NaradError ? error : (fromStorage(error) ?? fromFastify(error));
-    if (mapped === undefined) {
-      request.log.error({ err: error }, "unexpected error");
-      return reply.code(500).send({ error: "internal error" });
-    }
-    if (mapped.retryAfterSeconds !== undefined) reply.header("retry-after", String(mapped.retryAfterSeconds));
-    if (mapped.status >= 500) request.log.warn({ code: mapped.code }, mapped.message);
-    return reply
-      .code(mapped.status)
-      .send(
-        mapped.wireCode === undefined
-          ? { error: mapped.message }
-          : { error: mapped.message, code: mapped.wireCode },
-      );
+/** The answer for any error a handler, hook or fastify raised. */
+export function answerError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const mapped = error instanceof NaradError ? error : (fromStorage(error) ?? fromFastify(error, request));
+  if (mapped === undefined) {
+    request.log.error({ err: error }, "unexpected error");
+    return reply.code(500).send(errorBody("internal", "internal error"));
+  }
+  if (mapped.retryAfterSeconds !== undefined) reply.header("retry-after", String(mapped.retryAfterSeconds));
+  if (mapped.status >= 500) request.log.warn({ code: mapped.code }, mapped.message);
+  return reply.code(mapped.status).send(errorBody(mapped.apiCode, mapped.message));
+}
+
+/** Codes of the errors Node's HTTP parser reports before a request exists (fastify's clientError). */
+function clientErrorAnswer(err: { code?: string }): { status: number; code: ApiErrorCode; message: string } {
+  if (err.code === "ERR_HTTP_REQUEST_TIMEOUT")
+    return { status: 408, code: "request_timeout", message: "Client Timeout" };
+  if (err.code === "HPE_HEADER_OVERFLOW")
+    return { status: 431, code: "header_too_large", message: "Exceeded maximum allowed HTTP header size" };
+  return { status: 400, code: "bad_request", message: "Client Error" };
+}
+
+/**
+ * fastify's clientErrorHandler, with the same answer as fastify's default
+ * (its `error`, `message` and `statusCode`) plus our `code`: a request whose
+ * head is malformed, too large, or too slow (--headers-timeout-ms,
+ * --request-timeout-ms) never reaches the error handler.
+ */
+export function answerClientError(err: Error & { code?: string }, socket: Socket): void {
+  if (err.code === "ECONNRESET" || socket.destroyed) return;
+  const a = clientErrorAnswer(err);
+  const body = JSON.stringify({
+    error: STATUS_CODES[a.status],
+    code: a.code,
+    message: a.message,
+    statusCode: a.status,
   });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${a.status} ${STATUS_CODES[a.status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(err);
+}
+
+/**
+ * fastify's frameworkErrors (a URL that does not decode, a path segment over
+ * maxParamLength): fastify's default body, with our code in place of its
+ * FST_ERR_* one.
+ */
+export function answerFrameworkError(error: FastifyError, _request: FastifyRequest, reply: FastifyReply) {
+  const status = error.statusCode ?? 400;
+  const code: ApiErrorCode = status === 414 ? "uri_too_long" : "bad_request";
+  // fastify's own answers say "Bad Request" for both.
+  return reply.code(status).send({ error: "Bad Request", code, message: error.message, statusCode: status });
+}
+
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler(answerError);
   // Every route registered after this point is recorded, so a known path
   // asked with the wrong method gets 405 and `Allow` (as Narad answers)
   // instead of 404.
@@ -91,8 +140,10 @@ export function registerErrorHandling(app: FastifyInstance): void {
     const allowed = routes.methodsFor(path);
     if (allowed.length > 0) {
       reply.header("allow", allowed.join(", "));
-      return reply.code(405).send({ error: `method ${request.method} not allowed for ${path}` });
+      return reply
+        .code(405)
+        .send(errorBody("method_not_allowed", `method ${request.method} not allowed for ${path}`));
     }
-    return reply.code(404).send({ error: `no route for ${request.method} ${path}` });
+    return reply.code(404).send(errorBody("route_not_found", `no route for ${request.method} ${path}`));
   });
 }

@@ -7,6 +7,7 @@ import { validTopicName } from "../../core/topic-spec.ts";
 import { badRequest, conflict } from "../../errors.ts";
 import type { BrokerServices } from "../../services.ts";
 import { parseOptionalInt } from "../params.ts";
+import { querySchema, topicParams } from "../query-schema.ts";
 import { moveRoutes } from "./moves.ts";
 
 export function adminRoutes(s: BrokerServices) {
@@ -52,44 +53,80 @@ export function adminRoutes(s: BrokerServices) {
   };
 
   return async (app: FastifyInstance): Promise<void> => {
-    app.get("/admin/v1/status", async () => status());
+    const admin = (summary: string, description: string, query: Record<string, string> = {}) => ({
+      schema: { tags: ["admin"], summary, description, querystring: querySchema(query) },
+    });
+    app.get(
+      "/admin/v1/status",
+      admin("Node status", "WAL progress, owned partitions, readiness and drain state of this node."),
+      async () => status(),
+    );
     await app.register(moveRoutes(s, s.moves));
 
     // Starts a drain; with ?wait_ms=N also waits (bounded) for the WAL to empty.
-    app.post<{ Querystring: { wait_ms?: string } }>("/admin/v1/drain", async (request) => {
-      // Validate first: a refused request (400) must not have started a drain.
-      const waitMs = parseOptionalInt(request.query.wait_ms, "wait_ms", 0, 3_600_000) ?? 0;
-      s.lifecycle.startDrain("admin request");
-      // An admin's bounded wait may outlast the idle timeout (--idle-timeout-ms): not idleness.
-      // (inject() in tests hands a socket stand-in without setTimeout.)
-      const socket = request.raw.socket as { setTimeout?: (ms: number) => unknown } | undefined;
-      if (waitMs > 0 && typeof socket?.setTimeout === "function") socket.setTimeout(0);
-      if (waitMs > 0) await s.lifecycle.waitDrained(waitMs);
-      return status();
-    });
+    app.post<{ Querystring: { wait_ms?: string } }>(
+      "/admin/v1/drain",
+      admin("Start a drain", "Stops taking produce here; answers the status (after waiting, with wait_ms).", {
+        wait_ms: "wait up to this many ms for the WAL to empty (0-3600000)",
+      }),
+      async (request) => {
+        // Validate first: a refused request (400) must not have started a drain.
+        const waitMs = parseOptionalInt(request.query.wait_ms, "wait_ms", 0, 3_600_000) ?? 0;
+        s.lifecycle.startDrain("admin request");
+        // An admin's bounded wait may outlast the idle timeout (--idle-timeout-ms): not idleness.
+        // (inject() in tests hands a socket stand-in without setTimeout.)
+        const socket = request.raw.socket as { setTimeout?: (ms: number) => unknown } | undefined;
+        if (waitMs > 0 && typeof socket?.setTimeout === "function") socket.setTimeout(0);
+        if (waitMs > 0) await s.lifecycle.waitDrained(waitMs);
+        return status();
+      },
+    );
 
-    app.delete("/admin/v1/drain", async () => {
-      s.lifecycle.cancelDrain();
-      return status();
-    });
+    app.delete(
+      "/admin/v1/drain",
+      admin("Cancel a drain", "Takes produce again; answers the status."),
+      async () => {
+        s.lifecycle.cancelDrain();
+        return status();
+      },
+    );
 
     // Kubernetes preStop hooks can only GET: drain and wait, bounded by the
     // configured drain timeout (below terminationGracePeriodSeconds).
-    app.get("/admin/v1/prestop", async () => {
-      s.lifecycle.startDrain("preStop hook");
-      await s.lifecycle.waitDrained(s.config.drainTimeoutMs);
-      return status();
-    });
+    app.get(
+      "/admin/v1/prestop",
+      admin(
+        "Kubernetes preStop hook",
+        "Drains and waits (bounded by the drain timeout); answers the status.",
+      ),
+      async () => {
+        s.lifecycle.startDrain("preStop hook");
+        await s.lifecycle.waitDrained(s.config.drainTimeoutMs);
+        return status();
+      },
+    );
 
-    app.delete<{ Params: { topic: string } }>("/admin/v1/topics/:topic/data", async (request, reply) => {
-      const name = request.params.topic;
-      if (!validTopicName(name, s.config.topicDefaults.namePattern)) throw badRequest("invalid topic name");
-      // Only data of a topic the metastore no longer knows may be removed.
-      if (s.metastore.getTopic(name) !== undefined) throw conflict(`topic "${name}" still exists here`);
-      await s.logs.deleteTopic(name);
-      await s.metrics.forgetTopic(name);
-      request.log.info({ topic: name }, "removed local data of a deleted topic");
-      return reply.code(204).send();
-    });
+    app.delete<{ Params: { topic: string } }>(
+      "/admin/v1/topics/:topic/data",
+      {
+        schema: {
+          ...admin(
+            "Remove a deleted topic's local data",
+            "204; 409 conflict while the metastore still has the topic.",
+          ).schema,
+          params: topicParams,
+        },
+      },
+      async (request, reply) => {
+        const name = request.params.topic;
+        if (!validTopicName(name, s.config.topicDefaults.namePattern)) throw badRequest("invalid topic name");
+        // Only data of a topic the metastore no longer knows may be removed.
+        if (s.metastore.getTopic(name) !== undefined) throw conflict(`topic "${name}" still exists here`);
+        await s.logs.deleteTopic(name);
+        await s.metrics.forgetTopic(name);
+        request.log.info({ topic: name }, "removed local data of a deleted topic");
+        return reply.code(204).send();
+      },
+    );
   };
 }

@@ -13,9 +13,10 @@ import { groupSettings } from "../../consumer/manager.ts";
 import { defaultGroup } from "../../core/consumer-handle.ts";
 import { messageJson } from "../../core/message-json.ts";
 import { parseSubscription, withSubscription } from "../../core/topic-spec.ts";
-import { badRequest, notFound } from "../../errors.ts";
+import { badRequest, invalidQueryParameter, notFound } from "../../errors.ts";
 import type { BrokerServices } from "../../services.ts";
 import { parseDurationMs, parseOptionalInt } from "../params.ts";
+import { groupParams, querySchema, topicParams } from "../query-schema.ts";
 import { locateRead, type ReadQuery } from "./read.ts";
 import { requireTopic } from "./topics.ts";
 
@@ -44,13 +45,30 @@ export function parseSettle(extend: string | undefined): "ack" | "extend" | "nac
   if (extend === "true" || extend === "1") return "extend";
   if (extend === "0") return "nack";
   if (extend === undefined || extend === "" || extend === "false") return "ack";
-  throw badRequest('invalid extend: want "true" (renew lease) or "0" (release for redelivery)');
+  throw invalidQueryParameter('invalid extend: want "true" (renew lease) or "0" (release for redelivery)');
 }
 
 export function consumeRoutes(s: BrokerServices) {
   return async (app: FastifyInstance): Promise<void> => {
     app.get<{ Params: { topic: string }; Querystring: ConsumeQuery }>(
       "/v1/topics/:topic/consume",
+      {
+        schema: {
+          tags: ["consume"],
+          summary: "Consume one message",
+          description:
+            "Leases the group's next message: 200 with the message and its receipt_handle, or 204 when none arrived within wait. " +
+            "With partition and offset: replays the record at that offset (read-only, no handle).",
+          params: topicParams,
+          querystring: querySchema({
+            wait: "long-poll up to this Go duration (e.g. 5s; capped by --max-consume-wait)",
+            group: 'consumer group (default "default")',
+            partition: "only this partition",
+            offset: "replay the record at this offset (with partition)",
+            local_only: "sent by Narad (Go) cluster peers; ignored here",
+          }),
+        },
+      },
       async (request, reply) => {
         const q = request.query;
         if (q.offset !== undefined) {
@@ -88,22 +106,58 @@ export function consumeRoutes(s: BrokerServices) {
 
     app.post<{ Params: { topic: string }; Querystring: AckQuery }>(
       "/v1/topics/:topic/ack",
+      {
+        schema: {
+          tags: ["consume"],
+          summary: "Ack, extend or nack a lease",
+          description:
+            "204. extend absent, empty or false acks; true or 1 extends the lease; 0 nacks (redelivers). 410 stale_receipt for a handle with no live lease.",
+          params: topicParams,
+          querystring: querySchema({
+            receipt_handle: "the receipt_handle of the consumed message (required)",
+            extend: "true|1 extend, 0 nack, absent/false ack",
+          }),
+        },
+      },
       async (request, reply) => {
         const topic = requireTopic(s, request.params.topic);
         const handle = request.query.receipt_handle;
-        if (handle === undefined || handle === "") throw badRequest("receipt_handle is required");
+        if (handle === undefined || handle === "") throw invalidQueryParameter("receipt_handle is required");
         await s.consumers.settle(topic, handle, parseSettle(request.query.extend));
         return reply.code(204).send();
       },
     );
 
-    app.get<{ Params: { topic: string } }>("/v1/topics/:topic/groups", async (request) => {
-      const topic = requireTopic(s, request.params.topic);
-      return { topic: topic.name, groups: await s.consumers.listGroups(topic) };
-    });
+    app.get<{ Params: { topic: string } }>(
+      "/v1/topics/:topic/groups",
+      {
+        schema: {
+          tags: ["consume"],
+          summary: "List consumer groups",
+          description:
+            "Each group's per-partition committed offset, in-flight leases and lag, with its declared settings.",
+          params: topicParams,
+          querystring: querySchema(),
+        },
+      },
+      async (request) => {
+        const topic = requireTopic(s, request.params.topic);
+        return { topic: topic.name, groups: await s.consumers.listGroups(topic) };
+      },
+    );
 
     app.put<{ Params: { topic: string; group: string } }>(
       "/v1/topics/:topic/groups/:group",
+      {
+        schema: {
+          tags: ["consume"],
+          summary: "Declare a subscription",
+          description:
+            "Body (JSON, optional): the group's settings (e.g. visibility timeout); 200 with the effective settings.",
+          params: groupParams,
+          querystring: querySchema(),
+        },
+      },
       async (request) => {
         const topic = requireTopic(s, request.params.topic);
         const group = parseGroup(s, request.params.group);
@@ -118,6 +172,16 @@ export function consumeRoutes(s: BrokerServices) {
 
     app.delete<{ Params: { topic: string; group: string } }>(
       "/v1/topics/:topic/groups/:group",
+      {
+        schema: {
+          tags: ["consume"],
+          summary: "Delete a consumer group",
+          description:
+            "Forgets the group's offsets, leases and declaration; 204, 404 not_found when unknown.",
+          params: groupParams,
+          querystring: querySchema(),
+        },
+      },
       async (request, reply) => {
         const topic = requireTopic(s, request.params.topic);
         const group = parseGroup(s, request.params.group);

@@ -7,6 +7,7 @@ import { validTopicName } from "../../core/topic-spec.ts";
 import { badRequest, NaradError, notFound } from "../../errors.ts";
 import type { BrokerServices, MoveService } from "../../services.ts";
 import { parseOptionalInt } from "../params.ts";
+import { moveParams, querySchema } from "../query-schema.ts";
 
 interface MoveParams {
   topic: string;
@@ -16,7 +17,7 @@ interface MoveParams {
 export function moveRoutes(s: BrokerServices, moves: MoveService | undefined) {
   const target = (p: MoveParams): { topic: string; partition: number } => {
     if (!validTopicName(p.topic, s.config.topicDefaults.namePattern)) throw badRequest("invalid topic name");
-    const partition = parseOptionalInt(p.partition, "partition", 0, 99_999);
+    const partition = parseOptionalInt(p.partition, "partition", 0, 99_999, "path");
     if (partition === undefined) throw badRequest("partition must be an integer");
     return { topic: p.topic, partition };
   };
@@ -27,10 +28,28 @@ export function moveRoutes(s: BrokerServices, moves: MoveService | undefined) {
   };
 
   return async (app: FastifyInstance): Promise<void> => {
-    app.get("/admin/v1/moves", async () => ({ moves: service().list() }));
+    const doc = (summary: string, description: string) => ({
+      schema: { tags: ["admin"], summary, description, params: moveParams, querystring: querySchema() },
+    });
+    app.get(
+      "/admin/v1/moves",
+      {
+        schema: {
+          tags: ["admin"],
+          summary: "Partition moves to this node",
+          description: "Every move this node is the destination of, with its state.",
+          querystring: querySchema(),
+        },
+      },
+      async () => ({ moves: service().list() }),
+    );
 
     app.put<{ Params: MoveParams; Body: unknown }>(
       "/admin/v1/moves/:topic/:partition",
+      doc(
+        "Start moving a partition here",
+        'Body (JSON): {"from": "<source node id>"}; idempotent; 202 with the move.',
+      ),
       async (request, reply) => {
         const { topic, partition } = target(request.params);
         const body = request.body;
@@ -44,16 +63,24 @@ export function moveRoutes(s: BrokerServices, moves: MoveService | undefined) {
       },
     );
 
-    app.get<{ Params: MoveParams }>("/admin/v1/moves/:topic/:partition", async (request) => {
-      const { topic, partition } = target(request.params);
-      const st = service().get(topic, partition);
-      if (st === undefined) throw notFound(`no move of ${topic}/${partition} is known here`);
-      return st;
-    });
+    app.get<{ Params: MoveParams }>(
+      "/admin/v1/moves/:topic/:partition",
+      doc("A partition move's state", "404 not_found when no move of it is known here."),
+      async (request) => {
+        const { topic, partition } = target(request.params);
+        const st = service().get(topic, partition);
+        if (st === undefined) throw notFound(`no move of ${topic}/${partition} is known here`);
+        return st;
+      },
+    );
 
-    app.delete<{ Params: MoveParams }>("/admin/v1/moves/:topic/:partition", async (request) => {
-      const { topic, partition } = target(request.params);
-      return service().cancel(topic, partition);
-    });
+    app.delete<{ Params: MoveParams }>(
+      "/admin/v1/moves/:topic/:partition",
+      doc("Cancel a partition move", "409 conflict once the owner swap happened."),
+      async (request) => {
+        const { topic, partition } = target(request.params);
+        return service().cancel(topic, partition);
+      },
+    );
   };
 }

@@ -13,6 +13,7 @@
 
 import type { FastifyInstance } from "fastify";
 import { AdmissionBudget } from "../../admission/budget.ts";
+import { type ApiErrorCode, errorBody } from "../../api-errors.ts";
 import {
   type BatchLimits,
   batchContentTypes,
@@ -23,7 +24,7 @@ import {
 import { choosePartition, createRotator, generateKey } from "../../core/partitioner.ts";
 import type { WalRecordInput } from "../../core/records.ts";
 import type { CommitWaiters } from "../../dispatch/commit-waiters.ts";
-import { badRequest, NaradError, unavailable } from "../../errors.ts";
+import { badRequest, draining, NaradError } from "../../errors.ts";
 import type { TopicConfig } from "../../meta/types.ts";
 import { ProducerRegistryStaleError } from "../../producers/registry.ts";
 import type { BrokerServices } from "../../services.ts";
@@ -33,6 +34,7 @@ import { RateLimits } from "../plugins/rate-limit.ts";
 import { registerRawBody } from "../plugins/raw-body.ts";
 import { type Acks, acksAllAnswer, parseAcks } from "../produce-acks.ts";
 import { type ProducerHeader, parseProducerHeaders, stampRecords } from "../producer-headers.ts";
+import { querySchema, topicParams } from "../query-schema.ts";
 import { SchemaGate } from "../schema-validation.ts";
 import { TopicDeletionWatch } from "../topic-deletion-watch.ts";
 import { requireTopic } from "./topics.ts";
@@ -46,9 +48,9 @@ interface ProduceQuery {
 /** A refusal with a machine-readable code: answered as JSON {error, code}. */
 class CodedRefusal extends Error {
   readonly status: number;
-  readonly code: string;
+  readonly code: ApiErrorCode;
   readonly retryAfterSeconds: number | undefined;
-  constructor(status: number, code: string, message: string, retryAfterSeconds?: number) {
+  constructor(status: number, code: ApiErrorCode, message: string, retryAfterSeconds?: number) {
     super(message);
     this.status = status;
     this.code = code;
@@ -252,7 +254,7 @@ export function produceRoutes(s: BrokerServices) {
     if (s.lifecycle.draining()) {
       if (s.forwardProduce !== undefined) return "forward";
       s.metrics.produceRejected.inc({ reason: "draining" });
-      throw unavailable("this node is draining; retry on another node", 1);
+      throw draining("this node is draining; retry on another node");
     }
     if (s.ingress.stats().poisoned) {
       s.metrics.produceRejected.inc({ reason: "wal_poisoned" });
@@ -272,7 +274,7 @@ export function produceRoutes(s: BrokerServices) {
     if (route === "local") return route;
     if (acks === "all" || idempotent) {
       s.metrics.produceRejected.inc({ reason: "draining" });
-      throw unavailable("this node is draining; retry on another node", 1);
+      throw draining("this node is draining; retry on another node");
     }
     return route;
   };
@@ -307,9 +309,8 @@ export function produceRoutes(s: BrokerServices) {
       );
     }
     s.metrics.produceRejected.inc({ reason: "draining" });
-    throw unavailable(
+    throw draining(
       `this node is draining and no peer took the records (${out.reason}); retry on another node`,
-      1,
     );
   };
 
@@ -381,14 +382,30 @@ export function produceRoutes(s: BrokerServices) {
       if (error instanceof CodedRefusal) {
         if (error.retryAfterSeconds !== undefined)
           reply.header("retry-after", String(error.retryAfterSeconds));
-        return reply.code(error.status).send({ error: error.message, code: error.code });
+        return reply.code(error.status).send(errorBody(error.code, error.message));
       }
       throw error;
     });
 
     app.post<{ Params: { topic: string }; Querystring: ProduceQuery }>(
       "/v1/topics/:topic/produce",
-      { bodyLimit: s.config.produceMaxBodyBytes },
+      {
+        bodyLimit: s.config.produceMaxBodyBytes,
+        schema: {
+          tags: ["produce"],
+          summary: "Produce one message",
+          description:
+            "The body is the message, bytes as they are (any Content-Type). 202 once the WAL fsynced it (acks=wal), " +
+            "on receipt (acks=0), or 200 with its partition and offset once committed (acks=all). Idempotent " +
+            "producers send narad-producer-id, -epoch and -seq headers with acks=all.",
+          params: topicParams,
+          querystring: querySchema({
+            key: "partitioning key (UTF-8); absent: round-robin",
+            partition: "write to this partition",
+            acks: "0, wal (default) or all",
+          }),
+        },
+      },
       async (request, reply) => {
         const admitted = admit();
         const { producer, acks } = await producerOf(request.headers, request.query.acks);
@@ -428,7 +445,16 @@ export function produceRoutes(s: BrokerServices) {
 
     app.post<{ Params: { topic: string } }>(
       "/v1/topics/:topic/produce-batch",
-      { bodyLimit: s.config.batchMaxBodyBytes },
+      {
+        bodyLimit: s.config.batchMaxBodyBytes,
+        schema: {
+          tags: ["produce"],
+          summary: "Produce a batch of records",
+          description: `Content-Type ${batchContentTypes.binary} or ${batchContentTypes.ndjson} (one record per line: key, partition, payload). 202 {"accepted": N}, or 200 {"results": [...]} with acks=all.`,
+          params: topicParams,
+          querystring: querySchema({ acks: "0, wal (default) or all" }),
+        },
+      },
       async (request, reply) => {
         const admitted = admit();
         const { producer, acks } = await producerOf(request.headers, (request.query as ProduceQuery).acks);

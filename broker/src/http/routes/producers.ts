@@ -12,10 +12,18 @@ import { NaradError } from "../../errors.ts";
 import { ProducerFencedError } from "../../producers/registry.ts";
 import { maxRegistryEpoch, producerNamePattern } from "../../producers/registry-state.ts";
 import type { BrokerServices } from "../../services.ts";
+import { querySchema } from "../query-schema.ts";
 
 export function producerRoutes(s: BrokerServices) {
   return async (app: FastifyInstance): Promise<void> => {
-    app.post("/v1/producers", async (request, reply) => {
+    const schema = {
+      tags: ["produce"],
+      summary: "Get an idempotent producer identity",
+      description:
+        'Body (JSON, optional): {"name": "..."} or {"name": "...", "epoch": N}; 201 {"producer_id": "...", "epoch": N}. 409 producer_fenced when a newer instance exists.',
+      querystring: querySchema(),
+    };
+    app.post("/v1/producers", { schema }, async (request, reply) => {
       const registry = s.producerRegistry;
       if (registry === undefined) {
         return reply

@@ -5,9 +5,10 @@
 import type { FastifyInstance } from "fastify";
 import { readMaxBytes, readMaxRecords } from "../../constants.ts";
 import { messageJson } from "../../core/message-json.ts";
-import { badRequest, NaradError } from "../../errors.ts";
+import { invalidQueryParameter, NaradError } from "../../errors.ts";
 import type { BrokerServices } from "../../services.ts";
 import { parseOptionalInt } from "../params.ts";
+import { querySchema, topicParams } from "../query-schema.ts";
 import { requireTopic } from "./topics.ts";
 
 export interface ReadQuery {
@@ -21,7 +22,7 @@ export interface ReadQuery {
 function parseRead(s: BrokerServices, topicName: string, q: ReadQuery) {
   const topic = requireTopic(s, topicName);
   const partition = parseOptionalInt(q.partition, "partition", 0, topic.partitions - 1);
-  if (partition === undefined) throw badRequest("partition is required when reading by offset");
+  if (partition === undefined) throw invalidQueryParameter("partition is required when reading by offset");
   const offset = parseOptionalInt(q.offset, "offset", 0, Number.MAX_SAFE_INTEGER) ?? 0;
   return { topic, partition, offset };
 }
@@ -66,6 +67,21 @@ export function readRoutes(s: BrokerServices) {
   return async (app: FastifyInstance): Promise<void> => {
     app.get<{ Params: { topic: string }; Querystring: ReadQuery }>(
       "/v1/topics/:topic/records",
+      {
+        schema: {
+          tags: ["consume"],
+          summary: "Read records by offset",
+          description:
+            "Records of one partition from an offset, below the high watermark; no lease, no receipt handle. 410 offset_expired below the oldest offset.",
+          params: topicParams,
+          querystring: querySchema({
+            partition: "partition to read (required)",
+            offset: "first offset (default 0)",
+            limit: `records at most (default and cap ${readMaxRecords})`,
+            max_bytes: `payload bytes at most (default and cap ${readMaxBytes})`,
+          }),
+        },
+      },
       async (request, reply) => {
         const q = request.query;
         const limit = parseOptionalInt(q.limit, "limit", 1, readMaxRecords) ?? readMaxRecords;

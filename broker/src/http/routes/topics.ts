@@ -5,10 +5,11 @@ import type { FastifyInstance } from "fastify";
 import { topicListLimitDefault, topicListLimitMax } from "../../constants.ts";
 import { capRefusal } from "../../core/topic-caps.ts";
 import { parseTopicCreate, parseTopicPatch } from "../../core/topic-spec.ts";
-import { badRequest, notFound } from "../../errors.ts";
+import { badRequest, invalidQueryParameter, topicNotFound } from "../../errors.ts";
 import type { TopicConfig } from "../../meta/types.ts";
 import type { BrokerServices } from "../../services.ts";
 import { parseOptionalInt } from "../params.ts";
+import { querySchema, topicParams } from "../query-schema.ts";
 import { compileSchema } from "../schema-validation.ts";
 import { SerialByKey } from "../serial-by-key.ts";
 import { topicToWire } from "../topic-wire.ts";
@@ -19,7 +20,7 @@ interface TopicParams {
 
 export function requireTopic(s: BrokerServices, name: string): TopicConfig {
   const topic = s.metastore.getTopic(name);
-  if (topic === undefined) throw notFound(`topic "${name}" not found`);
+  if (topic === undefined) throw topicNotFound(name);
   return topic;
 }
 
@@ -30,7 +31,7 @@ export function requireTopic(s: BrokerServices, name: string): TopicConfig {
  */
 function decodePageToken(s: BrokerServices, token: string | undefined): string {
   if (token === undefined || token === "") return "";
-  if (!s.config.topicDefaults.namePattern.test(token)) throw badRequest("page_token is invalid");
+  if (!s.config.topicDefaults.namePattern.test(token)) throw invalidQueryParameter("page_token is invalid");
   return token;
 }
 
@@ -89,39 +90,76 @@ export function topicRoutes(s: BrokerServices) {
   };
   return async (app: FastifyInstance): Promise<void> => {
     registerLenientJson(app);
-    app.post("/v1/topics", async (request, reply) => {
-      const topic = parseTopicCreate(request.body, s.config.topicDefaults, new Date(s.nowMs()));
-      // An invalid schema is refused before anything is stored (400 schema_invalid).
-      if (topic.schema !== undefined) compileSchema(topic.schema.definition);
-      refuseOverCaps(s.metastore.getTopic(topic.name) === undefined ? 1 : 0, topic.partitions);
-      const created = await s.metastore.createTopic(topic);
-      request.log.info({ topic: created.name, partitions: created.partitions }, "topic created");
-      return reply.code(201).send(topicToWire(created));
-    });
+    app.post(
+      "/v1/topics",
+      {
+        schema: {
+          tags: ["topics"],
+          summary: "Create a topic",
+          description:
+            'Body (JSON): {"name": "...", "partitions": N, "retention_ms": N, "retention_bytes": N, ...}; 201 with the topic. 409 topic_exists when the name is taken.',
+          querystring: querySchema(),
+        },
+      },
+      async (request, reply) => {
+        const topic = parseTopicCreate(request.body, s.config.topicDefaults, new Date(s.nowMs()));
+        // An invalid schema is refused before anything is stored (400 schema_invalid).
+        if (topic.schema !== undefined) compileSchema(topic.schema.definition);
+        refuseOverCaps(s.metastore.getTopic(topic.name) === undefined ? 1 : 0, topic.partitions);
+        const created = await s.metastore.createTopic(topic);
+        request.log.info({ topic: created.name, partitions: created.partitions }, "topic created");
+        return reply.code(201).send(topicToWire(created));
+      },
+    );
 
-    app.get<{ Querystring: { limit?: string; page_token?: string } }>("/v1/topics", async (request) => {
-      const limit =
-        parseOptionalInt(request.query.limit, "limit", 1, Number.MAX_SAFE_INTEGER) ?? topicListLimitDefault;
-      const after = decodePageToken(s, request.query.page_token);
-      const all = s.metastore.listTopics();
-      // Keyset pagination: the token is the last name returned, so pages stay
-      // stable while topics are created or deleted between calls.
-      let start = 0;
-      if (after !== "") {
-        start = all.findIndex((t) => t.name > after);
-        if (start < 0) start = all.length;
-      }
-      const page = all.slice(start, start + Math.min(limit, topicListLimitMax));
-      const more = start + page.length < all.length;
-      const last = page[page.length - 1];
-      return {
-        topics: page.map(topicToWire),
-        next_page_token: more && last !== undefined ? last.name : "",
-      };
-    });
+    app.get<{ Querystring: { limit?: string; page_token?: string } }>(
+      "/v1/topics",
+      {
+        schema: {
+          tags: ["topics"],
+          summary: "List topics",
+          description:
+            "Keyset pagination by name: pass next_page_token as page_token for the next page (empty: the last page).",
+          querystring: querySchema({
+            limit: `topics per page (default ${topicListLimitDefault}, at most ${topicListLimitMax})`,
+            page_token: "next_page_token of the previous page",
+          }),
+        },
+      },
+      async (request) => {
+        const limit =
+          parseOptionalInt(request.query.limit, "limit", 1, Number.MAX_SAFE_INTEGER) ?? topicListLimitDefault;
+        const after = decodePageToken(s, request.query.page_token);
+        const all = s.metastore.listTopics();
+        // Keyset pagination: the token is the last name returned, so pages stay
+        // stable while topics are created or deleted between calls.
+        let start = 0;
+        if (after !== "") {
+          start = all.findIndex((t) => t.name > after);
+          if (start < 0) start = all.length;
+        }
+        const page = all.slice(start, start + Math.min(limit, topicListLimitMax));
+        const more = start + page.length < all.length;
+        const last = page[page.length - 1];
+        return {
+          topics: page.map(topicToWire),
+          next_page_token: more && last !== undefined ? last.name : "",
+        };
+      },
+    );
 
     app.get<{ Params: TopicParams; Querystring: { partition?: string } }>(
       "/v1/topics/:topic",
+      {
+        schema: {
+          tags: ["topics"],
+          summary: "Describe a topic",
+          description:
+            "The topic's settings with partition_stats (offsets, high watermark, size, owner) per partition.",
+          params: topicParams,
+          querystring: querySchema({ partition: "only this partition's stats" }),
+        },
+      },
       async (request) => {
         const topic = requireTopic(s, request.params.topic);
         const only = parseOptionalInt(request.query.partition, "partition", 0, topic.partitions - 1);
@@ -132,27 +170,51 @@ export function topicRoutes(s: BrokerServices) {
     // One PATCH of a topic at a time on this node: each is decided against
     // the state the previous one left (the next schema version, the partition growth).
     const patches = new SerialByKey();
-    app.patch<{ Params: TopicParams }>("/v1/topics/:topic", async (request) =>
-      patches.run(request.params.topic, async () => {
-        const topic = requireTopic(s, request.params.topic);
-        const patch = parseTopicPatch(request.body, topic, s.config.topicDefaults);
-        if (patch.schema !== undefined) compileSchema(patch.schema.definition);
-        if (patch.partitions !== undefined) refuseOverCaps(0, patch.partitions - topic.partitions);
-        const updated = await s.metastore.updateTopic(topic.name, patch);
-        request.log.info({ topic: topic.name, patch }, "topic updated");
-        return topicToWire(updated);
-      }),
+    app.patch<{ Params: TopicParams }>(
+      "/v1/topics/:topic",
+      {
+        schema: {
+          tags: ["topics"],
+          summary: "Change a topic's settings",
+          description:
+            "Body (JSON): the settings to change (partitions may only grow); answers the updated topic.",
+          params: topicParams,
+          querystring: querySchema(),
+        },
+      },
+      async (request) =>
+        patches.run(request.params.topic, async () => {
+          const topic = requireTopic(s, request.params.topic);
+          const patch = parseTopicPatch(request.body, topic, s.config.topicDefaults);
+          if (patch.schema !== undefined) compileSchema(patch.schema.definition);
+          if (patch.partitions !== undefined) refuseOverCaps(0, patch.partitions - topic.partitions);
+          const updated = await s.metastore.updateTopic(topic.name, patch);
+          request.log.info({ topic: topic.name, patch }, "topic updated");
+          return topicToWire(updated);
+        }),
     );
 
-    app.delete<{ Params: TopicParams }>("/v1/topics/:topic", async (request, reply) => {
-      const topic = requireTopic(s, request.params.topic);
-      // Metadata first: once the topic is gone from the metastore no new
-      // produce is accepted, then its files are removed.
-      await s.metastore.deleteTopic(topic.name);
-      await s.logs.deleteTopic(topic.name);
-      await s.metrics.forgetTopic(topic.name);
-      request.log.info({ topic: topic.name }, "topic deleted");
-      return reply.code(204).send();
-    });
+    app.delete<{ Params: TopicParams }>(
+      "/v1/topics/:topic",
+      {
+        schema: {
+          tags: ["topics"],
+          summary: "Delete a topic",
+          description: "Removes the topic and its records; 204.",
+          params: topicParams,
+          querystring: querySchema(),
+        },
+      },
+      async (request, reply) => {
+        const topic = requireTopic(s, request.params.topic);
+        // Metadata first: once the topic is gone from the metastore no new
+        // produce is accepted, then its files are removed.
+        await s.metastore.deleteTopic(topic.name);
+        await s.logs.deleteTopic(topic.name);
+        await s.metrics.forgetTopic(topic.name);
+        request.log.info({ topic: topic.name }, "topic deleted");
+        return reply.code(204).send();
+      },
+    );
   };
 }

@@ -1,0 +1,64 @@
+// Query parameters as a route's fastify `schema.querystring`: one source for
+// validation (a parameter the route does not know is refused, so a typo such
+// as `?kye=a` cannot store a record without its key) and for the OpenAPI
+// document. Values stay strings: the handlers parse them (http/params.ts) with
+// the messages Narad v1 clients know.
+
+import type { FastifyRequest, FastifySchemaValidationError } from "fastify";
+import { coded, type NaradError } from "../errors.ts";
+
+export interface QuerySchema {
+  type: "object";
+  additionalProperties: false;
+  properties: Record<string, { type: "string"; description: string }>;
+}
+
+/** The schema of a route's query string: each parameter with a one-line description. */
+export function querySchema(params: Readonly<Record<string, string>> = {}): QuerySchema {
+  const properties: QuerySchema["properties"] = {};
+  for (const [name, description] of Object.entries(params))
+    properties[name] = { type: "string", description };
+  return { type: "object", additionalProperties: false, properties };
+}
+
+function knownParams(request: FastifyRequest): string[] {
+  const schema = request.routeOptions.schema?.querystring as Partial<QuerySchema> | undefined;
+  return Object.keys(schema?.properties ?? {});
+}
+
+/** 400 unknown_query_parameter / invalid_query_parameter for a query string its schema refused. */
+export function queryValidationError(
+  errors: readonly FastifySchemaValidationError[],
+  request: FastifyRequest,
+): NaradError {
+  const first = errors[0];
+  const extra = first?.params.additionalProperty;
+  if (first?.keyword === "additionalProperties" && typeof extra === "string") {
+    const known = knownParams(request);
+    const takes = known.length === 0 ? "takes none" : `takes: ${known.join(", ")}`;
+    return coded(
+      "BAD_REQUEST",
+      "unknown_query_parameter",
+      `unknown query parameter ${JSON.stringify(extra)} (this route ${takes})`,
+    );
+  }
+  const where = first?.instancePath.replace(/^\//, "") ?? "";
+  return coded(
+    "BAD_REQUEST",
+    "invalid_query_parameter",
+    `query parameter ${where === "" ? "" : `${JSON.stringify(where)} `}${first?.message ?? "is invalid"}`,
+  );
+}
+
+/** Path parameters, for the OpenAPI document (fastify matches them; handlers validate them). */
+function pathSchema(params: Readonly<Record<string, string>>) {
+  const properties: Record<string, { type: "string"; description: string }> = {};
+  for (const [name, description] of Object.entries(params))
+    properties[name] = { type: "string", description };
+  return { type: "object", properties, required: Object.keys(params) } as const;
+}
+
+export const topicParams = pathSchema({ topic: "topic name" });
+export const groupParams = pathSchema({ topic: "topic name", group: "consumer group name" });
+export const moveParams = pathSchema({ topic: "topic name", partition: "partition index" });
+export const memberParams = pathSchema({ id: "member (node) id" });
