@@ -13,12 +13,16 @@ import { Ajv2019 } from "ajv/dist/2019.js";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { NaradError } from "../errors.ts";
 import type { TopicConfig } from "../meta/types.ts";
+import { linearRegExp } from "./schema-regexp.ts";
 
 const ajvOptions: Options = {
   strict: false,
   validateFormats: false,
   allErrors: false,
   logger: false,
+  // `pattern` and `patternProperties` match in linear time (schema-regexp.ts):
+  // a backtracking pattern must not hold the event loop.
+  code: { regExp: linearRegExp },
 };
 
 type AjvClass = typeof Ajv | typeof Ajv2019 | typeof Ajv2020;
