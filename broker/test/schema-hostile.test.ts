@@ -66,4 +66,31 @@ describe("hostile schemas", () => {
     expect((await call("POST", "/v1/topics/uesc/produce", JSON.stringify("é"))).status).toBe(202);
     expect((await call("POST", "/v1/topics/uesc/produce", JSON.stringify("e"))).status).toBe(400);
   });
+
+  it("refuses a schema nested 1,000 levels deep with 400 schema_invalid (it was a 500)", async () => {
+    let schema = '{"type":"object"}';
+    for (let i = 0; i < 1000; i++) schema = `{"type":"object","properties":{"a":${schema}}}`;
+    const r = await call("POST", "/v1/topics", `{"name":"deep","partitions":1,"schema":${schema}}`);
+    expect(r.status).toBe(400);
+    expect(JSON.parse(r.text)).toMatchObject({ code: "schema_invalid" });
+    expect(JSON.parse(r.text).error).toMatch(/deeper than 64 levels/);
+  });
+
+  it("refuses a schema larger than 128 KiB with 400 schema_invalid", async () => {
+    const properties: Record<string, unknown> = {};
+    for (let i = 0; i < 5000; i++) properties[`p${i}`] = { type: "string", maxLength: i };
+    const r = await createTopic("wide", { type: "object", properties });
+    expect(r.status).toBe(400);
+    expect(JSON.parse(r.text).error).toMatch(/larger than 131072 bytes/);
+  });
+
+  it("refuses a payload too deep for a recursive schema with 400 schema_violation (it was a 500)", async () => {
+    expect((await createTopic("rec", { items: { $ref: "#" } })).status).toBe(201);
+    const deep = `${"[".repeat(200_000)}${"]".repeat(200_000)}`;
+    const r = await call("POST", "/v1/topics/rec/produce", deep);
+    expect(r.status).toBe(400);
+    expect(JSON.parse(r.text)).toMatchObject({ code: "schema_violation" });
+    expect(JSON.parse(r.text).error).toMatch(/nests too deeply/);
+    expect((await call("POST", "/v1/topics/rec/produce", "[[[]]]")).status).toBe(202);
+  });
 });

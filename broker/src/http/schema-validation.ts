@@ -92,8 +92,16 @@ export function compileSchema(definition: string): ValidateFunction {
   const schema = parseDefinition(definition);
   const draft = draftFor(schema);
   const checker = metaCheckerFor(draft);
-  if (checker.validateSchema(schema) !== true)
-    throw invalidSchema(checker.errorsText(checker.errors, { dataVar: "schema" }));
+  // Both steps recurse per level of the schema: a stored definition that
+  // was never bounded (a NaradTopic written by hand) may overflow the stack,
+  // and that is the schema's fault, answered as such.
+  let valid: boolean;
+  try {
+    valid = checker.validateSchema(schema) === true;
+  } catch (err) {
+    throw invalidSchema((err as Error).message);
+  }
+  if (!valid) throw invalidSchema(checker.errorsText(checker.errors, { dataVar: "schema" }));
   try {
     return new draft({ ...ajvOptions, validateSchema: false }).compile(schema);
   } catch (err) {
@@ -117,7 +125,14 @@ function violation(validate: ValidateFunction, payload: Uint8Array): string | un
   } catch {
     return "is not valid JSON (UTF-8)";
   }
-  if (validate(instance)) return undefined;
+  try {
+    if (validate(instance)) return undefined;
+  } catch (err) {
+    // A recursive schema ({"items": {"$ref": "#"}}) walks the payload by
+    // recursion: 200,000 nested arrays overflowed the stack (a 500).
+    if (err instanceof RangeError) return "nests too deeply to be validated";
+    throw err;
+  }
   return describe(validate.errors?.[0]);
 }
 
