@@ -143,8 +143,11 @@ export interface SchemaGateOptions {
 
 /** The produce routes' schema check, with the compiled validators cached per topic. */
 export class SchemaGate {
-  /** Topic name → its compiled validator and the (uid, version) it was compiled for. */
-  private readonly compiled = new Map<string, { uid: string; version: number; validate: ValidateFunction }>();
+  /** Topic name → its compiled validator and the (uid, version, definition) it was compiled for. */
+  private readonly compiled = new Map<
+    string,
+    { uid: string; version: number; definition: string; validate: ValidateFunction }
+  >();
   private readonly onViolation: () => void;
 
   constructor(opts: SchemaGateOptions) {
@@ -158,9 +161,24 @@ export class SchemaGate {
       return undefined;
     }
     const hit = this.compiled.get(topic.name);
-    if (hit !== undefined && hit.uid === topic.uid && hit.version === schema.version) return hit.validate;
+    // The definition is compared too (a string compare, cheap next to a
+    // validation): (uid, version) alone let a uid-less topic re-created under
+    // its name, or a NaradTopic whose spec.schema was edited by hand without a
+    // new version, keep the old validator on the nodes that had cached it.
+    if (
+      hit !== undefined &&
+      hit.uid === topic.uid &&
+      hit.version === schema.version &&
+      hit.definition === schema.definition
+    )
+      return hit.validate;
     const validate = compileSchema(schema.definition);
-    this.compiled.set(topic.name, { uid: topic.uid, version: schema.version, validate });
+    this.compiled.set(topic.name, {
+      uid: topic.uid,
+      version: schema.version,
+      definition: schema.definition,
+      validate,
+    });
     return validate;
   }
 
