@@ -84,6 +84,19 @@ describe("hostile schemas", () => {
     expect(JSON.parse(r.text).error).toMatch(/larger than 131072 bytes/);
   });
 
+  it("takes a wide schema under the size limit (1,000 properties, 41 KB)", async () => {
+    const properties: Record<string, unknown> = {};
+    for (let i = 0; i < 1000; i++) properties[`p${i}`] = { type: "string", maxLength: i };
+    const r = await createTopic("wide-ok", { type: "object", properties });
+    expect(r.status, r.text).toBe(201);
+    expect((await call("POST", "/v1/topics/wide-ok/produce", JSON.stringify({ p3: "abcd" }))).status).toBe(
+      400,
+    );
+    expect((await call("POST", "/v1/topics/wide-ok/produce", JSON.stringify({ p3: "abc" }))).status).toBe(
+      202,
+    );
+  }, 30_000);
+
   it("refuses a payload too deep for a recursive schema with 400 schema_violation (it was a 500)", async () => {
     expect((await createTopic("rec", { items: { $ref: "#" } })).status).toBe(201);
     const deep = `${"[".repeat(200_000)}${"]".repeat(200_000)}`;
