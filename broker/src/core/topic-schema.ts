@@ -25,12 +25,42 @@ function isObject(v: unknown): v is SchemaObject {
  * it (http/schema-validation.ts).
  */
 export function schemaDefinitionOf(value: unknown): string {
-  if (!isObject(value)) {
-    throw new NaradError("BAD_REQUEST", "schema must be a JSON Schema object", {
-      apiCode: "schema_invalid",
-    });
+  if (!isObject(value)) throw schemaInvalid("schema must be a JSON Schema object");
+  // Bounded before anything recurses over it: JSON.stringify, Ajv's
+  // meta-schema check and compiler, and the compatibility check all recurse
+  // per level, and a 1,000-level schema overflowed the stack (a 500).
+  const depth = depthOf(value, schemaMaxDepth);
+  if (depth > schemaMaxDepth)
+    throw schemaInvalid(`schema nests deeper than ${schemaMaxDepth} levels (objects and arrays)`);
+  const definition = JSON.stringify(value);
+  // Compiling is synchronous on the event loop: a 1 MB schema held it for 2 s.
+  if (Buffer.byteLength(definition) > schemaMaxBytes)
+    throw schemaInvalid(`schema is larger than ${schemaMaxBytes} bytes as JSON`);
+  return definition;
+}
+
+/** Most levels of nested objects and arrays a schema may have. */
+export const schemaMaxDepth = 64;
+/** Largest schema, as compact JSON text. */
+export const schemaMaxBytes = 128 * 1024;
+
+function schemaInvalid(message: string): NaradError {
+  return new NaradError("BAD_REQUEST", message, { apiCode: "schema_invalid" });
+}
+
+/** Nesting depth of a JSON value (a scalar is 0), counted without recursion, stopping once past `limit`. */
+function depthOf(value: unknown, limit: number): number {
+  let deepest = 0;
+  const stack: Array<{ v: unknown; d: number }> = [{ v: value, d: 0 }];
+  while (stack.length > 0) {
+    const { v, d } = stack.pop()!;
+    if (typeof v !== "object" || v === null) continue;
+    const here = d + 1;
+    if (here > deepest) deepest = here;
+    if (deepest > limit) return deepest;
+    for (const child of Object.values(v)) stack.push({ v: child, d: here });
   }
-  return JSON.stringify(value);
+  return deepest;
 }
 
 /** The schema of a new topic created with `schema` (version 1). */

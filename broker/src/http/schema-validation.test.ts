@@ -98,13 +98,18 @@ describe("SchemaGate", () => {
     gate.checkBatch(topicWith(v1), records.slice(0, 2));
   });
 
-  it("compiles once per schema version and recompiles when the version or the incarnation changes", () => {
+  it("compiles once per schema version and recompiles when the version, the incarnation or the definition changes", () => {
     const gate = new SchemaGate({ onViolation: () => {} });
     const strict = topicWith({ type: "object", required: ["id"] }, 1);
     expect(() => gate.checkMessage(strict, bytes("{}"))).toThrow();
-    // Same (uid, version): the cached validator answers, whatever the definition says now.
+    // Same (uid, version), another definition (a NaradTopic edited by hand, or
+    // a uid-less topic re-created): the new definition is what validates.
     const sameVersion = { ...strict, schema: { version: 1, definition: "{}" } };
-    expect(() => gate.checkMessage(sameVersion, bytes("{}"))).toThrow();
+    gate.checkMessage(sameVersion, bytes("{}"));
+    gate.checkMessage({ ...topicWith({}, 1, ""), name: "orders" }, bytes("{}"));
+    const uidless = topicWith({ type: "object", required: ["id"] }, 1, "");
+    expect(() => gate.checkMessage(uidless, bytes("{}"))).toThrow();
+    gate.checkMessage(topicWith({ type: "object" }, 1, ""), bytes("{}"));
     // A new version is compiled afresh.
     gate.checkMessage({ ...strict, schema: { version: 2, definition: "{}" } }, bytes("{}"));
     // So is a new incarnation of the name at version 1.
