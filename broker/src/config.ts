@@ -31,11 +31,12 @@ export interface Config {
    */
   producerFenceLeaseMs: number;
   /**
-   * A query parameter a route does not know: refused (400
-   * unknown_query_parameter; a typo such as ?kye= must not store a record
-   * without its key) or ignored, as Narad v1 does.
+   * A query parameter a route does not know: ignored as Narad v1 does,
+   * except a near miss of a known name (typos, the default: 400
+   * unknown_query_parameter, since ?kye= must not store a record without its
+   * key); every one refused (refuse); or every one ignored (ignore).
    */
-  unknownQueryParams: "refuse" | "ignore";
+  unknownQueryParams: "typos" | "refuse" | "ignore";
   produceMaxBodyBytes: number;
   batchMaxBodyBytes: number;
   /** Produce memory budget (bytes of bodies not yet durable) and how long a produce waits for its share. */
@@ -260,8 +261,10 @@ Options (each also settable as the NARAD_* variable shown, or in --config JSON):
                               producer epoch decisions; a re-init waits at most ~N for brokers
                               that do not confirm it (1-${k.producerFenceLeaseMaxMs})
                                                          NARAD_PRODUCER_FENCE_LEASE_MS (default ${k.producerFenceLeaseMs})
-  --unknown-query-params refuse|ignore  a query parameter the route does not know: 400, or
-                              ignored as Narad v1 does   NARAD_UNKNOWN_QUERY_PARAMS (default refuse)
+  --unknown-query-params typos|refuse|ignore  a query parameter the route does not know:
+                              ignored as Narad v1 does, but 400 when it is a near miss of a
+                              known one (typos); 400 always (refuse); never (ignore)
+                                                         NARAD_UNKNOWN_QUERY_PARAMS (default typos)
   --max-body-bytes N          single produce limit       NARAD_MAX_BODY_BYTES (default ${k.produceMaxBodyBytes})
   --produce-memory-budget N   bytes of produce bodies in memory before produces wait
                                                          NARAD_PRODUCE_MEMORY_BUDGET (default ${k.admissionBudgetBytes})
@@ -426,9 +429,11 @@ export function loadConfig(
   }
   const auth = get("auth") ?? defaultAuthMode(metastore);
   if (auth !== "on" && auth !== "off") throw new ConfigError(`--auth must be on or off, got "${auth}"`);
-  const unknownQueryParams = get("unknown-query-params") ?? "refuse";
-  if (unknownQueryParams !== "refuse" && unknownQueryParams !== "ignore")
-    throw new ConfigError(`--unknown-query-params must be refuse or ignore, got "${unknownQueryParams}"`);
+  const unknownQueryParams = get("unknown-query-params") ?? "typos";
+  if (unknownQueryParams !== "typos" && unknownQueryParams !== "refuse" && unknownQueryParams !== "ignore")
+    throw new ConfigError(
+      `--unknown-query-params must be typos, refuse or ignore, got "${unknownQueryParams}"`,
+    );
   const metricsAuth = get("metrics-auth") ?? auth;
   if (metricsAuth !== "on" && metricsAuth !== "off")
     throw new ConfigError(`--metrics-auth must be on or off, got "${metricsAuth}"`);

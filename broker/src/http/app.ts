@@ -8,6 +8,7 @@ import type { BrokerServices } from "../services.ts";
 import { type AuthPluginOptions, registerAuth } from "./plugins/auth.ts";
 import { answerClientError, answerFrameworkError, registerErrorHandling } from "./plugins/errors.ts";
 import { registerHttpMetrics } from "./plugins/http-metrics.ts";
+import { refuseQueryTypos } from "./query-schema.ts";
 import { adminRoutes } from "./routes/admin.ts";
 import { clusterRoutes } from "./routes/cluster.ts";
 import { consumeRoutes } from "./routes/consume.ts";
@@ -68,17 +69,19 @@ export function buildApp(
     // then costs the client nothing (docs/produce-forwarding.md).
     return503OnClosing: s.forwardProduce === undefined,
     // Query strings are checked against each route's schema.querystring
-    // (http/query-schema.ts): a parameter the route does not know is refused
-    // (400 unknown_query_parameter), or with --unknown-query-params ignore
-    // dropped before the handler sees it, as Narad v1 ignores it. Bodies have
-    // no validating schema: handlers read them.
-    ajv: { customOptions: { removeAdditional: s.config.unknownQueryParams === "ignore" } },
+    // (http/query-schema.ts). A parameter the route does not know is dropped
+    // before the handler sees it, as Narad v1 ignores it, unless
+    // --unknown-query-params refuses it: all of them (refuse), or by default
+    // only a near miss of a known name (typos: ?kye= must not store a record
+    // without its key). Bodies have no validating schema: handlers read them.
+    ajv: { customOptions: { removeAdditional: s.config.unknownQueryParams !== "refuse" } },
     clientErrorHandler: answerClientError,
     frameworkErrors: answerFrameworkError,
   });
   // A serverFactory (HTTPS) ignores the http options above.
   app.server.headersTimeout = lim.headersTimeoutMs;
   registerErrorHandling(app);
+  if (s.config.unknownQueryParams === "typos") refuseQueryTypos(app);
   registerOpenApi(app);
   registerHttpMetrics(app, s.metrics);
   // Before every route and rate limiter: they may key on request.principal.

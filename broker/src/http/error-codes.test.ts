@@ -118,7 +118,7 @@ describe("every error answer carries a stable code (auth off)", () => {
     ["invalid_query_parameter", { method: "GET", url: "/v1/topics/t/consume?wait=forever" }],
     ["invalid_query_parameter", { method: "POST", url: "/v1/topics/t/ack" }],
     ["unknown_query_parameter", { method: "POST", url: "/v1/topics/t/produce?kye=a", payload: "m" }],
-    ["unknown_query_parameter", { method: "GET", url: "/admin/v1/status?verbose=1" }],
+    ["unknown_query_parameter", { method: "GET", url: "/v1/topics/t/consume?partiton=0" }],
     ["invalid_acks", { method: "POST", url: "/v1/topics/t/produce?acks=2", payload: "m" }],
     [
       "acks_all_required",
@@ -179,7 +179,9 @@ describe("every error answer carries a stable code (auth off)", () => {
     const a = await ask(broker, { method: "GET", url: "/v1/topics/missing" });
     expect(a.body).toEqual({ error: 'topic "missing" not found', code: "topic_not_found" });
     const q = await ask(broker, { method: "POST", url: "/v1/topics/t/produce?kye=a", payload: "m" });
-    expect(q.body.error).toBe('unknown query parameter "kye" (this route takes: key, partition, acks)');
+    expect(q.body.error).toBe(
+      'unknown query parameter "kye": did you mean "key"? (this route takes: key, partition, acks)',
+    );
     const m = await ask(broker, { method: "PUT", url: "/v1/topics" });
     expect(m.headers.allow).toBe("GET, HEAD, POST");
   });
@@ -376,10 +378,60 @@ describe("--unknown-query-params ignore: Narad v1's leniency", () => {
     }
   });
 
-  it("is refused when neither refuse nor ignore", () => {
+  it("is refused when not typos, refuse or ignore", () => {
     expect(() => loadConfig(["--unknown-query-params", "warn"], {}, "h")).toThrow(
-      /--unknown-query-params must be refuse or ignore/,
+      /--unknown-query-params must be typos, refuse or ignore/,
     );
+  });
+});
+
+describe("--unknown-query-params typos (the default) and refuse", () => {
+  it("typos: a stray parameter is ignored as Narad v1 does; a near miss is refused naming what it meant", async () => {
+    const config = loadConfig(["--data-dir", tempDir(), "--addr", "127.0.0.1:0"], {}, "node-a");
+    expect(config.unknownQueryParams).toBe("typos");
+    const broker = await startBroker(config, pino({ level: "silent" }), { listen: false });
+    try {
+      expect((await ask(broker, { method: "POST", url: "/v1/topics", ...json({ name: "t" }) })).status).toBe(
+        201,
+      );
+      const stray = await ask(broker, {
+        method: "POST",
+        url: "/v1/topics/t/produce?garbage=true",
+        payload: "m",
+      });
+      expect(stray.status).toBe(202);
+      const typo = await ask(broker, { method: "POST", url: "/v1/topics/t/produce?kye=a", payload: "m" });
+      expectCode(typo, "unknown_query_parameter");
+      expect(String(typo.body.error)).toContain('did you mean "key"');
+      const status = await ask(broker, { method: "GET", url: "/admin/v1/status?verbose=1" });
+      expect(status.status).toBe(200);
+    } finally {
+      await broker.shutdown();
+    }
+  });
+
+  it("refuse: every parameter the route does not know is 400", async () => {
+    const config = loadConfig(
+      ["--data-dir", tempDir(), "--addr", "127.0.0.1:0", "--unknown-query-params", "refuse"],
+      {},
+      "node-a",
+    );
+    const broker = await startBroker(config, pino({ level: "silent" }), { listen: false });
+    try {
+      expect((await ask(broker, { method: "POST", url: "/v1/topics", ...json({ name: "t" }) })).status).toBe(
+        201,
+      );
+      expectCode(
+        await ask(broker, { method: "POST", url: "/v1/topics/t/produce?garbage=true", payload: "m" }),
+        "unknown_query_parameter",
+      );
+      expectCode(
+        await ask(broker, { method: "GET", url: "/admin/v1/status?verbose=1" }),
+        "unknown_query_parameter",
+      );
+    } finally {
+      await broker.shutdown();
+    }
   });
 });
 

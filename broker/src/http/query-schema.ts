@@ -4,8 +4,9 @@
 // document. Values stay strings: the handlers parse them (http/params.ts) with
 // the messages Narad v1 clients know.
 
-import type { FastifyRequest, FastifySchemaValidationError } from "fastify";
+import type { FastifyInstance, FastifyRequest, FastifySchemaValidationError } from "fastify";
 import { coded, type NaradError } from "../errors.ts";
+import { nearMissOf } from "./query-typos.ts";
 
 export interface QuerySchema {
   type: "object";
@@ -48,6 +49,29 @@ export function queryValidationError(
     "invalid_query_parameter",
     `query parameter ${where === "" ? "" : `${JSON.stringify(where)} `}${first?.message ?? "is invalid"}`,
   );
+}
+
+/**
+ * --unknown-query-params typos: before validation (which then drops every
+ * parameter the route does not know), refuse one that is a near miss of a
+ * known name (query-typos.ts), naming the name it probably meant.
+ */
+export function refuseQueryTypos(app: FastifyInstance): void {
+  app.addHook("preValidation", async (request) => {
+    const query = request.query as Record<string, unknown> | undefined;
+    if (query === undefined || request.routeOptions.schema?.querystring === undefined) return;
+    const known = knownParams(request);
+    for (const name of Object.keys(query)) {
+      if (known.includes(name)) continue;
+      const meant = nearMissOf(name, known);
+      if (meant === undefined) continue;
+      throw coded(
+        "BAD_REQUEST",
+        "unknown_query_parameter",
+        `unknown query parameter ${JSON.stringify(name)}: did you mean ${JSON.stringify(meant)}? (this route takes: ${known.join(", ")})`,
+      );
+    }
+  });
 }
 
 /** Path parameters, for the OpenAPI document (fastify matches them; handlers validate them). */
