@@ -54,13 +54,20 @@ function startsBroker(command: string | undefined, rest: string[]): boolean {
   return command === "serve" && !rest.some((a) => a === "--help" || a === "-h");
 }
 
+const versionLine = `narad ${NARAD_VERSION} (node ${process.version})`;
+
 async function main(argv: string[], startOptions: StartBrokerOptions): Promise<void> {
   const [command, ...rest] = argv;
   if (startsBroker(command, rest)) return serve(rest, startOptions);
+  // Answered without loading the CLI (which loads the client: about a second).
+  if (argv.length === 1 && (command === "--version" || command === "-V" || command === "version")) {
+    process.stdout.write(`${versionLine}\n`);
+    return;
+  }
   // Every other command (topic, pub, help, completion, ...) is the client CLI,
   // loaded only now: a broker start never loads it (nor commander).
   const cli = await import("./cli/index.ts");
-  return cli.main(argv, { usage, flags: serveFlags }, `narad ${NARAD_VERSION} (node ${process.version})`);
+  return cli.main(argv, { usage, flags: serveFlags }, versionLine);
 }
 
 /**
