@@ -20,8 +20,10 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../src/config.ts";
+import * as k from "../src/constants.ts";
 import { type RunningBroker, type StartBrokerOptions, startBroker } from "../src/node.ts";
 import { memoryRegistryStore, type RegistryStore } from "../src/producers/registry.ts";
+import { createPeerPool } from "../src/rpc/client.ts";
 import type { PbCommitBatchRequest } from "../src/rpc/proto.ts";
 import { createMemoryCluster, type MemoryCluster } from "../src/testing/memory-metastore.ts";
 import { laggingRegistryStore } from "./harness/registry-store.ts";
@@ -227,5 +229,71 @@ describe("fencing across brokers with a lagging registry watch", () => {
     bStore.failReads(false);
     const again = await produce(b, p, 1, 1);
     expect(again.status, again.body).toBe(200);
+  });
+});
+
+/** A peer that sends ConfirmProducerEpoch on its own (a confused or misconfigured member). */
+function confusedPeer() {
+  return createPeerPool({
+    maxMessageBytes: k.rpcMaxMessageBytes,
+    commitRequestBytes: k.rpcCommitRequestBytes,
+    readTimeoutMs: 5_000,
+    defaultDeadlineMs: 5_000,
+    keepaliveTimeMs: k.rpcKeepaliveTimeMs,
+    keepaliveTimeoutMs: k.rpcKeepaliveTimeoutMs,
+    reconnectBackoffInitialMs: 100,
+    reconnectBackoffMaxMs: 1_000,
+    flowControlWindowBytes: k.rpcFlowControlWindowBytes,
+    retryAfterSeconds: 1,
+  });
+}
+
+describe("ConfirmProducerEpoch that no registry write backs (a confused peer)", () => {
+  it("an epoch the store does not hold is not taken: the valid producer stays accepted, before and after the lease", async () => {
+    const { b } = await twoBrokers();
+    const p = await init(b, "app");
+    expect((await produce(b, p, 1, 0)).status).toBe(200);
+    const pool = confusedPeer();
+    try {
+      const r = await pool
+        .peer(b.cluster!.address)
+        .confirmProducerEpoch(
+          { producer_id: p.producer_id, epoch: 4_000_000_000, from_node: "x" },
+          Date.now() + 5_000,
+        );
+      // b answers what the store holds: the asker's barrier is not confirmed by it.
+      expect(r.epoch).toBe(p.epoch);
+    } finally {
+      pool.close();
+    }
+    const at = await produce(b, p, 1, 1);
+    expect(at.status, at.body).toBe(200);
+    // And past the lease, after b re-read the store, still.
+    await new Promise((r) => setTimeout(r, leaseMs + 100));
+    const again = await produce(b, p, 1, 2);
+    expect(again.status, again.body).toBe(200);
+  });
+
+  it("an id the registry never issued does not become a known producer", async () => {
+    const { b } = await twoBrokers();
+    const p = await init(b, "app");
+    // Far beyond every block reserved (the memory store starts at 0, blocks of 1,000).
+    const bogus = { producer_id: "p-987654321", epoch: 0 };
+    expect(p.producer_id).not.toBe(bogus.producer_id);
+    const pool = confusedPeer();
+    try {
+      await pool
+        .peer(b.cluster!.address)
+        .confirmProducerEpoch(
+          { producer_id: bogus.producer_id, epoch: 0, from_node: "x" },
+          Date.now() + 5_000,
+        );
+    } finally {
+      pool.close();
+    }
+    const r = await produce(b, bogus, 1, 0);
+    expect(r.status, r.body).toBe(400);
+    expect(r.json().code).toBe("unknown_producer_id");
+    expect(await logEnd(b, 1)).toBe(0);
   });
 });
