@@ -21,6 +21,7 @@ import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../src/config.ts";
 import * as k from "../src/constants.ts";
+import { readFailureHoldMs } from "../src/core/producer-fence.ts";
 import { type RunningBroker, type StartBrokerOptions, startBroker } from "../src/node.ts";
 import { memoryRegistryStore, type RegistryStore } from "../src/producers/registry.ts";
 import { createPeerPool } from "../src/rpc/client.ts";
@@ -226,7 +227,12 @@ describe("fencing across brokers with a lagging registry watch", () => {
     // A plain produce does not depend on the registry.
     const plain = await call(b, "/v1/topics/r/produce?acks=all&partition=1", { plain: true });
     expect(plain.status, plain.body).toBe(200);
+    // Requests right after a failed read are refused without reading again (the store is failing).
+    const loads = bStore.loads();
+    for (let i = 0; i < 5; i++) expect((await produce(b, p, 1, 1)).status).toBe(503);
+    expect(bStore.loads()).toBe(loads);
     bStore.failReads(false);
+    await new Promise((r) => setTimeout(r, readFailureHoldMs(leaseMs) + 20));
     const again = await produce(b, p, 1, 1);
     expect(again.status, again.body).toBe(200);
   });

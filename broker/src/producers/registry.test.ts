@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { barrierWaitMs } from "../core/producer-fence.ts";
+import { barrierWaitMs, readFailureHoldMs } from "../core/producer-fence.ts";
 import {
   memoryRegistryStore,
   openProducerRegistry,
@@ -209,7 +209,32 @@ describe("the fence lease (cluster mode)", () => {
     await expect(b.lookup(p.id, 0)).rejects.toBeInstanceOf(ProducerRegistryStaleError);
     await expect(b.fence()).rejects.toBeInstanceOf(ProducerRegistryStaleError);
     bv.failing = false;
+    c.t += readFailureHoldMs(leaseMs); // a failed read is not repeated at once
     expect(await b.lookup(p.id, 0)).toBe(0);
+  });
+
+  it("the store unreadable: a failed read is not repeated for a short hold, so refused requests do not hammer the store", async () => {
+    const shared = memoryRegistryStore();
+    const c = clock();
+    const bv = brokerView(shared);
+    const b = await openProducerRegistry(bv.store, 10, Number.POSITIVE_INFINITY, fenced(c));
+    const p = await b.init("n");
+    bv.failing = true;
+    c.t += leaseMs;
+    const loads = bv.loads;
+    // One after another (not sharing a read in flight): each refused, one read between them.
+    for (let i = 0; i < 50; i++) {
+      await expect(b.lookup(p.id, 0)).rejects.toBeInstanceOf(ProducerRegistryStaleError);
+      await expect(b.fence()).rejects.toBeInstanceOf(ProducerRegistryStaleError);
+      await expect(b.lookup("p-987654321", 0)).rejects.toBeInstanceOf(ProducerRegistryStaleError);
+      c.t += 1;
+    }
+    expect(bv.loads).toBe(loads + 1);
+    // After the hold the next decision reads again.
+    c.t += readFailureHoldMs(leaseMs);
+    bv.failing = false;
+    expect(await b.lookup(p.id, 0)).toBe(0);
+    expect(bv.loads).toBe(loads + 2);
   });
 
   it("a read slower than the lease still serves the decisions that arrived before it started", async () => {

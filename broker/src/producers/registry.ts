@@ -24,6 +24,7 @@ import {
   type LeaseState,
   leaseDecision,
   noLease,
+  readFailureHoldMs,
 } from "../core/producer-fence.ts";
 import { conflict, NaradError } from "../errors.ts";
 import {
@@ -261,13 +262,18 @@ export async function openProducerRegistry(
   // caller's miss, so a caller arriving during one waits for the next.
   let reading: Promise<void> | undefined;
   let queued: Promise<void> | undefined;
+  // The latest failed read, while no read succeeded since: within
+  // readFailureHoldMs of it a decision is refused without another read.
+  let failedRead: { at: number; err: unknown } | undefined;
   const readOnce = (reason: RegistryReadReason): Promise<void> => {
     const p = load().then(
       (r) => {
+        failedRead = undefined;
         absorb(r.state);
         fence?.onRead?.(reason, true);
       },
       (err: unknown) => {
+        failedRead = { at: now(), err };
         fence?.onRead?.(reason, false);
         throw err;
       },
@@ -279,6 +285,12 @@ export async function openProducerRegistry(
   };
   /** A read that starts now, or right after the one in flight (which may have started before the caller came). */
   const refresh = (reason: RegistryReadReason): Promise<void> => {
+    if (
+      fence !== undefined &&
+      failedRead !== undefined &&
+      now() - failedRead.at < readFailureHoldMs(fence.leaseMs)
+    )
+      return Promise.reject(failedRead.err);
     if (reading === undefined) return readOnce(reason);
     queued ??= reading
       .catch(() => {})
