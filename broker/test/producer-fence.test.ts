@@ -238,6 +238,34 @@ describe("fencing across brokers with a lagging registry watch", () => {
   });
 });
 
+describe("the owner cannot read the store once its lease ran out", () => {
+  it("holds the partition's lane, plain records behind the stamped one too, and commits all of them once it can read", async () => {
+    const { a, b, bStore } = await twoBrokers();
+    const p = await init(a, "app");
+    expect((await produce(a, p, 1, 0)).status).toBe(200);
+    bStore.failReads(true);
+    await new Promise((r) => setTimeout(r, leaseMs + 100));
+    // Through a (its store is readable): into a's WAL, for b's partition 1.
+    const stamped = produce(a, p, 1, 1);
+    await new Promise((r) => setTimeout(r, 50));
+    const plain = await call(a, "/v1/topics/r/produce?partition=1", { plain: true });
+    expect(plain.status, plain.body).toBe(202);
+    await new Promise((r) => setTimeout(r, 300));
+    // Nothing of the lane reached b's log: the plain record waits behind the stamped one.
+    expect(await logEnd(b, 1)).toBe(1);
+    expect(
+      await metric(b, 'narad_producer_registry_reads_total{reason="lease",result="error"}'),
+    ).toBeGreaterThan(0);
+    bStore.failReads(false);
+    const s = await stamped;
+    expect(s.status, s.body).toBe(200);
+    const t0 = performance.now();
+    while ((await logEnd(b, 1)) < 3 && performance.now() - t0 < 5_000)
+      await new Promise((r) => setTimeout(r, 20));
+    expect(await logEnd(b, 1)).toBe(3);
+  }, 20_000);
+});
+
 /** A peer that sends ConfirmProducerEpoch on its own (a confused or misconfigured member). */
 function confusedPeer() {
   return createPeerPool({
