@@ -119,8 +119,7 @@ export interface RegistryFenceOptions {
   onBarrier?: (outcome: "confirmed" | "lease", ms: number) => void;
   /**
    * A read of the store for a decision, once per read (however many callers
-   * share it): for the lease (it ran out, or is in its last quarter) or for a
-   * miss (an unknown id or a higher epoch); ok or failed.
+   * share it), by RegistryReadReason; ok or failed.
    */
   onRead?: (reason: RegistryReadReason, ok: boolean) => void;
 }
