@@ -248,7 +248,7 @@ export function createBrokerMetrics(opts: {
     }),
     producerRegistryReads: new Counter({
       name: "narad_producer_registry_reads_total",
-      help: "Reads of the producer registry for a producer epoch decision (cluster mode), by reason (lease: the fence lease ran out or is in its last quarter; miss: an unknown id or a higher epoch) and result (ok, error)",
+      help: "Reads of the producer registry for a producer epoch decision (cluster mode), by reason (lease: the fence lease ran out or is in its last quarter; miss: an unknown id or a higher epoch; confirm: a ConfirmProducerEpoch above the view's epoch) and result (ok, error)",
       labelNames: ["reason", "result"],
       registers: r,
     }),

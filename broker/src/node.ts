@@ -494,13 +494,22 @@ export async function startBroker(
           ...(moveSource !== undefined ? { moves: moveSource } : {}),
           ...(producerRegistry !== undefined
             ? {
-                confirmProducerEpoch: (req: { producer_id: string; epoch: number; from_node: string }) => {
-                  const held = producerRegistry.learnEpoch(req.producer_id, req.epoch);
-                  logger.debug(
-                    { producer: req.producer_id, epoch: req.epoch, held, from: req.from_node },
-                    "producer epoch confirmed for a re-init's barrier",
-                  );
-                  return { epoch: held, membership_epoch: metastore.membershipEpoch?.() ?? 0 };
+                confirmProducerEpoch: async (req: {
+                  producer_id: string;
+                  epoch: number;
+                  from_node: string;
+                }) => {
+                  const held = await producerRegistry.confirmEpoch(req.producer_id, req.epoch);
+                  const fields = { producer: req.producer_id, epoch: req.epoch, held, from: req.from_node };
+                  // Not backed by the store even after a fresh read: the asker is
+                  // confused (another registry, a forged call); its barrier waits out the lease.
+                  if (held === undefined || held < req.epoch)
+                    logger.warn(
+                      fields,
+                      "ConfirmProducerEpoch for an epoch the producer registry does not hold",
+                    );
+                  else logger.debug(fields, "producer epoch confirmed for a re-init's barrier");
+                  return { epoch: held ?? 0, membership_epoch: metastore.membershipEpoch?.() ?? 0 };
                 },
               }
             : {}),

@@ -161,8 +161,17 @@ describe("cluster RPC shared secret", () => {
           () => undefined,
           (e: unknown) => e as { cause?: { code?: number } },
         );
+      // The re-init barrier's call too: no peer without the secret can touch a member's producer view.
+      const confirmErr = await pool
+        .peer(address)
+        .confirmProducerEpoch({ producer_id: "p-1", epoch: 1, from_node: "x" }, Date.now() + 5_000)
+        .then(
+          () => undefined,
+          (e: unknown) => e as { cause?: { code?: number } },
+        );
       pool.close();
       expect(err?.cause?.code).toBe(status.UNAUTHENTICATED);
+      expect(confirmErr?.cause?.code).toBe(status.UNAUTHENTICATED);
     }
     const good = peerPool([clusterAuthClientInterceptor(() => clusterRpcToken(goodSecret))]);
     expect((await good.peer(address).adminStatus()).node_id).toBe("a");

@@ -20,8 +20,11 @@ import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadConfig } from "../src/config.ts";
+import * as k from "../src/constants.ts";
+import { readFailureHoldMs } from "../src/core/producer-fence.ts";
 import { type RunningBroker, type StartBrokerOptions, startBroker } from "../src/node.ts";
 import { memoryRegistryStore, type RegistryStore } from "../src/producers/registry.ts";
+import { createPeerPool } from "../src/rpc/client.ts";
 import type { PbCommitBatchRequest } from "../src/rpc/proto.ts";
 import { createMemoryCluster, type MemoryCluster } from "../src/testing/memory-metastore.ts";
 import { laggingRegistryStore } from "./harness/registry-store.ts";
@@ -224,8 +227,107 @@ describe("fencing across brokers with a lagging registry watch", () => {
     // A plain produce does not depend on the registry.
     const plain = await call(b, "/v1/topics/r/produce?acks=all&partition=1", { plain: true });
     expect(plain.status, plain.body).toBe(200);
+    // Requests right after a failed read are refused without reading again (the store is failing).
+    const loads = bStore.loads();
+    for (let i = 0; i < 5; i++) expect((await produce(b, p, 1, 1)).status).toBe(503);
+    expect(bStore.loads()).toBe(loads);
     bStore.failReads(false);
+    await new Promise((r) => setTimeout(r, readFailureHoldMs(leaseMs) + 20));
     const again = await produce(b, p, 1, 1);
     expect(again.status, again.body).toBe(200);
+  });
+});
+
+describe("the owner cannot read the store once its lease ran out", () => {
+  it("holds the partition's lane, plain records behind the stamped one too, and commits all of them once it can read", async () => {
+    const { a, b, bStore } = await twoBrokers();
+    const p = await init(a, "app");
+    expect((await produce(a, p, 1, 0)).status).toBe(200);
+    bStore.failReads(true);
+    await new Promise((r) => setTimeout(r, leaseMs + 100));
+    // Through a (its store is readable): into a's WAL, for b's partition 1.
+    const stamped = produce(a, p, 1, 1);
+    await new Promise((r) => setTimeout(r, 50));
+    const plain = await call(a, "/v1/topics/r/produce?partition=1", { plain: true });
+    expect(plain.status, plain.body).toBe(202);
+    await new Promise((r) => setTimeout(r, 300));
+    // Nothing of the lane reached b's log: the plain record waits behind the stamped one.
+    expect(await logEnd(b, 1)).toBe(1);
+    expect(
+      await metric(b, 'narad_producer_registry_reads_total{reason="lease",result="error"}'),
+    ).toBeGreaterThan(0);
+    bStore.failReads(false);
+    const s = await stamped;
+    expect(s.status, s.body).toBe(200);
+    const t0 = performance.now();
+    while ((await logEnd(b, 1)) < 3 && performance.now() - t0 < 5_000)
+      await new Promise((r) => setTimeout(r, 20));
+    expect(await logEnd(b, 1)).toBe(3);
+  }, 20_000);
+});
+
+/** A peer that sends ConfirmProducerEpoch on its own (a confused or misconfigured member). */
+function confusedPeer() {
+  return createPeerPool({
+    maxMessageBytes: k.rpcMaxMessageBytes,
+    commitRequestBytes: k.rpcCommitRequestBytes,
+    readTimeoutMs: 5_000,
+    defaultDeadlineMs: 5_000,
+    keepaliveTimeMs: k.rpcKeepaliveTimeMs,
+    keepaliveTimeoutMs: k.rpcKeepaliveTimeoutMs,
+    reconnectBackoffInitialMs: 100,
+    reconnectBackoffMaxMs: 1_000,
+    flowControlWindowBytes: k.rpcFlowControlWindowBytes,
+    retryAfterSeconds: 1,
+  });
+}
+
+describe("ConfirmProducerEpoch that no registry write backs (a confused peer)", () => {
+  it("an epoch the store does not hold is not taken: the valid producer stays accepted, before and after the lease", async () => {
+    const { b } = await twoBrokers();
+    const p = await init(b, "app");
+    expect((await produce(b, p, 1, 0)).status).toBe(200);
+    const pool = confusedPeer();
+    try {
+      const r = await pool
+        .peer(b.cluster!.address)
+        .confirmProducerEpoch(
+          { producer_id: p.producer_id, epoch: 4_000_000_000, from_node: "x" },
+          Date.now() + 5_000,
+        );
+      // b answers what the store holds: the asker's barrier is not confirmed by it.
+      expect(r.epoch).toBe(p.epoch);
+    } finally {
+      pool.close();
+    }
+    const at = await produce(b, p, 1, 1);
+    expect(at.status, at.body).toBe(200);
+    // And past the lease, after b re-read the store, still.
+    await new Promise((r) => setTimeout(r, leaseMs + 100));
+    const again = await produce(b, p, 1, 2);
+    expect(again.status, again.body).toBe(200);
+  });
+
+  it("an id the registry never issued does not become a known producer", async () => {
+    const { b } = await twoBrokers();
+    const p = await init(b, "app");
+    // Far beyond every block reserved (the memory store starts at 0, blocks of 1,000).
+    const bogus = { producer_id: "p-987654321", epoch: 0 };
+    expect(p.producer_id).not.toBe(bogus.producer_id);
+    const pool = confusedPeer();
+    try {
+      await pool
+        .peer(b.cluster!.address)
+        .confirmProducerEpoch(
+          { producer_id: bogus.producer_id, epoch: 0, from_node: "x" },
+          Date.now() + 5_000,
+        );
+    } finally {
+      pool.close();
+    }
+    const r = await produce(b, bogus, 1, 0);
+    expect(r.status, r.body).toBe(400);
+    expect(r.json().code).toBe("unknown_producer_id");
+    expect(await logEnd(b, 1)).toBe(0);
   });
 });

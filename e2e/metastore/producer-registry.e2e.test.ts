@@ -200,7 +200,7 @@ describe("the ConfigMap registry, two brokers' registries", () => {
         // ConfirmProducerEpoch, in process: the peers hold the epoch once this resolves.
         confirm: async (id, epoch) => {
           for (const p of peers) {
-            p.learnEpoch(id, epoch);
+            if (((await p.confirmEpoch(id, epoch)) ?? -1) < epoch) return false;
             confirmedTo.push([id, epoch]);
           }
           return true;
@@ -219,7 +219,7 @@ describe("the ConfigMap registry, two brokers' registries", () => {
     clock.t += leaseMs;
     expect(await b.lookup(zombie.id, 0)).toBe(1);
 
-    // With the confirmation: fenced at once, no read, the watch still held.
+    // With the confirmation: fenced at once (b read the ConfigMap to confirm), the watch still held.
     peers = [b];
     const third = await a.init("orders");
     expect(confirmedTo).toEqual([[zombie.id, third.epoch]]);

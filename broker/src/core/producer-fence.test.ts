@@ -9,6 +9,7 @@ import {
   leaseDecision,
   leaseValidUntil,
   noLease,
+  readFailureHoldMs,
 } from "./producer-fence.ts";
 import type { MemberView } from "./routing.ts";
 
@@ -48,6 +49,14 @@ describe("the fence lease", () => {
     expect(leaseValidUntil(again, 1_000)).toBe(1_300);
     // trustFrom never moves back.
     expect(expired(again, 200).trustFrom).toBe(300);
+  });
+});
+
+describe("after a failed read", () => {
+  it("holds the refusal for up to 1 s (the Retry-After), a quarter of a shorter lease", () => {
+    expect(readFailureHoldMs(10_000)).toBe(1_000);
+    expect(readFailureHoldMs(600)).toBe(150);
+    expect(readFailureHoldMs(1)).toBe(0);
   });
 });
 

@@ -84,6 +84,17 @@ export function leaseDecision(
   return "valid";
 }
 
+/**
+ * After a read of the store failed, decisions that need a read are refused
+ * without another one for this long (up to 1 s, the Retry-After of the
+ * refusal; a quarter of the lease when that is shorter). Refusing is always
+ * safe; reading again for every refused request and every retried commit
+ * would multiply the load on a store that is already failing.
+ */
+export function readFailureHoldMs(leaseMs: number): number {
+  return Math.min(1_000, Math.floor(leaseMs / 4));
+}
+
 /** How long after the bump's write completed the barrier waits when not every member confirmed. */
 export function barrierWaitMs(leaseMs: number): number {
   return Math.ceil(leaseMs * (1 + fenceClockRateAllowance)) + fenceFixedMarginMs;

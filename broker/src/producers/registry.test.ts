@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { barrierWaitMs } from "../core/producer-fence.ts";
+import { barrierWaitMs, readFailureHoldMs } from "../core/producer-fence.ts";
 import {
   memoryRegistryStore,
   openProducerRegistry,
@@ -209,7 +209,32 @@ describe("the fence lease (cluster mode)", () => {
     await expect(b.lookup(p.id, 0)).rejects.toBeInstanceOf(ProducerRegistryStaleError);
     await expect(b.fence()).rejects.toBeInstanceOf(ProducerRegistryStaleError);
     bv.failing = false;
+    c.t += readFailureHoldMs(leaseMs); // a failed read is not repeated at once
     expect(await b.lookup(p.id, 0)).toBe(0);
+  });
+
+  it("the store unreadable: a failed read is not repeated for a short hold, so refused requests do not hammer the store", async () => {
+    const shared = memoryRegistryStore();
+    const c = clock();
+    const bv = brokerView(shared);
+    const b = await openProducerRegistry(bv.store, 10, Number.POSITIVE_INFINITY, fenced(c));
+    const p = await b.init("n");
+    bv.failing = true;
+    c.t += leaseMs;
+    const loads = bv.loads;
+    // One after another (not sharing a read in flight): each refused, one read between them.
+    for (let i = 0; i < 50; i++) {
+      await expect(b.lookup(p.id, 0)).rejects.toBeInstanceOf(ProducerRegistryStaleError);
+      await expect(b.fence()).rejects.toBeInstanceOf(ProducerRegistryStaleError);
+      await expect(b.lookup("p-987654321", 0)).rejects.toBeInstanceOf(ProducerRegistryStaleError);
+      c.t += 1;
+    }
+    expect(bv.loads).toBe(loads + 1);
+    // After the hold the next decision reads again.
+    c.t += readFailureHoldMs(leaseMs);
+    bv.failing = false;
+    expect(await b.lookup(p.id, 0)).toBe(0);
+    expect(bv.loads).toBe(loads + 2);
   });
 
   it("a read slower than the lease still serves the decisions that arrived before it started", async () => {
@@ -255,7 +280,7 @@ describe("the fence lease (cluster mode)", () => {
     expect(bv.loads).toBe(loads + 3);
   });
 
-  it("learnEpoch: an epoch another broker wrote fences lower ones at once, until the view catches up", async () => {
+  it("confirmEpoch: an epoch another broker wrote is held after a read; one no write backs is not taken", async () => {
     const shared = memoryRegistryStore();
     const c = clock();
     const a = await openProducerRegistry(shared, 10, Number.POSITIVE_INFINITY, fenced(c));
@@ -265,14 +290,39 @@ describe("the fence lease (cluster mode)", () => {
     bv.hold();
     const current = await a.init("n");
     expect(b.epochOf(zombie.id)).toBe(0);
-    expect(b.learnEpoch(zombie.id, current.epoch)).toBe(current.epoch);
+    const loads = bv.loads;
+    // Above the view: read the store (the write returned before the call), then hold it.
+    expect(await b.confirmEpoch(zombie.id, current.epoch)).toBe(current.epoch);
+    expect(bv.loads).toBe(loads + 1);
     expect(await b.lookup(zombie.id, 0)).toBe(current.epoch);
-    // Epochs only grow: an older confirmation does not lower it.
-    expect(b.learnEpoch(zombie.id, 0)).toBe(current.epoch);
-    expect(() => b.learnEpoch("not-an-id", 1)).toThrow();
-    expect(() => b.learnEpoch(zombie.id, -1)).toThrow();
-    bv.watched = undefined;
+    // At or below the view: no read.
+    expect(await b.confirmEpoch(zombie.id, 0)).toBe(current.epoch);
+    expect(bv.loads).toBe(loads + 1);
+    // An epoch, or an id, the store does not hold: answered as the store has it, nothing taken.
+    expect(await b.confirmEpoch(zombie.id, current.epoch + 1000)).toBe(current.epoch);
     expect(b.epochOf(zombie.id)).toBe(current.epoch);
+    expect(await b.confirmEpoch("p-987654321", 0)).toBeUndefined();
+    expect(b.epochOf("p-987654321")).toBeUndefined();
+    await expect(b.confirmEpoch("not-an-id", 1)).rejects.toThrow();
+    await expect(b.confirmEpoch(zombie.id, -1)).rejects.toThrow();
+  });
+
+  it("confirmEpoch: the store unreadable: rejects with ProducerRegistryStaleError, takes nothing", async () => {
+    const shared = memoryRegistryStore();
+    let failing = false;
+    const store: RegistryStore = {
+      load: async () => {
+        if (failing) throw new Error("unreachable");
+        return shared.load();
+      },
+      save: (s, rev) => shared.save(s, rev),
+    };
+    const c = clock();
+    const b = await openProducerRegistry(store, 10, Number.POSITIVE_INFINITY, fenced(c));
+    const p = await b.init("n");
+    failing = true;
+    await expect(b.confirmEpoch(p.id, 7)).rejects.toBeInstanceOf(ProducerRegistryStaleError);
+    expect(b.epochOf(p.id)).toBe(0);
   });
 });
 

@@ -24,6 +24,7 @@ import {
   type LeaseState,
   leaseDecision,
   noLease,
+  readFailureHoldMs,
 } from "../core/producer-fence.ts";
 import { conflict, NaradError } from "../errors.ts";
 import {
@@ -76,11 +77,18 @@ export interface ProducerRegistry {
    */
   fence(): Promise<void> | undefined;
   /**
-   * The re-init barrier's other side: another broker wrote `epoch` for `id`
-   * durably and asks this one to hold it. Taken into the view at once
-   * (epochs only grow); answers the epoch now held (≥ `epoch`).
+   * The re-init barrier's other side: another broker says it wrote `epoch`
+   * for `id` durably and asks this one to hold it. Answers the epoch this
+   * broker's view holds for `id` once it holds at least `epoch`, after a read
+   * of the store that started after the call when the view held less
+   * (undefined: the store does not know the id). The epoch is never taken
+   * from the request: a write that completed before the call is in any read
+   * that starts after it, and a confirmation no write backs (a confused or
+   * hostile peer) must not fence a valid producer or make an unissued id
+   * known. A failed read rejects with ProducerRegistryStaleError (the
+   * initiator then waits out the lease).
    */
-  learnEpoch(id: string, epoch: number): number;
+  confirmEpoch(id: string, epoch: number): Promise<number | undefined>;
   /** Only reads that start from now on count for the lease (this broker just joined the member list). */
   expireLease(): void;
   close(): Promise<void>;
@@ -111,11 +119,17 @@ export interface RegistryFenceOptions {
   onBarrier?: (outcome: "confirmed" | "lease", ms: number) => void;
   /**
    * A read of the store for a decision, once per read (however many callers
-   * share it): for the lease (it ran out, or is in its last quarter) or for a
-   * miss (an unknown id or a higher epoch); ok or failed.
+   * share it), by RegistryReadReason; ok or failed.
    */
-  onRead?: (reason: "lease" | "miss", ok: boolean) => void;
+  onRead?: (reason: RegistryReadReason, ok: boolean) => void;
 }
+
+/**
+ * Why a decision read the store: the lease ran out (or is in its last
+ * quarter), a miss (an unknown id or a higher epoch), or a re-init barrier's
+ * ConfirmProducerEpoch for an epoch above the view's.
+ */
+export type RegistryReadReason = "lease" | "miss" | "confirm";
 
 /** Where the registry state lives: read it, and write a new one durably. */
 export interface RegistryStore {
@@ -187,15 +201,11 @@ export async function openProducerRegistry(
   // the newest of them; a lagging watch never takes back a bump seen here).
   let view = state;
   let byId = indexById(view);
-  // Epochs other brokers wrote and told this one about (learnEpoch) before
-  // its view showed them; dropped once the view has caught up.
-  const learnt = new Map<string, number>();
   const absorb = (s: RegistryState): void => {
     const merged = mergeRegistryStates(view, s);
     if (merged === view) return;
     view = merged;
     byId = indexById(view);
-    for (const [id, e] of learnt) if ((epochIn(view, byId, id) ?? -1) >= e) learnt.delete(id);
   };
   let blockNext = 0;
   let blockEnd = 0;
@@ -251,13 +261,18 @@ export async function openProducerRegistry(
   // caller's miss, so a caller arriving during one waits for the next.
   let reading: Promise<void> | undefined;
   let queued: Promise<void> | undefined;
-  const readOnce = (reason: "lease" | "miss"): Promise<void> => {
+  // The latest failed read, while no read succeeded since: within
+  // readFailureHoldMs of it a decision is refused without another read.
+  let failedRead: { at: number; err: unknown } | undefined;
+  const readOnce = (reason: RegistryReadReason): Promise<void> => {
     const p = load().then(
       (r) => {
+        failedRead = undefined;
         absorb(r.state);
         fence?.onRead?.(reason, true);
       },
       (err: unknown) => {
+        failedRead = { at: now(), err };
         fence?.onRead?.(reason, false);
         throw err;
       },
@@ -268,7 +283,13 @@ export async function openProducerRegistry(
     return reading;
   };
   /** A read that starts now, or right after the one in flight (which may have started before the caller came). */
-  const refresh = (reason: "lease" | "miss"): Promise<void> => {
+  const refresh = (reason: RegistryReadReason): Promise<void> => {
+    if (
+      fence !== undefined &&
+      failedRead !== undefined &&
+      now() - failedRead.at < readFailureHoldMs(fence.leaseMs)
+    )
+      return Promise.reject(failedRead.err);
     if (reading === undefined) return readOnce(reason);
     queued ??= reading
       .catch(() => {})
@@ -280,14 +301,7 @@ export async function openProducerRegistry(
   };
   const epochOf = (id: string): number | undefined => {
     current();
-    const e = epochIn(view, byId, id);
-    const told = learnt.get(id);
-    if (told === undefined) return e;
-    if (e !== undefined && e >= told) {
-      learnt.delete(id);
-      return e;
-    }
-    return told;
+    return epochIn(view, byId, id);
   };
 
   /** May the view decide now? Starts a background read when the lease is in its last quarter. */
@@ -427,12 +441,19 @@ export async function openProducerRegistry(
       return epochOf(id);
     },
     fence: () => (leaseHolds() ? undefined : freshen(now())),
-    learnEpoch: (id, epoch) => {
+    confirmEpoch: async (id, epoch) => {
       if (idNumber(id) === undefined || !Number.isInteger(epoch) || epoch < 0 || epoch > maxRegistryEpoch)
         throw new NaradError("BAD_REQUEST", `not a producer id and epoch: ${id} ${epoch}`);
       const held = epochOf(id);
-      if (held === undefined || held < epoch) learnt.set(id, epoch);
-      return epochOf(id) ?? epoch;
+      if (held !== undefined && held >= epoch) return held;
+      // The asker's write returned before it asked, so a read that starts now
+      // holds it. Shared with concurrent reads; counts for the lease too.
+      try {
+        await refresh("confirm");
+      } catch (err) {
+        throw new ProducerRegistryStaleError(err instanceof Error ? err.message : String(err), err);
+      }
+      return epochOf(id);
     },
     expireLease: () => {
       lease = expired(lease, now());

@@ -64,11 +64,12 @@ export interface ClusterServerDeps {
    */
   ingest?: (records: PbIngestRequest["records"], from: string) => Promise<number>;
   /**
-   * The re-init barrier's member side: holds (producer id, epoch) in this
-   * node's producer-registry view and answers what it now holds. Absent
-   * (no registry), ConfirmProducerEpoch answers UNAVAILABLE.
+   * The re-init barrier's member side: answers the epoch this node's
+   * producer-registry view holds for the id, after a read of the store when
+   * the view held less than the request's. Absent (no registry),
+   * ConfirmProducerEpoch answers UNAVAILABLE.
    */
-  confirmProducerEpoch?: (req: PbConfirmProducerEpochRequest) => PbConfirmProducerEpochResponse;
+  confirmProducerEpoch?: (req: PbConfirmProducerEpochRequest) => Promise<PbConfirmProducerEpochResponse>;
   /** Source side of partition moves; absent, the Move* calls answer UNAVAILABLE. */
   moves?: Pick<MoveSource, "manifest" | "fetch" | "freeze" | "unfreeze" | "verify">;
   readMaxRecords: number;
