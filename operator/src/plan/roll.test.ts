@@ -479,3 +479,34 @@ describe("planDrainCancel: a drain cancel owed since an abandoned restart", () =
     expect(planDrainCancel(owed, roll, p2, undefined).kind).toBe("clear");
   });
 });
+
+// Found by the operator-loop simulation (sim/operator-loop, seed 2): a member
+// just decommissioned (Removed, its ordinal above spec.replicas) still had its
+// outdated, not Ready pod in the cache for one pass; the roll named it first
+// (not Ready pods go first), the StatefulSet then shrank past it, and the roll
+// waited forever for a pod that is never recreated while every other pod
+// stayed outdated.
+describe("planRoll: pods the spec no longer wants", () => {
+  it("never names a pod at an ordinal at or above spec.replicas", () => {
+    const a = planRoll(
+      input({
+        replicas: 3,
+        pods: [pod(0), pod(1), pod(2), pod(3, { ready: false })],
+        members: [member(0), member(1), member(2), member(3, "Removed")],
+      }),
+    );
+    expect(a).toMatchObject({ kind: "enterMaintenance", pod: "demo-2" });
+  });
+  it("drops a restart in flight whose pod the spec shrank past", () => {
+    const members = [member(0), member(1), member(2), member(3, "Removed")];
+    const gone = planRoll(
+      input({ replicas: 3, members, pods: [pod(0), pod(1), pod(2)], roll: roll("demo-3") }),
+    );
+    expect(gone).toMatchObject({ kind: "abort", pod: "demo-3", cancelDrain: false });
+    expect(gone.kind === "abort" && gone.reason).toMatch(/leaving the cluster \(spec.replicas 3\)/);
+    const present = planRoll(
+      input({ replicas: 3, members, pods: [pod(0), pod(1), pod(2), pod(3)], roll: roll("demo-3") }),
+    );
+    expect(present).toMatchObject({ kind: "abort", pod: "demo-3", cancelDrain: true });
+  });
+});

@@ -109,7 +109,10 @@ export function planRoll(input: RollInput): RollAction {
   const rev = input.updateRevision;
   if (rev === undefined)
     return { kind: "none", reason: "the StatefulSet has not reported an update revision yet" };
-  const outdated = outdatedPods(input.pods, rev);
+  // A pod at an ordinal the spec no longer wants is leaving (decommissioned,
+  // the StatefulSet shrinks past it): restarting it would name a pod that
+  // is never recreated, and the roll would wait for it forever.
+  const outdated = outdatedPods(input.pods, rev, input.replicas);
   if (outdated.length === 0) return { kind: "none", reason: `every pod runs revision ${rev}` };
   if (input.paused)
     return {
@@ -138,6 +141,16 @@ export function planRoll(input: RollInput): RollAction {
 function continueRoll(input: RollInput, roll: RollStatus): RollAction {
   const name = roll.podInFlight;
   const pod = input.pods.find((p) => p.name === name);
+  const leaving = input.members.find((m) => m.id === name);
+  if (leaving !== undefined && leaving.ordinal >= input.replicas)
+    // The spec shrank past the pod in flight (a scale-down named after the
+    // restart began, or a status from before it): it will not come back.
+    return {
+      kind: "abort",
+      pod: name,
+      cancelDrain: pod !== undefined && !pod.terminating,
+      reason: `${name} is leaving the cluster (spec.replicas ${input.replicas}): its restart is dropped`,
+    };
   if (pod === undefined)
     return { kind: "wait", code: "PodReplacing", pod: name, reason: `waiting for ${name} to be recreated` };
   if (pod.terminating)
@@ -385,9 +398,14 @@ export function rollForPodInFlight(
   };
 }
 
-/** Live pods whose revision differs from the StatefulSet's update revision. */
-export function outdatedPods(pods: readonly PodView[], updateRevision: string): PodView[] {
-  return pods.filter((p) => !p.terminating && p.revision !== updateRevision);
+/**
+ * Live pods the spec still wants (ordinal below replicas) whose revision
+ * differs from the StatefulSet's update revision. A pod above replicas is
+ * leaving (decommissioned, or about to be): it is never restarted, and the
+ * scale-down must not wait for it to be.
+ */
+export function outdatedPods(pods: readonly PodView[], updateRevision: string, replicas: number): PodView[] {
+  return pods.filter((p) => !p.terminating && p.revision !== updateRevision && p.ordinal < replicas);
 }
 
 /** Not Ready first, then highest ordinal first. */

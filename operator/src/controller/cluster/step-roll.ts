@@ -80,7 +80,8 @@ export async function rollPods(ctx: ClusterContext): Promise<StepResult> {
             : undefined,
           drainCancelOwed: cluster.status?.drainCancel?.pod,
         });
-  const outdated = updateRevision === undefined ? 0 : outdatedPods(pods, updateRevision).length;
+  const outdated =
+    updateRevision === undefined ? 0 : outdatedPods(pods, updateRevision, ctx.spec.replicas).length;
   let next: RollStatus | undefined = renamed ?? nextRollStatus(prevRoll, action, now);
   const podOf = (name: string) => pods.find((p) => p.name === name);
   let drainCancel: DrainCancelStatus | undefined = cluster.status?.drainCancel ?? undefined;
