@@ -15,6 +15,7 @@ export {
   BufferFullError,
   ClosedError,
   DeliveryTimeoutError,
+  DeliveryInDoubtError,
   FencedProducerError,
   ForbiddenError,
   NaradError,
