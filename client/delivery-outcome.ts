@@ -46,10 +46,7 @@ export function flagged(err: unknown, inDoubt: boolean): unknown {
   const set = e.inDoubt === true || e.notStored === true;
   if (set && e.inDoubt === inDoubt) return err;
   const target = set
-    ? (Object.create(
-        Object.getPrototypeOf(err) as object,
-        Object.getOwnPropertyDescriptors(err),
-      ) as typeof e)
+    ? (Object.create(Object.getPrototypeOf(err) as object, Object.getOwnPropertyDescriptors(err)) as typeof e)
     : e;
   target.inDoubt = inDoubt;
   target.notStored = !inDoubt;

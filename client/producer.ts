@@ -798,7 +798,10 @@ export class Producer {
   /** The settle window of a held batch ran out. */
   #endHold(batch: Batch, lastError: unknown): void {
     this.#unhold(batch);
-    if (batch.stored === true) return this.#storedOffsetsUnknown(batch);
+    if (batch.stored === true) {
+      this.#storedOffsetsUnknown(batch);
+      return;
+    }
     const first = batch.firstSeq ?? 0;
     const n = batch.live?.length ?? 0;
     this.#fail(
@@ -832,7 +835,10 @@ export class Producer {
   /** Fenced: a batch known stored resolves; else it fails, flagged by what its attempts may have done. */
   #settleFenced(batch: Batch, err: FencedProducerError): void {
     this.#unhold(batch);
-    if (batch.stored === true) return this.#storedOffsetsUnknown(batch);
+    if (batch.stored === true) {
+      this.#storedOffsetsUnknown(batch);
+      return;
+    }
     this.#fail(flagged(err, batch.unsure === true), batch.live ?? []);
   }
 
@@ -860,7 +866,10 @@ export class Producer {
       this.#nextSeq.get(batch.partition) === first + live.length
     )
       this.#nextSeq.set(batch.partition, first);
-    if (batch.stored === true) return this.#storedOffsetsUnknown(batch);
+    if (batch.stored === true) {
+      this.#storedOffsetsUnknown(batch);
+      return;
+    }
     this.#fail(flagged(err, batch.unsure === true), live);
   }
 
