@@ -42,12 +42,18 @@
 //     re-initialised: the producer closes and every pending and later send
 //     fails with FencedProducerError.
 //
-// A batch that fails for good (delivery timeout, retries spent) may or may
-// not be stored. When it was the partition's last numbered batch the next
-// sequence goes back to its first, so an application that re-sends the same
+// Every error a delivery is rejected with says `notStored` (a re-send is
+// safe) or `inDoubt` (client/delivery-outcome.ts decides per attempt). A
+// batch that fails in doubt as its partition's last numbered batch fails at
+// once and the next sequence goes back to its first, so a re-send of the same
 // records in the same order gets the same sequences (and the original
-// offsets if it was stored); with later batches numbered after it, those
-// settle it: accepted (it was stored) or refused and re-initialised.
+// offsets if it was stored). One that fails in doubt with later batches
+// numbered after it is held instead (a re-send would carry new sequences):
+// it keeps its sequences and is retried exactly for one more
+// deliveryTimeoutMs, no new batch of its partition is numbered meanwhile, and
+// it settles as stored (an answer, or a later batch accepted: offsets or
+// null), not stored (its retry refused with nothing earlier pending: rejected
+// notStored after a re-init), or DeliveryInDoubtError when nothing answered.
 
 import { attemptOutcome, flagged } from "./delivery-outcome.ts";
 import {
