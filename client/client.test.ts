@@ -674,6 +674,48 @@ describe("idempotent Producer", () => {
       expect(owner.log).toEqual([]);
     });
 
+    it("fenced while held: stored (k+1 accepted) resolves with offset null, else FencedProducerError inDoubt", async () => {
+      let fenced = false;
+      const t0 = Date.now();
+      const { f, owner } = await faulty((q) => {
+        if (fenced) return "answer";
+        return seqOf(q) === "0" ? "dropAnswer" : "answer";
+      });
+      // After k's first lost answer and k+1's acceptance, every request is fenced.
+      const inner = f.handle;
+      f.handle = async (q, res) => {
+        if (q.path.endsWith("/produce-batch") && Date.now() - t0 > 200) {
+          fenced = true;
+          return json(res, 409, { error: "producer fenced: epoch 3 < 4", code: "producer_fenced" });
+        }
+        return inner(q, res);
+      };
+      const p = producer(f, 2000);
+      const k = await p.send("k", { partition: 0 });
+      const next = await p.send("k+1", { partition: 0 });
+      expect((await next.delivered).offset).toBe(1);
+      expect(await k.delivered).toEqual({ topic: "t", partition: 0, offset: null });
+      expect(owner.log).toEqual(["k", "k+1"]);
+
+      const t1 = Date.now();
+      const { f: g } = await faulty((q) => (seqOf(q) === "0" ? "dropRequest" : "answer"));
+      const innerG = g.handle;
+      g.handle = async (q, res) => {
+        if (q.path.endsWith("/produce-batch") && Date.now() - t1 > 200)
+          return json(res, 409, { error: "producer fenced: epoch 3 < 4", code: "producer_fenced" });
+        return innerG(q, res);
+      };
+      const q = producer(g, 2000);
+      const k2 = await q.send("k", { partition: 0 });
+      const next2 = await q.send("k+1", { partition: 0 });
+      const e = (await k2.delivered.catch((x: unknown) => x)) as NaradError;
+      expect(e).toBeInstanceOf(FencedProducerError);
+      expect(e.inDoubt).toBe(true);
+      const e2 = (await next2.delivered.catch((x: unknown) => x)) as NaradError;
+      expect(e2).toBeInstanceOf(FencedProducerError);
+      expect(e2.notStored).toBe(true);
+    });
+
     it("flags: a 4xx refusal is notStored, a lost answer to the last numbered batch is inDoubt (and its seqs rewound)", async () => {
       let n = 0;
       const { f, owner } = await faulty((q) => (++n === 1 && seqOf(q) === "0" ? "dropAnswer" : "answer"));

@@ -367,7 +367,8 @@ describe("idempotent producer contract (one broker process)", () => {
 
     const exactlyOnce = (topic: string, counts: Map<string, number>) => {
       expect([...counts.keys()].sort()).toEqual(ids(`${topic}-`, 15).sort());
-      expect([...counts.values()].every((c) => c === 1)).toBe(true);
+      const twice = [...counts.values()].reduce((n, c) => n + c - 1, 0);
+      expect(twice, "records stored more than once").toBe(0);
     };
 
     it("k stored, its answers dropped until its delivery timeout, k+1 through: k resolves with its offsets", async () => {
