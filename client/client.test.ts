@@ -594,6 +594,7 @@ describe("idempotent Producer", () => {
       expect(owner.log).toEqual(["k", "k+1"]);
       expect(p.metrics.recordsFailed).toBe(0);
       expect(p.metrics.reinits).toBe(0);
+      expect(p.metrics.batchesHeld).toBe(1);
       // Every attempt of k carried its own seq.
       expect(
         f.requests

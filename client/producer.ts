@@ -145,6 +145,8 @@ export interface ProducerMetrics {
   reinits: number;
   /** Idempotent: most batches of one partition in flight at once so far. */
   maxInFlightSeen: number;
+  /** Idempotent: batches held after failing in doubt with later batches numbered after them. */
+  batchesHeld: number;
 }
 
 export interface Sent {
@@ -235,6 +237,7 @@ export class Producer {
     latencyLast: 0,
     reinits: 0,
     maxInFlight: 0,
+    held: 0,
   };
 
   readonly #open = new Map<number, Batch>();
@@ -334,6 +337,7 @@ export class Producer {
       requestLatencyLastMs: m.latencyLast,
       reinits: m.reinits,
       maxInFlightSeen: m.maxInFlight,
+      batchesHeld: m.held,
     };
   }
 
@@ -784,6 +788,7 @@ export class Producer {
     batch.holdUntil = Date.now() + this.#deliveryTimeoutMs;
     batch.held = true;
     this.#holding++;
+    this.#m.held++;
     return true;
   }
 
