@@ -4,8 +4,10 @@ import { decodeBinaryBatch, partitionForKey } from "../packages/wire/src/index.t
 import {
   BadRequestError,
   BufferFullError,
+  DeliveryInDoubtError,
   FencedProducerError,
   NaradClient,
+  NaradError,
   OffsetExpiredError,
   OutOfOrderSequenceError,
   PayloadTooLargeError,
@@ -382,7 +384,7 @@ describe("idempotent Producer", () => {
     const next = new Map<string, number>();
     const offsets = new Map<string, number>();
     const log: string[] = [];
-    const answer = (q: SeenRequest, res: ServerResponse) => {
+    const decide = (q: SeenRequest): { status: number; body: unknown } => {
       const s = stampOf(q);
       const key = `${s.id}/${s.epoch}/${s.partition}`;
       const seq = Number(s.seq);
@@ -393,18 +395,32 @@ describe("idempotent Producer", () => {
         for (const e of entries) log.push(e.payload.toString("utf8"));
         next.set(key, want + entries.length);
         offsets.set(`${key}/${seq}`, base);
-        return json(res, 200, {
-          results: entries.map((e, i) => ({ partition: e.partition, offset: base + i })),
-        });
+        return {
+          status: 200,
+          body: { results: entries.map((e, i) => ({ partition: e.partition, offset: base + i })) },
+        };
       }
       const base = offsets.get(`${key}/${seq}`);
       if (base !== undefined)
-        return json(res, 200, {
-          results: entries.map((e, i) => ({ partition: e.partition, offset: base + i })),
-        });
-      return json(res, 409, { error: `seq ${seq}, expected ${want}`, code: "out_of_order_sequence" });
+        return {
+          status: 200,
+          body: { results: entries.map((e, i) => ({ partition: e.partition, offset: base + i })) },
+        };
+      return { status: 409, body: { error: `seq ${seq}, expected ${want}`, code: "out_of_order_sequence" } };
     };
-    return { answer, log, forget: () => next.clear() };
+    const answer = (q: SeenRequest, res: ServerResponse) => {
+      const d = decide(q);
+      json(res, d.status, d.body);
+    };
+    return {
+      answer,
+      decide,
+      log,
+      forget: () => {
+        next.clear();
+        offsets.clear();
+      },
+    };
   }
 
   it("keeps up to 5 batches of a partition in flight, never 6", async () => {
@@ -526,5 +542,199 @@ describe("idempotent Producer", () => {
     await expect(p.send("y", { partition: 1 })).rejects.toBeInstanceOf(FencedProducerError);
     expect(f.requests.filter((r) => r.path === "/v1/producers")).toHaveLength(1);
     expect(p.metrics.reinits).toBe(0);
+  });
+
+  describe("a batch that failed in doubt with later batches numbered after it (held, then settled)", () => {
+    const sleepMs = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    const seqOf = (q: SeenRequest) => stampOf(q).seq;
+    /** A fake owner behind faults for the batch at `seq`: drop its answer (stored) or its request (not stored). */
+    async function faulty(
+      plan: (q: SeenRequest) => "answer" | "dropAnswer" | "dropRequest",
+      owner = fakeOwner(),
+    ) {
+      let epoch = 3;
+      const f = await startFakeBroker(async (q, res) => {
+        if (q.method === "GET" && q.path === "/v1/topics/t") return json(res, 200, topicJson("t", 3));
+        if (q.path === "/v1/producers") return json(res, 201, { producer_id: "p-orders", epoch: epoch++ });
+        const what = plan(q);
+        if (what === "dropRequest") {
+          // Late enough that the next batch is numbered while this one is still out.
+          await sleepMs(40);
+          return void res.socket?.destroy();
+        }
+        const d = owner.decide(q);
+        if (what === "dropAnswer") {
+          await sleepMs(40);
+          return void res.socket?.destroy();
+        }
+        json(res, d.status, d.body);
+      });
+      fakes.push(f);
+      return { f, owner };
+    }
+    const producer = (f: FakeBroker, deliveryTimeoutMs: number) =>
+      client([f.url], { retries: 0, backoffMs: 5 }).producer("t", {
+        idempotent: true,
+        producerName: "orders",
+        batchSize: 1,
+        lingerMs: 0,
+        deliveryTimeoutMs,
+      });
+
+    it("stored (a later batch accepted), its answers lost for a while: its exact retry gets the original offsets", async () => {
+      const t0 = Date.now();
+      const { f, owner } = await faulty((q) =>
+        seqOf(q) === "0" && Date.now() - t0 < 300 ? "dropAnswer" : "answer",
+      );
+      const p = producer(f, 2000);
+      const a = await p.send("k", { partition: 0 });
+      const b = await p.send("k+1", { partition: 0 });
+      expect((await a.delivered).offset).toBe(0);
+      expect((await b.delivered).offset).toBe(1);
+      expect(owner.log).toEqual(["k", "k+1"]);
+      expect(p.metrics.recordsFailed).toBe(0);
+      expect(p.metrics.reinits).toBe(0);
+      expect(p.metrics.batchesHeld).toBe(1);
+      // Every attempt of k carried its own seq.
+      expect(
+        f.requests
+          .filter((r) => r.path.endsWith("/produce-batch"))
+          .map(seqOf)
+          .filter((x) => x === "0").length,
+      ).toBeGreaterThan(1);
+    });
+
+    it("stored, but no answer to its exact retries within the window: resolves with offset null (stored, offsets unknown)", async () => {
+      const { f, owner } = await faulty((q) => (seqOf(q) === "0" ? "dropAnswer" : "answer"));
+      const p = producer(f, 300);
+      const a = await p.send("k", { partition: 0 });
+      const b = await p.send("k+1", { partition: 0 });
+      const started = Date.now();
+      expect(await a.delivered).toEqual({ topic: "t", partition: 0, offset: null });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(250); // held for the settle window
+      expect((await b.delivered).offset).toBe(1);
+      await p.flush();
+      expect(owner.log).toEqual(["k", "k+1"]);
+    });
+
+    it("not stored (its requests lost for a while, the next batch refused): its exact retry stores it, order kept", async () => {
+      const t0 = Date.now();
+      const { f, owner } = await faulty((q) =>
+        seqOf(q) === "0" && Date.now() - t0 < 300 ? "dropRequest" : "answer",
+      );
+      const p = producer(f, 2000);
+      const a = await p.send("k", { partition: 0 });
+      const b = await p.send("k+1", { partition: 0 });
+      expect((await a.delivered).offset).toBe(0);
+      expect((await b.delivered).offset).toBe(1);
+      expect(owner.log).toEqual(["k", "k+1"]);
+      expect(p.metrics.reinits).toBe(0);
+    });
+
+    it("its exact retry refused with nothing earlier pending: rejected notStored after a re-init; a re-send is stored once", async () => {
+      const owner = fakeOwner();
+      let forgotten = false;
+      const { f } = await faulty((q) => {
+        if (seqOf(q) === "1" && stampOf(q).epoch === "3" && !forgotten) {
+          if (Date.now() - t0 < 250) return "dropRequest";
+          owner.forget(); // e.g. evicted: seq 1 is now a gap, and nothing was stored for it
+          forgotten = true;
+        }
+        return "answer";
+      }, owner);
+      const p = producer(f, 3000);
+      await (await p.send("first", { partition: 0 })).delivered;
+      const t0 = Date.now();
+      const k = await p.send("k", { partition: 0 });
+      const after = await p.send("k+1", { partition: 0 });
+      const err = (await k.delivered.catch((e: unknown) => e)) as NaradError;
+      expect(err).toBeInstanceOf(OutOfOrderSequenceError);
+      expect(err.notStored).toBe(true);
+      expect(err.inDoubt).toBe(false);
+      expect((await after.delivered).offset).toBe(1);
+      expect(p.metrics.reinits).toBe(1);
+      await p.flush().catch(() => {});
+      await (await p.send("k", { partition: 0 })).delivered; // the application's re-send
+      expect(owner.log).toEqual(["first", "k+1", "k"]);
+    });
+
+    it("nothing settles it within the window: DeliveryInDoubtError (inDoubt); the next batch refused behind it is notStored", async () => {
+      const { f, owner } = await faulty((q) =>
+        seqOf(q) === "0" && stampOf(q).epoch === "3" ? "dropRequest" : "answer",
+      );
+      const p = producer(f, 300);
+      const k = await p.send("k", { partition: 0 });
+      const after = await p.send("k+1", { partition: 0 });
+      const e1 = (await k.delivered.catch((e: unknown) => e)) as NaradError;
+      expect(e1).toBeInstanceOf(DeliveryInDoubtError);
+      expect(e1.inDoubt).toBe(true);
+      expect(e1.code).toBe("DELIVERY_IN_DOUBT");
+      const e2 = (await after.delivered.catch((e: unknown) => e)) as NaradError;
+      expect(e2.notStored).toBe(true);
+      await expect(p.flush()).rejects.toBeInstanceOf(NaradError);
+      expect(owner.log).toEqual([]);
+    });
+
+    it("fenced while held: stored (k+1 accepted) resolves with offset null, else FencedProducerError inDoubt", async () => {
+      let fenced = false;
+      const t0 = Date.now();
+      const { f, owner } = await faulty((q) => {
+        if (fenced) return "answer";
+        return seqOf(q) === "0" ? "dropAnswer" : "answer";
+      });
+      // After k's first lost answer and k+1's acceptance, every request is fenced.
+      const inner = f.handle;
+      f.handle = async (q, res) => {
+        if (q.path.endsWith("/produce-batch") && Date.now() - t0 > 200) {
+          fenced = true;
+          return json(res, 409, { error: "producer fenced: epoch 3 < 4", code: "producer_fenced" });
+        }
+        return inner(q, res);
+      };
+      const p = producer(f, 2000);
+      const k = await p.send("k", { partition: 0 });
+      const next = await p.send("k+1", { partition: 0 });
+      expect((await next.delivered).offset).toBe(1);
+      expect(await k.delivered).toEqual({ topic: "t", partition: 0, offset: null });
+      expect(owner.log).toEqual(["k", "k+1"]);
+
+      const t1 = Date.now();
+      const { f: g } = await faulty((q) => (seqOf(q) === "0" ? "dropRequest" : "answer"));
+      const innerG = g.handle;
+      g.handle = async (q, res) => {
+        if (q.path.endsWith("/produce-batch") && Date.now() - t1 > 200)
+          return json(res, 409, { error: "producer fenced: epoch 3 < 4", code: "producer_fenced" });
+        return innerG(q, res);
+      };
+      const q = producer(g, 2000);
+      const k2 = await q.send("k", { partition: 0 });
+      const next2 = await q.send("k+1", { partition: 0 });
+      const e = (await k2.delivered.catch((x: unknown) => x)) as NaradError;
+      expect(e).toBeInstanceOf(FencedProducerError);
+      expect(e.inDoubt).toBe(true);
+      const e2 = (await next2.delivered.catch((x: unknown) => x)) as NaradError;
+      expect(e2).toBeInstanceOf(FencedProducerError);
+      expect(e2.notStored).toBe(true);
+    });
+
+    it("flags: a 4xx refusal is notStored, a lost answer to the last numbered batch is inDoubt (and its seqs rewound)", async () => {
+      let n = 0;
+      const { f, owner } = await faulty((q) => (++n === 1 && seqOf(q) === "0" ? "dropAnswer" : "answer"));
+      const p = producer(f, 2000);
+      const e = (await (
+        await p.send("x", { partition: 0 })
+      ).delivered.catch((x: unknown) => x)) as NaradError;
+      expect(e).toBeInstanceOf(UnavailableError);
+      expect(e.inDoubt).toBe(true);
+      expect((await (await p.send("x", { partition: 0 })).delivered).offset).toBe(0); // recognised
+      expect(owner.log).toEqual(["x"]);
+      const bad = await fakeWithTopic((_q, res) => json(res, 400, { error: "bad", code: "bad_request" }));
+      const q = client([bad.url]).producer("t", { idempotent: true, lingerMs: 0 });
+      const e400 = (await (
+        await q.send("y", { partition: 0 })
+      ).delivered.catch((x: unknown) => x)) as NaradError;
+      expect(e400).toBeInstanceOf(BadRequestError);
+      expect(e400.notStored).toBe(true);
+    });
   });
 });

@@ -18,6 +18,7 @@ export type NaradErrorCode =
   | "UNKNOWN_PRODUCER_ID"
   | "BUFFER_FULL"
   | "DELIVERY_TIMEOUT"
+  | "DELIVERY_IN_DOUBT"
   | "UNAUTHENTICATED"
   | "FORBIDDEN"
   | "CLOSED";
@@ -26,6 +27,20 @@ export class NaradError extends Error {
   readonly status: number;
   readonly code: NaradErrorCode;
   readonly hint: string;
+  /** The broker's machine-readable `code` of the answer (`commit_timeout`, …), when there was one. */
+  brokerCode: string | undefined;
+  /**
+   * Set by a producer on the errors it rejects deliveries with: the records
+   * were definitely not stored (every attempt was refused before the WAL, or
+   * none left), so re-sending them cannot store them twice.
+   */
+  notStored = false;
+  /**
+   * Set by a producer on the errors it rejects deliveries with: the records
+   * may or may not be stored (an attempt got no answer, or one saying they
+   * will still be committed). See docs/idempotent-producer.md for what to do.
+   */
+  inDoubt = false;
 
   constructor(status: number, code: NaradErrorCode, message: string, hint: string, cause?: unknown) {
     super(message, cause === undefined ? undefined : { cause });
@@ -33,6 +48,7 @@ export class NaradError extends Error {
     this.status = status;
     this.code = code;
     this.hint = hint;
+    this.brokerCode = undefined;
   }
 }
 
@@ -198,9 +214,30 @@ export class DeliveryTimeoutError extends NaradError {
       0,
       "DELIVERY_TIMEOUT",
       message,
-      "the broker was unavailable too long; the record may or may not be stored",
+      "the broker was unavailable too long; `notStored` / `inDoubt` say whether the record may be stored (docs/idempotent-producer.md)",
     );
     this.name = "DeliveryTimeoutError";
+  }
+}
+
+/**
+ * An idempotent batch whose outcome stayed unknown: it failed in doubt while
+ * later batches of its partition were already numbered after it, and in the
+ * settle window (one more deliveryTimeoutMs) neither an answer to its exact
+ * retries nor an accepted later batch told whether it was stored. `inDoubt`
+ * is true; `cause` is the last attempt's error.
+ */
+export class DeliveryInDoubtError extends NaradError {
+  constructor(message: string, cause?: unknown) {
+    super(
+      0,
+      "DELIVERY_IN_DOUBT",
+      message,
+      "the records may or may not be stored, and a re-send carries new sequences (stored again if they were stored): read the partition for them before re-sending, or re-send and deduplicate downstream",
+      cause,
+    );
+    this.name = "DeliveryInDoubtError";
+    this.inDoubt = true;
   }
 }
 
@@ -296,8 +333,12 @@ export function errorFromResponse(
   code?: string,
 ): NaradError {
   const make = code === undefined || !Object.hasOwn(byCode, code) ? undefined : byCode[code];
-  if (make !== undefined) return make(status, message, retryAfterMs, ctx);
-  return errorFromStatus(status, message, retryAfterMs, ctx);
+  const err =
+    make !== undefined
+      ? make(status, message, retryAfterMs, ctx)
+      : errorFromStatus(status, message, retryAfterMs, ctx);
+  err.brokerCode = code;
+  return err;
 }
 
 /**

@@ -14,6 +14,7 @@ export {
   BadRequestError,
   BufferFullError,
   ClosedError,
+  DeliveryInDoubtError,
   DeliveryTimeoutError,
   FencedProducerError,
   ForbiddenError,

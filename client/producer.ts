@@ -42,17 +42,25 @@
 //     re-initialised: the producer closes and every pending and later send
 //     fails with FencedProducerError.
 //
-// A batch that fails for good (delivery timeout, retries spent) may or may
-// not be stored. When it was the partition's last numbered batch the next
-// sequence goes back to its first, so an application that re-sends the same
+// Every error a delivery is rejected with says `notStored` (a re-send is
+// safe) or `inDoubt` (client/delivery-outcome.ts decides per attempt). A
+// batch that fails in doubt as its partition's last numbered batch fails at
+// once and the next sequence goes back to its first, so a re-send of the same
 // records in the same order gets the same sequences (and the original
-// offsets if it was stored); with later batches numbered after it, those
-// settle it: accepted (it was stored) or refused and re-initialised.
+// offsets if it was stored). One that fails in doubt with later batches
+// numbered after it is held instead (a re-send would carry new sequences):
+// it keeps its sequences and is retried exactly for one more
+// deliveryTimeoutMs, no new batch of its partition is numbered meanwhile, and
+// it settles as stored (an answer, or a later batch accepted: offsets or
+// null), not stored (its retry refused with nothing earlier pending: rejected
+// notStored after a re-init), or DeliveryInDoubtError when nothing answered.
 
+import { attemptOutcome, flagged } from "./delivery-outcome.ts";
 import {
   BadRequestError,
   BufferFullError,
   ClosedError,
+  DeliveryInDoubtError,
   DeliveryTimeoutError,
   FencedProducerError,
   type NaradError,
@@ -61,7 +69,7 @@ import {
   UnknownProducerIdError,
 } from "./errors.ts";
 import type { ClientHandle } from "./handle.ts";
-import type { Reply } from "./transport.ts";
+import { type Reply, sleep } from "./transport.ts";
 import { payloadBytes } from "./types.ts";
 import { createRotator, encodeBinaryBatch, partitionForKey } from "./wire.ts";
 
@@ -137,6 +145,8 @@ export interface ProducerMetrics {
   reinits: number;
   /** Idempotent: most batches of one partition in flight at once so far. */
   maxInFlightSeen: number;
+  /** Idempotent: batches held after failing in doubt with later batches numbered after them. */
+  batchesHeld: number;
 }
 
 export interface Sent {
@@ -166,6 +176,14 @@ interface Batch {
   gen?: number;
   /** Idempotent mode: the records it carries on every attempt (fixed when first sent). */
   live?: Pending[];
+  /** An attempt (with these seqs) may have stored it: no answer, or commit_timeout. */
+  unsure?: boolean;
+  /** A later batch of its partition was accepted, so it was stored (the owner takes only the next seq). */
+  stored?: boolean;
+  /** Held: failed in doubt with later batches numbered after it; settled by this time. */
+  holdUntil?: number;
+  /** Held and counted in #holding (a re-init waits for it). */
+  held?: boolean;
 }
 
 const noop = () => {};
@@ -204,6 +222,8 @@ export class Producer {
   #gen = 0;
   /** Idempotent: requests out now (a re-init waits for them). */
   #sending = 0;
+  /** Idempotent: held batches settling with their own seqs (a re-init waits for them too). */
+  #holding = 0;
   #reinit: Promise<void> | undefined;
   #changeWaiters: Array<() => void> = [];
   #bufferedBytes = 0;
@@ -217,6 +237,7 @@ export class Producer {
     latencyLast: 0,
     reinits: 0,
     maxInFlight: 0,
+    held: 0,
   };
 
   readonly #open = new Map<number, Batch>();
@@ -316,6 +337,7 @@ export class Producer {
       requestLatencyLastMs: m.latencyLast,
       reinits: m.reinits,
       maxInFlightSeen: m.maxInFlight,
+      batchesHeld: m.held,
     };
   }
 
@@ -464,7 +486,12 @@ export class Producer {
 
   /** The partition has as many batches in flight as it may. */
   #full(partition: number): boolean {
-    if (this.#idempotent) return (this.#lanes.get(partition)?.length ?? 0) >= this.#maxInFlight;
+    if (this.#idempotent) {
+      const lane = this.#lanes.get(partition);
+      // Nothing is numbered behind a held batch: the owner's 5-batch memory
+      // then still holds it when its exact retry arrives.
+      return (lane?.length ?? 0) >= this.#maxInFlight || (lane?.some((b) => b.held === true) ?? false);
+    }
     return this.#inFlight.has(partition);
   }
 
@@ -507,17 +534,23 @@ export class Producer {
     const live = batch.records.filter((r) => r.deadlineMs > started);
     if (live.length < batch.records.length)
       this.#fail(
-        this.#timeoutError(),
+        flagged(this.#timeoutError(), false),
         batch.records.filter((r) => r.deadlineMs <= started),
       );
     if (live.length === 0) return;
-    if (this.#fenced !== undefined) return this.#fail(this.#fenced, live);
+    if (this.#fenced !== undefined) return this.#fail(flagged(this.#fenced, false), live);
     const deadline = Math.min(...live.map((r) => r.deadlineMs));
     let reply: Reply;
+    let unsure = false;
+    const note = (err: unknown) => {
+      if (attemptOutcome(err) === "unknown") unsure = true;
+    };
     try {
-      reply = await this.#post(batch.partition, live, undefined, deadline);
+      reply = await this.#post(batch.partition, live, undefined, deadline, note);
     } catch (err) {
-      return this.#fail((err as Error)?.name === "TimeoutError" ? this.#timeoutError() : err, live);
+      note(err);
+      const e = (err as Error)?.name === "TimeoutError" ? this.#timeoutError() : err;
+      return this.#fail(flagged(e, unsure), live);
     }
     this.#succeeded(batch.partition, live, reply, started);
   }
@@ -527,6 +560,7 @@ export class Producer {
     live: Pending[],
     headers: Record<string, string> | undefined,
     deadline: number,
+    note: (err: unknown) => void,
   ): Promise<Reply> {
     return this.#client.transport.request({
       method: "POST",
@@ -537,7 +571,8 @@ export class Producer {
       ...(headers === undefined ? {} : { headers }),
       ctx: { topic: this.topic },
       signal: AbortSignal.timeout(Math.max(1, deadline - Date.now())),
-      onRetry: () => {
+      onRetry: (err) => {
+        note(err);
         this.#m.retried += live.length;
       },
       ...(this.#retries === undefined ? {} : { retries: this.#retries }),
@@ -585,7 +620,7 @@ export class Producer {
       // Records whose time is up are not sent; the rest are the batch for good.
       const now = Date.now();
       const expired = batch.records.filter((r) => r.deadlineMs <= now);
-      if (expired.length > 0) this.#fail(this.#timeoutError(), expired);
+      if (expired.length > 0) this.#fail(flagged(this.#timeoutError(), false), expired); // never sent
       const live = batch.records.filter((r) => r.deadlineMs > now);
       if (live.length === 0) {
         this.#release(batch.records);
@@ -629,13 +664,25 @@ export class Producer {
     const started = Date.now();
     const deadline = Math.min(...live.map((r) => r.deadlineMs));
     let reinits = 0;
+    let holdRetries = 0;
+    let lastError: unknown;
+    const note = (err: unknown) => {
+      if (attemptOutcome(err) === "unknown") batch.unsure = true;
+    };
     for (;;) {
-      if (this.#fenced !== undefined) return this.#fail(this.#fenced, live);
-      if (this.#reinit !== undefined) {
+      if (this.#fenced !== undefined) return this.#settleFenced(batch, this.#fenced);
+      // A held batch keeps the identity its seqs belong to: the re-init waits for it instead.
+      if (this.#reinit !== undefined && batch.held !== true) {
         await this.#reinit;
         continue;
       }
-      if (Date.now() >= deadline) return this.#failForGood(batch, this.#timeoutError());
+      if (batch.held === true) {
+        if (Date.now() >= (batch.holdUntil ?? 0)) return this.#endHold(batch, lastError);
+      } else if (Date.now() >= deadline) {
+        lastError = this.#timeoutError();
+        if (this.#hold(batch)) continue;
+        return this.#failForGood(batch, lastError);
+      }
       const gen = this.#gen;
       let id: { producerId: string; epoch: number };
       try {
@@ -644,12 +691,12 @@ export class Producer {
         // A re-init refused because a newer instance holds the name: fenced.
         if (err instanceof FencedProducerError) {
           this.#fence(err);
-          return this.#fail(err, live);
+          return this.#settleFenced(batch, err);
         }
         return this.#failForGood(batch, err);
       }
       // A re-init began while the identity loaded: this batch's seqs are being re-numbered.
-      if (this.#reinit !== undefined || gen !== this.#gen) continue;
+      if (batch.held !== true && (this.#reinit !== undefined || gen !== this.#gen)) continue;
       const headers = {
         "narad-producer-id": id.producerId,
         "narad-producer-epoch": String(id.epoch),
@@ -663,27 +710,50 @@ export class Producer {
       let error: unknown;
       this.#sending++;
       try {
-        reply = await this.#post(batch.partition, live, headers, deadline);
+        reply = await this.#post(batch.partition, live, headers, batch.holdUntil ?? deadline, note);
       } catch (err) {
+        note(err);
         error = (err as Error)?.name === "TimeoutError" ? this.#timeoutError() : err;
       } finally {
         this.#sending--;
         this.#changed();
       }
-      if (reply !== undefined) return this.#succeeded(batch.partition, live, reply, started);
+      if (reply !== undefined) {
+        // The owner takes only the next seq: every earlier batch of the lane was stored.
+        for (const b of this.#lanes.get(batch.partition) ?? []) {
+          if (b === batch) break;
+          b.stored = true;
+        }
+        this.#unhold(batch);
+        return this.#succeeded(batch.partition, live, reply, started);
+      }
       if (error instanceof FencedProducerError) {
         // Another instance took over: surface it, never re-initialise past it.
         this.#fence(error);
-        return this.#fail(error, live);
+        return this.#settleFenced(batch, error);
       }
       if (error instanceof OutOfOrderSequenceError && (overtakable || this.#earlierPending(batch))) {
         // Overtaken: the earlier batches decide (accepted, or refused and re-initialised).
         this.#m.retried += live.length;
+        // A held batch behind an earlier one lets a re-init proceed meanwhile:
+        // it was refused behind a batch that is not stored yet, so it is not
+        // stored either, and re-numbering it is safe.
+        const wasHeld = batch.held === true;
+        this.#unhold(batch);
         await this.#until(
           () => !this.#earlierPending(batch) || this.#gen !== gen || this.#fenced !== undefined,
         );
+        if (wasHeld && this.#gen === gen) {
+          batch.held = true;
+          this.#holding++;
+        }
         continue;
       }
+      if (
+        batch.held === true &&
+        (error instanceof OutOfOrderSequenceError || error instanceof UnknownProducerIdError)
+      )
+        return this.#refusedWhileHeld(batch, error, gen);
       if (error instanceof OutOfOrderSequenceError || error instanceof UnknownProducerIdError) {
         if (reinits >= 2) return this.#failForGood(batch, error);
         reinits++;
@@ -691,8 +761,96 @@ export class Producer {
         await this.#reinitialise(gen);
         continue;
       }
+      lastError = error;
+      if (this.#hold(batch)) {
+        // Held: its exact retries (or a later batch's acceptance) settle it.
+        this.#m.retried += live.length;
+        const left = (batch.holdUntil ?? 0) - Date.now();
+        const pause = this.#client.transport.backoff(holdRetries++, this.#backoffMs);
+        await sleep(Math.max(0, Math.min(left, pause)));
+        continue;
+      }
       return this.#failForGood(batch, error);
     }
+  }
+
+  /**
+   * Holds a batch that failed in doubt while later batches of its partition
+   * are numbered after it (true when held). A plain failure would invite a
+   * re-send with new seqs, stored twice if it had been stored; instead it
+   * keeps its seqs and is retried exactly for one more deliveryTimeoutMs.
+   */
+  #hold(batch: Batch): boolean {
+    if (batch.held === true) return true;
+    if (batch.unsure !== true || batch.holdUntil !== undefined || batch.gen !== this.#gen) return false;
+    if (this.#nextSeq.get(batch.partition) === (batch.firstSeq ?? 0) + (batch.live?.length ?? 0))
+      return false; // its partition's last numbered batch: #failForGood rewinds instead
+    batch.holdUntil = Date.now() + this.#deliveryTimeoutMs;
+    batch.held = true;
+    this.#holding++;
+    this.#m.held++;
+    return true;
+  }
+
+  #unhold(batch: Batch): void {
+    if (batch.held !== true) return;
+    batch.held = false;
+    this.#holding--;
+    this.#changed();
+  }
+
+  /** Stored (a later batch was accepted) but its offsets could not be learned. */
+  #storedOffsetsUnknown(batch: Batch): void {
+    const live = batch.live ?? [];
+    this.#m.sent += live.length;
+    for (const r of live) r.resolve({ topic: this.topic, partition: batch.partition, offset: null });
+  }
+
+  /** The settle window of a held batch ran out. */
+  #endHold(batch: Batch, lastError: unknown): void {
+    this.#unhold(batch);
+    if (batch.stored === true) {
+      this.#storedOffsetsUnknown(batch);
+      return;
+    }
+    const first = batch.firstSeq ?? 0;
+    const n = batch.live?.length ?? 0;
+    this.#fail(
+      new DeliveryInDoubtError(
+        `partition ${batch.partition}: seqs ${first}-${first + n - 1} unsettled ${this.#deliveryTimeoutMs} ms after their delivery failed; later batches were numbered after them`,
+        lastError,
+      ),
+      batch.live ?? [],
+    );
+  }
+
+  /**
+   * An exact retry of a held batch refused with nothing earlier pending: its
+   * seqs are not the owner's next and not remembered, so (unless a later
+   * batch was accepted) it was not stored. It leaves its lane before the
+   * re-init, which re-numbers the batches after it, and is rejected after it
+   * (for a named producer the new epoch fences any attempt still under way).
+   */
+  async #refusedWhileHeld(batch: Batch, error: unknown, gen: number): Promise<void> {
+    this.#unhold(batch);
+    if (batch.stored === true) return this.#storedOffsetsUnknown(batch);
+    const lane = this.#lanes.get(batch.partition);
+    const i = lane?.indexOf(batch) ?? -1;
+    if (i >= 0) lane!.splice(i, 1);
+    if (lane?.length === 0) this.#lanes.delete(batch.partition);
+    await this.#reinitialise(gen);
+    // unknown_producer_id says nothing about an earlier attempt under the lost id.
+    this.#fail(flagged(error, error instanceof UnknownProducerIdError), batch.live ?? []);
+  }
+
+  /** Fenced: a batch known stored resolves; else it fails, flagged by what its attempts may have done. */
+  #settleFenced(batch: Batch, err: FencedProducerError): void {
+    this.#unhold(batch);
+    if (batch.stored === true) {
+      this.#storedOffsetsUnknown(batch);
+      return;
+    }
+    this.#fail(flagged(err, batch.unsure === true), batch.live ?? []);
   }
 
   /** Closes the producer for good: every pending and later send fails with `err`. */
@@ -704,9 +862,10 @@ export class Producer {
   }
 
   /**
-   * Fails a batch whose outcome may be unknown. When it is its partition's
-   * last numbered batch the next seq goes back to its first, so a re-send of
-   * the same records gets the same seqs (and is recognised if it was stored).
+   * Fails a batch (flagged notStored or inDoubt by its attempts). When it is
+   * its partition's last numbered batch the next seq goes back to its first,
+   * so a re-send of the same records gets the same seqs (and is recognised
+   * if it was stored).
    */
   #failForGood(batch: Batch, err: unknown): void {
     const live = batch.live ?? [];
@@ -718,7 +877,11 @@ export class Producer {
       this.#nextSeq.get(batch.partition) === first + live.length
     )
       this.#nextSeq.set(batch.partition, first);
-    this.#fail(err, live);
+    if (batch.stored === true) {
+      this.#storedOffsetsUnknown(batch);
+      return;
+    }
+    this.#fail(flagged(err, batch.unsure === true), live);
   }
 
   /**
@@ -730,7 +893,7 @@ export class Producer {
   #reinitialise(gen: number): Promise<void> {
     if (gen !== this.#gen) return Promise.resolve(); // another batch already did
     this.#reinit ??= (async () => {
-      await this.#until(() => this.#sending === 0);
+      await this.#until(() => this.#sending === 0 && this.#holding === 0);
       this.#identity = undefined;
       this.#gen++;
       this.#m.reinits++;
@@ -740,6 +903,9 @@ export class Producer {
         for (const b of lane) {
           b.firstSeq = seq;
           b.gen = this.#gen;
+          // Every batch re-numbered was refused with its old seqs (or comes after one that was).
+          b.unsure = false;
+          b.stored = false;
           seq += b.live?.length ?? 0;
         }
         this.#nextSeq.set(partition, seq);

@@ -8,9 +8,9 @@
 
 import { rmSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BufferFullError, NaradClient } from "../../client/index.ts";
+import { BufferFullError, DeliveryInDoubtError, NaradClient, type NaradError } from "../../client/index.ts";
 import { createTopic, readAll } from "./harness/client.ts";
-import { isProduceBatch, startFaultProxy } from "./harness/fault-proxy.ts";
+import { isProduceBatch, type ProxiedRequest, startFaultProxy } from "./harness/fault-proxy.ts";
 import { freePort, type RunningNarad, startNarad } from "./harness/process.ts";
 
 let broker: RunningNarad;
@@ -292,6 +292,123 @@ describe("idempotent producer contract (one broker process)", () => {
       await client.close();
       await proxy.close();
     }
+  });
+
+  // #20's last item: batch k failed for good while batch k+1 was already numbered after it.
+  // Before, k was reported failed at once; if it had been stored, the application's re-send
+  // (new seqs) stored it twice. The application here re-sends every rejected record; the
+  // partition read back must hold every record exactly once.
+  describe("a batch k that failed for good with k+1 numbered after it, every rejected record re-sent", () => {
+    const deliveryTimeoutMs = 1500;
+    const isK = (r: ProxiedRequest, epoch?: string) =>
+      isProduceBatch(r) &&
+      r.headers["narad-producer-seq"] === "0" &&
+      (epoch === undefined || r.headers["narad-producer-epoch"] === epoch);
+
+    async function run(
+      topic: string,
+      plan: (t0: number) => Parameters<typeof startFaultProxy>[1],
+    ): Promise<{
+      counts: Map<string, number>;
+      firstRound: PromiseSettledResult<{ offset?: number | null }>[];
+      resent: number;
+      proxy: { dropped: number; droppedRequests: number };
+    }> {
+      await createTopic(broker.url, topic, 1);
+      const t0 = Date.now();
+      const proxy = await startFaultProxy(broker.url, plan(t0));
+      // Transport retries until the delivery timeout (the "retries spent" path is the unit tests').
+      const client = new NaradClient({ urls: [proxy.url], retries: 100, backoffMs: 20, timeoutMs: 10_000 });
+      try {
+        const p = client.producer(topic, {
+          idempotent: true,
+          producerName: `app-${topic}`,
+          batchSize: 5,
+          lingerMs: 0,
+          deliveryTimeoutMs,
+        });
+        await p.init();
+        const send = async (list: string[]) => {
+          const sent = [];
+          for (const id of list) sent.push(await p.send({ id }, { partition: 0 }));
+          return Promise.allSettled(sent.map((x) => x.delivered));
+        };
+        let todo = ids(`${topic}-`, 15); // k = seqs 0-4, k+1 = 5-9, k+2 = 10-14
+        const firstRound = await send(todo);
+        let resent = 0;
+        let round = firstRound;
+        for (let i = 0; i < 5; i++) {
+          const rejected = todo.filter((_, j) => round[j]!.status === "rejected");
+          for (const r of round)
+            if (r.status === "rejected") {
+              const e = r.reason as NaradError;
+              // Every failure says whether a re-send is safe.
+              expect(e.notStored || e.inDoubt, String(e)).toBe(true);
+            }
+          if (rejected.length === 0) break;
+          await p.flush().catch(() => {});
+          resent += rejected.length;
+          todo = rejected;
+          round = await send(todo);
+        }
+        await p.close();
+        await settled();
+        const counts = new Map<string, number>();
+        for (const m of await readAll(broker.url, topic)) {
+          const id = (m.payload as { id: string }).id;
+          counts.set(id, (counts.get(id) ?? 0) + 1);
+        }
+        return { counts, firstRound, resent, proxy };
+      } finally {
+        await client.close();
+        await proxy.close();
+      }
+    }
+
+    const exactlyOnce = (topic: string, counts: Map<string, number>) => {
+      expect([...counts.keys()].sort()).toEqual(ids(`${topic}-`, 15).sort());
+      const twice = [...counts.values()].reduce((n, c) => n + c - 1, 0);
+      expect(twice, "records stored more than once").toBe(0);
+    };
+
+    it("k stored, its answers dropped until its delivery timeout, k+1 through: k resolves with its offsets", async () => {
+      const r = await run("held-stored", (t0) => ({
+        dropAnswer: (q) => isK(q) && Date.now() - t0 < deliveryTimeoutMs + 200,
+      }));
+      console.log(`held-stored: dropped answers=${r.proxy.dropped}, re-sent=${r.resent}`);
+      expect(r.proxy.dropped).toBeGreaterThan(0);
+      exactlyOnce("held-stored", r.counts);
+      // k was held, not reported: its exact retry got the original offsets.
+      const kOffsets = r.firstRound
+        .slice(0, 5)
+        .map((x) => (x.status === "fulfilled" ? x.value.offset : "rejected"));
+      expect(kOffsets).toEqual([0, 1, 2, 3, 4]);
+    });
+
+    it("k not stored, its requests dropped until its delivery timeout: stored by its exact retry or re-sent, once", async () => {
+      const r = await run("held-lost", (t0) => ({
+        dropRequest: (q) => isK(q) && Date.now() - t0 < deliveryTimeoutMs + 200,
+      }));
+      console.log(`held-lost: dropped requests=${r.proxy.droppedRequests}, re-sent=${r.resent}`);
+      expect(r.proxy.droppedRequests).toBeGreaterThan(0);
+      exactlyOnce("held-lost", r.counts);
+    });
+
+    it("k not stored and never reaching the broker in its window: DeliveryInDoubtError, the re-send stored once", async () => {
+      let epoch: string | undefined;
+      const r = await run("held-doubt", () => ({
+        // Only k's first identity: after the re-init its records go through.
+        dropRequest: (q) => {
+          if (isProduceBatch(q)) epoch ??= q.headers["narad-producer-epoch"];
+          return isK(q, epoch);
+        },
+      }));
+      console.log(`held-doubt: dropped requests=${r.proxy.droppedRequests}, re-sent=${r.resent}`);
+      const k = r.firstRound[0]!;
+      expect(k.status).toBe("rejected");
+      expect((k as PromiseRejectedResult).reason).toBeInstanceOf(DeliveryInDoubtError);
+      exactlyOnce("held-doubt", r.counts);
+    });
   });
 
   it("client: acks=all deliveries carry offsets, acks=0 none; a full buffer raises BufferFull", async () => {

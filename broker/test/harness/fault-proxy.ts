@@ -1,8 +1,9 @@
 // An HTTP proxy between a client and a real broker process that injects the
 // faults a producer's retries must survive: a request held before it is
 // forwarded (so requests reach the broker in another order than they were
-// sent), and an answer dropped after the broker produced it (the client sees
-// a reset connection although the broker did the work). Which requests and
+// sent), an answer dropped after the broker produced it (the client sees
+// a reset connection although the broker did the work), and a request
+// dropped before it reaches the broker (the same reset, nothing done). Which requests and
 // answers are hit is the test's plan; the proxy counts what it did.
 
 import { createServer, type Server } from "node:http";
@@ -11,6 +12,8 @@ import type { AddressInfo } from "node:net";
 export interface ProxiedRequest {
   method: string;
   url: string;
+  /** The request's narad-* headers (producer id, epoch, seq), lower-case names. */
+  headers: Record<string, string>;
 }
 
 export interface FaultPlan {
@@ -18,12 +21,16 @@ export interface FaultPlan {
   delayRequest?(req: ProxiedRequest): number;
   /** true: reset the client's connection instead of forwarding the broker's answer. */
   dropAnswer?(req: ProxiedRequest, status: number): boolean;
+  /** true: reset the client's connection without forwarding the request. */
+  dropRequest?(req: ProxiedRequest): boolean;
 }
 
 export interface FaultProxy {
   url: string;
   /** Answers dropped after the broker answered. */
   dropped: number;
+  /** Requests dropped before the broker saw them. */
+  droppedRequests: number;
   /** Requests held before forwarding. */
   delayed: number;
   /** Most requests in progress at once. */
@@ -35,13 +42,23 @@ export interface FaultProxy {
 export const isProduceBatch = (req: ProxiedRequest): boolean => req.url.includes("/produce-batch");
 
 export async function startFaultProxy(target: string, plan: FaultPlan = {}): Promise<FaultProxy> {
-  const proxy: FaultProxy = { url: "", dropped: 0, delayed: 0, maxConcurrent: 0, close: async () => {} };
+  const proxy: FaultProxy = {
+    url: "",
+    dropped: 0,
+    droppedRequests: 0,
+    delayed: 0,
+    maxConcurrent: 0,
+    close: async () => {},
+  };
   let concurrent = 0;
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", async () => {
-      const r: ProxiedRequest = { method: req.method ?? "GET", url: req.url ?? "/" };
+      const narad: Record<string, string> = {};
+      for (const [k, v] of Object.entries(req.headers))
+        if (typeof v === "string" && k.startsWith("narad-")) narad[k] = v;
+      const r: ProxiedRequest = { method: req.method ?? "GET", url: req.url ?? "/", headers: narad };
       concurrent++;
       proxy.maxConcurrent = Math.max(proxy.maxConcurrent, concurrent);
       try {
@@ -49,6 +66,11 @@ export async function startFaultProxy(target: string, plan: FaultPlan = {}): Pro
         if (hold > 0) {
           proxy.delayed++;
           await new Promise((ok) => setTimeout(ok, hold));
+        }
+        if (plan.dropRequest?.(r) === true) {
+          proxy.droppedRequests++;
+          req.socket.destroy();
+          return;
         }
         const headers: Record<string, string> = {};
         for (const [k, v] of Object.entries(req.headers)) {
