@@ -251,6 +251,14 @@ describe("the Users API", () => {
     expect((await call("GET", "/v1/users/g", ops)).status).toBe(404);
   });
 
+  it("concurrent creates of one name: exactly one 201, the rest 409 user_exists", async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, () => call("POST", "/v1/users", ops, { username: "racer", password: "r" })),
+    );
+    expect(answers.map((a) => a.status).sort()).toEqual([201, 409, 409, 409, 409]);
+    expect(answers.filter((a) => a.status === 409).every((a) => a.json().code === "user_exists")).toBe(true);
+  });
+
   it("API users go through the login throttle; unknown names cost a hash (no fast 401)", async () => {
     expect((await call("POST", "/v1/users", ops, { username: "throttled", password: "t" })).status).toBe(201);
     const statuses: number[] = [];
