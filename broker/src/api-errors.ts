@@ -41,10 +41,19 @@ export const apiErrors = {
     meaning: "credentials are missing, malformed or wrong (the answer carries WWW-Authenticate)",
   },
   forbidden: { status: 403, meaning: "the user's grants do not allow this action on this topic or group" },
+  privilege_escalation: {
+    status: 403,
+    meaning: "the grants asked for exceed the caller's own, or name admin and the caller is not root",
+  },
+  not_topic_owner: {
+    status: 403,
+    meaning: "only the topic's owner (its creator) or an admin may alter or delete it",
+  },
   // 404/405: what is asked for.
   route_not_found: { status: 404, meaning: "no route has this path" },
   topic_not_found: { status: 404, meaning: "the topic does not exist" },
   not_found: { status: 404, meaning: "the group, move or member named does not exist" },
+  user_not_found: { status: 404, meaning: "the user does not exist (in the users file or the Users API)" },
   method_not_allowed: { status: 405, meaning: "the path exists but not with this method (see Allow)" },
   request_timeout: {
     status: 408,
@@ -53,6 +62,11 @@ export const apiErrors = {
   // 409/410: the state does not allow it.
   conflict: { status: 409, meaning: "the request conflicts with the current state (the message says which)" },
   topic_exists: { status: 409, meaning: "a topic of this name already exists" },
+  user_exists: { status: 409, meaning: "a user of this name already exists" },
+  user_read_only: {
+    status: 409,
+    meaning: "the user comes from the operator's users file, which the API cannot change; edit the file",
+  },
   producer_fenced: {
     status: 409,
     meaning: "a newer epoch of this producer exists; this instance must stop producing",
@@ -88,6 +102,11 @@ export const apiErrors = {
   not_implemented: {
     status: 501,
     meaning: "this deployment cannot carry out the route (the message says what to do)",
+  },
+  users_api_unavailable: {
+    status: 501,
+    meaning:
+      "the Users API cannot write here: authentication is off, or the kubernetes metastore (use the users file)",
   },
   unavailable: {
     status: 503,

@@ -8,6 +8,8 @@ import { type ApiErrorCode, type ApiErrorCodeWithStatus, apiErrors } from "./api
 export const errorStatus = {
   BAD_REQUEST: 400,
   UNAUTHORIZED: 401,
+  /** Authenticated, but not allowed (the Users API, topic ownership). */
+  FORBIDDEN: 403,
   NOT_FOUND: 404,
   /** A known path with the wrong method; the answer carries `Allow`. */
   METHOD_NOT_ALLOWED: 405,
@@ -34,6 +36,7 @@ export type ErrorCode = keyof typeof errorStatus;
 export const defaultApiCode = {
   BAD_REQUEST: "bad_request",
   UNAUTHORIZED: "unauthenticated",
+  FORBIDDEN: "forbidden",
   NOT_FOUND: "not_found",
   METHOD_NOT_ALLOWED: "method_not_allowed",
   REQUEST_TIMEOUT: "request_timeout",

@@ -178,7 +178,7 @@ describe("HTTP authentication", () => {
     // Topic metadata needs only authentication.
     expect((await call("GET", "/v1/topics", alice)).status).toBe(200);
     expect((await call("GET", "/v1/topics/audit", alice)).status).toBe(200);
-    // Altering or deleting needs the create grant on the name.
+    // Altering or deleting needs the owner (admin created it) or an admin.
     expect((await call("DELETE", "/v1/topics/audit", alice)).status).toBe(403);
     // The admin API needs admin.
     const adminApi = await call("GET", "/admin/v1/status", alice);

@@ -32,6 +32,17 @@ const authenticatedOnly = new Set([
   "GET /v1/cluster/moves",
   // An idempotent producer's identity (id + epoch); producing still needs the produce grant.
   "POST /v1/producers",
+  // Owner-or-admin, decided by the route once it has read the topic's owner (auth/user-rules.ts).
+  "PATCH /v1/topics/:topic",
+  "DELETE /v1/topics/:topic",
+  // The Users API decides in its routes (auth/user-rules.ts): admin, or a user changing their own password.
+  "POST /v1/users",
+  "GET /v1/users",
+  "GET /v1/users/:username",
+  "DELETE /v1/users/:username",
+  "PUT /v1/users/:username/grants",
+  "POST /v1/users/:username/grants",
+  "PUT /v1/users/:username/password",
 ]);
 
 /** Routes whose group is named in the path (:group) or, for consume, the query (?group=, default "default"). */
@@ -51,10 +62,6 @@ const topicActions: Record<string, Action> = {
   // Declaring or dropping a subscription is part of consuming the topic.
   "PUT /v1/topics/:topic/groups/:group": "consume",
   "DELETE /v1/topics/:topic/groups/:group": "consume",
-  // No per-topic owner is stored, so altering or deleting a topic needs the
-  // same grant as creating it under that name.
-  "PATCH /v1/topics/:topic": "create",
-  "DELETE /v1/topics/:topic": "create",
 };
 
 /**

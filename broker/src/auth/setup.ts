@@ -9,13 +9,16 @@ import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import type { Config } from "../config.ts";
 import type { AppOptions } from "../http/app.ts";
+import type { UsersApi } from "../http/routes/users.ts";
 import { httpsServerFactory, loadTls, type TlsMaterial, watchTls } from "../http/tls.ts";
 import { clusterAuthClientInterceptor, clusterAuthServerInterceptor } from "../rpc/auth.ts";
 import { type ClusterTls, clusterTlsCredentials } from "../rpc/tls.ts";
+import { type ApiUsersStore, mergeUsers, openApiUsersStore } from "./api-users-store.ts";
 import { Authenticator } from "./authenticator.ts";
 import { type ClusterSecret, openClusterSecret } from "./cluster-secret.ts";
 import { PasswordChecker } from "./passwords.ts";
 import { defaultThrottle, LoginThrottle } from "./throttle.ts";
+import type { UsersDb } from "./users-file.ts";
 import { ensureDefaultUsersFile, openUsersStore, type UsersStore } from "./users-store.ts";
 
 /** How often secret files are re-stated (Kubernetes propagates Secret updates in ~1 min anyway). */
@@ -63,6 +66,14 @@ export async function openSecurity(
     users = await openUsersStore(path, log, securityPollMs);
     closers.push(() => users?.close());
   }
+  // The Users API's own users: a file next to the metadata on one node. The
+  // kubernetes metastore has no store for them yet (the routes answer 501;
+  // the users file is the way there).
+  let apiUsers: ApiUsersStore | undefined;
+  if (users !== undefined && config.metastore === "file") {
+    apiUsers = await openApiUsersStore(config.dataDir);
+    closers.push(() => void apiUsers?.close());
+  }
 
   let tls: TlsMaterial | undefined;
   let factory: ReturnType<typeof httpsServerFactory> | undefined;
@@ -104,19 +115,34 @@ export async function openSecurity(
       if (factory !== undefined) opts.serverFactory = factory.factory;
       if (users !== undefined) {
         const store = users;
+        const passwords = new PasswordChecker({
+          concurrency: config.limits.hashConcurrency,
+          maxQueued: config.limits.hashMaxQueued,
+          cacheMs: verifiedCacheMs,
+          cacheEntries: 10_000,
+          nowMs,
+        });
+        const merged = mergedUsers(
+          () => store.current(),
+          () => apiUsers?.db(),
+        );
+        const api: UsersApi = {
+          file: () => store.current(),
+          store: apiUsers,
+          passwords,
+          nowMs,
+        };
+        if (apiUsers === undefined)
+          api.unavailable =
+            "the Users API is not available with the kubernetes metastore yet: manage users in the users file (the operator's Secret)";
+        opts.users = api;
         opts.auth = {
           registry,
           metricsNeedAuth: sec.metricsAuth,
           authenticator: new Authenticator({
-            users: () => store.current(),
+            users: merged,
             clusterSecretDigest: () => clusterSecret?.bearerDigest(),
-            passwords: new PasswordChecker({
-              concurrency: config.limits.hashConcurrency,
-              maxQueued: config.limits.hashMaxQueued,
-              cacheMs: verifiedCacheMs,
-              cacheEntries: 10_000,
-              nowMs,
-            }),
+            passwords,
             throttle: new LoginThrottle({
               ...defaultThrottle,
               freeFailures: config.limits.loginFreeAttempts,
@@ -137,5 +163,22 @@ export async function openSecurity(
     close() {
       for (const c of closers) c();
     },
+  };
+}
+
+/** Both sources as one (the file wins a clash), rebuilt only when either changed. */
+function mergedUsers(file: () => UsersDb, api: () => UsersDb | undefined): () => UsersDb {
+  let lastFile: UsersDb | undefined;
+  let lastApi: UsersDb | undefined;
+  let merged: UsersDb | undefined;
+  return () => {
+    const f = file();
+    const a = api();
+    if (merged === undefined || f !== lastFile || a !== lastApi) {
+      merged = mergeUsers(f, a);
+      lastFile = f;
+      lastApi = a;
+    }
+    return merged;
   };
 }

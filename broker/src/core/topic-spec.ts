@@ -28,6 +28,8 @@ const createFields = new Set([
   "max_acked_ahead_per_partition",
   "subscriptions",
   "schema",
+  // Accepted and dropped, as Narad v1: the server sets the owner (the creator).
+  "owner",
 ]);
 /** Accepted by Narad v1 but not implemented here yet: refused loudly rather than ignored. */
 const unsupportedFields = new Set(["parent", "fanout_delay_ms"]);

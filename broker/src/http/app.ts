@@ -18,10 +18,13 @@ import { produceRoutes } from "./routes/produce.ts";
 import { producerRoutes } from "./routes/producers.ts";
 import { readRoutes } from "./routes/read.ts";
 import { topicRoutes } from "./routes/topics.ts";
+import { type UsersApi, userRoutes } from "./routes/users.ts";
 
 export interface AppOptions {
   /** Authentication + RBAC (absent: auth off). */
   auth?: AuthPluginOptions;
+  /** The Users API's sources and store (absent: auth off; the routes answer 501). */
+  users?: UsersApi;
   /** Creates the listening server (HTTPS: http/tls.ts). */
   serverFactory?: (handler: RequestListener) => HttpsServer;
 }
@@ -95,5 +98,6 @@ export function buildApp(
   app.register(consumeRoutes(s));
   app.register(adminRoutes(s));
   app.register(clusterRoutes(s));
+  app.register(userRoutes(opts.users));
   return app;
 }

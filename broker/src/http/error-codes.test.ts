@@ -167,6 +167,8 @@ describe("every error answer carries a stable code (auth off)", () => {
     ],
     ["conflict", { method: "POST", url: "/v1/cluster/members/node-a/decommission" }],
     ["not_found", { method: "POST", url: "/v1/cluster/members/node-z/decommission" }],
+    // Auth off: no users to manage.
+    ["users_api_unavailable", { method: "GET", url: "/v1/users" }],
   ];
 
   for (const [code, request] of cases) {
@@ -332,6 +334,30 @@ describe("authentication, authorisation and rate limits carry codes too (auth on
       headers: { authorization: basic("alice", "alice-pw") },
     });
     expectCode(a, "forbidden");
+  });
+
+  it("the Users API and topic ownership: user_exists, user_read_only, user_not_found, privilege_escalation, not_topic_owner", async () => {
+    const as = (auth: string, method: string, url: string, body?: object) =>
+      ask(broker, {
+        method,
+        url,
+        ...(body === undefined
+          ? {}
+          : {
+              payload: JSON.stringify(body),
+              headers: { "content-type": "application/json", authorization: auth },
+            }),
+        ...(body === undefined ? { headers: { authorization: auth } } : {}),
+      });
+    const root = basic("admin", "admin-pw");
+    const ops = { username: "ops", password: "ops-pw", grants: [{ action: "admin" }] };
+    expect((await as(root, "POST", "/v1/users", ops)).status).toBe(201);
+    expectCode(await as(root, "POST", "/v1/users", ops), "user_exists");
+    expectCode(await as(root, "DELETE", "/v1/users/alice"), "user_read_only");
+    expectCode(await as(root, "GET", "/v1/users/ghost"), "user_not_found");
+    const escalate = { username: "evil", password: "p", grants: [{ action: "admin" }] };
+    expectCode(await as(basic("ops", "ops-pw"), "POST", "/v1/users", escalate), "privilege_escalation");
+    expectCode(await as(basic("alice", "alice-pw"), "DELETE", "/v1/topics/mine"), "not_topic_owner");
   });
 
   it("rate_limited: past --topic-rate-limit, with Retry-After", async () => {

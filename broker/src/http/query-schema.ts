@@ -75,7 +75,7 @@ export function refuseQueryTypos(app: FastifyInstance): void {
 }
 
 /** Path parameters, for the OpenAPI document (fastify matches them; handlers validate them). */
-function pathSchema(params: Readonly<Record<string, string>>) {
+export function pathSchema(params: Readonly<Record<string, string>>) {
   const properties: Record<string, { type: "string"; description: string }> = {};
   for (const [name, description] of Object.entries(params))
     properties[name] = { type: "string", description };

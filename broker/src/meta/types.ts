@@ -49,6 +49,11 @@ export interface TopicConfig {
   subscriptions?: SubscriptionConfig[];
   /** Absent: any payload is accepted (even one that is not JSON). */
   schema?: TopicSchema;
+  /**
+   * The user who created it (Narad v1: alter and delete need the owner or an
+   * admin). Absent when auth was off at create, or the topic is older than owners.
+   */
+  owner?: string;
 }
 
 /** What createTopic takes: the metastore assigns the uid. */

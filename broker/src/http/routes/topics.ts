@@ -2,10 +2,12 @@
 // describe with partition_stats, patch, delete).
 
 import type { FastifyInstance } from "fastify";
+import type { Principal } from "../../auth/authenticator.ts";
+import { topicManageRefusal } from "../../auth/user-rules.ts";
 import { topicListLimitDefault, topicListLimitMax } from "../../constants.ts";
 import { capRefusal } from "../../core/topic-caps.ts";
 import { parseTopicCreate, parseTopicPatch } from "../../core/topic-spec.ts";
-import { badRequest, invalidQueryParameter, topicNotFound } from "../../errors.ts";
+import { badRequest, coded, invalidQueryParameter, topicNotFound } from "../../errors.ts";
 import type { TopicConfig } from "../../meta/types.ts";
 import type { BrokerServices } from "../../services.ts";
 import { parseOptionalInt } from "../params.ts";
@@ -16,6 +18,12 @@ import { topicToWire } from "../topic-wire.ts";
 
 interface TopicParams {
   topic: string;
+}
+
+/** 403 not_topic_owner unless the caller owns the topic or is an admin (auth off: anyone). */
+function refuseUnlessManager(caller: Principal | undefined, topic: TopicConfig): void {
+  const r = topicManageRefusal(caller, topic.name, topic.owner);
+  if (r !== undefined) throw coded("FORBIDDEN", "not_topic_owner", r.message);
 }
 
 export function requireTopic(s: BrokerServices, name: string): TopicConfig {
@@ -39,7 +47,7 @@ function decodePageToken(s: BrokerServices, token: string | undefined): string {
  * Topic bodies are JSON whatever the Content-Type says: Narad (Go) reads
  * them so, and `curl -d` sends form-urlencoded. An empty body reads as none.
  */
-function registerLenientJson(app: FastifyInstance): void {
+export function registerLenientJson(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser("*", { parseAs: "string" }, (_request, body, done) => {
     const text = typeof body === "string" ? body : body.toString("utf8");
@@ -102,7 +110,11 @@ export function topicRoutes(s: BrokerServices) {
         },
       },
       async (request, reply) => {
-        const topic = parseTopicCreate(request.body, s.config.topicDefaults, new Date(s.nowMs()));
+        const parsed = parseTopicCreate(request.body, s.config.topicDefaults, new Date(s.nowMs()));
+        // The creator owns the topic (Narad v1); a client cannot name another owner.
+        const by = request.principal;
+        const topic =
+          by === undefined || by.via === "cluster-secret" ? parsed : { ...parsed, owner: by.name };
         // An invalid schema is refused before anything is stored (400 schema_invalid).
         if (topic.schema !== undefined) compileSchema(topic.schema.definition);
         refuseOverCaps(s.metastore.getTopic(topic.name) === undefined ? 1 : 0, topic.partitions);
@@ -185,6 +197,7 @@ export function topicRoutes(s: BrokerServices) {
       async (request) =>
         patches.run(request.params.topic, async () => {
           const topic = requireTopic(s, request.params.topic);
+          refuseUnlessManager(request.principal, topic);
           const patch = parseTopicPatch(request.body, topic, s.config.topicDefaults);
           if (patch.schema !== undefined) compileSchema(patch.schema.definition);
           if (patch.partitions !== undefined) refuseOverCaps(0, patch.partitions - topic.partitions);
@@ -207,6 +220,7 @@ export function topicRoutes(s: BrokerServices) {
       },
       async (request, reply) => {
         const topic = requireTopic(s, request.params.topic);
+        refuseUnlessManager(request.principal, topic);
         // Metadata first: once the topic is gone from the metastore no new
         // produce is accepted, then its files are removed.
         await s.metastore.deleteTopic(topic.name);

@@ -19,6 +19,9 @@ import { kubeNameForTopic } from "./names.ts";
 /** Label on NaradTopics the broker creates, so `kubectl get -l` finds a cluster's topics. */
 export const CLUSTER_LABEL = "narad.dev/cluster";
 
+/** Annotation naming the topic's creator (Narad v1's owner): metadata, so the CRD schema is unchanged. */
+export const OWNER_ANNOTATION = "narad.dev/owner";
+
 /** JSON timestamps arrive as strings; client-node's types say Date. Accept both. */
 export function isoTime(value: Date | string | undefined): string {
   if (value === undefined) return new Date(0).toISOString();
@@ -46,7 +49,13 @@ export function topicConfigOf(resource: NaradTopic): TopicConfig {
     ...(s.schema === undefined
       ? {}
       : { schema: { version: s.schema.version, definition: s.schema.definition } }),
+    ...ownerOf(resource),
   };
+}
+
+function ownerOf(resource: NaradTopic): { owner?: string } {
+  const owner = resource.metadata.annotations?.[OWNER_ANNOTATION];
+  return typeof owner === "string" && owner !== "" ? { owner } : {};
 }
 
 function subscriptionConfigOf(s: NaradSubscriptionSpec): SubscriptionConfig {
@@ -104,7 +113,12 @@ export function naradTopicFor(topic: NewTopic, namespace: string, cluster: strin
   return {
     apiVersion: API_VERSION,
     kind: NARAD_TOPIC_KIND,
-    metadata: { name: kubeNameForTopic(topic.name), namespace, labels: { [CLUSTER_LABEL]: cluster } },
+    metadata: {
+      name: kubeNameForTopic(topic.name),
+      namespace,
+      labels: { [CLUSTER_LABEL]: cluster },
+      ...(topic.owner === undefined ? {} : { annotations: { [OWNER_ANNOTATION]: topic.owner } }),
+    },
     spec,
   };
 }

@@ -42,6 +42,15 @@ describe("NaradTopic mapping", () => {
     });
     expect(back).toEqual({ ...t, uid: "uid-1" });
   });
+  it("keeps the owner in the narad.dev/owner annotation (no owner: no annotation)", () => {
+    const obj = naradTopicFor(topicFixture("owned", { owner: "alice" }), "ns", "demo");
+    expect(obj.metadata.annotations).toEqual({ "narad.dev/owner": "alice" });
+    expect(topicConfigOf({ ...obj, metadata: { ...obj.metadata, uid: "u" } }).owner).toBe("alice");
+    const none = naradTopicFor(topicFixture("unowned"), "ns", "demo");
+    expect(none.metadata.annotations).toBeUndefined();
+    expect("owner" in topicConfigOf({ ...none, metadata: { ...none.metadata, uid: "u" } })).toBe(false);
+  });
+
   it("carries the schema and its version in spec.schema, and in a merge patch", () => {
     const schema = { version: 3, definition: '{"type":"object"}' };
     const obj = naradTopicFor(topicFixture("s", { schema }), "ns", "demo");
