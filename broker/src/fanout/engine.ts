@@ -42,6 +42,7 @@ export interface FanoutEngineOptions {
   logs: {
     get(topic: string, partition: number): Promise<PartitionLog>;
     partitionDir(topic: string, partition: number): string;
+    exists(topic: string, partition: number): Promise<boolean>;
   };
   wal: {
     append(records: readonly WalRecordInput[]): Promise<unknown>;
@@ -84,6 +85,8 @@ class Cursor {
   stopped = false;
   nextOffset: number | undefined;
   hwm = 0;
+  /** The parent partition has no directory yet (nothing committed): lag 0, and known. */
+  empty = false;
   done: Promise<void> = Promise.resolve();
   #wake: (() => void) | undefined;
 
@@ -345,6 +348,14 @@ export class FanoutEngine {
     const labels = this.#labels(l);
     while (!c.stopped && this.#current(l)) {
       try {
+        // Never creates the parent partition's directory: nothing was committed
+        // there yet (the first commit creates it and wakes this cursor), or a
+        // stale ownership view points here after the partition moved away.
+        c.empty = !(await this.#o.logs.exists(l.parent.name, l.partition));
+        if (c.empty) {
+          await c.sleep(this.#o.idleWaitMs);
+          continue;
+        }
         const log = await this.#o.logs.get(l.parent.name, l.partition);
         c.nextOffset ??= await this.#start(c, log);
         const from = c.nextOffset;
