@@ -21,6 +21,7 @@ import { createDispatcher } from "./dispatch/dispatcher.ts";
 import { openDoneSetStore } from "./dispatch/done-set-store.ts";
 import { dispatchMetricsSink } from "./dispatch/metrics-sink.ts";
 import { defaultParkedMaxBytes, openParkedStore } from "./dispatch/parked-store.ts";
+import { FanoutEngine } from "./fanout/engine.ts";
 import { buildApp } from "./http/app.ts";
 import { createProduceForwarder, fromIngestRecords } from "./http/produce-forward.ts";
 import { openLogStore } from "./log/log-store.ts";
@@ -302,6 +303,16 @@ export async function startBroker(
     nextSeq: wal.stats().nextSeq,
     logger: logger.child({ component: "dispatch" }),
   });
+  // Fan-out cursors of the parent partitions this node owns (fanout/engine.ts).
+  const fanout = new FanoutEngine({
+    nodeId: config.nodeId,
+    metastore,
+    logs,
+    wal,
+    registry: metrics.registry,
+    logger: logger.child({ component: "fanout" }),
+    nowMs,
+  });
   const dispatcher = createDispatcher({
     parked,
     doneSet,
@@ -312,7 +323,10 @@ export async function startBroker(
         metastore,
         logs,
         peers,
-        onLocalCommitted: (topic, partition) => consumers.notifyCommitted(topic, partition),
+        onLocalCommitted: (topic, partition) => {
+          consumers.notifyCommitted(topic, partition);
+          fanout.notifyCommitted(topic, partition);
+        },
         retryAfterSeconds: k.retryAfterSeconds,
         ...(opts.testHooks?.destinations ? { hooks: opts.testHooks.destinations } : {}),
       }),
@@ -463,6 +477,7 @@ export async function startBroker(
     nowMs,
     ...(producerRegistry !== undefined ? { producerRegistry } : {}),
     commitWaiters,
+    fanout,
   };
   const app = buildApp(services, logger, security.appOptions(metrics.registry));
   dispatcher.start();
@@ -488,7 +503,10 @@ export async function startBroker(
           nodeId: config.nodeId,
           metastore,
           logs,
-          onCommitted: (topic, partition) => consumers.notifyCommitted(topic, partition),
+          onCommitted: (topic, partition) => {
+            consumers.notifyCommitted(topic, partition);
+            fanout.notifyCommitted(topic, partition);
+          },
           consumers,
           consumeMaxWaitMs: config.consume.maxWaitMs,
           ...(moveSource !== undefined ? { moves: moveSource } : {}),
@@ -575,6 +593,7 @@ export async function startBroker(
     typeof addr === "object" && addr !== null ? `${addr.address}:${addr.port}` : String(addr);
   security.startTlsReload();
   ready = true;
+  fanout.start();
 
   let shuttingDown: Promise<boolean> | undefined;
   const shutdown = async (): Promise<boolean> => {
@@ -582,6 +601,8 @@ export async function startBroker(
     // into the partition logs, then stop serving and close storage.
     services.lifecycle.startDrain("shutdown");
     clearInterval(retentionTimer);
+    // Before the drain: a cursor's last batch lands in the WAL the drain then empties.
+    await fanout.close();
     const drained = await services.lifecycle.waitDrained(config.drainTimeoutMs);
     if (!drained)
       logger.warn({ pending: wal.stats().pendingRecords }, "drain timed out; the WAL keeps the rest");
@@ -613,6 +634,7 @@ export async function startBroker(
   const crash = async (): Promise<void> => {
     clearInterval(retentionTimer);
     cluster?.kill();
+    await fanout.close();
     await dispatcher.stop();
     await closeRest();
   };

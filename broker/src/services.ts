@@ -8,6 +8,7 @@ import type { ConsumerManager } from "./consumer/manager.ts";
 import type { StoredRecord, WalRecordInput } from "./core/records.ts";
 import type { CommitWaiters } from "./dispatch/commit-waiters.ts";
 import type { StalledLaneStatus } from "./dispatch/types.ts";
+import type { ChildLag } from "./fanout/engine.ts";
 import type { PartitionLog, PartitionStats } from "./log/types.ts";
 import type { Metastore } from "./meta/types.ts";
 import type { BrokerMetrics } from "./metrics.ts";
@@ -105,6 +106,8 @@ export interface BrokerServices {
   producerRegistry?: ProducerRegistry;
   /** acks=all: waits for the owner's commit of WAL seqs. */
   commitWaiters?: CommitWaiters;
+  /** Fan-out cursors on this node: each child's lag (GET /v1/topics/{parent}/children). */
+  fanout?: { lag(parent: string, child: string): ChildLag };
 }
 
 /** What the routes need from the move manager. */

@@ -17,6 +17,8 @@ export type Access =
       group?: string;
       /** The topic is named in the body (POST /v1/topics): authorise after parsing, not in onRequest. */
       needsBody?: boolean;
+      /** The same action is needed on this topic too: create-as-child links under a parent the caller must manage. */
+      alsoTopic?: string;
     };
 
 // The OpenAPI document describes the API, not its data.
@@ -27,6 +29,7 @@ const authenticatedOnly = new Set([
   "GET /v1/topics",
   "GET /v1/topics/:topic",
   "GET /v1/topics/:topic/groups",
+  "GET /v1/topics/:topic/children",
   // Cluster state, as in Narad v1; decommission is not listed, so it needs admin.
   "GET /v1/cluster/members",
   "GET /v1/cluster/moves",
@@ -62,6 +65,9 @@ const topicActions: Record<string, Action> = {
   // Declaring or dropping a subscription is part of consuming the topic.
   "PUT /v1/topics/:topic/groups/:group": "consume",
   "DELETE /v1/topics/:topic/groups/:group": "consume",
+  // Attach and detach manage the parent (:topic), as alter and delete do (Narad v1).
+  "POST /v1/topics/:topic/children": "create",
+  "DELETE /v1/topics/:topic/children/:child": "create",
 };
 
 /**
@@ -86,8 +92,9 @@ export function requiredAccess(
   if (authenticatedOnly.has(key)) return { kind: "authenticated" };
   if (route.startsWith("/admin/")) return { kind: "action", action: "admin", topic: undefined };
   if (key === "POST /v1/topics") {
-    const name =
-      typeof body === "object" && body !== null ? (body as Record<string, unknown>).name : undefined;
+    const fields = typeof body === "object" && body !== null ? (body as Record<string, unknown>) : {};
+    const name = fields.name;
+    const parent = fields.parent;
     // No name: the route answers 400; the grant check needs some topic, and
     // "" matches only a "*" grant.
     return {
@@ -95,6 +102,7 @@ export function requiredAccess(
       action: "create",
       topic: typeof name === "string" ? name : "",
       needsBody: true,
+      ...(typeof parent === "string" && parent !== "" ? { alsoTopic: parent } : {}),
     };
   }
   const action = topicActions[key];

@@ -31,8 +31,8 @@ const createFields = new Set([
   // Accepted and dropped, as Narad v1: the server sets the owner (the creator).
   "owner",
 ]);
-/** Accepted by Narad v1 but not implemented here yet: refused loudly rather than ignored. */
-const unsupportedFields = new Set(["parent", "fanout_delay_ms"]);
+/** Fan-out fields of a create: taken out by the route (fanout/links.ts) before the rest is parsed here. */
+export const createLinkFields = ["parent", "fanout_delay_ms"] as const;
 const patchFields = new Set([
   "partitions",
   "retention_ms",
@@ -63,8 +63,6 @@ function asObject(body: unknown): Record<string, unknown> {
 
 function checkFields(obj: Record<string, unknown>, allowed: Set<string>): void {
   for (const field of Object.keys(obj)) {
-    if (unsupportedFields.has(field))
-      throw badRequest(`field "${field}" is not supported by this broker yet`);
     if (!allowed.has(field)) throw badRequest(`unknown field "${field}"`);
   }
 }

@@ -10,6 +10,7 @@ import { answerClientError, answerFrameworkError, registerErrorHandling } from "
 import { registerHttpMetrics } from "./plugins/http-metrics.ts";
 import { refuseQueryTypos } from "./query-schema.ts";
 import { adminRoutes } from "./routes/admin.ts";
+import { childrenRoutes } from "./routes/children.ts";
 import { clusterRoutes } from "./routes/cluster.ts";
 import { consumeRoutes } from "./routes/consume.ts";
 import { healthRoutes } from "./routes/health.ts";
@@ -92,6 +93,7 @@ export function buildApp(
   app.register(healthRoutes(s));
   app.register(openApiRoutes());
   app.register(topicRoutes(s));
+  app.register(childrenRoutes(s));
   app.register(produceRoutes(s));
   app.register(producerRoutes(s));
   app.register(readRoutes(s));

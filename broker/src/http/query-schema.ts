@@ -83,6 +83,7 @@ export function pathSchema(params: Readonly<Record<string, string>>) {
 }
 
 export const topicParams = pathSchema({ topic: "topic name" });
+export const childParams = pathSchema({ topic: "parent topic name", child: "child topic name" });
 export const groupParams = pathSchema({ topic: "topic name", group: "consumer group name" });
 export const moveParams = pathSchema({ topic: "topic name", partition: "partition index" });
 export const memberParams = pathSchema({ id: "member (node) id" });

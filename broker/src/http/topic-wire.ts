@@ -3,13 +3,16 @@
 // an ISO-8601 string (a NaradTopic's creationTimestamp); Narad sends Unix
 // seconds, and a Go client decoding into int64 fails on anything else.
 
+import { childrenOf, type Role, roleOf } from "../fanout/rules.ts";
 import type { TopicConfig } from "../meta/types.ts";
 
-export type TopicWire = Omit<TopicConfig, "created_at" | "schema"> & {
+export type TopicWire = Omit<TopicConfig, "created_at" | "schema" | "attached_at_ms"> & {
   /** Unix seconds, as Narad (Go). */
   created_at: number;
-  /** Position in fan-out; every topic here is standalone (no fan-out children yet). */
-  role: "standalone";
+  /** Position in fan-out (fanout/rules.ts): standalone, parent (has children) or child (has a parent). */
+  role: Role;
+  /** A parent's children, in attach order; absent otherwise (as Narad's omitempty). */
+  children?: string[];
   /**
    * The JSON Schema document, as it was given to POST or PATCH, and its
    * version; both absent without one. Narad (Go) does not show the schema
@@ -19,13 +22,17 @@ export type TopicWire = Omit<TopicConfig, "created_at" | "schema"> & {
   schema_version?: number;
 };
 
-export function topicToWire(topic: TopicConfig): TopicWire {
+/** `topics`: every topic (the metastore's list), which the role and children are derived from. */
+export function topicToWire(topic: TopicConfig, topics: readonly TopicConfig[]): TopicWire {
   const ms = Date.parse(topic.created_at);
-  const { schema, ...rest } = topic;
+  // attached_at_ms is the engine's (where a cursor without a file starts); Narad shows no such field.
+  const { schema, attached_at_ms: _attachedAt, ...rest } = topic;
+  const role = roleOf(topic, topics);
   return {
     ...rest,
     created_at: Number.isNaN(ms) ? 0 : Math.floor(ms / 1000),
-    role: "standalone",
+    role,
+    ...(role === "parent" ? { children: childrenOf(topics, topic.name).map((c) => c.name) } : {}),
     ...(schema === undefined
       ? {}
       : { schema: schemaDocument(schema.definition), schema_version: schema.version }),

@@ -54,6 +54,14 @@ export interface TopicConfig {
    * admin). Absent when auth was off at create, or the topic is older than owners.
    */
   owner?: string;
+  /** Fan-out (child only): the topic whose committed records are copied here (fanout/rules.ts). */
+  parent?: string | undefined;
+  /** Fan-out (child only): a delay child receives each record this long after its parent commit. */
+  fanout_delay_ms?: number | undefined;
+  /** Fan-out (child only): this attachment's id (16 hex); a cursor file of another epoch is stale. */
+  attach_epoch?: string | undefined;
+  /** Fan-out (child only): wall ms of the attach; a cursor with no file starts at the first record committed since. */
+  attached_at_ms?: number | undefined;
 }
 
 /** What createTopic takes: the metastore assigns the uid. */
@@ -69,6 +77,10 @@ export type TopicPatch = Partial<
     | "max_acked_ahead_per_partition"
     | "subscriptions"
     | "schema"
+    | "parent"
+    | "fanout_delay_ms"
+    | "attach_epoch"
+    | "attached_at_ms"
   >
 >;
 

@@ -88,9 +88,11 @@ export function registerAuth(app: FastifyInstance, o: AuthPluginOptions): void {
 
   const forbidIfDenied = (
     p: Principal,
-    access: { action: Action; topic: string | undefined; group?: string | undefined },
+    access: { action: Action; topic: string | undefined; group?: string | undefined; alsoTopic?: string },
     reply: FastifyReply,
   ): FastifyReply | undefined => {
+    if (access.alsoTopic !== undefined && !principalAllows(p, access.action, access.alsoTopic, undefined))
+      return forbidIfDenied(p, { action: access.action, topic: access.alsoTopic }, reply);
     if (principalAllows(p, access.action, access.topic, access.group)) return undefined;
     failures.inc({ reason: "forbidden" });
     const what = access.topic === undefined ? "the admin API" : `topic "${access.topic}"`;

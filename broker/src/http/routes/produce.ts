@@ -25,6 +25,7 @@ import { choosePartition, createRotator, generateKey } from "../../core/partitio
 import type { WalRecordInput } from "../../core/records.ts";
 import type { CommitWaiters } from "../../dispatch/commit-waiters.ts";
 import { badRequest, draining, NaradError } from "../../errors.ts";
+import { directProduceProblem } from "../../fanout/rules.ts";
 import type { TopicConfig } from "../../meta/types.ts";
 import { ProducerRegistryStaleError } from "../../producers/registry.ts";
 import type { BrokerServices } from "../../services.ts";
@@ -411,6 +412,9 @@ export function produceRoutes(s: BrokerServices) {
         const { producer, acks } = await producerOf(request.headers, request.query.acks);
         const route = forwardable(admitted, acks, producer !== undefined);
         const topic = requireTopic(s, request.params.topic);
+        // A delay child's timeline comes only from its parent (409, as Narad).
+        const linked = directProduceProblem(topic);
+        if (linked !== undefined) throw linked;
         const pinned =
           parseOptionalInt(request.query.partition, "partition", 0, Number.MAX_SAFE_INTEGER) ?? -1;
         const given = request.query.key;
@@ -460,6 +464,9 @@ export function produceRoutes(s: BrokerServices) {
         const { producer, acks } = await producerOf(request.headers, (request.query as ProduceQuery).acks);
         const route = forwardable(admitted, acks, producer !== undefined);
         const topic = requireTopic(s, request.params.topic);
+        // A delay child's timeline comes only from its parent (409, as Narad).
+        const linked = directProduceProblem(topic);
+        if (linked !== undefined) throw linked;
         const type = (request.headers["content-type"] ?? "").split(";")[0]?.trim().toLowerCase();
         const body = (request.body as Buffer | undefined) ?? emptyBody;
         let entries: ReturnType<typeof decodeBinaryBatch>;

@@ -8,6 +8,9 @@ import { topicListLimitDefault, topicListLimitMax } from "../../constants.ts";
 import { capRefusal } from "../../core/topic-caps.ts";
 import { parseTopicCreate, parseTopicPatch } from "../../core/topic-spec.ts";
 import { badRequest, coded, invalidQueryParameter, topicNotFound } from "../../errors.ts";
+import { createAsChild, splitCreateLink } from "../../fanout/create-child.ts";
+import { detachAllChildren, linkChanges, propagateSchema } from "../../fanout/links.ts";
+import { childSchemaPatchProblem, retentionPatchProblem } from "../../fanout/rules.ts";
 import type { TopicConfig } from "../../meta/types.ts";
 import type { BrokerServices } from "../../services.ts";
 import { parseOptionalInt } from "../params.ts";
@@ -110,7 +113,9 @@ export function topicRoutes(s: BrokerServices) {
         },
       },
       async (request, reply) => {
-        const parsed = parseTopicCreate(request.body, s.config.topicDefaults, new Date(s.nowMs()));
+        // parent / fanout_delay_ms: create-as-child (fanout/create-child.ts).
+        const { body, link } = splitCreateLink(request.body, (name) => s.metastore.getTopic(name));
+        const parsed = parseTopicCreate(body, s.config.topicDefaults, new Date(s.nowMs()));
         // The creator owns the topic (Narad v1); a client cannot name another owner.
         const by = request.principal;
         const topic =
@@ -118,9 +123,15 @@ export function topicRoutes(s: BrokerServices) {
         // An invalid schema is refused before anything is stored (400 schema_invalid).
         if (topic.schema !== undefined) compileSchema(topic.schema.definition);
         refuseOverCaps(s.metastore.getTopic(topic.name) === undefined ? 1 : 0, topic.partitions);
-        const created = await s.metastore.createTopic(topic);
-        request.log.info({ topic: created.name, partitions: created.partitions }, "topic created");
-        return reply.code(201).send(topicToWire(created));
+        const created =
+          link === undefined
+            ? await s.metastore.createTopic(topic)
+            : await linkChanges.run("links", () => createAsChild(s.metastore, topic, link, s.nowMs()));
+        request.log.info(
+          { topic: created.name, partitions: created.partitions, parent: created.parent },
+          "topic created",
+        );
+        return reply.code(201).send(topicToWire(created, s.metastore.listTopics()));
       },
     );
 
@@ -154,7 +165,7 @@ export function topicRoutes(s: BrokerServices) {
         const more = start + page.length < all.length;
         const last = page[page.length - 1];
         return {
-          topics: page.map(topicToWire),
+          topics: page.map((t) => topicToWire(t, all)),
           next_page_token: more && last !== undefined ? last.name : "",
         };
       },
@@ -175,7 +186,10 @@ export function topicRoutes(s: BrokerServices) {
       async (request) => {
         const topic = requireTopic(s, request.params.topic);
         const only = parseOptionalInt(request.query.partition, "partition", 0, topic.partitions - 1);
-        return { ...topicToWire(topic), partition_stats: await partitionStats(s, topic, only) };
+        return {
+          ...topicToWire(topic, s.metastore.listTopics()),
+          partition_stats: await partitionStats(s, topic, only),
+        };
       },
     );
 
@@ -201,9 +215,17 @@ export function topicRoutes(s: BrokerServices) {
           const patch = parseTopicPatch(request.body, topic, s.config.topicDefaults);
           if (patch.schema !== undefined) compileSchema(patch.schema.definition);
           if (patch.partitions !== undefined) refuseOverCaps(0, patch.partitions - topic.partitions);
+          // Fan-out: a child's schema is its parent's; a parent's retention must hold its delay children.
+          const linkProblem =
+            (patch.schema !== undefined ? childSchemaPatchProblem(topic) : undefined) ??
+            (patch.retention_ms !== undefined
+              ? retentionPatchProblem(s.metastore.listTopics(), topic.name, patch.retention_ms)
+              : undefined);
+          if (linkProblem !== undefined) throw linkProblem;
           const updated = await s.metastore.updateTopic(topic.name, patch);
+          if (patch.schema !== undefined) await propagateSchema(s.metastore, topic.name, patch.schema);
           request.log.info({ topic: topic.name, patch }, "topic updated");
-          return topicToWire(updated);
+          return topicToWire(updated, s.metastore.listTopics());
         }),
     );
 
@@ -224,6 +246,8 @@ export function topicRoutes(s: BrokerServices) {
         // Metadata first: once the topic is gone from the metastore no new
         // produce is accepted, then its files are removed.
         await s.metastore.deleteTopic(topic.name);
+        // A deleted parent's children become standalone topics (as Narad); their cursors stop.
+        await linkChanges.run("links", () => detachAllChildren(s.metastore, topic.name));
         await s.logs.deleteTopic(topic.name);
         await s.metrics.forgetTopic(topic.name);
         request.log.info({ topic: topic.name }, "topic deleted");

@@ -1,0 +1,82 @@
+// A fan-out cursor's durable position: <parent partition dir>/fanout-<child>.offset,
+// JSON {"epoch": "<attach epoch>", "next_offset": N}, as Narad (Go) keeps it.
+// It sits next to the log it indexes, so deleting the parent partition
+// deletes it too.
+//
+// Write order and crash points:
+//   1. write fanout-<child>.offset.tmp, fsync it  (crash → tmp ignored, old value stands)
+//   2. rename tmp → fanout-<child>.offset          (crash → old or new file, both whole)
+//   3. fsync the partition dir                      (after this the new value survives power loss)
+// The partition dir is never created here: once a topic deletion removed it,
+// the write fails with ENOENT instead of resurrecting the directory.
+
+import { createHash } from "node:crypto";
+import { constants as fsConstants } from "node:fs";
+import * as fsp from "node:fs/promises";
+import { join } from "node:path";
+
+export interface CursorPosition {
+  epoch: string;
+  nextOffset: number;
+}
+
+const prefix = "fanout-";
+const suffix = ".offset";
+/** Longest child name used as is; longer ones (names go to 255) are hashed to stay under NAME_MAX. */
+const maxPlainName = 200;
+
+export function cursorFileName(child: string): string {
+  const name = child.length <= maxPlainName ? child : `h${createHash("sha256").update(child).digest("hex")}`;
+  return `${prefix}${name}${suffix}`;
+}
+
+function errno(err: unknown): string | undefined {
+  return typeof err === "object" && err !== null ? String((err as { code?: unknown }).code) : undefined;
+}
+
+/** Parses a cursor file's text; anything malformed reads as no cursor (the cursor re-derives). */
+export function parseCursor(text: string): CursorPosition | undefined {
+  try {
+    const v = JSON.parse(text) as { epoch?: unknown; next_offset?: unknown };
+    if (typeof v.epoch !== "string" || v.epoch === "") return undefined;
+    if (typeof v.next_offset !== "number" || !Number.isSafeInteger(v.next_offset) || v.next_offset < 0)
+      return undefined;
+    return { epoch: v.epoch, nextOffset: v.next_offset };
+  } catch {
+    return undefined;
+  }
+}
+
+export async function readCursor(partitionDir: string, child: string): Promise<CursorPosition | undefined> {
+  try {
+    return parseCursor(await fsp.readFile(join(partitionDir, cursorFileName(child)), "utf8"));
+  } catch (err) {
+    if (errno(err) === "ENOENT") return undefined;
+    throw err;
+  }
+}
+
+/** Durably replaces the cursor (order above). Rejects with ENOENT when the partition dir is gone. */
+export async function writeCursor(partitionDir: string, child: string, pos: CursorPosition): Promise<void> {
+  const file = join(partitionDir, cursorFileName(child));
+  const tmp = `${file}.tmp`;
+  const h = await fsp.open(tmp, "w");
+  try {
+    await h.writeFile(`${JSON.stringify({ epoch: pos.epoch, next_offset: pos.nextOffset })}\n`);
+    await h.sync();
+  } finally {
+    await h.close();
+  }
+  await fsp.rename(tmp, file);
+  const d = await fsp.open(partitionDir, fsConstants.O_RDONLY);
+  try {
+    await d.sync();
+  } finally {
+    await d.close();
+  }
+}
+
+/** Removes a detached child's cursor file (best effort: a stale one is ignored by epoch anyway). */
+export async function removeCursor(partitionDir: string, child: string): Promise<void> {
+  await fsp.rm(join(partitionDir, cursorFileName(child)), { force: true });
+}

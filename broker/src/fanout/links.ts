@@ -1,0 +1,80 @@
+// Attach and detach, as metastore writes: the link lives on the child
+// (parent, fanout_delay_ms, attach_epoch, attached_at_ms), so one write makes
+// or breaks it and a parent's children are the topics naming it.
+
+import { NaradError } from "../errors.ts";
+import { SerialByKey } from "../http/serial-by-key.ts";
+import type { Metastore, TopicConfig, TopicSchema } from "../meta/types.ts";
+import { newAttachEpoch } from "./engine.ts";
+import { attachProblem } from "./rules.ts";
+
+/**
+ * One link change at a time on this node, so the limits (one parent, 108
+ * children) are decided against the state the previous change left.
+ */
+export const linkChanges = new SerialByKey();
+
+/** The kubernetes metastore's NaradTopic has no fan-out fields yet: links could not be stored. */
+export function refuseUnstorable(ms: Metastore): void {
+  if (ms.kind === "kubernetes")
+    throw new NaradError(
+      "NOT_IMPLEMENTED",
+      "fan-out children need the file metastore here: the NaradTopic resource has no parent field yet",
+    );
+}
+
+/** Links `child` under `parent` (checks fanout/rules.ts first); the child adopts the parent's schema. */
+export async function attachChild(
+  ms: Metastore,
+  parentName: string,
+  childName: string,
+  delayMs: number,
+  nowMs: number,
+): Promise<TopicConfig> {
+  refuseUnstorable(ms);
+  const problem = attachProblem(ms.listTopics(), parentName, childName, delayMs);
+  if (problem !== undefined) throw problem;
+  const parent = ms.getTopic(parentName) as TopicConfig;
+  return ms.updateTopic(childName, {
+    parent: parentName,
+    fanout_delay_ms: delayMs > 0 ? delayMs : undefined,
+    attach_epoch: newAttachEpoch(),
+    attached_at_ms: nowMs,
+    ...(parent.schema !== undefined ? { schema: parent.schema } : {}),
+  });
+}
+
+/** Unlinks `child` from `parent`: 404 when either is missing or not linked so. The child keeps its schema. */
+export async function detachChild(ms: Metastore, parentName: string, childName: string): Promise<void> {
+  const child = ms.getTopic(childName);
+  if (ms.getTopic(parentName) === undefined || child === undefined || child.parent !== parentName)
+    throw new NaradError("NOT_FOUND", `"${childName}" is not a child of "${parentName}"`);
+  await ms.updateTopic(childName, {
+    parent: undefined,
+    fanout_delay_ms: undefined,
+    attach_epoch: undefined,
+    attached_at_ms: undefined,
+  });
+}
+
+/** A deleted parent's children become standalone (their cursors stop with the link). */
+export async function detachAllChildren(ms: Metastore, parentName: string): Promise<void> {
+  for (const c of ms.listTopics().filter((t) => t.parent === parentName)) {
+    await ms
+      .updateTopic(c.name, {
+        parent: undefined,
+        fanout_delay_ms: undefined,
+        attach_epoch: undefined,
+        attached_at_ms: undefined,
+      })
+      .catch(() => {
+        // Deleted meanwhile: nothing left to unlink.
+      });
+  }
+}
+
+/** A parent's new schema version becomes its children's (they adopt the parent's schema). */
+export async function propagateSchema(ms: Metastore, parentName: string, schema: TopicSchema): Promise<void> {
+  for (const c of ms.listTopics().filter((t) => t.parent === parentName))
+    await ms.updateTopic(c.name, { schema });
+}
