@@ -6,82 +6,50 @@
 // lets it in without a restart and its held produce arrives exactly once.
 
 import { execFileSync } from "node:child_process";
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { status } from "@grpc/grpc-js";
 import { pino } from "pino";
 import { afterAll, describe, expect, it } from "vitest";
 import { clusterRpcToken } from "../src/auth/cluster-secret.ts";
-import { loadConfig } from "../src/config.ts";
-import * as k from "../src/constants.ts";
-import { type RunningBroker, startBroker } from "../src/node.ts";
 import { clusterAuthClientInterceptor } from "../src/rpc/auth.ts";
-import { createPeerPool } from "../src/rpc/client.ts";
-import { createMemoryCluster, type MemoryCluster } from "../src/testing/memory-metastore.ts";
+import {
+  eventually as poll,
+  req,
+  type TestCluster,
+  type TestNode,
+  testClusters,
+  testPeerPool,
+} from "./harness/test-cluster.ts";
 
-const dirs: string[] = [];
-const running: RunningBroker[] = [];
 const logLines: Array<{ node: string; line: string }> = [];
-
-afterAll(async () => {
-  for (const b of running.splice(0)) await b.crash().catch(() => undefined);
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+// Warnings are captured per node: the test asserts which nodes logged the refusal.
+const clusters = testClusters(afterAll, {
+  prefix: "narad-auth-cluster",
+  logger: (id) =>
+    pino({ level: "warn" }, { write: (line: string) => void logLines.push({ node: id, line }) }),
 });
 
 const goodSecret = "the-cluster-shared-secret-0001";
 const wrongSecret = "some-other-cluster-secret-0002";
 
-interface Node {
-  id: string;
-  broker: RunningBroker;
-  secretFile: string;
-}
+type Node = TestNode & { secretFile: string };
 
+/** A member whose cluster secret is read from a file of its own (rewritten to fix it, no restart). */
 async function startNode(
-  mc: MemoryCluster,
+  tc: TestCluster,
   id: string,
   secret: string,
   extraArgs: string[] = [],
 ): Promise<Node> {
-  const dir = mkdtempSync(join(tmpdir(), `narad-auth-cluster-${id}-`));
-  dirs.push(dir);
-  const secretFile = join(dir, "cluster-secret");
+  const secretFile = join(tc.tempDir(`narad-auth-cluster-${id}-secret`), "cluster-secret");
   writeFileSync(secretFile, secret);
-  const base = loadConfig(
-    [
-      ...["--data-dir", join(dir, "data"), "--addr", "127.0.0.1:0", "--cluster-addr", "127.0.0.1:0"],
-      ...["--node-id", id, "--cluster-secret-file", secretFile],
-      ...extraArgs,
-    ],
-    {},
-    id,
-  );
-  const config = { ...base, drainTimeoutMs: 5_000, dispatch: { ...base.dispatch, errorBackoffMs: 100 } };
-  const logger = pino({ level: "warn" }, { write: (line: string) => void logLines.push({ node: id, line }) });
-  const broker = await startBroker(config, logger, { metastore: mc.metastore() });
-  running.push(broker);
-  mc.setMember({ id, address: broker.httpAddress, clusterAddress: broker.cluster!.address, state: "Active" });
-  return { id, broker, secretFile };
+  const node = await tc.start(id, { args: ["--cluster-secret-file", secretFile, ...extraArgs] });
+  return { ...node, secretFile };
 }
 
-async function req(node: Node, method: "GET" | "POST", url: string, body?: string | object) {
-  const res = await node.broker.app.inject({
-    method,
-    url,
-    payload: typeof body === "object" ? JSON.stringify(body) : body,
-    headers: typeof body === "object" ? { "content-type": "application/json" } : {},
-  });
-  return { status: res.statusCode, text: res.body, json: () => JSON.parse(res.body) };
-}
-
-async function eventually(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const eventually = (what: string, timeoutMs: number, check: () => Promise<boolean>) =>
+  poll(what, timeoutMs, check, 50);
 
 /** Ids of the messages in one partition, read through `via` (owner-routed over the RPC). */
 async function readPartition(
@@ -99,27 +67,16 @@ async function readPartition(
 }
 
 function peerPool(interceptors = [] as ReturnType<typeof clusterAuthClientInterceptor>[]) {
-  return createPeerPool({
-    maxMessageBytes: k.rpcMaxMessageBytes,
-    commitRequestBytes: k.rpcCommitRequestBytes,
-    readTimeoutMs: 5_000,
-    defaultDeadlineMs: 10_000,
-    keepaliveTimeMs: k.rpcKeepaliveTimeMs,
-    keepaliveTimeoutMs: k.rpcKeepaliveTimeoutMs,
-    reconnectBackoffInitialMs: 100,
-    reconnectBackoffMaxMs: 1_000,
-    flowControlWindowBytes: k.rpcFlowControlWindowBytes,
-    retryAfterSeconds: 1,
-    interceptors,
-  });
+  return testPeerPool({ defaultDeadlineMs: 10_000, interceptors });
 }
 
 describe("cluster RPC shared secret", () => {
   it("matching secrets work, a different secret is refused with UNAUTHENTICATED, a fixed secret file applies without restart", async () => {
-    const mc = createMemoryCluster();
-    const a = await startNode(mc, "a", goodSecret);
-    const b = await startNode(mc, "b", goodSecret);
-    const c = await startNode(mc, "c", wrongSecret);
+    const tc = clusters.create();
+    const { mc } = tc;
+    const a = await startNode(tc, "a", goodSecret);
+    const b = await startNode(tc, "b", goodSecret);
+    const c = await startNode(tc, "c", wrongSecret);
     expect((await req(a, "POST", "/v1/topics", { name: "t", partitions: 3 })).status).toBe(201);
     const owners = mc.owners("t");
     const pOf = (id: string) => owners.indexOf(id);
@@ -189,8 +146,9 @@ describe("cluster RPC shared secret", () => {
   }, 120_000);
 
   it("mutual TLS (--cluster-tls-dir): members with certificates from the cluster CA talk; one from another CA is refused", async () => {
-    const certDir = mkdtempSync(join(tmpdir(), "narad-cluster-tls-"));
-    dirs.push(certDir);
+    const tc = clusters.create();
+    const { mc } = tc;
+    const certDir = tc.tempDir("narad-cluster-tls");
     const openssl = (...args: string[]) =>
       execFileSync("openssl", args, { cwd: certDir, stdio: ["ignore", "ignore", "pipe"] });
     const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
@@ -233,10 +191,9 @@ describe("cluster RPC shared secret", () => {
       copyFileSync(join(certDir, `${id}.key`), join(d, "tls.key"));
       return d;
     };
-    const mc = createMemoryCluster();
-    const a = await startNode(mc, "a", goodSecret, ["--cluster-tls-dir", nodeDir("a", "ca-good")]);
-    const b = await startNode(mc, "b", goodSecret, ["--cluster-tls-dir", nodeDir("b", "ca-good")]);
-    const c = await startNode(mc, "c", goodSecret, ["--cluster-tls-dir", nodeDir("c", "ca-other")]);
+    const a = await startNode(tc, "a", goodSecret, ["--cluster-tls-dir", nodeDir("a", "ca-good")]);
+    const b = await startNode(tc, "b", goodSecret, ["--cluster-tls-dir", nodeDir("b", "ca-good")]);
+    const c = await startNode(tc, "c", goodSecret, ["--cluster-tls-dir", nodeDir("c", "ca-other")]);
     expect((await req(a, "POST", "/v1/topics", { name: "m", partitions: 3 })).status).toBe(201);
     const owners = mc.owners("m");
     const pOf = (id: string) => owners.indexOf(id);

@@ -7,95 +7,30 @@
 // exactly-once seams (a commit landing after the caller's deadline; an
 // ingress node crashing between the owner's commit and its checkpoint).
 
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { loadConfig } from "../src/config.ts";
 import type { ClusterDestinationHooks } from "../src/dispatch/cluster-destinations.ts";
-import type { MemberState } from "../src/meta/types.ts";
-import { type RunningBroker, startBroker } from "../src/node.ts";
-import type { ClusterServerHooks } from "../src/rpc/server.ts";
-import { createMemoryCluster, type MemoryCluster } from "../src/testing/memory-metastore.ts";
+import type { MemoryCluster } from "../src/testing/memory-metastore.ts";
+import {
+  eventually,
+  metric,
+  type TestNode as Node,
+  walPending as pending,
+  produceIds,
+  req,
+  type TestCluster,
+  testClusters,
+} from "./harness/test-cluster.ts";
 
-interface Node {
-  id: string;
-  dir: string;
-  broker: RunningBroker;
-}
-
-const dirs: string[] = [];
-const running: RunningBroker[] = [];
-const logger = pino({ level: process.env.NARAD_TEST_LOG ?? "silent" });
-
-afterEach(async () => {
-  for (const b of running.splice(0)) await b.crash().catch(() => undefined);
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
-async function startNode(
-  mc: MemoryCluster,
-  id: string,
-  opts: {
-    dir?: string;
-    commitTimeoutMs?: number;
-    server?: ClusterServerHooks;
-    destinations?: ClusterDestinationHooks;
-    state?: MemberState;
-  } = {},
-): Promise<Node> {
-  const dir = opts.dir ?? mkdtempSync(join(tmpdir(), `narad-cluster-${id}-`));
-  if (opts.dir === undefined) dirs.push(dir);
-  const base = loadConfig(
-    ["--data-dir", dir, "--addr", "127.0.0.1:0", "--cluster-addr", "127.0.0.1:0", "--node-id", id],
-    {},
-    id,
-  );
-  const config = {
-    ...base,
-    drainTimeoutMs: 5_000,
-    dispatch: {
-      ...base.dispatch,
-      commitTimeoutMs: opts.commitTimeoutMs ?? 5_000,
-      errorBackoffMs: 100,
-    },
-  };
-  const broker = await startBroker(config, logger.child({ node: id }), {
-    metastore: mc.metastore(),
-    testHooks: {
-      ...(opts.server ? { server: opts.server } : {}),
-      ...(opts.destinations ? { destinations: opts.destinations } : {}),
-    },
-  });
-  running.push(broker);
-  mc.setMember({
-    id,
-    address: broker.httpAddress,
-    clusterAddress: broker.cluster!.address,
-    state: opts.state ?? "Active",
-  });
-  return { id, dir, broker };
-}
+// A commit deadline shorter than the production 30 s: the dead-peer test
+// waits on it; the late-commit test sets its own.
+const clusters = testClusters(afterEach, { prefix: "narad-cluster", dispatch: { commitTimeoutMs: 5_000 } });
 
 async function startCluster(
-  mc: MemoryCluster,
+  tc: TestCluster,
   ids = ["a", "b", "c"],
   destinations?: ClusterDestinationHooks,
 ): Promise<Node[]> {
-  const nodes: Node[] = [];
-  for (const id of ids) nodes.push(await startNode(mc, id, destinations ? { destinations } : {}));
-  return nodes;
-}
-
-async function req(node: Node, method: "GET" | "POST" | "DELETE", url: string, body?: string | object) {
-  const res = await node.broker.app.inject({
-    method,
-    url,
-    payload: typeof body === "object" ? JSON.stringify(body) : body,
-    headers: typeof body === "object" ? { "content-type": "application/json" } : {},
-  });
-  return { status: res.statusCode, headers: res.headers, text: res.body, json: () => JSON.parse(res.body) };
+  return tc.startAll(ids, destinations ? { testHooks: { destinations } } : {});
 }
 
 async function createTopic(node: Node, name: string, partitions: number): Promise<void> {
@@ -111,14 +46,8 @@ async function produce(node: Node, topic: string, id: number, partition?: number
 
 /** Many messages as one request: one WAL group, so one dispatcher pass and one commit batch. */
 async function produceBatch(node: Node, topic: string, ids: number[], partition: number): Promise<void> {
-  const body = ids.map((id) => JSON.stringify({ key: `k${id}`, partition, payload: { id } })).join("\n");
-  const res = await node.broker.app.inject({
-    method: "POST",
-    url: `/v1/topics/${topic}/produce-batch`,
-    payload: body,
-    headers: { "content-type": "application/x-ndjson" },
-  });
-  if (res.statusCode !== 202) throw new Error(`produce-batch via ${node.id}: ${res.statusCode} ${res.body}`);
+  const r = await produceIds(node, topic, ids, partition);
+  if (r.status !== 202) throw new Error(`produce-batch via ${node.id}: ${r.status} ${r.text}`);
 }
 
 /** Every visible message id of a topic, read through one node (owner-routed). */
@@ -149,24 +78,6 @@ async function hwmTotal(node: Node, topic: string): Promise<number> {
   );
 }
 
-async function pending(node: Node): Promise<number> {
-  return (await req(node, "GET", "/admin/v1/status")).json().wal.pendingRecords as number;
-}
-
-async function metric(node: Node, name: string, labels = ""): Promise<number> {
-  const text = (await req(node, "GET", "/metrics")).text;
-  const line = text.split("\n").find((l) => l.startsWith(`${name}${labels} `));
-  return line === undefined ? 0 : Number(line.split(" ")[1]);
-}
-
-async function eventually(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 function expectExactlyOnce(ids: number[], n: number): void {
   const sorted = [...ids].sort((x, y) => x - y);
   const dups = sorted.filter((v, i) => i > 0 && sorted[i - 1] === v);
@@ -183,8 +94,9 @@ const ownedBy = (mc: MemoryCluster, topic: string, id: string) =>
 
 describe("cluster data plane (3 in-process brokers)", () => {
   it("produce on every node; every message visible exactly once through every node", async () => {
-    const mc = createMemoryCluster();
-    const nodes = await startCluster(mc);
+    const tc = clusters.create();
+    const { mc } = tc;
+    const nodes = await startCluster(tc);
     await createTopic(nodes[0]!, "orders", 6);
     expect(new Set(mc.owners("orders"))).toEqual(new Set(["a", "b", "c"]));
 
@@ -215,11 +127,12 @@ describe("cluster data plane (3 in-process brokers)", () => {
   });
 
   it("a dead peer RPC: held while Maintenance, rerouted when Down; nothing acknowledged lost", async () => {
-    const mc = createMemoryCluster();
+    const tc = clusters.create();
+    const { mc } = tc;
     // Ids whose commit to c failed: a failure while the connection died may
     // still have committed at c (an ambiguous outcome).
     const failedToC = new Set<number>();
-    const nodes = await startCluster(mc, ["a", "b", "c"], {
+    const nodes = await startCluster(tc, ["a", "b", "c"], {
       remoteCommitFailed: (topic, partition, records) => {
         if (topic !== "t" || mc.owners("t")[partition] !== "c") return;
         for (const r of records) failedToC.add((JSON.parse(r.payload.toString()) as { id: number }).id);
@@ -295,15 +208,18 @@ describe("cluster data plane (3 in-process brokers)", () => {
   });
 
   it("a commit that lands after the caller's deadline is re-sent and deduplicated by the owner", async () => {
-    const mc = createMemoryCluster();
+    const tc = clusters.create();
+    const { mc } = tc;
     let delayed = 0;
-    const a = await startNode(mc, "a", { commitTimeoutMs: 300 });
-    const b = await startNode(mc, "b", {
-      server: {
-        async beforeCommit(r) {
-          if (r.topic !== "slow" || delayed > 0) return;
-          delayed++;
-          await new Promise((ok) => setTimeout(ok, 1_200)); // well past a's 300 ms deadline
+    const a = await tc.start("a", { dispatch: { commitTimeoutMs: 300 } });
+    const b = await tc.start("b", {
+      testHooks: {
+        server: {
+          async beforeCommit(r) {
+            if (r.topic !== "slow" || delayed > 0) return;
+            delayed++;
+            await new Promise((ok) => setTimeout(ok, 1_200)); // well past a's 300 ms deadline
+          },
         },
       },
     });
@@ -334,19 +250,22 @@ describe("cluster data plane (3 in-process brokers)", () => {
   });
 
   it("an ingress node crashing after the owner committed, before its checkpoint moved, re-sends without duplicates", async () => {
-    const mc = createMemoryCluster();
+    const tc = clusters.create();
+    const { mc } = tc;
     let landed = 0;
     const frozen = new Promise<void>(() => {}); // never settles: the dispatcher never hears "ok"
-    const a = await startNode(mc, "a", {
-      destinations: {
-        afterRemoteCommit: (topic, _p, result) => {
-          if (topic !== "crash") return Promise.resolve();
-          landed += result.appended;
-          return frozen;
+    const a = await tc.start("a", {
+      testHooks: {
+        destinations: {
+          afterRemoteCommit: (topic, _p, result) => {
+            if (topic !== "crash") return Promise.resolve();
+            landed += result.appended;
+            return frozen;
+          },
         },
       },
     });
-    const b = await startNode(mc, "b");
+    const b = await tc.start("b");
     await createTopic(a, "crash", 2);
     const p = ownedBy(mc, "crash", "b")[0]!;
     await produceBatch(
@@ -361,11 +280,10 @@ describe("cluster data plane (3 in-process brokers)", () => {
     const before = (await req(a, "GET", "/admin/v1/status")).json().wal;
     expect(before.pendingRecords).toBe(25); // the checkpoint did not move
     expect(await metric(b, "narad_rpc_commit_records_total", '{result="duplicate"}')).toBe(0);
-    await a.broker.crash();
-    running.splice(running.indexOf(a.broker), 1);
+    await tc.kill("a");
 
     // Restart a on the same data dir (same WAL incarnation): it re-sends all 25.
-    const a2 = await startNode(mc, "a", { dir: a.dir });
+    const a2 = await tc.restart("a");
     await eventually("a drained after restart", 15_000, async () => (await pending(a2)) === 0);
     expect(await metric(b, "narad_rpc_commit_records_total", '{result="duplicate"}')).toBe(25);
     expect(await hwmTotal(b, "crash")).toBe(25);
@@ -373,8 +291,9 @@ describe("cluster data plane (3 in-process brokers)", () => {
   });
 
   it("queue consume and ack from any node: local first, peers probed, forwarded by partition and by handle", async () => {
-    const mc = createMemoryCluster();
-    const nodes = await startCluster(mc);
+    const tc = clusters.create();
+    const { mc } = tc;
+    const nodes = await startCluster(tc);
     const [a, b, c] = nodes as [Node, Node, Node];
     await createTopic(a, "q", 6);
     const n = 300;

@@ -5,42 +5,12 @@
 // through another node gets the original offsets; a zombie writing through a
 // node that never saw the newer epoch in a produce request is fenced.
 
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { loadConfig } from "../src/config.ts";
-import { type RunningBroker, startBroker } from "../src/node.ts";
-import { memoryRegistryStore, type RegistryStore } from "../src/producers/registry.ts";
-import { createMemoryCluster, type MemoryCluster } from "../src/testing/memory-metastore.ts";
+import type { RunningBroker } from "../src/node.ts";
+import { memoryRegistryStore } from "../src/producers/registry.ts";
+import { testClusters } from "./harness/test-cluster.ts";
 
-const dirs: string[] = [];
-const running: RunningBroker[] = [];
-const logger = pino({ level: process.env.NARAD_TEST_LOG ?? "silent" });
-
-afterEach(async () => {
-  for (const b of running.splice(0)) await b.crash().catch(() => undefined);
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
-async function startNode(mc: MemoryCluster, id: string, registry: RegistryStore): Promise<RunningBroker> {
-  const dir = mkdtempSync(join(tmpdir(), `narad-idem-${id}-`));
-  dirs.push(dir);
-  const base = loadConfig(
-    ["--data-dir", dir, "--addr", "127.0.0.1:0", "--cluster-addr", "127.0.0.1:0", "--node-id", id],
-    {},
-    id,
-  );
-  const config = { ...base, drainTimeoutMs: 5_000, dispatch: { ...base.dispatch, errorBackoffMs: 100 } };
-  const broker = await startBroker(config, logger.child({ node: id }), {
-    metastore: mc.metastore(),
-    producerRegistryStore: registry,
-  });
-  running.push(broker);
-  mc.setMember({ id, address: broker.httpAddress, clusterAddress: broker.cluster!.address, state: "Active" });
-  return broker;
-}
+const clusters = testClusters(afterEach, { prefix: "narad-idem" });
 
 async function call(
   b: RunningBroker,
@@ -71,13 +41,13 @@ async function batch(b: RunningBroker, ids: string[], p: { id: string; epoch: nu
 
 describe("idempotent producer through several ingress nodes", () => {
   it("reordered batches through two nodes, a retry through a third, a zombie through a node that never saw the new epoch", async () => {
-    const mc = createMemoryCluster();
+    const tc = clusters.create();
+    const { mc } = tc;
+    // One registry store for all three, as brokers share the ConfigMap.
     const registry = memoryRegistryStore();
-    const [a, b, c] = [
-      await startNode(mc, "a", registry),
-      await startNode(mc, "b", registry),
-      await startNode(mc, "c", registry),
-    ];
+    const [a, b, c] = (await tc.startAll(["a", "b", "c"], { producerRegistryStore: registry })).map(
+      (n) => n.broker,
+    );
     expect((await call(a!, "/v1/topics", { name: "r", partitions: 1 })).status).toBe(201);
     mc.setOwner("r", 0, "a");
     const init = (await call(b!, "/v1/producers", { name: "app" })).json() as {

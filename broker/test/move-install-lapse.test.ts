@@ -23,26 +23,19 @@
 // enough for a test; in production it is as wide as that latency).
 // In-process brokers sharing the memory metastore, as moves.test.ts.
 
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { loadConfig } from "../src/config.ts";
 import { NaradError } from "../src/errors.ts";
 import { MoveSource } from "../src/moves/source.ts";
-import { type RunningBroker, startBroker } from "../src/node.ts";
-import { createMemoryCluster, type MemoryCluster } from "../src/testing/memory-metastore.ts";
+import {
+  drained,
+  eventually,
+  hwm,
+  type TestNode as Node,
+  produceIds,
+  req,
+  testClusters,
+} from "./harness/test-cluster.ts";
 
-interface Node {
-  id: string;
-  dir: string;
-  broker: RunningBroker;
-}
-
-const dirs: string[] = [];
-const running: RunningBroker[] = [];
-const logger = pino({ level: process.env.NARAD_TEST_LOG ?? "silent" });
 const freezeTtlMs = 4_000;
 
 // The seam: how MoveSource.freeze answers (per topic under test).
@@ -66,55 +59,24 @@ MoveSource.prototype.freeze = async function (this: MoveSource, topic, partition
 };
 
 const producers: Array<{ stop(): Promise<void> }> = [];
-afterEach(async () => {
-  for (const pr of producers.splice(0)) await pr.stop();
-  for (const b of running.splice(0)) await b.crash().catch(() => undefined);
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
-async function startNode(mc: MemoryCluster, id: string): Promise<Node> {
-  const dataDir = mkdtempSync(join(tmpdir(), `narad-review-${id}-`));
-  dirs.push(dataDir);
-  const base = loadConfig(
-    ["--data-dir", dataDir, "--addr", "127.0.0.1:0", "--cluster-addr", "127.0.0.1:0", "--node-id", id],
-    {},
-    id,
-  );
-  const config = {
-    ...base,
-    drainTimeoutMs: 5_000,
-    dispatch: { ...base.dispatch, commitTimeoutMs: 5_000, errorBackoffMs: 100 },
-  };
-  const broker = await startBroker(config, logger.child({ node: id }), {
-    metastore: mc.metastore(),
+// The producers stop before the brokers they write to go away.
+const clusters = testClusters(
+  (teardown) =>
+    afterEach(async () => {
+      for (const pr of producers.splice(0)) await pr.stop();
+      await teardown();
+    }),
+  {
+    prefix: "narad-review",
+    dispatch: { commitTimeoutMs: 5_000 },
     moveTiming: { freezeTtlMs, renewIntervalMs: 1_000, retryMs: 300, sourceDeleteDelayMs: 1_000 },
-  });
-  running.push(broker);
-  mc.setMember({ id, address: broker.httpAddress, clusterAddress: broker.cluster!.address, state: "Active" });
-  return { id, dir: dataDir, broker };
-}
-
-async function req(node: Node, method: "GET" | "POST" | "PUT" | "DELETE", url: string, body?: object) {
-  const res = await node.broker.app.inject({
-    method,
-    url,
-    payload: body === undefined ? undefined : JSON.stringify(body),
-    headers: body === undefined ? {} : { "content-type": "application/json" },
-  });
-  return { status: res.statusCode, text: res.body, json: () => JSON.parse(res.body) };
-}
+  },
+);
 
 const pad = "x".repeat(200);
 
 async function produceBatch(node: Node, topic: string, ids: number[], partition: number): Promise<boolean> {
-  const body = ids.map((id) => JSON.stringify({ key: `k${id}`, partition, payload: { id, pad } })).join("\n");
-  const res = await node.broker.app.inject({
-    method: "POST",
-    url: `/v1/topics/${topic}/produce-batch`,
-    payload: body,
-    headers: { "content-type": "application/x-ndjson" },
-  });
-  return res.statusCode === 202;
+  return (await produceIds(node, topic, ids, partition, pad)).status === 202;
 }
 
 /** Produces into partition p through the given nodes until stopped; records acknowledged ids. */
@@ -155,38 +117,15 @@ async function readPartition(node: Node, topic: string, p: number): Promise<numb
   }
 }
 
-async function hwm(node: Node, topic: string, p: number): Promise<number> {
-  const r = await req(node, "GET", `/v1/topics/${topic}?partition=${p}`);
-  if (r.status !== 200) throw new Error(`stats ${topic}/${p}: ${r.status} ${r.text}`);
-  return r.json().partition_stats[0].high_watermark as number;
-}
-
-async function eventually(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 async function moveState(node: Node, topic: string, p: number): Promise<string> {
   const r = await req(node, "GET", `/admin/v1/moves/${topic}/${p}`);
   return r.status === 200 ? (r.json().state as string) : `http ${r.status}`;
 }
 
-async function drained(nodes: Node[]): Promise<boolean> {
-  for (const n of nodes) {
-    const st = (await req(n, "GET", "/admin/v1/status")).json();
-    if (st.wal.pendingRecords !== 0) return false;
-  }
-  return true;
-}
-
 async function scenario(topic: string, atInstall: "reachable" | "unreachable") {
-  const mc = createMemoryCluster();
-  const a = await startNode(mc, "a");
-  const b = await startNode(mc, "b");
-  const c = await startNode(mc, "c");
+  const tc = clusters.create();
+  const { mc } = tc;
+  const [a, b, c] = (await tc.startAll(["a", "b", "c"])) as [Node, Node, Node];
   const r = await req(a, "POST", "/v1/topics", { name: topic, partitions: 3 });
   expect(r.status, r.text).toBe(201);
   const p = mc.owners(topic).indexOf("a");

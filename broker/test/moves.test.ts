@@ -9,85 +9,42 @@
 // `ready` (cancel; the restarted source owns and serves the partition).
 // crash() is the in-process kill -9: no drain, no flush.
 
-import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, rmSync, writeSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { closeSync, existsSync, openSync, readdirSync, writeSync } from "node:fs";
 import { join } from "node:path";
-import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { loadConfig } from "../src/config.ts";
 import { partitionDirName } from "../src/log/log-store.ts";
 import type { Metastore } from "../src/meta/types.ts";
-import { type RunningBroker, startBroker } from "../src/node.ts";
-import { createMemoryCluster, type MemoryCluster } from "../src/testing/memory-metastore.ts";
+import {
+  drained,
+  hwm,
+  type TestNode as Node,
+  eventually as poll,
+  produceIds,
+  req,
+  type TestCluster,
+  testClusters,
+} from "./harness/test-cluster.ts";
 
-interface Node {
-  id: string;
-  dir: string;
-  broker: RunningBroker;
-}
-
-const dirs: string[] = [];
-const running: RunningBroker[] = [];
-const logger = pino({ level: process.env.NARAD_TEST_LOG ?? "silent" });
 const freezeTtlMs = 4_000;
-
-afterEach(async () => {
-  for (const b of running.splice(0)) await b.crash().catch(() => undefined);
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+// Move timings short enough for a test (a 4 s freeze ttl the tests outlive),
+// and a commit deadline shorter than the production 30 s.
+const clusters = testClusters(afterEach, {
+  prefix: "narad-moves",
+  dispatch: { commitTimeoutMs: 5_000 },
+  moveTiming: { freezeTtlMs, renewIntervalMs: 1_000, retryMs: 300, sourceDeleteDelayMs: 1_000 },
 });
 
 /** Wraps a node's metastore view, e.g. to make its watch lag behind the others. */
 type ViewWrap = (view: Metastore) => Metastore;
 
-async function startNode(mc: MemoryCluster, id: string, dir?: string, wrap?: ViewWrap): Promise<Node> {
-  const dataDir = dir ?? mkdtempSync(join(tmpdir(), `narad-moves-${id}-`));
-  if (dir === undefined) dirs.push(dataDir);
-  const base = loadConfig(
-    ["--data-dir", dataDir, "--addr", "127.0.0.1:0", "--cluster-addr", "127.0.0.1:0", "--node-id", id],
-    {},
-    id,
-  );
-  const config = {
-    ...base,
-    drainTimeoutMs: 5_000,
-    dispatch: { ...base.dispatch, commitTimeoutMs: 5_000, errorBackoffMs: 100 },
-  };
-  const broker = await startBroker(config, logger.child({ node: id }), {
-    metastore: wrap ? wrap(mc.metastore()) : mc.metastore(),
-    moveTiming: { freezeTtlMs, renewIntervalMs: 1_000, retryMs: 300, sourceDeleteDelayMs: 1_000 },
-  });
-  running.push(broker);
-  mc.setMember({ id, address: broker.httpAddress, clusterAddress: broker.cluster!.address, state: "Active" });
-  return { id, dir: dataDir, broker };
-}
-
-async function req(
-  node: Node,
-  method: "GET" | "POST" | "PUT" | "DELETE",
-  url: string,
-  body?: string | object,
-) {
-  const res = await node.broker.app.inject({
-    method,
-    url,
-    payload: typeof body === "object" ? JSON.stringify(body) : body,
-    headers: typeof body === "object" ? { "content-type": "application/json" } : {},
-  });
-  return { status: res.statusCode, headers: res.headers, text: res.body, json: () => JSON.parse(res.body) };
-}
+const eventually = (what: string, timeoutMs: number, check: () => Promise<boolean>) =>
+  poll(what, timeoutMs, check, 50);
 
 const pad = "x".repeat(1_000);
 
 /** One produce-batch request of `ids` pinned to `partition`; resolves whether it was acknowledged (202). */
 async function produceBatch(node: Node, topic: string, ids: number[], partition: number): Promise<boolean> {
-  const body = ids.map((id) => JSON.stringify({ key: `k${id}`, partition, payload: { id, pad } })).join("\n");
-  const res = await node.broker.app.inject({
-    method: "POST",
-    url: `/v1/topics/${topic}/produce-batch`,
-    payload: body,
-    headers: { "content-type": "application/x-ndjson" },
-  });
-  return res.statusCode === 202;
+  return (await produceIds(node, topic, ids, partition, pad)).status === 202;
 }
 
 /** Produces to every node in turn, into every partition, until stopped; records acknowledged ids. */
@@ -142,20 +99,6 @@ async function readPartition(node: Node, topic: string, p: number): Promise<Arra
   }
 }
 
-async function hwm(node: Node, topic: string, p: number): Promise<number> {
-  const r = await req(node, "GET", `/v1/topics/${topic}?partition=${p}`);
-  if (r.status !== 200) throw new Error(`stats ${topic}/${p}: ${r.status} ${r.text}`);
-  return r.json().partition_stats[0].high_watermark as number;
-}
-
-async function eventually(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 async function moveState(node: Node, topic: string, p: number): Promise<Record<string, unknown>> {
   const r = await req(node, "GET", `/admin/v1/moves/${topic}/${p}`);
   return r.status === 200 ? (r.json() as Record<string, unknown>) : { state: `http ${r.status}` };
@@ -181,14 +124,6 @@ async function metric(node: Node, name: string): Promise<number> {
   for (const l of text.split("\n"))
     if (l.startsWith(`${name}{`) || l.startsWith(`${name} `)) sum += Number(l.split(" ").pop());
   return sum;
-}
-
-async function drained(nodes: Node[]): Promise<boolean> {
-  for (const n of nodes) {
-    const st = (await req(n, "GET", "/admin/v1/status")).json();
-    if (st.wal.pendingRecords !== 0) return false;
-  }
-  return true;
 }
 
 /** Leases and acks `count` records of partition p for group g through `node`; returns the frontier. */
@@ -219,15 +154,16 @@ async function committed(node: Node, topic: string, p: number, group: string): P
 }
 
 async function setup(topic: string, wrapA?: ViewWrap) {
-  const mc = createMemoryCluster();
+  const tc: TestCluster = clusters.create();
+  const { mc } = tc;
   const nodes: Node[] = [];
   for (const id of ["a", "b", "c"])
-    nodes.push(await startNode(mc, id, undefined, id === "a" ? wrapA : undefined));
+    nodes.push(await tc.start(id, id === "a" && wrapA ? { metastore: (_id, view) => wrapA(view) } : {}));
   const r = await req(nodes[0]!, "POST", "/v1/topics", { name: topic, partitions: 3 });
   expect(r.status, r.text).toBe(201);
   const p = mc.owners(topic).indexOf("a");
   expect(p).toBeGreaterThanOrEqual(0);
-  return { mc, nodes, a: nodes[0]!, b: nodes[1]!, c: nodes[2]!, p };
+  return { tc, mc, nodes, a: nodes[0]!, b: nodes[1]!, c: nodes[2]!, p };
 }
 
 describe("partition moves (3 in-process brokers)", () => {
@@ -451,21 +387,20 @@ describe("partition moves (3 in-process brokers)", () => {
   }, 120_000);
 
   it("a destination killed while the source is frozen: the freeze lapses and the source commits again", async () => {
-    const { mc, nodes, a, b, p } = await setup("k");
+    const { tc, nodes, a, b, p } = await setup("k");
     const producer = continuousProducer([a, nodes[2]!], "k", 3);
     await eventually("some data", 30_000, async () => (await hwm(a, "k", p)) >= 500);
     producer.calm();
     expect((await req(b, "PUT", `/admin/v1/moves/k/${p}`, { from: "a" })).status).toBe(202);
     await waitState(b, "k", p, "ready");
     const frozen = await hwm(a, "k", p);
-    await b.broker.crash();
+    await tc.kill("b");
     const killedAt = Date.now();
     await eventually("a commits again after the ttl", 30_000, async () => (await hwm(a, "k", p)) > frozen);
     expect(Date.now() - killedAt).toBeGreaterThan(freezeTtlMs / 2);
 
     // Restarted on its data dir, b resumes the move from its staged copy.
-    running.splice(running.indexOf(b.broker), 1);
-    const b2 = await startNode(mc, "b", b.dir);
+    const b2 = await tc.restart("b");
     const resumed = await waitState(b2, "k", p, "ready");
     expect(resumed.sourceHwm).toBe(resumed.destHwm);
     // Only what a took after the freeze lapsed was fetched again (records are ~1.05 KiB on disk).
@@ -478,7 +413,7 @@ describe("partition moves (3 in-process brokers)", () => {
   }, 120_000);
 
   it("a destination killed after ready, the swap made while it is down: it finishes on restart; the source keeps its copy until then", async () => {
-    const { mc, nodes, a, b, c, p } = await setup("w");
+    const { tc, mc, nodes, a, b, c, p } = await setup("w");
     const producer = continuousProducer([a, c], "w", 3);
     await eventually("some data", 30_000, async () => (await hwm(a, "w", p)) >= 500);
     producer.calm();
@@ -486,13 +421,12 @@ describe("partition moves (3 in-process brokers)", () => {
     await waitState(b, "w", p, "ready");
     const frozen = await hwm(a, "w", p);
     const before = await readPartition(a, "w", p);
-    await b.broker.crash();
-    running.splice(running.indexOf(b.broker), 1);
+    await tc.kill("b");
     mc.setOwner("w", p, "b");
     // Well past the source's delete delay: a must keep the only complete copy.
     await new Promise((r) => setTimeout(r, 3_000));
     expect(existsSync(join(a.dir, "topics", "w", partitionDirName(p)))).toBe(true);
-    const b2 = await startNode(mc, "b", b.dir);
+    const b2 = await tc.restart("b");
     const done = await waitState(b2, "w", p, "done");
     expect(done.destHwm).toBeGreaterThanOrEqual(frozen);
     await eventually(
@@ -516,7 +450,7 @@ describe("partition moves (3 in-process brokers)", () => {
   }, 120_000);
 
   it("a source restarted between the swap and deleting its copy deletes it after the restart", async () => {
-    const { mc, a, b, p } = await setup("o");
+    const { tc, mc, a, b, p } = await setup("o");
     for (let i = 0; i < 5; i++) expect(await produceBatch(a, "o", [i], p)).toBe(true);
     await eventually("visible", 30_000, async () => (await hwm(a, "o", p)) === 5);
     expect((await req(b, "PUT", `/admin/v1/moves/o/${p}`, { from: "a" })).status).toBe(202);
@@ -528,11 +462,10 @@ describe("partition moves (3 in-process brokers)", () => {
       ownedPartitions: 0,
       movedAwayCopies: 1,
     });
-    await a.broker.crash();
-    running.splice(running.indexOf(a.broker), 1);
+    await tc.kill("a");
     expect(existsSync(dir)).toBe(true);
     await waitState(b, "o", p, "done");
-    const a2 = await startNode(mc, "a", a.dir);
+    const a2 = await tc.restart("a");
     await eventually("restarted a deleted its copy", 30_000, async () => !existsSync(dir));
     await eventually(
       "status shows no copy kept",
@@ -588,7 +521,7 @@ describe("partition moves (3 in-process brokers)", () => {
   }, 120_000);
 
   it("a source killed after ready: cancel, and the restarted source owns and serves the partition", async () => {
-    const { mc, nodes, a, b, c, p } = await setup("s");
+    const { tc, mc, nodes, a, b, c, p } = await setup("s");
     const producer = continuousProducer([b, c], "s", 3);
     await eventually("some data", 30_000, async () => (await hwm(a, "s", p)) >= 500);
     producer.calm();
@@ -596,12 +529,11 @@ describe("partition moves (3 in-process brokers)", () => {
     await waitState(b, "s", p, "ready");
     const frozen = await hwm(a, "s", p);
     const before = await readPartition(a, "s", p);
-    await a.broker.crash();
+    await tc.kill("a");
     const del = await req(b, "DELETE", `/admin/v1/moves/s/${p}`);
     expect(del.status, del.text).toBe(200);
     expect(del.json().state).toBe("cancelled");
-    running.splice(running.indexOf(a.broker), 1);
-    const a2 = await startNode(mc, "a", a.dir);
+    const a2 = await tc.restart("a");
     expect(mc.owners("s")[p]).toBe("a");
     await eventually("a commits again", 30_000, async () => (await hwm(a2, "s", p)) > frozen);
     await producer.stop();

@@ -17,35 +17,32 @@
 //    after the heal they reach it and its dedup answers for what it had:
 //    nothing acknowledged is lost, nothing is stored twice.
 
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { loadConfig } from "../src/config.ts";
 import type { Metastore } from "../src/meta/types.ts";
-import { type RunningBroker, startBroker } from "../src/node.ts";
-import { createMemoryCluster, type MemoryCluster } from "../src/testing/memory-metastore.ts";
 import { LinkMesh } from "./harness/links.ts";
-
-interface Node {
-  id: string;
-  broker: RunningBroker;
-}
+import {
+  metric,
+  type TestNode as Node,
+  req,
+  type TestCluster,
+  testClusters,
+  walPending,
+} from "./harness/test-cluster.ts";
 
 const PARTITIONS = 6;
-const dirs: string[] = [];
-const running: RunningBroker[] = [];
 let mesh: LinkMesh | undefined;
-const logger = pino({ level: process.env.NARAD_TEST_LOG ?? "silent" });
-
-afterEach(async () => {
-  for (const b of running.splice(0)) await b.crash().catch(() => undefined);
-  await mesh?.close();
-  mesh = undefined;
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+// The brokers go first, then the links they talk through.
+const clusters = testClusters(
+  (teardown) =>
+    afterEach(async () => {
+      await teardown();
+      await mesh?.close();
+      mesh = undefined;
+    }),
+  // Commits time out on a silent link well within the test's cut.
+  { prefix: "narad-partition", dispatch: { commitTimeoutMs: 2_000 } },
+);
 
 /** A metastore view whose members' cluster addresses point at this node's links. */
 function linkedView(view: Metastore, self: string, links: LinkMesh): Metastore {
@@ -64,54 +61,21 @@ function linkedView(view: Metastore, self: string, links: LinkMesh): Metastore {
   });
 }
 
-async function startCluster(mc: MemoryCluster, ids: string[]): Promise<Node[]> {
+async function startCluster(tc: TestCluster, ids: string[]): Promise<Node[]> {
   const links = new LinkMesh();
   mesh = links;
-  const nodes: Node[] = [];
-  for (const id of ids) {
-    const dir = mkdtempSync(join(tmpdir(), `narad-partition-${id}-`));
-    dirs.push(dir);
-    const base = loadConfig(
-      ["--data-dir", dir, "--addr", "127.0.0.1:0", "--cluster-addr", "127.0.0.1:0", "--node-id", id],
-      {},
-      id,
-    );
-    const config = {
-      ...base,
-      drainTimeoutMs: 5_000,
-      dispatch: { ...base.dispatch, commitTimeoutMs: 2_000, errorBackoffMs: 100 },
-    };
-    const broker = await startBroker(config, logger.child({ node: id }), {
-      metastore: linkedView(mc.metastore(), id, links),
-    });
-    running.push(broker);
-    nodes.push({ id, broker });
-  }
+  const nodes = await tc.startAll(ids, {
+    metastore: (id, view) => linkedView(view, id, links),
+    publish: false,
+  });
   // Links exist before any member is published, so no RPC ever bypasses them.
   for (const from of nodes) {
     for (const to of nodes) {
-      if (from.id !== to.id) await links.link(from.id, to.id, to.broker.cluster!.address);
+      if (from.id !== to.id) await links.link(from.id, to.id, to.clusterAddress);
     }
   }
-  for (const n of nodes) {
-    mc.setMember({
-      id: n.id,
-      address: n.broker.httpAddress,
-      clusterAddress: n.broker.cluster!.address,
-      state: "Active",
-    });
-  }
+  for (const n of nodes) tc.publish(n.id);
   return nodes;
-}
-
-async function req(node: Node, method: "GET" | "POST", url: string, body?: string | object) {
-  const res = await node.broker.app.inject({
-    method,
-    url,
-    payload: typeof body === "object" ? JSON.stringify(body) : body,
-    headers: typeof body === "object" ? { "content-type": "application/json" } : {},
-  });
-  return { status: res.statusCode, text: res.body, json: () => JSON.parse(res.body) };
 }
 
 /** Produces continuously on every node; records each id answered 202. */
@@ -182,21 +146,10 @@ async function settle(node: Node, acked: Set<number>, timeoutMs: number): Promis
   };
 }
 
-async function metric(node: Node, name: string, labels = ""): Promise<number> {
-  const text = (await req(node, "GET", "/metrics")).text;
-  const line = text.split("\n").find((l) => l.startsWith(`${name}${labels} `));
-  return line === undefined ? 0 : Number(line.split(" ")[1]);
-}
-
-async function walPending(node: Node): Promise<number> {
-  const r = await req(node, "GET", "/admin/v1/status");
-  return (r.json() as { wal: { pendingRecords: number } }).wal.pendingRecords;
-}
-
 describe("one broker cut off from the others", () => {
   it("held while Active: every node keeps answering 202; after the heal all is visible exactly once", async () => {
-    const mc = createMemoryCluster();
-    const nodes = await startCluster(mc, ["a", "b", "c"]);
+    const tc = clusters.create();
+    const nodes = await startCluster(tc, ["a", "b", "c"]);
     const [a, b, c] = nodes as [Node, Node, Node];
     expect((await req(a, "POST", "/v1/topics", { name: "t", partitions: PARTITIONS })).status).toBe(201);
 
@@ -234,8 +187,9 @@ describe("one broker cut off from the others", () => {
   }, 180_000);
 
   it("declared Down mid-cut: the others reroute its partitions' new records, hold those in doubt; nothing lost or stored twice", async () => {
-    const mc = createMemoryCluster();
-    const nodes = await startCluster(mc, ["a", "b", "c"]);
+    const tc = clusters.create();
+    const { mc } = tc;
+    const nodes = await startCluster(tc, ["a", "b", "c"]);
     const [a, , c] = nodes as [Node, Node, Node];
     expect((await req(a, "POST", "/v1/topics", { name: "t", partitions: PARTITIONS })).status).toBe(201);
 

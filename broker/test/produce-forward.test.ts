@@ -5,76 +5,14 @@
 // once; nothing lands in the leaving node's own WAL; what cannot be
 // forwarded (acks=all, no healthy peer) is still refused with 503.
 
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { loadConfig } from "../src/config.ts";
 import type { Metastore } from "../src/meta/types.ts";
-import { type RunningBroker, startBroker } from "../src/node.ts";
-import { createMemoryCluster, type MemoryCluster } from "../src/testing/memory-metastore.ts";
+import { eventually, metric, type TestNode as Node, req, testClusters } from "./harness/test-cluster.ts";
 
-interface Node {
-  id: string;
-  broker: RunningBroker;
-}
-
-const dirs: string[] = [];
-const running: RunningBroker[] = [];
-const logger = pino({ level: process.env.NARAD_TEST_LOG ?? "silent" });
-
-afterEach(async () => {
-  for (const b of running.splice(0)) await b.crash().catch(() => undefined);
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
-async function startCluster(
-  mc: MemoryCluster,
-  ids: string[],
-  wrap?: (id: string, view: Metastore) => Metastore,
-): Promise<Node[]> {
-  const nodes: Node[] = [];
-  for (const id of ids) {
-    const dir = mkdtempSync(join(tmpdir(), `narad-forward-${id}-`));
-    dirs.push(dir);
-    const base = loadConfig(
-      ["--data-dir", dir, "--addr", "127.0.0.1:0", "--cluster-addr", "127.0.0.1:0", "--node-id", id],
-      {},
-      id,
-    );
-    const broker = await startBroker({ ...base, drainTimeoutMs: 5_000 }, logger.child({ node: id }), {
-      metastore: wrap ? wrap(id, mc.metastore()) : mc.metastore(),
-    });
-    running.push(broker);
-    mc.setMember({
-      id,
-      address: broker.httpAddress,
-      clusterAddress: broker.cluster!.address,
-      state: "Active",
-    });
-    nodes.push({ id, broker });
-  }
-  return nodes;
-}
-
-async function req(node: Node, method: "GET" | "POST" | "DELETE", url: string, body?: string | object) {
-  const res = await node.broker.app.inject({
-    method,
-    url,
-    payload: typeof body === "object" ? JSON.stringify(body) : body,
-    headers: typeof body === "object" ? { "content-type": "application/json" } : {},
-  });
-  return { status: res.statusCode, text: res.body, json: () => JSON.parse(res.body) };
-}
+const clusters = testClusters(afterEach, { prefix: "narad-forward" });
 
 async function walNextSeq(node: Node): Promise<number> {
   return (await req(node, "GET", "/admin/v1/status")).json().wal.nextSeq as number;
-}
-
-async function metric(node: Node, name: string): Promise<number> {
-  const line = (await req(node, "GET", "/metrics")).text.split("\n").find((l) => l.startsWith(`${name} `));
-  return line === undefined ? 0 : Number(line.split(" ")[1]);
 }
 
 async function readIds(node: Node, topic: string, partitions: number): Promise<number[]> {
@@ -93,18 +31,10 @@ async function readIds(node: Node, topic: string, partitions: number): Promise<n
   return ids.sort((a, b) => a - b);
 }
 
-async function eventually(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 describe("produce on a leaving node is forwarded to a peer's WAL", () => {
   it("draining (planned restart) and decommissioning: every produce 202, stored once, none in the leaving WAL", async () => {
-    const mc = createMemoryCluster();
-    const [a, b, c] = await startCluster(mc, ["a", "b", "c"]);
+    const tc = clusters.create();
+    const [a, b, c] = await tc.startAll(["a", "b", "c"]);
     expect((await req(a!, "POST", "/v1/topics", { name: "t", partitions: 6 })).status).toBe(201);
 
     // A planned restart's drain.
@@ -138,12 +68,7 @@ describe("produce on a leaving node is forwarded to a peer's WAL", () => {
 
     // A scale-down's Decommissioning member forwards the same way.
     expect((await req(a!, "DELETE", "/admin/v1/drain")).status).toBe(200);
-    mc.setMember({
-      id: "a",
-      address: a!.broker.httpAddress,
-      clusterAddress: a!.broker.cluster!.address,
-      state: "Decommissioning",
-    });
+    tc.publish("a", "Decommissioning");
     for (let i = 150; i < 200; i++) {
       const r = await req(a!, "POST", `/v1/topics/t/produce?key=k${i}`, JSON.stringify({ id: i }));
       expect(r.status, r.text).toBe(202);
@@ -161,8 +86,8 @@ describe("produce on a leaving node is forwarded to a peer's WAL", () => {
   });
 
   it("no healthy peer: 503 (nothing stored), as before", async () => {
-    const mc = createMemoryCluster();
-    const [a, b, c] = await startCluster(mc, ["a", "b", "c"]);
+    const tc = clusters.create();
+    const [a, b, c] = await tc.startAll(["a", "b", "c"]);
     expect((await req(a!, "POST", "/v1/topics", { name: "t", partitions: 3 })).status).toBe(201);
     for (const n of [a!, b!, c!]) expect((await req(n, "POST", "/admin/v1/drain")).status).toBe(200);
     const r = await req(a!, "POST", "/v1/topics/t/produce?key=k", JSON.stringify({ id: 0 }));
@@ -173,7 +98,8 @@ describe("produce on a leaving node is forwarded to a peer's WAL", () => {
   });
 
   it("a member that turns Decommissioning between admission and the append forwards: nothing enters its WAL", async () => {
-    const mc = createMemoryCluster();
+    const tc = clusters.create();
+    const { mc } = tc;
     // Node a's view flips a to Decommissioning in the microtask right after
     // the produce route's admission read it as Active, so the flip lands in
     // the route's await between admission and the WAL append (where a
@@ -197,7 +123,7 @@ describe("produce on a leaving node is forwarded to a peer's WAL", () => {
         },
       });
     };
-    const [a, b, c] = await startCluster(mc, ["a", "b", "c"], flipAfterAdmission);
+    const [a, b, c] = await tc.startAll(["a", "b", "c"], { metastore: flipAfterAdmission });
     expect((await req(a!, "POST", "/v1/topics", { name: "t", partitions: 3 })).status).toBe(201);
     const before = await walNextSeq(a!);
     armed = true;

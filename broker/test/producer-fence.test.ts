@@ -14,59 +14,22 @@
 //     producer_registry_stale, nothing stored.
 // Before the lease and the barrier, each of the first three was a 200.
 
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { loadConfig } from "../src/config.ts";
-import * as k from "../src/constants.ts";
 import { readFailureHoldMs } from "../src/core/producer-fence.ts";
-import { type RunningBroker, type StartBrokerOptions, startBroker } from "../src/node.ts";
-import { memoryRegistryStore, type RegistryStore } from "../src/producers/registry.ts";
-import { createPeerPool } from "../src/rpc/client.ts";
+import type { RunningBroker, StartBrokerOptions } from "../src/node.ts";
+import { memoryRegistryStore } from "../src/producers/registry.ts";
 import type { PbCommitBatchRequest } from "../src/rpc/proto.ts";
-import { createMemoryCluster, type MemoryCluster } from "../src/testing/memory-metastore.ts";
 import { laggingRegistryStore } from "./harness/registry-store.ts";
+import { testClusters, testPeerPool } from "./harness/test-cluster.ts";
 
-const dirs: string[] = [];
-const running: RunningBroker[] = [];
-const logger = pino({ level: process.env.NARAD_TEST_LOG ?? "silent" });
 const leaseMs = 600;
-
-afterEach(async () => {
-  for (const b of running.splice(0)) await b.crash().catch(() => undefined);
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+// A short fence lease (the tests wait it out) and a dispatcher that polls and
+// retries fast (a held lane is released within the tests' short waits).
+const clusters = testClusters(afterEach, {
+  prefix: "narad-fence",
+  config: { producerFenceLeaseMs: leaseMs },
+  dispatch: { errorBackoffMs: 50, idlePollMs: 10 },
 });
-
-async function startNode(
-  mc: MemoryCluster,
-  id: string,
-  registry: RegistryStore,
-  testHooks?: StartBrokerOptions["testHooks"],
-): Promise<RunningBroker> {
-  const dir = mkdtempSync(join(tmpdir(), `narad-fence-${id}-`));
-  dirs.push(dir);
-  const base = loadConfig(
-    ["--data-dir", dir, "--addr", "127.0.0.1:0", "--cluster-addr", "127.0.0.1:0", "--node-id", id],
-    {},
-    id,
-  );
-  const config = {
-    ...base,
-    producerFenceLeaseMs: leaseMs,
-    drainTimeoutMs: 5_000,
-    dispatch: { ...base.dispatch, errorBackoffMs: 50, idlePollMs: 10 },
-  };
-  const broker = await startBroker(config, logger.child({ node: id }), {
-    metastore: mc.metastore(),
-    producerRegistryStore: registry,
-    ...(testHooks === undefined ? {} : { testHooks }),
-  });
-  running.push(broker);
-  mc.setMember({ id, address: broker.httpAddress, clusterAddress: broker.cluster!.address, state: "Active" });
-  return broker;
-}
 
 async function call(b: RunningBroker, url: string, body: object, headers: Record<string, string> = {}) {
   const res = await b.app.inject({
@@ -120,12 +83,17 @@ async function metric(b: RunningBroker, line: string): Promise<number> {
 async function twoBrokers(
   hooks: { a?: StartBrokerOptions["testHooks"]; b?: StartBrokerOptions["testHooks"] } = {},
 ) {
-  const mc = createMemoryCluster();
+  const tc = clusters.create();
+  const { mc } = tc;
   const shared = memoryRegistryStore();
   const aStore = laggingRegistryStore(shared);
   const bStore = laggingRegistryStore(shared);
-  const a = await startNode(mc, "a", aStore, hooks.a);
-  const b = await startNode(mc, "b", bStore, hooks.b);
+  const a = (
+    await tc.start("a", { producerRegistryStore: aStore, ...(hooks.a ? { testHooks: hooks.a } : {}) })
+  ).broker;
+  const b = (
+    await tc.start("b", { producerRegistryStore: bStore, ...(hooks.b ? { testHooks: hooks.b } : {}) })
+  ).broker;
   expect((await call(a, "/v1/topics", { name: "r", partitions: 2 })).status).toBe(201);
   mc.setOwner("r", 0, "a");
   mc.setOwner("r", 1, "b");
@@ -267,20 +235,7 @@ describe("the owner cannot read the store once its lease ran out", () => {
 });
 
 /** A peer that sends ConfirmProducerEpoch on its own (a confused or misconfigured member). */
-function confusedPeer() {
-  return createPeerPool({
-    maxMessageBytes: k.rpcMaxMessageBytes,
-    commitRequestBytes: k.rpcCommitRequestBytes,
-    readTimeoutMs: 5_000,
-    defaultDeadlineMs: 5_000,
-    keepaliveTimeMs: k.rpcKeepaliveTimeMs,
-    keepaliveTimeoutMs: k.rpcKeepaliveTimeoutMs,
-    reconnectBackoffInitialMs: 100,
-    reconnectBackoffMaxMs: 1_000,
-    flowControlWindowBytes: k.rpcFlowControlWindowBytes,
-    retryAfterSeconds: 1,
-  });
-}
+const confusedPeer = () => testPeerPool();
 
 describe("ConfirmProducerEpoch that no registry write backs (a confused peer)", () => {
   it("an epoch the store does not hold is not taken: the valid producer stays accepted, before and after the lease", async () => {
