@@ -9,7 +9,7 @@ import { NaradError } from "./errors.ts";
 export type AttemptOutcome = "not_stored" | "unknown";
 
 /**
- * 503/429 codes the broker answers before the WAL append (broker/src/api-errors.ts).
+ * 503/429 codes the broker answers before the WAL append (the broker's error-code table, api-errors.ts).
  * Not `commit_timeout` (the records are in the WAL and will still be
  * committed), nor `unavailable` or a 503 without a code (a proxy, a load
  * balancer, or a broker that died while it held the request).
