@@ -184,6 +184,10 @@ interface Batch {
   holdUntil?: number;
   /** Held and counted in #holding (a re-init waits for it). */
   held?: boolean;
+  /** Its latest attempt was refused with nothing earlier pending, and that refusal proves it not stored. */
+  provenRefused?: boolean;
+  /** Taken out of its lane by a re-init (not re-numbered): settled by its run loop. */
+  outcome?: "stored" | "doubt";
 }
 
 const noop = () => {};
@@ -225,6 +229,13 @@ export class Producer {
   /** Idempotent: held batches settling with their own seqs (a re-init waits for them too). */
   #holding = 0;
   #reinit: Promise<void> | undefined;
+  /**
+   * Idempotent: per partition, the identity generation under which a batch
+   * left its lane in doubt. An abandoned attempt of it may still reach the
+   * owner and fill the gap before a later batch, so no later refusal under
+   * that generation proves the later batch not stored.
+   */
+  readonly #doubtLeft = new Map<number, number>();
   #changeWaiters: Array<() => void> = [];
   #bufferedBytes = 0;
   #fenced: NaradError | undefined;
@@ -670,6 +681,7 @@ export class Producer {
       if (attemptOutcome(err) === "unknown") batch.unsure = true;
     };
     for (;;) {
+      if (batch.outcome !== undefined) return this.#settleTakenOut(batch, lastError);
       if (this.#fenced !== undefined) return this.#settleFenced(batch, this.#fenced);
       // A held batch keeps the identity its seqs belong to: the re-init waits for it instead.
       if (this.#reinit !== undefined && batch.held !== true) {
@@ -755,9 +767,13 @@ export class Producer {
       )
         return this.#refusedWhileHeld(batch, error, gen);
       if (error instanceof OutOfOrderSequenceError || error instanceof UnknownProducerIdError) {
+        // A later batch was accepted: this one was stored (its result forgotten), never re-number it.
+        if (batch.stored === true) return this.#storedOffsetsUnknown(batch);
+        lastError = error;
         if (reinits >= 2) return this.#failForGood(batch, error);
         reinits++;
         this.#m.retried += live.length;
+        batch.provenRefused = error instanceof OutOfOrderSequenceError && this.#refusalProves(batch);
         await this.#reinitialise(gen);
         continue;
       }
@@ -815,6 +831,7 @@ export class Producer {
     }
     const first = batch.firstSeq ?? 0;
     const n = batch.live?.length ?? 0;
+    if (batch.gen !== undefined) this.#doubtLeft.set(batch.partition, batch.gen);
     this.#fail(
       new DeliveryInDoubtError(
         `partition ${batch.partition}: seqs ${first}-${first + n - 1} unsettled ${this.#deliveryTimeoutMs} ms after their delivery failed; later batches were numbered after them`,
@@ -838,9 +855,45 @@ export class Producer {
     const i = lane?.indexOf(batch) ?? -1;
     if (i >= 0) lane!.splice(i, 1);
     if (lane?.length === 0) this.#lanes.delete(batch.partition);
-    await this.#reinitialise(gen);
     // unknown_producer_id says nothing about an earlier attempt under the lost id.
-    this.#fail(flagged(error, error instanceof UnknownProducerIdError), batch.live ?? []);
+    const proven = error instanceof OutOfOrderSequenceError && this.#refusalProves(batch);
+    if (!proven) this.#doubtLeft.set(batch.partition, gen);
+    await this.#reinitialise(gen);
+    this.#fail(flagged(error, !proven), batch.live ?? []);
+  }
+
+  /**
+   * Whether an out_of_order refusal of `batch` (nothing earlier pending)
+   * proves it was not stored and never will be under its identity. Its
+   * abandoned attempts (given up by the client, still in a proxy, a socket or
+   * a WAL) are accepted later only if the owner reaches the seq before its
+   * first: that needs an earlier batch of the partition that may still land
+   * (one that left in doubt under this generation). And a later batch that
+   * may have been stored could mean the owner passed it and forgot it.
+   */
+  #refusalProves(batch: Batch): boolean {
+    if (batch.stored === true || this.#doubtLeft.get(batch.partition) === batch.gen) return false;
+    const lane = this.#lanes.get(batch.partition) ?? [];
+    const i = lane.indexOf(batch);
+    return lane.slice(i + 1).every((b) => b.unsure !== true);
+  }
+
+  /** A batch a re-init took out of its lane instead of re-numbering it. */
+  #settleTakenOut(batch: Batch, lastError: unknown): void {
+    this.#unhold(batch);
+    if (batch.outcome === "stored") {
+      this.#storedOffsetsUnknown(batch);
+      return;
+    }
+    const first = batch.firstSeq ?? 0;
+    const n = batch.live?.length ?? 0;
+    this.#fail(
+      new DeliveryInDoubtError(
+        `partition ${batch.partition}: seqs ${first}-${first + n - 1} may be stored by an attempt the producer gave up on; the identity was re-initialised, so they are not re-sent under new seqs`,
+        lastError,
+      ),
+      batch.live ?? [],
+    );
   }
 
   /** Fenced: a batch known stored resolves; else it fails, flagged by what its attempts may have done. */
@@ -881,6 +934,7 @@ export class Producer {
       this.#storedOffsetsUnknown(batch);
       return;
     }
+    if (batch.unsure === true && batch.gen !== undefined) this.#doubtLeft.set(batch.partition, batch.gen);
     this.#fail(flagged(err, batch.unsure === true), live);
   }
 
@@ -898,17 +952,33 @@ export class Producer {
       this.#gen++;
       this.#m.reinits++;
       this.#nextSeq.clear();
+      this.#doubtLeft.clear();
       for (const [partition, lane] of this.#lanes) {
         let seq = 0;
+        // Re-numbered (sent again under the new identity) only when no attempt
+        // under the old one can still store it: a batch known stored, or one
+        // with an attempt that got no answer (unless a refusal proved it not
+        // stored), is taken out and settled by its own run loop instead. An
+        // abandoned attempt may reach the owner after the gap before it is
+        // filled, and a fence (a named producer's next epoch) comes only with
+        // the new identity, after requests already out could land.
+        const kept: Batch[] = [];
         for (const b of lane) {
+          if (b.stored === true) b.outcome = "stored";
+          else if (b.unsure === true && b.provenRefused !== true) b.outcome = "doubt";
+          else kept.push(b);
+        }
+        lane.splice(0, lane.length, ...kept);
+        for (const b of kept) {
           b.firstSeq = seq;
           b.gen = this.#gen;
-          // Every batch re-numbered was refused with its old seqs (or comes after one that was).
           b.unsure = false;
           b.stored = false;
+          b.provenRefused = false;
           seq += b.live?.length ?? 0;
         }
-        this.#nextSeq.set(partition, seq);
+        if (kept.length > 0) this.#nextSeq.set(partition, seq);
+        else this.#lanes.delete(partition);
       }
     })().finally(() => {
       this.#reinit = undefined;

@@ -3,7 +3,9 @@
 // forwarded (so requests reach the broker in another order than they were
 // sent), an answer dropped after the broker produced it (the client sees
 // a reset connection although the broker did the work), and a request
-// dropped before it reaches the broker (the same reset, nothing done). Which requests and
+// dropped before it reaches the broker (the same reset, nothing done). A held
+// request is forwarded even after the client gave up on it (timed out, closed
+// the connection): an abandoned attempt that lands late. Which requests and
 // answers are hit is the test's plan; the proxy counts what it did.
 
 import { createServer, type Server } from "node:http";
@@ -33,6 +35,10 @@ export interface FaultProxy {
   droppedRequests: number;
   /** Requests held before forwarding. */
   delayed: number;
+  /** Held requests forwarded after the client had given up on them (its connection closed). */
+  deliveredLate: number;
+  /** Held requests not forwarded yet. */
+  holding: number;
   /** Most requests in progress at once. */
   maxConcurrent: number;
   close(): Promise<void>;
@@ -47,6 +53,8 @@ export async function startFaultProxy(target: string, plan: FaultPlan = {}): Pro
     dropped: 0,
     droppedRequests: 0,
     delayed: 0,
+    deliveredLate: 0,
+    holding: 0,
     maxConcurrent: 0,
     close: async () => {},
   };
@@ -65,7 +73,11 @@ export async function startFaultProxy(target: string, plan: FaultPlan = {}): Pro
         const hold = plan.delayRequest?.(r) ?? 0;
         if (hold > 0) {
           proxy.delayed++;
+          proxy.holding++;
           await new Promise((ok) => setTimeout(ok, hold));
+          proxy.holding--;
+          // Forwarded all the same: a request the client abandoned still reaches the broker.
+          if (req.socket.destroyed) proxy.deliveredLate++;
         }
         if (plan.dropRequest?.(r) === true) {
           proxy.droppedRequests++;
