@@ -418,91 +418,103 @@ describe("idempotent producer contract (one broker process)", () => {
   // producer: a new id, no fence on the old one). Then k-1's and k's held attempts reach the
   // broker under the old id: seq 0 is fresh there, seq 5 the next. Before, k was re-numbered
   // and stored under the new id and acknowledged, and stored a second time by its late attempt.
-  it("abandoned attempts landing after a re-init: nothing acknowledged or notStored is stored twice (unnamed)", async () => {
-    const topic = "late";
-    await createTopic(broker.url, topic, 1);
-    const dt = 1000;
-    let firstId: string | undefined;
-    const t0 = Date.now();
-    const proxy = await startFaultProxy(broker.url, {
-      delayRequest: (q) => {
-        if (!isProduceBatch(q)) return 0;
-        firstId ??= q.headers["narad-producer-id"];
-        if (q.headers["narad-producer-id"] !== firstId) return 0;
-        const seq = q.headers["narad-producer-seq"];
-        if (seq === "0") return 5000; // k-1: every attempt lands late
-        if (seq === "5" && Date.now() - t0 < dt + 300) return 6000; // k's first window
-        return 0;
-      },
-    });
-    const client = new NaradClient({ urls: [proxy.url], retries: 100, backoffMs: 20, timeoutMs: 250 });
-    try {
-      const p = client.producer(topic, {
-        idempotent: true,
-        batchSize: 5,
-        lingerMs: 0,
-        deliveryTimeoutMs: dt,
+  // Two ways k gets there: every attempt of its first window held (k is held, then its exact
+  // retry is refused: the "notStored after a refused held retry" path), or only its first
+  // attempt held (k waits unheld, then triggers the re-init that used to re-number it).
+  it.each([
+    ["late-held", "every attempt of k's first window"],
+    ["late-first", "only k's first attempt"],
+  ])(
+    "abandoned attempts landing after a re-init (%s: %s): nothing acknowledged or notStored is stored twice (unnamed)",
+    async (topic) => {
+      await createTopic(broker.url, topic, 1);
+      const dt = 1000;
+      let firstId: string | undefined;
+      let kAttempts = 0;
+      const t0 = Date.now();
+      const proxy = await startFaultProxy(broker.url, {
+        delayRequest: (q) => {
+          if (!isProduceBatch(q)) return 0;
+          firstId ??= q.headers["narad-producer-id"];
+          if (q.headers["narad-producer-id"] !== firstId) return 0;
+          const seq = q.headers["narad-producer-seq"];
+          if (seq === "0") return 5000; // k-1: every attempt lands late
+          if (seq !== "5") return 0;
+          kAttempts++;
+          if (topic === "late-held") return Date.now() - t0 < dt + 300 ? 6000 : 0;
+          return kAttempts === 1 ? 6000 : 0;
+        },
       });
-      await p.init();
-      const all = ids(`${topic}-`, 15);
-      const sendAll = async (list: string[]) => {
-        const out = [];
-        for (const id of list) out.push({ id, s: await p.send({ id }, { partition: 0 }) });
-        return out;
-      };
-      const first = await sendAll(all.slice(0, 5));
-      await new Promise((r) => setTimeout(r, 300));
-      const rest = await sendAll(all.slice(5));
-      const settledAll = await Promise.allSettled([...first, ...rest].map((x) => x.s.delivered));
-      await p.flush().catch(() => {});
-      const acked = new Set<string>();
-      const notStored: string[] = [];
-      const inDoubt = new Set<string>();
-      settledAll.forEach((r, i) => {
-        const id = all[i]!;
-        if (r.status === "fulfilled") acked.add(id);
-        else {
-          const e = r.reason as NaradError;
-          expect(e.notStored !== e.inDoubt, String(e)).toBe(true);
-          if (e.notStored) notStored.push(id);
-          else inDoubt.add(id);
+      const client = new NaradClient({ urls: [proxy.url], retries: 100, backoffMs: 20, timeoutMs: 250 });
+      try {
+        const p = client.producer(topic, {
+          idempotent: true,
+          batchSize: 5,
+          lingerMs: 0,
+          deliveryTimeoutMs: dt,
+        });
+        await p.init();
+        const all = ids(`${topic}-`, 15);
+        const sendAll = async (list: string[]) => {
+          const out = [];
+          for (const id of list) out.push({ id, s: await p.send({ id }, { partition: 0 }) });
+          return out;
+        };
+        const first = await sendAll(all.slice(0, 5));
+        await new Promise((r) => setTimeout(r, 300));
+        const rest = await sendAll(all.slice(5));
+        const settledAll = await Promise.allSettled([...first, ...rest].map((x) => x.s.delivered));
+        await p.flush().catch(() => {});
+        const acked = new Set<string>();
+        const notStored: string[] = [];
+        const inDoubt = new Set<string>();
+        settledAll.forEach((r, i) => {
+          const id = all[i]!;
+          if (r.status === "fulfilled") acked.add(id);
+          else {
+            const e = r.reason as NaradError;
+            expect(e.notStored !== e.inDoubt, String(e)).toBe(true);
+            if (e.notStored) notStored.push(id);
+            else inDoubt.add(id);
+          }
+        });
+        // The application re-sends what it was told is not stored (and reads for the in-doubt ones).
+        if (notStored.length > 0) {
+          const again = await sendAll(notStored);
+          for (const x of again) {
+            await x.s.delivered;
+            acked.add(x.id);
+          }
         }
-      });
-      // The application re-sends what it was told is not stored (and reads for the in-doubt ones).
-      if (notStored.length > 0) {
-        const again = await sendAll(notStored);
-        for (const x of again) {
-          await x.s.delivered;
-          acked.add(x.id);
+        await p.close();
+        // Let the held attempts land.
+        for (let i = 0; i < 200 && proxy.holding > 0; i++) await new Promise((r) => setTimeout(r, 50));
+        await new Promise((r) => setTimeout(r, 300));
+        await settled();
+        const counts = new Map<string, number>();
+        for (const m of await readAll(broker.url, topic)) {
+          const id = (m.payload as { id: string }).id;
+          counts.set(id, (counts.get(id) ?? 0) + 1);
         }
+        console.log(
+          `${topic}: acked=${acked.size} notStored=${notStored.length} inDoubt=${inDoubt.size} ` +
+            `deliveredLate=${proxy.deliveredLate} reinits=${p.metrics.reinits} stored=${[...counts.values()].reduce((a, b) => a + b, 0)}`,
+        );
+        expect(proxy.deliveredLate).toBeGreaterThan(0);
+        expect(p.metrics.reinits).toBeGreaterThan(0);
+        for (const id of acked) expect(counts.get(id) ?? 0, `acknowledged ${id}`).toBe(1);
+        for (const id of inDoubt) expect(counts.get(id) ?? 0, `in doubt ${id}`).toBeLessThanOrEqual(1);
+        expect(
+          [...counts.values()].every((c) => c === 1),
+          "a record stored twice",
+        ).toBe(true);
+      } finally {
+        await client.close();
+        await proxy.close();
       }
-      await p.close();
-      // Let the held attempts land.
-      for (let i = 0; i < 200 && proxy.holding > 0; i++) await new Promise((r) => setTimeout(r, 50));
-      await new Promise((r) => setTimeout(r, 300));
-      await settled();
-      const counts = new Map<string, number>();
-      for (const m of await readAll(broker.url, topic)) {
-        const id = (m.payload as { id: string }).id;
-        counts.set(id, (counts.get(id) ?? 0) + 1);
-      }
-      console.log(
-        `late: acked=${acked.size} notStored=${notStored.length} inDoubt=${inDoubt.size} ` +
-          `deliveredLate=${proxy.deliveredLate} reinits=${p.metrics.reinits} stored=${[...counts.values()].reduce((a, b) => a + b, 0)}`,
-      );
-      expect(proxy.deliveredLate).toBeGreaterThan(0);
-      expect(p.metrics.reinits).toBeGreaterThan(0);
-      for (const id of acked) expect(counts.get(id) ?? 0, `acknowledged ${id}`).toBe(1);
-      for (const id of inDoubt) expect(counts.get(id) ?? 0, `in doubt ${id}`).toBeLessThanOrEqual(1);
-      expect(
-        [...counts.values()].every((c) => c === 1),
-        "a record stored twice",
-      ).toBe(true);
-    } finally {
-      await client.close();
-      await proxy.close();
-    }
-  }, 30_000);
+    },
+    30_000,
+  );
 
   it("client: acks=all deliveries carry offsets, acks=0 none; a full buffer raises BufferFull", async () => {
     await createTopic(broker.url, "cli", 1);

@@ -189,7 +189,14 @@ export function produceRoutes(s: BrokerServices) {
       const first = appended?.firstSeq;
       const last = appended?.lastSeq;
       if (first === undefined || last === undefined || last - first + 1 !== records.length)
-        throw new CodedRefusal(503, "acks_all_unavailable", "the WAL did not report the records' seqs", 1);
+        // After the append: the records are in the WAL and will be committed. Not
+        // acks_all_unavailable, which clients read as "refused before the WAL".
+        throw new CodedRefusal(
+          503,
+          "commit_timeout",
+          "the WAL did not report the records' seqs; they are durable in this node's WAL and will still be committed",
+          1,
+        );
       // A client that hangs up stops waiting: the response close already gave
       // its admission share back, and its records are committed anyway.
       const hangUp = new AbortController();
