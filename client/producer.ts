@@ -36,7 +36,11 @@
 //     re-initialise: stop sending, let the requests in flight finish, get a
 //     new identity (the name's next epoch, or a new id), re-number every
 //     unanswered batch from seq 0 in its partition's order and send them
-//     again. Nothing refused that way was stored, so nothing is stored twice.
+//     again. Only batches no old attempt can still store are re-numbered: one
+//     known stored resolves (offset null), one with an unanswered attempt
+//     that no refusal proved unstored fails with DeliveryInDoubtError (that
+//     attempt may land late once the gap before it fills; an unnamed id is
+//     never fenced, a name's epoch only once the bump is answered).
 //     A batch refused again after two re-initialisations fails with the error;
 //   - producer_fenced: another instance took the name. Never retried or
 //     re-initialised: the producer closes and every pending and later send
@@ -52,8 +56,9 @@
 // it keeps its sequences and is retried exactly for one more
 // deliveryTimeoutMs, no new batch of its partition is numbered meanwhile, and
 // it settles as stored (an answer, or a later batch accepted: offsets or
-// null), not stored (its retry refused with nothing earlier pending: rejected
-// notStored after a re-init), or DeliveryInDoubtError when nothing answered.
+// null), not stored (its retry refused with nothing earlier pending, and no
+// batch of its partition left in doubt under its identity: rejected notStored
+// after a re-init; else inDoubt), or DeliveryInDoubtError when nothing answered.
 
 import { attemptOutcome, flagged } from "./delivery-outcome.ts";
 import {
