@@ -3,7 +3,7 @@
 
 import type { FastifyInstance } from "fastify";
 import type { Principal } from "../../auth/authenticator.ts";
-import { topicManageRefusal } from "../../auth/user-rules.ts";
+import { linkManageRefusal, topicManageRefusal } from "../../auth/user-rules.ts";
 import { topicListLimitDefault, topicListLimitMax } from "../../constants.ts";
 import { capRefusal } from "../../core/topic-caps.ts";
 import { parseTopicCreate, parseTopicPatch } from "../../core/topic-spec.ts";
@@ -126,7 +126,13 @@ export function topicRoutes(s: BrokerServices) {
         const created =
           link === undefined
             ? await s.metastore.createTopic(topic)
-            : await linkChanges.run("links", () => createAsChild(s.metastore, topic, link, s.nowMs()));
+            : await linkChanges.run("links", () => {
+                // Linking under a parent is an attach: the caller must manage the parent too.
+                const parent = s.metastore.getTopic(link.parent);
+                const r = parent && linkManageRefusal(by, "attach", parent, undefined);
+                if (r) throw coded("FORBIDDEN", "not_topic_owner", r.message);
+                return createAsChild(s.metastore, topic, link, s.nowMs());
+              });
         request.log.info(
           { topic: created.name, partitions: created.partitions, parent: created.parent },
           "topic created",
