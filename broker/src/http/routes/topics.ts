@@ -9,7 +9,7 @@ import { capRefusal } from "../../core/topic-caps.ts";
 import { parseTopicCreate, parseTopicPatch } from "../../core/topic-spec.ts";
 import { badRequest, coded, invalidQueryParameter, topicNotFound } from "../../errors.ts";
 import { createAsChild, splitCreateLink } from "../../fanout/create-child.ts";
-import { detachAllChildren, linkChanges, propagateSchema } from "../../fanout/links.ts";
+import { deleteParentUnlinking, linkChanges, propagateSchema } from "../../fanout/links.ts";
 import { childSchemaPatchProblem, retentionPatchProblem } from "../../fanout/rules.ts";
 import type { TopicConfig } from "../../meta/types.ts";
 import type { BrokerServices } from "../../services.ts";
@@ -251,9 +251,9 @@ export function topicRoutes(s: BrokerServices) {
         refuseUnlessManager(request.principal, topic);
         // Metadata first: once the topic is gone from the metastore no new
         // produce is accepted, then its files are removed.
-        await s.metastore.deleteTopic(topic.name);
-        // A deleted parent's children become standalone topics (as Narad); their cursors stop.
-        await linkChanges.run("links", () => detachAllChildren(s.metastore, topic.name));
+        // A deleted parent's children become standalone topics (as Narad), unlinked
+        // before the delete so no crash leaves a link to a name a namesake may take.
+        await linkChanges.run("links", () => deleteParentUnlinking(s.metastore, topic.name));
         await s.logs.deleteTopic(topic.name);
         await s.metrics.forgetTopic(topic.name);
         request.log.info({ topic: topic.name }, "topic deleted");
