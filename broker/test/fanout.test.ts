@@ -3,9 +3,11 @@
 // without back-fill, and kill -9 mid-fan-out with every acknowledged parent
 // record in the child at least once.
 
-import { rmSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { partitionForKey } from "../../packages/wire/src/partitioner.ts";
+import { partitionDirName } from "../src/log/log-store.ts";
 import { createTopic, highWatermarks, readAll, waitFor } from "./harness/client.ts";
 import { type RunningNarad, startNarad } from "./harness/process.ts";
 
@@ -175,6 +177,29 @@ describe("fan-out children (one broker)", () => {
     expect(names.filter((n) => n.startsWith("detached-") || n.startsWith("before-"))).toEqual([]);
   });
 
+  it("routes copies by the child's current partition count after the child grows", async () => {
+    const u = b.url;
+    await createTopic(u, "gp", 2);
+    await createTopic(u, "gc", 2);
+    expect((await json(u, "POST", "/v1/topics/gp/children", { child: "gc" })).status).toBe(200);
+    for (let i = 0; i < 20; i++) expect(await produce(u, "gp", `g1-${i}`)).toBe(202);
+    await waitFor("first copies", 20_000, async () =>
+      (await readAll(u, "gc")).length >= 20 ? true : undefined,
+    );
+    expect((await json(u, "PATCH", "/v1/topics/gc", { partitions: 5 })).status).toBe(200);
+    for (let i = 0; i < 40; i++) expect(await produce(u, "gp", `g2-${i}`)).toBe(202);
+    const got = await waitFor("copies after the growth", 20_000, async () => {
+      const g = await readAll(u, "gc");
+      return g.length >= 60 ? g : undefined;
+    });
+    // As a produce to the grown child would place them: the child's partitioner over 5 partitions.
+    for (const m of got.filter((r) => (r.payload as { id: string }).id.startsWith("g2-")))
+      expect({ key: m.key, partition: m.partition }).toEqual({
+        key: m.key,
+        partition: partitionForKey(Buffer.from(m.key), 5),
+      });
+  });
+
   it("delivers a delay child's records no earlier than commit + delay", async () => {
     const u = b.url;
     await createTopic(u, "yp", 3);
@@ -242,6 +267,53 @@ describe("fan-out across kill -9", () => {
       `fan-out crash test: acked=${acked.size} child records=${childTotal} distinct=${seen.size} missing=${missing.length}`,
     );
     expect(acked.size).toBeGreaterThan(100);
+    expect(missing).toEqual([]);
+  });
+});
+
+describe("fan-out cursor files damaged across kill -9", () => {
+  let broker: RunningNarad | undefined;
+  let dataDir: string | undefined;
+  afterAll(async () => {
+    await broker?.stop();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it("torn, missing, corrupt or past-the-end cursor files re-copy (duplicates), never skip an acknowledged record", async () => {
+    broker = await startNarad({ keepData: true });
+    dataDir = broker.dataDir;
+    await createTopic(broker.url, "tp", 4);
+    await createTopic(broker.url, "tc", 2);
+    expect((await json(broker.url, "POST", "/v1/topics/tp/children", { child: "tc" })).status).toBe(200);
+    const acked: string[] = [];
+    for (let i = 0; i < 200; i++)
+      if ((await produce(broker.url, "tp", `before-${i}`)) === 202) acked.push(`before-${i}`);
+    await waitFor("copied before the crash", 20_000, async () =>
+      (await readAll(broker!.url, "tc")).length >= acked.length ? true : undefined,
+    );
+    await broker.kill9();
+    // One damage per parent partition: torn, missing, garbage, and a position past the log's end
+    // (the file of the current epoch, as after a partition log restored shorter than the cursor saw it).
+    const file = (p: number) => join(dataDir!, "topics", "tp", partitionDirName(p), "fanout-tc.offset");
+    const epochOf = JSON.parse(readFileSync(file(3), "utf8")) as { epoch: string };
+    writeFileSync(file(0), readFileSync(file(0), "utf8").slice(0, 9));
+    rmSync(file(1));
+    writeFileSync(file(2), "\u0000\u0000garbage");
+    writeFileSync(file(3), JSON.stringify({ epoch: epochOf.epoch, next_offset: 1_000_000 }));
+    expect(readdirSync(join(dataDir, "topics", "tp", partitionDirName(0)))).toContain("fanout-tc.offset");
+    broker = await startNarad({ dataDir, keepData: true });
+    const u = broker.url;
+    for (let i = 0; i < 200; i++)
+      if ((await produce(u, "tp", `after-${i}`)) === 202) acked.push(`after-${i}`);
+    const seen = await waitFor("every acknowledged record in the child", 30_000, async () => {
+      const got = new Set(ids(await readAll(u, "tc")));
+      return acked.every((id) => got.has(id)) ? got : undefined;
+    }).catch(async () => new Set(ids(await readAll(u, "tc"))));
+    const missing = acked.filter((id) => !seen.has(id));
+    const childTotal = (await highWatermarks(u, "tc")).reduce((a, c) => a + c, 0);
+    console.log(
+      `damaged cursor files: acked=${acked.length} child records=${childTotal} missing=${missing.length}`,
+    );
     expect(missing).toEqual([]);
   });
 });

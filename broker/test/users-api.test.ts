@@ -213,6 +213,51 @@ describe("the Users API", () => {
     expect((await call("DELETE", "/v1/topics/team-none", maker)).status).toBe(404);
   });
 
+  it("fan-out links follow ownership: attach needs both topics' owner (or admin), detach either's; a create grant alone does not", async () => {
+    for (const u of ["linker", "linker2"])
+      expect(
+        (
+          await call("POST", "/v1/users", root, {
+            username: u,
+            password: "l",
+            grants: [{ action: "create", patterns: ["fo-*"] }],
+          })
+        ).status,
+      ).toBe(201);
+    const l1 = basicHeader("linker", "l");
+    const l2 = basicHeader("linker2", "l");
+    for (const [who, name] of [
+      [l1, "fo-p1"],
+      [l1, "fo-c1"],
+      [l2, "fo-p2"],
+      [l2, "fo-c2"],
+    ] as const)
+      expect((await call("POST", "/v1/topics", who, { name, partitions: 1 })).status).toBe(201);
+    const attach = (who: string, p: string, c: string) =>
+      call("POST", `/v1/topics/${p}/children`, who, { child: c });
+    // Another user's parent, or another user's child: 403 not_topic_owner, nothing linked.
+    const r1 = await attach(l2, "fo-p1", "fo-c2");
+    expect([r1.status, r1.json().code]).toEqual([403, "not_topic_owner"]);
+    const r2 = await attach(l1, "fo-p1", "fo-c2");
+    expect([r2.status, r2.json().code]).toEqual([403, "not_topic_owner"]);
+    expect((await call("GET", "/v1/topics/fo-c2", l2)).json().role).toBe("standalone");
+    // Create-as-child under someone else's parent: 403, no topic left behind.
+    const r3 = await call("POST", "/v1/topics", l2, { name: "fo-c3", parent: "fo-p1" });
+    expect([r3.status, r3.json().code]).toEqual([403, "not_topic_owner"]);
+    expect((await call("GET", "/v1/topics/fo-c3", l2)).status).toBe(404);
+    // The owner of both links; an admin links anyone's.
+    expect((await attach(l1, "fo-p1", "fo-c1")).status).toBe(200);
+    expect((await attach(ops, "fo-p1", "fo-c2")).status).toBe(200);
+    expect((await call("POST", "/v1/topics", l1, { name: "fo-c4", parent: "fo-p1" })).status).toBe(201);
+    // Detach: a stranger to both is refused; the child's owner may leave, the parent's owner may drop.
+    const d1 = await call("DELETE", "/v1/topics/fo-p1/children/fo-c1", l2);
+    expect([d1.status, d1.json().code]).toEqual([403, "not_topic_owner"]);
+    expect((await call("DELETE", "/v1/topics/fo-p1/children/fo-c2", l2)).status).toBe(204);
+    expect((await call("DELETE", "/v1/topics/fo-p1/children/fo-c1", l1)).status).toBe(204);
+    // Unknown topics stay 404 for anyone authenticated.
+    expect((await attach(l1, "fo-none", "fo-c1")).status).toBe(404);
+  });
+
   it("delete: 204; not root, not oneself, not a users-file user", async () => {
     expect((await call("DELETE", "/v1/users/admin", ops)).status).toBe(403);
     expect((await call("DELETE", "/v1/users/deputy", basicHeader("deputy", "p"))).status).toBe(403);

@@ -38,6 +38,9 @@ const authenticatedOnly = new Set([
   // Owner-or-admin, decided by the route once it has read the topic's owner (auth/user-rules.ts).
   "PATCH /v1/topics/:topic",
   "DELETE /v1/topics/:topic",
+  // Attach and detach: owner-or-admin of the topics they link (auth/user-rules.ts linkManageRefusal).
+  "POST /v1/topics/:topic/children",
+  "DELETE /v1/topics/:topic/children/:child",
   // The Users API decides in its routes (auth/user-rules.ts): admin, or a user changing their own password.
   "POST /v1/users",
   "GET /v1/users",
@@ -65,9 +68,6 @@ const topicActions: Record<string, Action> = {
   // Declaring or dropping a subscription is part of consuming the topic.
   "PUT /v1/topics/:topic/groups/:group": "consume",
   "DELETE /v1/topics/:topic/groups/:group": "consume",
-  // Attach and detach manage the parent (:topic), as alter and delete do (Narad v1).
-  "POST /v1/topics/:topic/children": "create",
-  "DELETE /v1/topics/:topic/children/:child": "create",
 };
 
 /**
@@ -94,15 +94,14 @@ export function requiredAccess(
   if (key === "POST /v1/topics") {
     const fields = typeof body === "object" && body !== null ? (body as Record<string, unknown>) : {};
     const name = fields.name;
-    const parent = fields.parent;
     // No name: the route answers 400; the grant check needs some topic, and
     // "" matches only a "*" grant.
     return {
       kind: "action",
       action: "create",
       topic: typeof name === "string" ? name : "",
+      // With a parent (create-as-child) the route also checks that the caller manages it.
       needsBody: true,
-      ...(typeof parent === "string" && parent !== "" ? { alsoTopic: parent } : {}),
     };
   }
   const action = topicActions[key];

@@ -10,6 +10,7 @@ import {
   grantsRefusal,
   grantsToWire,
   isAdmin,
+  linkManageRefusal,
   parseApiGrants,
   passwordProblem,
   passwordRefusal,
@@ -188,6 +189,22 @@ describe("topic ownership", () => {
     expect(topicManageRefusal(scopedAdmin, "team-a", "x")).toBeUndefined();
     expect(topicManageRefusal(scopedAdmin, "orders-eu", "x")?.status).toBe(403);
     expect(topicManageRefusal(undefined, "orders-eu", "x")).toBeUndefined();
+  });
+
+  it("fan-out: attach needs the parent's and the child's manager, detach either's", () => {
+    const bob = principal("bob", [{ action: "create", topics: "*" }]);
+    const mine = { name: "p", owner: "bob" };
+    const theirs = { name: "c", owner: "carol" };
+    expect(linkManageRefusal(bob, "attach", mine, { name: "c", owner: "bob" })).toBeUndefined();
+    expect(linkManageRefusal(bob, "attach", mine, theirs)?.code).toBe("not_topic_owner");
+    expect(linkManageRefusal(bob, "attach", theirs, mine)?.code).toBe("not_topic_owner");
+    // Create-as-child: the child is the caller's own new topic.
+    expect(linkManageRefusal(bob, "attach", mine, undefined)).toBeUndefined();
+    expect(linkManageRefusal(bob, "attach", theirs, undefined)?.status).toBe(403);
+    expect(linkManageRefusal(bob, "detach", mine, theirs)).toBeUndefined();
+    expect(linkManageRefusal(bob, "detach", theirs, mine)).toBeUndefined();
+    expect(linkManageRefusal(bob, "detach", theirs, { name: "d", owner: "dan" })?.status).toBe(403);
+    expect(linkManageRefusal(ops, "attach", theirs, { name: "d", owner: "dan" })).toBeUndefined();
   });
 });
 

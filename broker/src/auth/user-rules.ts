@@ -250,3 +250,26 @@ export function topicManageRefusal(
   if (owner !== undefined && owner === caller.name) return undefined;
   return refuse(403, "not_topic_owner", "only the topic owner or an admin may modify this topic");
 }
+
+type Owned = { name: string; owner?: string | undefined };
+
+/**
+ * Fan-out links (Narad v1: owner-or-admin attaches and detaches). A link
+ * changes both topics: the child's schema becomes the parent's and the
+ * parent's records are written into it, so attach (and create-as-child, whose
+ * child the caller is creating and will own: `child` undefined) needs
+ * the right to manage the parent and the child. Breaking a link grants no
+ * access to anything, so detach needs either: the parent's owner drops a
+ * child, the child's owner leaves a parent.
+ */
+export function linkManageRefusal(
+  caller: Caller,
+  change: "attach" | "detach",
+  parent: Owned,
+  child: Owned | undefined,
+): Refusal | undefined {
+  const onParent = topicManageRefusal(caller, parent.name, parent.owner);
+  const onChild = child === undefined ? undefined : topicManageRefusal(caller, child.name, child.owner);
+  if (change === "detach") return onParent === undefined || onChild === undefined ? undefined : onParent;
+  return onParent ?? onChild;
+}

@@ -9,17 +9,25 @@ import {
   dueSleepMs,
   firstCommittedSince,
   maxDueSleepMs,
-  resumeOffset,
+  resumeDecision,
 } from "./batch.ts";
 import { cursorFileName, parseCursor } from "./cursor-file.ts";
 
 const at = (...ms: number[]) => ms.map((commitMs) => ({ commitMs }));
 
 describe("fan-out cursor decisions", () => {
-  it("resumes only a cursor file of the same attach epoch", () => {
-    expect(resumeOffset({ epoch: "aa", nextOffset: 7 }, "aa")).toBe(7);
-    expect(resumeOffset({ epoch: "bb", nextOffset: 7 }, "aa")).toBeUndefined();
-    expect(resumeOffset(undefined, "aa")).toBeUndefined();
+  it("resumes only a cursor file of the same attach epoch within the log, else re-derives and says why", () => {
+    const ok = (epoch: string, nextOffset: number) => ({
+      state: "ok" as const,
+      position: { epoch, nextOffset },
+    });
+    expect(resumeDecision(ok("aa", 7), "aa", 10)).toEqual({ resume: 7 });
+    expect(resumeDecision(ok("aa", 10), "aa", 10)).toEqual({ resume: 10 });
+    expect(resumeDecision(ok("bb", 7), "aa", 10)).toEqual({ rederive: "other-epoch" });
+    expect(resumeDecision({ state: "missing" }, "aa", 10)).toEqual({ rederive: "missing" });
+    expect(resumeDecision({ state: "malformed" }, "aa", 10)).toEqual({ rederive: "malformed" });
+    // A position past the log's end would skip what the log gets at those offsets.
+    expect(resumeDecision(ok("aa", 11), "aa", 10)).toEqual({ rederive: "beyond-high-watermark" });
   });
 
   it("takes the due prefix of a read and says when the first withheld record is due", () => {
@@ -68,5 +76,29 @@ describe("fan-out cursor decisions", () => {
       expect(parseCursor(bad)).toBeUndefined();
     expect(cursorFileName("orders")).toBe("fanout-orders.offset");
     expect(cursorFileName("x".repeat(255)).length).toBeLessThan(255);
+  });
+});
+
+describe("fan-out cursor file", () => {
+  it("a stopped cursor removes its file only while the file is still its epoch's", async () => {
+    const { mkdtempSync, rmSync, existsSync } = await import("node:fs");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const { removeCursor, writeCursor, readCursorFile } = await import("./cursor-file.ts");
+    const dir = mkdtempSync(join(tmpdir(), "fanout-cursor-"));
+    try {
+      // A namesake child (or a re-attach) already saved its own position under the same name.
+      await writeCursor(dir, "c", { epoch: "new", nextOffset: 5 });
+      await removeCursor(dir, "c", "old");
+      expect(await readCursorFile(dir, "c")).toEqual({
+        state: "ok",
+        position: { epoch: "new", nextOffset: 5 },
+      });
+      await removeCursor(dir, "c", "new");
+      expect(existsSync(join(dir, cursorFileName("c")))).toBe(false);
+      expect(await readCursorFile(dir, "c")).toEqual({ state: "missing" });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -5,7 +5,7 @@
 
 import { partitionForKey } from "../core/partitioner.ts";
 import type { StoredRecord } from "../core/records.ts";
-import type { CursorPosition } from "./cursor-file.ts";
+import type { SavedCursor } from "./cursor-file.ts";
 
 export interface BatchLimits {
   maxRecords: number;
@@ -21,11 +21,22 @@ export const maxDueSleepMs = 30_000;
 
 /**
  * Where a cursor resumes: the saved offset when the file belongs to this
- * attachment (same epoch), else undefined: the caller derives the start
- * from the attach time (a fresh attach, a re-attach, a moved partition).
+ * attachment (same epoch) and lies within the parent partition's log
+ * (at most its high watermark); else `rederive` with the reason, and the
+ * caller starts at the first record committed since the attach (duplicates,
+ * never a gap). A saved offset above the high watermark (a partition log
+ * restored or rebuilt shorter than the cursor saw it) would otherwise skip,
+ * silently, every record the log gets at the offsets in between.
  */
-export function resumeOffset(saved: CursorPosition | undefined, epoch: string): number | undefined {
-  return saved !== undefined && saved.epoch === epoch ? saved.nextOffset : undefined;
+export function resumeDecision(
+  saved: SavedCursor,
+  epoch: string,
+  highWatermark: number,
+): { resume: number } | { rederive: "missing" | "malformed" | "other-epoch" | "beyond-high-watermark" } {
+  if (saved.state !== "ok") return { rederive: saved.state };
+  if (saved.position.epoch !== epoch) return { rederive: "other-epoch" };
+  if (saved.position.nextOffset > highWatermark) return { rederive: "beyond-high-watermark" };
+  return { resume: saved.position.nextOffset };
 }
 
 /**

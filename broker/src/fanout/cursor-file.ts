@@ -47,13 +47,28 @@ export function parseCursor(text: string): CursorPosition | undefined {
   }
 }
 
+/** What a cursor found in its position file at start. */
+export type SavedCursor =
+  | { state: "missing" }
+  | { state: "malformed" }
+  | { state: "ok"; position: CursorPosition };
+
 export async function readCursor(partitionDir: string, child: string): Promise<CursorPosition | undefined> {
+  const saved = await readCursorFile(partitionDir, child);
+  return saved.state === "ok" ? saved.position : undefined;
+}
+
+/** The cursor file as found: missing, malformed (torn, corrupt, edited) or a position. */
+export async function readCursorFile(partitionDir: string, child: string): Promise<SavedCursor> {
+  let text: string;
   try {
-    return parseCursor(await fsp.readFile(join(partitionDir, cursorFileName(child)), "utf8"));
+    text = await fsp.readFile(join(partitionDir, cursorFileName(child)), "utf8");
   } catch (err) {
-    if (errno(err) === "ENOENT") return undefined;
+    if (errno(err) === "ENOENT") return { state: "missing" };
     throw err;
   }
+  const position = parseCursor(text);
+  return position === undefined ? { state: "malformed" } : { state: "ok", position };
 }
 
 /** Durably replaces the cursor (order above). Rejects with ENOENT when the partition dir is gone. */
@@ -76,7 +91,15 @@ export async function writeCursor(partitionDir: string, child: string, pos: Curs
   }
 }
 
-/** Removes a detached child's cursor file (best effort: a stale one is ignored by epoch anyway). */
-export async function removeCursor(partitionDir: string, child: string): Promise<void> {
+/**
+ * Removes a stopped cursor's file, only while it still holds that cursor's
+ * epoch: the file is named by the child's name, so a child deleted and
+ * re-created (or detached and re-attached) under that name may already have
+ * a new cursor whose position this must not erase. The caller serialises
+ * this with that cursor's writes (engine.ts).
+ */
+export async function removeCursor(partitionDir: string, child: string, epoch: string): Promise<void> {
+  const saved = await readCursorFile(partitionDir, child).catch(() => undefined);
+  if (saved?.state !== "ok" || saved.position.epoch !== epoch) return;
   await fsp.rm(join(partitionDir, cursorFileName(child)), { force: true });
 }

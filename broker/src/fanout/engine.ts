@@ -14,6 +14,7 @@ import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { StoredRecord, WalRecordInput } from "../core/records.ts";
+import { SerialByKey } from "../http/serial-by-key.ts";
 import { LogError } from "../log/log-errors.ts";
 import type { PartitionLog } from "../log/types.ts";
 import type { Metastore, TopicConfig } from "../meta/types.ts";
@@ -27,9 +28,9 @@ import {
   dueSleepMs,
   firstCommittedSince,
   recordBytes,
-  resumeOffset,
+  resumeDecision,
 } from "./batch.ts";
-import { readCursor, removeCursor, writeCursor } from "./cursor-file.ts";
+import { readCursorFile, removeCursor, writeCursor } from "./cursor-file.ts";
 
 /** A fresh attach epoch: 8 random bytes, hex (as Narad). */
 export function newAttachEpoch(): string {
@@ -116,6 +117,12 @@ class Cursor {
 export class FanoutEngine {
   readonly #o: Required<Omit<FanoutEngineOptions, "limits">> & { limits: BatchLimits };
   readonly #cursors = new Map<string, Cursor>();
+  /**
+   * One operation at a time per cursor file (partition dir + child name): a
+   * stopped cursor's file removal and a newer cursor's writes for a namesake
+   * child or a re-attach share the file's name.
+   */
+  readonly #files = new SerialByKey();
   #timer: NodeJS.Timeout | undefined;
   #closed = false;
   readonly #dropped: Counter<"parent" | "child">;
@@ -239,11 +246,22 @@ export class FanoutEngine {
       const child = this.#o.metastore.getTopic(c.link.child.name);
       const linked = child?.uid === c.link.child.uid && child.attach_epoch === c.link.epoch;
       if (linked) return;
-      await removeCursor(
-        this.#o.logs.partitionDir(c.link.parent.name, c.link.partition),
-        c.link.child.name,
-      ).catch(() => {});
+      const dir = this.#o.logs.partitionDir(c.link.parent.name, c.link.partition);
+      await this.#files
+        .run(`${dir}\u0000${c.link.child.name}`, () => removeCursor(dir, c.link.child.name, c.link.epoch))
+        .catch(() => {});
     });
+  }
+
+  #fileKey(l: Link): string {
+    return `${this.#o.logs.partitionDir(l.parent.name, l.partition)}\u0000${l.child.name}`;
+  }
+
+  #save(l: Link, nextOffset: number): Promise<void> {
+    const dir = this.#o.logs.partitionDir(l.parent.name, l.partition);
+    return this.#files.run(this.#fileKey(l), () =>
+      writeCursor(dir, l.child.name, { epoch: l.epoch, nextOffset }),
+    );
   }
 
   #fields(l: Link) {
@@ -272,13 +290,24 @@ export class FanoutEngine {
   async #start(c: Cursor, log: PartitionLog): Promise<number> {
     const l = c.link;
     const dir = this.#o.logs.partitionDir(l.parent.name, l.partition);
-    const resumed = resumeOffset(await readCursor(dir, l.child.name), l.epoch);
-    if (resumed !== undefined) return resumed;
-    // No cursor of this attachment here (a fresh attach, a re-attach, or a
-    // partition that moved in without its cursor file): start at the first
-    // record committed since the attach. For a fresh attach that is the tail;
-    // after a move it re-copies what the old owner may not have (duplicates, no gap).
     const st = log.stats();
+    const saved = await this.#files.run(this.#fileKey(l), () => readCursorFile(dir, l.child.name));
+    const decision = resumeDecision(saved, l.epoch, st.highWatermark);
+    if ("resume" in decision) return decision.resume;
+    // No usable position of this attachment here: start at the first record
+    // committed since the attach. For a fresh attach that is the tail; after a
+    // move, a lost or damaged file, it re-copies what may have been copied
+    // (duplicates, never a gap). A damaged file is said loudly.
+    if (decision.rederive === "malformed" || decision.rederive === "beyond-high-watermark")
+      this.#o.logger.warn(
+        {
+          ...this.#fields(l),
+          reason: decision.rederive,
+          highWatermark: st.highWatermark,
+          ...(saved.state === "ok" ? { savedNextOffset: saved.position.nextOffset } : {}),
+        },
+        "fan-out cursor file unusable: re-copying from the attach time (the child may receive duplicates)",
+      );
     const start = await firstCommittedSince(
       st.oldestOffset,
       st.highWatermark,
@@ -292,8 +321,11 @@ export class FanoutEngine {
         }
       },
     );
-    await writeCursor(dir, l.child.name, { epoch: l.epoch, nextOffset: start });
-    this.#o.logger.info({ ...this.#fields(l), nextOffset: start }, "fan-out cursor anchored");
+    await this.#save(l, start);
+    this.#o.logger.info(
+      { ...this.#fields(l), nextOffset: start, reason: decision.rederive },
+      "fan-out cursor anchored",
+    );
     return start;
   }
 
@@ -344,7 +376,6 @@ export class FanoutEngine {
 
   async #run(c: Cursor): Promise<void> {
     const l = c.link;
-    const dir = this.#o.logs.partitionDir(l.parent.name, l.partition);
     const labels = this.#labels(l);
     while (!c.stopped && this.#current(l)) {
       try {
@@ -376,7 +407,10 @@ export class FanoutEngine {
           // meanwhile gets nothing more (records already in the WAL carry the
           // child's uid, so a namesake created later never receives them).
           if (c.stopped || !this.#current(l)) break;
-          const child = l.child;
+          // The child as it is now (the same incarnation, #current checked):
+          // a PATCH may have grown its partitions since this cursor started,
+          // and a produce would use the new count.
+          const child = this.#o.metastore.getTopic(l.child.name) ?? l.child;
           await this.#o.wal.append(
             batch.records.map((r) => ({
               topic: child.name,
@@ -391,7 +425,7 @@ export class FanoutEngine {
         if (batch.next !== from) {
           // Only after the child's records are durable in the WAL: a crash
           // before this line re-copies the batch (duplicates, never a gap).
-          await writeCursor(dir, l.child.name, { epoch: l.epoch, nextOffset: batch.next });
+          await this.#save(l, batch.next);
           c.nextOffset = batch.next;
           this.#lag.set(labels, Math.max(0, c.hwm - batch.next));
         }

@@ -60,17 +60,28 @@ export async function detachChild(ms: Metastore, parentName: string, childName: 
 /** A deleted parent's children become standalone (their cursors stop with the link). */
 export async function detachAllChildren(ms: Metastore, parentName: string): Promise<void> {
   for (const c of ms.listTopics().filter((t) => t.parent === parentName)) {
-    await ms
-      .updateTopic(c.name, {
-        parent: undefined,
-        fanout_delay_ms: undefined,
-        attach_epoch: undefined,
-        attached_at_ms: undefined,
-      })
-      .catch(() => {
-        // Deleted meanwhile: nothing left to unlink.
-      });
+    // Deleted meanwhile: nothing left to unlink.
+    if (ms.getTopic(c.name) === undefined) continue;
+    await ms.updateTopic(c.name, {
+      parent: undefined,
+      fanout_delay_ms: undefined,
+      attach_epoch: undefined,
+      attached_at_ms: undefined,
+    });
   }
+}
+
+/**
+ * Deletes `name`, its children unlinked first. The link names the parent by
+ * name only, so the other order (delete, then unlink) left a crash window in
+ * which a child kept naming a topic that was gone, and the next topic created
+ * with that name, a different topic, silently became its parent under the
+ * old epoch. Unlinked first, a crash leaves a parent still there with fewer
+ * children (the DELETE was not answered; a retry finishes it).
+ */
+export async function deleteParentUnlinking(ms: Metastore, name: string): Promise<void> {
+  await detachAllChildren(ms, name);
+  await ms.deleteTopic(name);
 }
 
 /** A parent's new schema version becomes its children's (they adopt the parent's schema). */

@@ -3,7 +3,9 @@
 // cursors that copy records are fanout/engine.ts.
 
 import type { FastifyInstance } from "fastify";
-import { badRequest } from "../../errors.ts";
+import type { Principal } from "../../auth/authenticator.ts";
+import { linkManageRefusal } from "../../auth/user-rules.ts";
+import { badRequest, coded } from "../../errors.ts";
 import { attachChild, detachChild, linkChanges } from "../../fanout/links.ts";
 import { childrenOf } from "../../fanout/rules.ts";
 import type { BrokerServices } from "../../services.ts";
@@ -26,6 +28,19 @@ function parseAttach(body: unknown): { child: string; delayMs: number } {
 }
 
 export function childrenRoutes(s: BrokerServices) {
+  /** 403 not_topic_owner unless the caller may make this link change; a missing topic is left to the rules' 404. */
+  const refuseUnlessLinker = (
+    caller: Principal | undefined,
+    change: "attach" | "detach",
+    parentName: string,
+    childName: string,
+  ): void => {
+    const parent = s.metastore.getTopic(parentName);
+    const child = s.metastore.getTopic(childName);
+    if (parent === undefined || child === undefined) return;
+    const r = linkManageRefusal(caller, change, parent, child);
+    if (r !== undefined) throw coded("FORBIDDEN", "not_topic_owner", r.message);
+  };
   return async (app: FastifyInstance): Promise<void> => {
     // Bodies are JSON whatever the Content-Type says, as on /v1/topics.
     registerLenientJson(app);
@@ -44,7 +59,10 @@ export function childrenRoutes(s: BrokerServices) {
       async (request) => {
         const { child, delayMs } = parseAttach(request.body);
         const parent = request.params.topic;
-        await linkChanges.run("links", () => attachChild(s.metastore, parent, child, delayMs, s.nowMs()));
+        await linkChanges.run("links", () => {
+          refuseUnlessLinker(request.principal, "attach", parent, child);
+          return attachChild(s.metastore, parent, child, delayMs, s.nowMs());
+        });
         request.log.info({ parent, child, delayMs }, "fan-out child attached");
         const t = requireTopic(s, parent);
         return topicToWire(t, s.metastore.listTopics());
@@ -94,7 +112,10 @@ export function childrenRoutes(s: BrokerServices) {
       },
       async (request, reply) => {
         const { topic, child } = request.params;
-        await linkChanges.run("links", () => detachChild(s.metastore, topic, child));
+        await linkChanges.run("links", () => {
+          refuseUnlessLinker(request.principal, "detach", topic, child);
+          return detachChild(s.metastore, topic, child);
+        });
         request.log.info({ parent: topic, child }, "fan-out child detached");
         return reply.code(204).send();
       },

@@ -3,13 +3,13 @@
 
 import type { FastifyInstance } from "fastify";
 import type { Principal } from "../../auth/authenticator.ts";
-import { topicManageRefusal } from "../../auth/user-rules.ts";
+import { linkManageRefusal, topicManageRefusal } from "../../auth/user-rules.ts";
 import { topicListLimitDefault, topicListLimitMax } from "../../constants.ts";
 import { capRefusal } from "../../core/topic-caps.ts";
 import { parseTopicCreate, parseTopicPatch } from "../../core/topic-spec.ts";
 import { badRequest, coded, invalidQueryParameter, topicNotFound } from "../../errors.ts";
 import { createAsChild, splitCreateLink } from "../../fanout/create-child.ts";
-import { detachAllChildren, linkChanges, propagateSchema } from "../../fanout/links.ts";
+import { deleteParentUnlinking, linkChanges, propagateSchema } from "../../fanout/links.ts";
 import { childSchemaPatchProblem, retentionPatchProblem } from "../../fanout/rules.ts";
 import type { TopicConfig } from "../../meta/types.ts";
 import type { BrokerServices } from "../../services.ts";
@@ -126,7 +126,13 @@ export function topicRoutes(s: BrokerServices) {
         const created =
           link === undefined
             ? await s.metastore.createTopic(topic)
-            : await linkChanges.run("links", () => createAsChild(s.metastore, topic, link, s.nowMs()));
+            : await linkChanges.run("links", () => {
+                // Linking under a parent is an attach: the caller must manage the parent too.
+                const parent = s.metastore.getTopic(link.parent);
+                const r = parent && linkManageRefusal(by, "attach", parent, undefined);
+                if (r) throw coded("FORBIDDEN", "not_topic_owner", r.message);
+                return createAsChild(s.metastore, topic, link, s.nowMs());
+              });
         request.log.info(
           { topic: created.name, partitions: created.partitions, parent: created.parent },
           "topic created",
@@ -245,9 +251,9 @@ export function topicRoutes(s: BrokerServices) {
         refuseUnlessManager(request.principal, topic);
         // Metadata first: once the topic is gone from the metastore no new
         // produce is accepted, then its files are removed.
-        await s.metastore.deleteTopic(topic.name);
-        // A deleted parent's children become standalone topics (as Narad); their cursors stop.
-        await linkChanges.run("links", () => detachAllChildren(s.metastore, topic.name));
+        // A deleted parent's children become standalone topics (as Narad), unlinked
+        // before the delete so no crash leaves a link to a name a namesake may take.
+        await linkChanges.run("links", () => deleteParentUnlinking(s.metastore, topic.name));
         await s.logs.deleteTopic(topic.name);
         await s.metrics.forgetTopic(topic.name);
         request.log.info({ topic: topic.name }, "topic deleted");
