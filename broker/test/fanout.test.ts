@@ -129,6 +129,28 @@ describe("fan-out children (one broker)", () => {
     expect(await (await fetch(`${u}/v1/topics/cc`)).json()).toMatchObject({ role: "standalone" });
   });
 
+  it("reports lag complete (0) for a parent with nothing committed yet, as Narad's anchored cursors do", async () => {
+    // Narad's own e2e suite waits for lag_complete right after the attach,
+    // before producing; here a cursor of an empty partition never started.
+    const u = b.url;
+    await createTopic(u, "ep", 3);
+    await createTopic(u, "ec", 3);
+    expect((await json(u, "POST", "/v1/topics/ep/children", { child: "ec" })).status).toBe(200);
+    const listing = await waitFor("lag complete on an empty parent", 10_000, async () => {
+      const l = (await (await fetch(`${u}/v1/topics/ep/children`)).json()) as {
+        children: Array<{ lag_messages: number; lag_complete: boolean }>;
+      };
+      return l.children[0]?.lag_complete ? l.children[0] : undefined;
+    });
+    expect(listing.lag_messages).toBe(0);
+    for (let i = 0; i < 10; i++) expect(await produce(u, "ep", `e-${i}`)).toBe(202);
+    const got = await waitFor("copied after the first commit", 20_000, async () => {
+      const r = await readAll(u, "ec");
+      return r.length >= 10 ? r : undefined;
+    });
+    expect(ids(got).sort()).toEqual(Array.from({ length: 10 }, (_, i) => `e-${i}`).sort());
+  });
+
   it("copies every record committed after the attach, keyed into the child's partition, and none from before", async () => {
     const u = b.url;
     await createTopic(u, "fp", 4);

@@ -279,8 +279,15 @@ export class FanoutEngine {
     let lag = 0;
     let reporting = 0;
     for (const c of this.#cursors.values()) {
-      if (c.link.parent.name !== parent || c.link.child.name !== child || c.nextOffset === undefined)
+      if (c.link.parent.name !== parent || c.link.child.name !== child) continue;
+      // A partition with nothing committed has lag 0 and a known start (the
+      // first record committed since the attach): it reports, as in Narad,
+      // where a cursor anchors at an empty partition's tail at once.
+      if (c.empty) {
+        reporting++;
         continue;
+      }
+      if (c.nextOffset === undefined) continue;
       lag += Math.max(0, c.hwm - c.nextOffset);
       reporting++;
     }
