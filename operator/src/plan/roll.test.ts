@@ -510,3 +510,88 @@ describe("planRoll: pods the spec no longer wants", () => {
     expect(present).toMatchObject({ kind: "abort", pod: "demo-3", cancelDrain: true });
   });
 });
+
+// Found by the operator-loop simulation (sim/operator-loop, seeds 149 and
+// 150): spec.replicas dropped from 4 (or 5) to 2 while a roll ran. The scale-
+// down waits for the roll, so demo-2 and demo-3 kept serving (and owning
+// partitions), but the gate looked only at ordinals below spec.replicas. A
+// node fault turned demo-2 not Ready; the roll drained demo-0 anyway, the
+// PodDisruptionBudget (which counts every pod of the StatefulSet) refused the
+// eviction, and demo-0 stayed drained next to the outage for 73 s with no
+// gate clock running (gate timeout 20 s).
+describe("planRoll: brokers above spec.replicas still in the cluster", () => {
+  const fourPods = (over: Partial<PodView> = {}) => [pod(0), pod(1), pod(2, over), pod(3)];
+  const fourMembers = [member(0), member(1), member(2), member(3)];
+
+  it("starts no restart while a broker above spec.replicas, not yet decommissioned, is not Ready", () => {
+    const a = planRoll(
+      input({
+        replicas: 2,
+        pods: fourPods({ ready: false, readyVerdictFromNode: true }),
+        members: fourMembers,
+      }),
+    );
+    expect(a).toMatchObject({ kind: "wait", code: "PodsNotReady" });
+    expect(a.kind === "wait" && a.reason).toMatch(/demo-2 not Ready/);
+  });
+
+  it("gates the pod in flight on them: waits with the gate clock running, then abandons and cancels the drain", () => {
+    const waiting = planRoll(
+      input({
+        replicas: 2,
+        pods: fourPods({ ready: false }),
+        members: [member(0, "Maintenance"), member(1), member(2), member(3)],
+        roll: roll("demo-0"),
+        inFlightBroker: drained,
+      }),
+    );
+    expect(waiting).toMatchObject({ kind: "wait", code: "PodsNotReady", pod: "demo-0", gateBlocked: true });
+    const late = planRoll(
+      input({
+        replicas: 2,
+        pods: fourPods({ ready: false }),
+        members: [member(0, "Maintenance"), member(1), member(2), member(3)],
+        roll: roll("demo-0", 30_000, { gateBlockedSince: new Date(NOW - 25_000).toISOString() }),
+        inFlightBroker: drained,
+        gateTimeoutMs: 20_000,
+      }),
+    );
+    expect(late).toMatchObject({ kind: "abort", pod: "demo-0", cancelDrain: true });
+  });
+
+  it("counts a member above spec.replicas that is Down, or whose pod is missing", () => {
+    const down = planRoll(
+      input({
+        replicas: 2,
+        pods: [pod(0), pod(1), pod(2, { ready: false })],
+        members: [member(0), member(1), member(2, "Down")],
+      }),
+    );
+    expect(down).toMatchObject({ kind: "wait", code: "PodsNotReady" });
+    const missing = planRoll(
+      input({ replicas: 2, pods: [pod(0), pod(1)], members: [member(0), member(1), member(2)] }),
+    );
+    expect(missing).toMatchObject({ kind: "wait", code: "PodsNotReady" });
+    expect(missing.kind === "wait" && missing.reason).toMatch(/demo-2 missing/);
+  });
+
+  it("a live pod above spec.replicas that no member names yet counts too; a Removed member's pod does not", () => {
+    const unnamed = planRoll(
+      input({ replicas: 2, pods: fourPods({ ready: false }), members: [member(0), member(1)] }),
+    );
+    expect(unnamed).toMatchObject({ kind: "wait", code: "PodsNotReady" });
+    const removed = planRoll(
+      input({
+        replicas: 2,
+        pods: [pod(0), pod(1), pod(2, { ready: false })],
+        members: [member(0), member(1), member(2, "Removed")],
+      }),
+    );
+    expect(removed).toMatchObject({ kind: "enterMaintenance", pod: "demo-1" });
+  });
+
+  it("with them all Ready and Active, the roll goes on below spec.replicas only", () => {
+    const a = planRoll(input({ replicas: 2, pods: fourPods(), members: fourMembers }));
+    expect(a).toMatchObject({ kind: "enterMaintenance", pod: "demo-1" });
+  });
+});

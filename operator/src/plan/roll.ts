@@ -324,10 +324,32 @@ function stuckOrForce(
 }
 
 /**
- * Every ordinal other than `pod` has a Ready, non-terminating pod whose member
- * is Active; no decommission runs; `pod`'s own member is Active when its pod
- * is Ready (inFlight: it is in Maintenance by our own doing). Returns the wait
- * when a gate does not hold.
+ * Ordinals whose brokers are in the cluster now: 0..replicas-1, plus every
+ * member above spec.replicas that is not Removed yet, and every live pod up
+ * there that no Removed member accounts for. After spec.replicas drops, the
+ * members above it keep serving (and owning partitions) until their
+ * decommission removes them, which waits for the roll; the StatefulSet keeps
+ * their pods, and the PodDisruptionBudget counts them. A gate that looked only
+ * below spec.replicas drained a broker next to a failed one up there, and then
+ * waited on the budget's refusal with no bound (operator-loop seeds 149, 150).
+ * A stale status can only name a member as not Removed for longer, which
+ * makes the gate wait, never let a restart through.
+ */
+export function inServiceOrdinals(input: Pick<RollInput, "replicas" | "pods" | "members">): number[] {
+  const out = new Set<number>();
+  for (let i = 0; i < input.replicas; i++) out.add(i);
+  const removed = new Set(input.members.filter((m) => m.state === "Removed").map((m) => m.ordinal));
+  for (const m of input.members) if (m.ordinal >= input.replicas && m.state !== "Removed") out.add(m.ordinal);
+  for (const p of input.pods)
+    if (p.ordinal >= input.replicas && !p.terminating && !removed.has(p.ordinal)) out.add(p.ordinal);
+  return [...out].sort((a, b) => a - b);
+}
+
+/**
+ * Every in-service ordinal (inServiceOrdinals) other than `pod` has a Ready,
+ * non-terminating pod whose member is Active; no decommission runs; `pod`'s
+ * own member is Active when its pod is Ready (inFlight: it is in Maintenance
+ * by our own doing). Returns the wait when a gate does not hold.
  */
 function gate(
   input: RollInput,
@@ -345,7 +367,8 @@ function gate(
   if (input.scaleBusy !== undefined && !inFlight)
     return { kind: "wait", code: "Decommissioning", reason: input.scaleBusy };
   const notReady: string[] = [];
-  for (let i = 0; i < input.replicas; i++) {
+  const inService = inServiceOrdinals(input);
+  for (const i of inService) {
     const p = input.pods.find((x) => x.ordinal === i);
     if (p?.name === pod) continue;
     const label = p?.name ?? input.members.find((m) => m.ordinal === i)?.id ?? `ordinal ${i}`;
@@ -357,11 +380,11 @@ function gate(
       );
   }
   for (const p of input.pods)
-    if (p.ordinal >= input.replicas && p.name !== pod && p.terminating)
+    if (p.ordinal >= input.replicas && !inService.includes(p.ordinal) && p.name !== pod && p.terminating)
       notReady.push(`${p.name} terminating`);
   if (notReady.length > 0) return { kind: "wait", code: "PodsNotReady", reason: notReady.join(", ") };
   const notActive = input.members
-    .filter((m) => m.ordinal < input.replicas && m.state !== "Active")
+    .filter((m) => inService.includes(m.ordinal) && m.state !== "Active")
     .filter((m) => m.id !== pod || (!inFlight && podReady))
     .map((m) => `${m.id}=${m.state}`);
   if (notActive.length > 0)
