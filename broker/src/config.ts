@@ -265,7 +265,8 @@ Options (each also settable as the NARAD_* variable shown, or in --config JSON):
                               ignored as Narad v1 does, but 400 when it is a near miss of a
                               known one (typos); 400 always (refuse); never (ignore)
                                                          NARAD_UNKNOWN_QUERY_PARAMS (default typos)
-  --max-body-bytes N          single produce limit       NARAD_MAX_BODY_BYTES (default ${k.produceMaxBodyBytes})
+  --max-body-bytes N          single produce and every other JSON body (not batch, users)
+                                                         NARAD_MAX_BODY_BYTES (default ${k.produceMaxBodyBytes})
   --produce-memory-budget N   bytes of produce bodies in memory before produces wait
                                                          NARAD_PRODUCE_MEMORY_BUDGET (default ${k.admissionBudgetBytes})
   --admission-timeout-ms N    wait for budget, then 429  NARAD_ADMISSION_TIMEOUT_MS (default ${k.admissionWaitMs})
