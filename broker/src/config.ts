@@ -60,6 +60,13 @@ export interface Config {
   topicDefaults: TopicDefaults;
   /** Longest a consume long-poll waits (a longer `wait` is cut to it). */
   consume: { maxWaitMs: number };
+  /**
+   * Caps of one read (GET /records, a replay, a queue delivery, a peer's
+   * Read RPC). Fixed, not flags: the HTTP API refuses a `limit` or
+   * `max_bytes` above the cap (400), so a lower cap would break clients that
+   * ask for the documented maximum; and 8 MiB fits an RPC message.
+   */
+  read: { maxRecords: number; maxBytes: number };
   security: SecurityConfig;
   limits: LimitsConfig;
 }
@@ -509,6 +516,7 @@ export function loadConfig(
     consume: {
       maxWaitMs: durationSetting(get("max-consume-wait"), k.consumeMaxWaitMs, "--max-consume-wait"),
     },
+    read: { maxRecords: k.readMaxRecords, maxBytes: k.readMaxBytes },
     security: {
       auth,
       authFile: get("auth-file") || undefined,

@@ -48,8 +48,8 @@ export async function startNodeClusterServer(d: {
       // A draining peer's produce: into our WAL unless we refuse produce ourselves.
       ingest: d.ingest,
       adminStatus: d.adminStatus,
-      readMaxRecords: k.readMaxRecords,
-      readMaxBytes: k.readMaxBytes,
+      readMaxRecords: config.read.maxRecords,
+      readMaxBytes: config.read.maxBytes,
       metrics: d.rpcMetrics,
       logger: logger.child({ component: "rpc" }),
       ...(d.hooks ? { hooks: d.hooks } : {}),

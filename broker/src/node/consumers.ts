@@ -31,6 +31,6 @@ export function createLocalConsumers(d: {
     maxWaiters: k.consumerMaxWaiters,
     maxGroupsPerTopic: k.consumerMaxGroupsPerTopic,
     maxSkipsPerTake: k.consumerMaxSkipsPerTake,
-    readMaxBytes: k.readMaxBytes,
+    readMaxBytes: d.config.read.maxBytes,
   });
 }
