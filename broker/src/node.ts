@@ -175,6 +175,8 @@ export async function startBroker(
     ingress: wal,
     logs,
     partitions,
+    // Cluster mode: consume/ack of a peer's partition go to its owner, and
+    // produce this node refuses is forwarded (these replace `consumers`).
     consumers,
     ...(clustered
       ? clusterServices({ nodeId: config.nodeId, metastore, local: consumers, peers, logger, monoMs })
