@@ -60,6 +60,13 @@ export interface Config {
   topicDefaults: TopicDefaults;
   /** Longest a consume long-poll waits (a longer `wait` is cut to it). */
   consume: { maxWaitMs: number };
+  /**
+   * Caps of one read (GET /records, a replay, a queue delivery, a peer's
+   * Read RPC). Fixed, not flags: the HTTP API refuses a `limit` or
+   * `max_bytes` above the cap (400), so a lower cap would break clients that
+   * ask for the documented maximum; and 8 MiB fits an RPC message.
+   */
+  read: { maxRecords: number; maxBytes: number };
   security: SecurityConfig;
   limits: LimitsConfig;
 }
@@ -265,7 +272,8 @@ Options (each also settable as the NARAD_* variable shown, or in --config JSON):
                               ignored as Narad v1 does, but 400 when it is a near miss of a
                               known one (typos); 400 always (refuse); never (ignore)
                                                          NARAD_UNKNOWN_QUERY_PARAMS (default typos)
-  --max-body-bytes N          single produce limit       NARAD_MAX_BODY_BYTES (default ${k.produceMaxBodyBytes})
+  --max-body-bytes N          single produce and every other JSON body (not batch, users)
+                                                         NARAD_MAX_BODY_BYTES (default ${k.produceMaxBodyBytes})
   --produce-memory-budget N   bytes of produce bodies in memory before produces wait
                                                          NARAD_PRODUCE_MEMORY_BUDGET (default ${k.admissionBudgetBytes})
   --admission-timeout-ms N    wait for budget, then 429  NARAD_ADMISSION_TIMEOUT_MS (default ${k.admissionWaitMs})
@@ -508,6 +516,7 @@ export function loadConfig(
     consume: {
       maxWaitMs: durationSetting(get("max-consume-wait"), k.consumeMaxWaitMs, "--max-consume-wait"),
     },
+    read: { maxRecords: k.readMaxRecords, maxBytes: k.readMaxBytes },
     security: {
       auth,
       authFile: get("auth-file") || undefined,

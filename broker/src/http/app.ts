@@ -59,7 +59,11 @@ export function buildApp(
     loggerInstance: logger,
     // Per-request logs cost more than the produce itself; metrics cover requests.
     logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: 1024 * 1024,
+    // Every route without a limit of its own (topics, fan-out children,
+    // subscriptions, producers, moves) takes the single-produce one
+    // (--max-body-bytes): one setting, no JSON body larger than a message.
+    // produce-batch and the users routes set their own.
+    bodyLimit: s.config.produceMaxBodyBytes,
     // Topic names are case-sensitive and may contain dots.
     routerOptions: {
       caseSensitive: true,

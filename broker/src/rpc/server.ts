@@ -14,7 +14,7 @@ import {
   status,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
-import { consumeMaxWaitMs, topicNamePattern } from "../constants.ts";
+import { topicNamePattern } from "../constants.ts";
 import type { ConsumerManager } from "../consumer/manager.ts";
 import { defaultGroup, parseHandle } from "../core/consumer-handle.ts";
 import { assertTopicIdentity } from "../core/topic-identity.ts";
@@ -75,7 +75,7 @@ export interface ClusterServerDeps {
   readMaxRecords: number;
   readMaxBytes: number;
   /** This node's --max-consume-wait (the asking node capped the wait with its own already). */
-  consumeMaxWaitMs?: number;
+  consumeMaxWaitMs: number;
   metrics?: RpcMetrics;
   logger?: { warn(obj: object, msg: string): void };
   hooks?: ClusterServerHooks;
@@ -262,7 +262,7 @@ export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementat
         throw badRequest("group must match ^[A-Za-z0-9._-]{1,244}$ (244: the longest that fits a file name)");
       await ownedLog(req.topic, req.partition);
       const topic = d.metastore.getTopic(req.topic)!;
-      const waitMs = Math.min(req.wait_ms, d.consumeMaxWaitMs ?? consumeMaxWaitMs);
+      const waitMs = Math.min(req.wait_ms, d.consumeMaxWaitMs);
       const got = await consumers.consume(topic, group, req.partition, waitMs, signal);
       if (got === undefined)
         return { found: false, partition: req.partition, record: null, receipt_handle: "" };

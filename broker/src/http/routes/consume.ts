@@ -8,7 +8,6 @@
 //   DELETE /v1/topics/:topic/groups/:group                   forget a group and its declaration: 204, 404 when unknown
 
 import type { FastifyInstance } from "fastify";
-import { readMaxBytes } from "../../constants.ts";
 import { groupSettings } from "../../consumer/manager.ts";
 import { defaultGroup } from "../../core/consumer-handle.ts";
 import { messageJson } from "../../core/message-json.ts";
@@ -75,7 +74,7 @@ export function consumeRoutes(s: BrokerServices) {
           // Replay: read-only, no lease, no receipt handle.
           const { topic, partition, offset, log, hwm } = await locateRead(s, request.params.topic, q);
           if (offset >= hwm) return reply.code(204).send();
-          const [record] = await log.read(offset, 1, readMaxBytes);
+          const [record] = await log.read(offset, 1, s.config.read.maxBytes);
           if (record === undefined) return reply.code(204).send();
           s.metrics.consumedMessages.inc({ topic: topic.name, partition: String(partition) });
           return reply.type("application/json").send(messageJson(record, { topic: topic.name, partition }));

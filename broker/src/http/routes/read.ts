@@ -3,7 +3,6 @@
 // Only records below the high-watermark are ever returned.
 
 import type { FastifyInstance } from "fastify";
-import { readMaxBytes, readMaxRecords } from "../../constants.ts";
 import { messageJson } from "../../core/message-json.ts";
 import { invalidQueryParameter, NaradError } from "../../errors.ts";
 import type { BrokerServices } from "../../services.ts";
@@ -77,15 +76,16 @@ export function readRoutes(s: BrokerServices) {
           querystring: querySchema({
             partition: "partition to read (required)",
             offset: "first offset (default 0)",
-            limit: `records at most (default and cap ${readMaxRecords})`,
-            max_bytes: `payload bytes at most (default and cap ${readMaxBytes})`,
+            limit: `records at most (default and cap ${s.config.read.maxRecords})`,
+            max_bytes: `payload bytes at most (default and cap ${s.config.read.maxBytes})`,
           }),
         },
       },
       async (request, reply) => {
         const q = request.query;
-        const limit = parseOptionalInt(q.limit, "limit", 1, readMaxRecords) ?? readMaxRecords;
-        const maxBytes = parseOptionalInt(q.max_bytes, "max_bytes", 1, readMaxBytes) ?? readMaxBytes;
+        const { maxRecords, maxBytes: maxBytesCap } = s.config.read;
+        const limit = parseOptionalInt(q.limit, "limit", 1, maxRecords) ?? maxRecords;
+        const maxBytes = parseOptionalInt(q.max_bytes, "max_bytes", 1, maxBytesCap) ?? maxBytesCap;
         const { topic, partition, offset, records, hwm } = await readAt(
           s,
           request.params.topic,
