@@ -11,13 +11,14 @@ import { join } from "node:path";
 import type { Logger } from "pino";
 import { defaultGroup, encodeHandle, parseHandle } from "../core/consumer-handle.ts";
 import { ConsumerQueueState, type QueueLimits } from "../core/consumer-state.ts";
+import { type SeekTarget, seekOffset } from "../core/group-seek.ts";
 import type { StoredRecord } from "../core/records.ts";
 import { badRequest, NaradError, unavailable } from "../errors.ts";
 import { partitionDirName } from "../log/log-store.ts";
 import type { PartitionLog } from "../log/types.ts";
 import type { Metastore, TopicConfig } from "../meta/types.ts";
 import type { BrokerMetrics } from "../metrics.ts";
-import { listFrontierGroups, readFrontier, removeFrontier } from "./frontier-file.ts";
+import { listFrontierGroups, readFrontier, removeFrontier, writeFrontier } from "./frontier-file.ts";
 import { PartitionQueue, type QueueEvents } from "./partition-queue.ts";
 import { WaiterSet } from "./waiters.ts";
 
@@ -50,6 +51,13 @@ export interface Delivery {
 
 export type SettleAction = "ack" | "extend" | "nack";
 
+/** One partition's outcome of a seek: the committed offset before and after. */
+export interface SeekResult {
+  partition: number;
+  previous: number;
+  committed: number;
+}
+
 export interface GroupPartitionInfo {
   partition: number;
   committed: number;
@@ -68,6 +76,11 @@ interface GroupEntry {
   /** Opened queues (settle looks here only: a live lease is always in memory). */
   open: Map<number, PartitionQueue>;
   opening: Map<number, Promise<PartitionQueue>>;
+  /**
+   * Seeks in progress, by partition: opening a queue there waits for them,
+   * so no queue is opened from the frontier file a seek is replacing.
+   */
+  seeking: Map<number, Promise<void>>;
   /** Next partition to try first when consume names none. */
   rr: number;
 }
@@ -204,6 +217,8 @@ export class ConsumerManager {
    */
   async freezePartition(topic: string, partition: number): Promise<void> {
     this.#frozen.add(`${topic}/${partition}`);
+    // A seek that started before the freeze writes its frontier file first: the move copies it.
+    for (const ge of this.#topics.get(topic)?.groups.values() ?? []) await ge.seeking.get(partition);
     const qs = this.#allQueues().filter((q) => q.topic === topic && q.partition === partition);
     for (const q of qs) await q.idle();
     await Promise.all(qs.map((q) => q.flush()));
@@ -343,6 +358,65 @@ export class ConsumerManager {
     return existed;
   }
 
+  /**
+   * Moves the group's committed offset in one partition this node owns
+   * (core/group-seek.ts decides the offset). The frontier file is written
+   * durably before this resolves. The partition's leases and acked-ahead
+   * offsets are dropped with its queue: their receipt handles answer 410,
+   * and consumption resumes from the new offset under a new epoch. Seeks of
+   * one partition run one at a time; an unknown group is created (a new
+   * group may start at latest).
+   */
+  async seek(topic: TopicConfig, group: string, partition: number, target: SeekTarget): Promise<SeekResult> {
+    if (this.#closing) throw unavailable("broker is shutting down");
+    this.#assertNotFrozen(topic.name, partition);
+    if (partition >= topic.partitions)
+      throw badRequest(`partition ${partition} does not exist: the topic has ${topic.partitions}`);
+    const ge = this.#group(topic, group);
+    const before = ge.seeking.get(partition) ?? Promise.resolve();
+    const run = before.then(() => this.#seekNow(topic, ge, group, partition, target));
+    const done = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    ge.seeking.set(partition, done);
+    try {
+      return await run;
+    } finally {
+      if (ge.seeking.get(partition) === done) ge.seeking.delete(partition);
+    }
+  }
+
+  async #seekNow(
+    topic: TopicConfig,
+    ge: GroupEntry,
+    group: string,
+    partition: number,
+    target: SeekTarget,
+  ): Promise<SeekResult> {
+    await ge.opening.get(partition)?.catch(() => undefined);
+    const q = ge.open.get(partition);
+    const log = q?.log ?? (await this.#o.logs.get(topic.name, partition));
+    // Decided before anything is dropped: a refused seek leaves leases as they were.
+    const at = seekOffset(target, log.stats());
+    if (!at.ok) throw badRequest(`partition ${partition}: ${at.reason}`);
+    const dir = this.#partitionDir(topic.name, partition);
+    let previous: number;
+    if (q !== undefined) {
+      q.dropped = true; // its own frontier writes stop here
+      await q.idle();
+      ge.open.delete(partition);
+      previous = q.state.committed;
+    } else previous = (await readFrontier(dir, group)) ?? 0;
+    await writeFrontier(dir, group, at.offset);
+    this.#waiters.wake(topic.name, partition, group);
+    this.#o.logger.info(
+      { topic: topic.name, group, partition, previous, committed: at.offset },
+      "consumer group offset moved",
+    );
+    return { partition, previous, committed: at.offset };
+  }
+
   /** Stops long-polls (they answer 204) and the timers; new consumes get 503. */
   beginClose(): void {
     this.#closing = true;
@@ -416,7 +490,7 @@ export class ConsumerManager {
     if (ge === undefined) {
       if (entry.groups.size >= this.#o.maxGroupsPerTopic)
         throw badRequest(`topic has ${entry.groups.size} consumer groups (the maximum); delete one first`);
-      ge = { open: new Map(), opening: new Map(), rr: 0 };
+      ge = { open: new Map(), opening: new Map(), seeking: new Map(), rr: 0 };
       entry.groups.set(group, ge);
     }
     return ge;
@@ -424,6 +498,8 @@ export class ConsumerManager {
 
   #queue(topic: TopicConfig, group: string, partition: number): Promise<PartitionQueue> {
     const ge = this.#group(topic, group);
+    const seeking = ge.seeking.get(partition);
+    if (seeking !== undefined) return seeking.then(() => this.#queue(topic, group, partition));
     const q = ge.open.get(partition);
     if (q !== undefined) return Promise.resolve(q);
     let opening = ge.opening.get(partition);

@@ -33,6 +33,8 @@ import {
   type PbPartitionStats,
   type PbReadRequest,
   type PbReadResponse,
+  type PbSeekGroupRequest,
+  type PbSeekGroupResponse,
 } from "./proto.ts";
 import { fromRpcError, PartialCommitError } from "./status.ts";
 
@@ -80,6 +82,8 @@ export interface PeerClient {
   consume(req: PbConsumeRequest, signal?: AbortSignal): Promise<PbConsumeResponse>;
   /** Ack / extend / nack at the owner of the handle's partition. */
   ack(req: PbAckRequest): Promise<void>;
+  /** Moves a group's committed offset at the partition's owner (resolves after its fsync). */
+  seekGroup(req: PbSeekGroupRequest): Promise<PbSeekGroupResponse>;
   /** Partition moves (moves/runner.ts), called on the source. */
   moveManifest(topic: string, partition: number): Promise<PbMoveManifest>;
   moveFetch(req: PbMoveFetchRequest): Promise<PbMoveFetchResponse>;
@@ -195,6 +199,7 @@ export function createPeerPool(o: PeerPoolOptions): PeerPool {
     ack: async (req) => {
       await unary(client, address, "Ack", req, nowMs() + o.readTimeoutMs);
     },
+    seekGroup: (req) => unary(client, address, "SeekGroup", req, nowMs() + o.readTimeoutMs),
     moveManifest: (topic, partition) =>
       unary(client, address, "MoveManifest", { topic, partition }, nowMs() + o.readTimeoutMs),
     moveFetch: (req) => unary(client, address, "MoveFetch", req, nowMs() + o.readTimeoutMs),

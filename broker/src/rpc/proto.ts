@@ -125,6 +125,20 @@ export interface PbAckRequest {
   extend?: boolean;
 }
 
+export interface PbSeekGroupRequest {
+  topic: string;
+  partition: number;
+  group: string;
+  /** "earliest" | "latest" | "offset" */
+  to: string;
+  offset: number;
+}
+
+export interface PbSeekGroupResponse {
+  previous: number;
+  committed: number;
+}
+
 export interface PbSegmentExtent {
   base: number;
   bytes: number;
@@ -234,6 +248,7 @@ export interface ClusterMethods {
   AdminStatus: { req: PbEmpty; res: PbAdminStatusResponse };
   Consume: { req: PbConsumeRequest; res: PbConsumeResponse };
   Ack: { req: PbAckRequest; res: PbEmpty };
+  SeekGroup: { req: PbSeekGroupRequest; res: PbSeekGroupResponse };
   MoveManifest: { req: PbPartitionRef; res: PbMoveManifest };
   MoveFetch: { req: PbMoveFetchRequest; res: PbMoveFetchResponse };
   MoveFreeze: { req: PbMoveFreezeRequest; res: PbMoveManifest };

@@ -19,7 +19,7 @@ import { queueConsumePlan } from "../core/routing.ts";
 import type { Metastore, TopicConfig } from "../meta/types.ts";
 import type { Consumers } from "../services.ts";
 import type { PeerPool } from "./client.ts";
-import { fromPbStoredRecord } from "./codec.ts";
+import { fromPbStoredRecord, seekTargetToPb } from "./codec.ts";
 import { ownerRoute } from "./owner-route.ts";
 import type { PbAckRequest } from "./proto.ts";
 
@@ -89,6 +89,18 @@ export function createClusterConsumers(d: QueueAccessDeps): Consumers {
     validGroup: (name) => d.local.validGroup(name),
     listGroups: (topic) => d.local.listGroups(topic),
     deleteGroup: (topic, group) => d.local.deleteGroup(topic, group),
+
+    async seek(topic, group, partition, target) {
+      const r = route(topic.name, partition);
+      if (r.kind === "local") return d.local.seek(topic, group, partition, target);
+      const res = await d.peers.peer(r.address).seekGroup({
+        topic: topic.name,
+        partition,
+        group: group === defaultGroup ? "" : group,
+        ...seekTargetToPb(target),
+      });
+      return { partition, previous: res.previous, committed: res.committed };
+    },
 
     async consume(topic, group, partition, waitMs, signal) {
       if (partition !== undefined) {
