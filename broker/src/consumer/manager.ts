@@ -348,6 +348,8 @@ export class ConsumerManager {
     if (ge !== undefined) {
       entry?.groups.delete(group);
       await Promise.allSettled(ge.opening.values());
+      // A seek in flight writes its frontier file: remove the files after it.
+      await Promise.allSettled(ge.seeking.values());
       for (const q of ge.open.values()) q.dropped = true;
       for (const q of ge.open.values()) await q.idle();
     }
