@@ -19,6 +19,13 @@ import type { PartitionLog } from "../log/types.ts";
 import type { Metastore, TopicConfig } from "../meta/types.ts";
 import type { BrokerMetrics } from "../metrics.ts";
 import { listFrontierGroups, readFrontier, removeFrontier, writeFrontier } from "./frontier-file.ts";
+import {
+  type GroupInfo,
+  groupSettings,
+  mergeGroups,
+  type PartitionGroupState,
+  type PartitionGroups,
+} from "./group-list.ts";
 import { PartitionQueue, type QueueEvents } from "./partition-queue.ts";
 import { WaiterSet } from "./waiters.ts";
 
@@ -58,20 +65,6 @@ export interface SeekResult {
   committed: number;
 }
 
-export interface GroupPartitionInfo {
-  partition: number;
-  committed: number;
-  in_flight: number;
-  acked_ahead: number;
-  lag: number;
-}
-
-export interface GroupInfo extends GroupSettings {
-  name: string;
-  lag: number;
-  partitions: GroupPartitionInfo[];
-}
-
 interface GroupEntry {
   /** Opened queues (settle looks here only: a live lease is always in memory). */
   open: Map<number, PartitionQueue>;
@@ -100,33 +93,6 @@ export const staleHandleMessage =
   "receipt handle is stale: no live lease with that nonce (expired, already settled, or from before a restart)";
 /** Narad (Go)'s receipt handle shape: partition:offset:nonce, all decimal. */
 const naradGoHandle = /^\d{1,16}:\d{1,16}:\d{1,20}$/;
-
-/** A group's settings: its declared subscription's, each unset field (or an undeclared group) taking the topic's. */
-export interface GroupSettings {
-  declared: boolean;
-  visibility_timeout_ms: number;
-  max_in_flight_per_partition: number;
-  max_acked_ahead_per_partition: number;
-}
-
-export function groupSettings(
-  t: Pick<
-    TopicConfig,
-    | "subscriptions"
-    | "visibility_timeout_ms"
-    | "max_in_flight_per_partition"
-    | "max_acked_ahead_per_partition"
-  >,
-  group: string,
-): GroupSettings {
-  const sub = t.subscriptions?.find((s) => s.name === group);
-  return {
-    declared: sub !== undefined,
-    visibility_timeout_ms: sub?.visibility_timeout_ms ?? t.visibility_timeout_ms,
-    max_in_flight_per_partition: sub?.max_in_flight_per_partition ?? t.max_in_flight_per_partition,
-    max_acked_ahead_per_partition: sub?.max_acked_ahead_per_partition ?? t.max_acked_ahead_per_partition,
-  };
-}
 
 const limitsOf = (t: TopicConfig, group: string): QueueLimits => {
   const g = groupSettings(t, group);
@@ -310,34 +276,38 @@ export class ConsumerManager {
 
   /** Groups with state (in memory or frontier files) and declared subscriptions. */
   async listGroups(topic: TopicConfig): Promise<GroupInfo[]> {
-    const names = new Set<string>(this.#topics.get(topic.name)?.groups.keys() ?? []);
-    for (const sub of topic.subscriptions ?? []) names.add(sub.name);
-    for (let p = 0; p < topic.partitions; p++) {
-      for (const g of await listFrontierGroups(this.#partitionDir(topic.name, p)))
-        if (this.validGroup(g)) names.add(g);
-    }
-    const out: GroupInfo[] = [];
+    const parts: PartitionGroups[] = [];
+    for (let p = 0; p < topic.partitions; p++) parts.push(await this.partitionGroups(topic, p));
+    return mergeGroups(topic, parts);
+  }
+
+  /**
+   * The groups with state in one partition this node owns: an open queue (its
+   * leases count) or a frontier file. Opens no queue: listing is read-only.
+   */
+  async partitionGroups(topic: TopicConfig, partition: number): Promise<PartitionGroups> {
+    const log = await this.#o.logs.get(topic.name, partition);
+    const dir = this.#partitionDir(topic.name, partition);
+    const entry = this.#topics.get(topic.name);
+    const live = entry?.uid === topic.uid ? entry : undefined;
+    const names = new Set((await listFrontierGroups(dir)).filter((g) => this.validGroup(g)));
+    for (const [name, ge] of live?.groups ?? [])
+      if (ge.open.has(partition) || ge.opening.has(partition) || ge.seeking.has(partition)) names.add(name);
+    const groups: PartitionGroupState[] = [];
     for (const name of [...names].sort()) {
-      const partitions: GroupPartitionInfo[] = [];
-      for (let p = 0; p < topic.partitions; p++) {
-        const q = await this.#queue(topic, name, p);
+      const ge = live?.groups.get(name);
+      await ge?.seeking.get(partition);
+      await ge?.opening.get(partition)?.catch(() => undefined);
+      const q = ge?.open.get(partition);
+      if (q !== undefined) {
         const st = q.state.stats();
-        partitions.push({
-          partition: p,
-          committed: st.committed,
-          in_flight: st.inFlight,
-          acked_ahead: st.ackedAhead,
-          lag: Math.max(0, q.log.stats().highWatermark - st.committed),
-        });
+        groups.push({ name, committed: st.committed, in_flight: st.inFlight, acked_ahead: st.ackedAhead });
+        continue;
       }
-      out.push({
-        name,
-        ...groupSettings(topic, name),
-        lag: partitions.reduce((a, p) => a + p.lag, 0),
-        partitions,
-      });
+      const committed = await readFrontier(dir, name);
+      if (committed !== undefined) groups.push({ name, committed, in_flight: 0, acked_ahead: 0 });
     }
-    return out;
+    return { partition, highWatermark: log.stats().highWatermark, groups };
   }
 
   /** Forgets a group: in-memory state and frontier files. Resolves whether it existed. */
@@ -633,4 +603,5 @@ export class ConsumerManager {
   }
 }
 
+export { type GroupInfo, type GroupPartitionInfo, type GroupSettings, groupSettings } from "./group-list.ts";
 export { defaultGroup };

@@ -22,6 +22,9 @@ import {
   type PbConfirmProducerEpochResponse,
   type PbConsumeRequest,
   type PbConsumeResponse,
+  type PbDeleteGroupRequest,
+  type PbDeleteGroupResponse,
+  type PbGroupStatsResponse,
   type PbIngestRequest,
   type PbMoveFetchRequest,
   type PbMoveFetchResponse,
@@ -84,6 +87,10 @@ export interface PeerClient {
   ack(req: PbAckRequest): Promise<void>;
   /** Moves a group's committed offset at the partition's owner (resolves after its fsync). */
   seekGroup(req: PbSeekGroupRequest): Promise<PbSeekGroupResponse>;
+  /** The groups with state in one partition, at its owner. */
+  groupStats(topic: string, partition: number): Promise<PbGroupStatsResponse>;
+  /** Forgets a group's state on the peer (every partition it owns). */
+  deleteGroup(req: PbDeleteGroupRequest): Promise<PbDeleteGroupResponse>;
   /** Partition moves (moves/runner.ts), called on the source. */
   moveManifest(topic: string, partition: number): Promise<PbMoveManifest>;
   moveFetch(req: PbMoveFetchRequest): Promise<PbMoveFetchResponse>;
@@ -200,6 +207,9 @@ export function createPeerPool(o: PeerPoolOptions): PeerPool {
       await unary(client, address, "Ack", req, nowMs() + o.readTimeoutMs);
     },
     seekGroup: (req) => unary(client, address, "SeekGroup", req, nowMs() + o.readTimeoutMs),
+    groupStats: (topic, partition) =>
+      unary(client, address, "GroupStats", { topic, partition }, nowMs() + o.readTimeoutMs),
+    deleteGroup: (req) => unary(client, address, "DeleteGroup", req, nowMs() + o.readTimeoutMs),
     moveManifest: (topic, partition) =>
       unary(client, address, "MoveManifest", { topic, partition }, nowMs() + o.readTimeoutMs),
     moveFetch: (req) => unary(client, address, "MoveFetch", req, nowMs() + o.readTimeoutMs),

@@ -139,6 +139,20 @@ export interface PbSeekGroupResponse {
   committed: number;
 }
 
+export interface PbGroupStatsResponse {
+  high_watermark: number;
+  groups: Array<{ name: string; committed: number; in_flight: number; acked_ahead: number }>;
+}
+
+export interface PbDeleteGroupRequest {
+  topic: string;
+  group: string;
+}
+
+export interface PbDeleteGroupResponse {
+  existed: boolean;
+}
+
 export interface PbSegmentExtent {
   base: number;
   bytes: number;
@@ -249,6 +263,8 @@ export interface ClusterMethods {
   Consume: { req: PbConsumeRequest; res: PbConsumeResponse };
   Ack: { req: PbAckRequest; res: PbEmpty };
   SeekGroup: { req: PbSeekGroupRequest; res: PbSeekGroupResponse };
+  GroupStats: { req: PbPartitionRef; res: PbGroupStatsResponse };
+  DeleteGroup: { req: PbDeleteGroupRequest; res: PbDeleteGroupResponse };
   MoveManifest: { req: PbPartitionRef; res: PbMoveManifest };
   MoveFetch: { req: PbMoveFetchRequest; res: PbMoveFetchResponse };
   MoveFreeze: { req: PbMoveFreezeRequest; res: PbMoveManifest };

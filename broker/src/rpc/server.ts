@@ -62,7 +62,10 @@ export interface ClusterServerDeps {
   /** Called after a peer's records were appended to one of our partitions (e.g. wake queue consumers). */
   onCommitted?: (topic: string, partition: number) => void;
   /** Queue consumption of the partitions this node owns (Consume, Ack); absent, those calls answer UNAVAILABLE. */
-  consumers?: Pick<ConsumerManager, "consume" | "settle" | "validGroup" | "seek">;
+  consumers?: Pick<
+    ConsumerManager,
+    "consume" | "settle" | "validGroup" | "seek" | "partitionGroups" | "deleteGroup"
+  >;
   /**
    * Appends produce a draining peer forwarded to this node's ingress WAL
    * (resolves after the fsync; throws UNAVAILABLE when this node refuses
@@ -315,6 +318,25 @@ export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementat
       await ownedLog(req.topic, req.partition);
       const r = await consumers.seek(topic, group, req.partition, target);
       return { previous: r.previous, committed: r.committed };
+    }),
+
+    GroupStats: unary("GroupStats", async (req) => {
+      const consumers = queueConsumers();
+      const topic = d.metastore.getTopic(req.topic);
+      if (topic === undefined) throw topicNotFound(req.topic);
+      await ownedLog(req.topic, req.partition);
+      const r = await consumers.partitionGroups(topic, req.partition);
+      return { high_watermark: r.highWatermark, groups: r.groups };
+    }),
+
+    DeleteGroup: unary("DeleteGroup", async (req) => {
+      const consumers = queueConsumers();
+      const topic = d.metastore.getTopic(req.topic);
+      if (topic === undefined) throw topicNotFound(req.topic);
+      const group = req.group === "" ? defaultGroup : req.group;
+      if (!consumers.validGroup(group))
+        throw badRequest("group must match ^[A-Za-z0-9._-]{1,244}$ (244: the longest that fits a file name)");
+      return { existed: await consumers.deleteGroup(topic, group) };
     }),
   };
 }
