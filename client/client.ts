@@ -7,7 +7,10 @@ import { Producer, type ProducerOptions } from "./producer.ts";
 import { type ClientAuth, type ClientTls, Transport } from "./transport.ts";
 import {
   type GroupInfo,
+  type GroupSeekResult,
+  type GroupSeekTarget,
   groupFromJson,
+  groupSeekFromJson,
   type Message,
   messageFromJson,
   type NodeStatus,
@@ -143,6 +146,22 @@ export class NaradClient {
         path: `/v1/topics/${enc(name)}/groups/${enc(group)}`,
         ctx: { topic: name },
       });
+    },
+    /**
+     * Moves a group's committed offset (creating the group if unknown). The
+     * broker answers once the new offsets are on disk; leases of the moved
+     * partitions are dropped, so their receipt handles answer GONE. Safe to
+     * repeat: the same target gives the same offsets.
+     */
+    seekGroup: async (name: string, group: string, target: GroupSeekTarget): Promise<GroupSeekResult> => {
+      const r = await this.transport.request({
+        method: "POST",
+        path: `/v1/topics/${enc(name)}/groups/${enc(group)}/seek`,
+        contentType: "application/json",
+        body: JSON.stringify(target),
+        ctx: { topic: name },
+      });
+      return groupSeekFromJson(parseJson(r.body));
     },
   };
 

@@ -41,6 +41,8 @@ export {
 export type { ClientAuth, ClientTls } from "./transport.ts";
 export type {
   GroupInfo,
+  GroupSeekResult,
+  GroupSeekTarget,
   Message,
   NodeStatus,
   PartitionStats,

@@ -84,6 +84,21 @@ export interface GroupInfo {
   }>;
 }
 
+/**
+ * Where groupSeek moves a group: the oldest retained record or the end of
+ * each partition (all, or one), or an offset in one partition.
+ */
+export type GroupSeekTarget =
+  | { to: "earliest" | "latest"; partition?: number }
+  | { offset: number; partition: number };
+
+/** A seek's outcome per partition moved: the committed offset before and after. */
+export interface GroupSeekResult {
+  topic: string;
+  group: string;
+  partitions: Array<{ partition: number; previous: number; committed: number }>;
+}
+
 type Json = Record<string, unknown>;
 
 export function settingsJson(s: TopicSettings): Json {
@@ -145,6 +160,18 @@ export function messageFromJson(j: Json): Message {
     key: j.key as string,
     timestampMs: j.timestamp_ms as number,
     payload,
+  };
+}
+
+export function groupSeekFromJson(j: Json): GroupSeekResult {
+  return {
+    topic: j.topic as string,
+    group: j.name as string,
+    partitions: ((j.partitions as Json[]) ?? []).map((p) => ({
+      partition: p.partition as number,
+      previous: p.previous as number,
+      committed: p.committed as number,
+    })),
   };
 }
 

@@ -64,7 +64,10 @@ export interface Lifecycle {
 }
 
 /** Queue consumption with receipt handles and consumer groups (consumer/manager.ts). */
-export type Consumers = Pick<ConsumerManager, "consume" | "listGroups" | "deleteGroup" | "validGroup"> & {
+export type Consumers = Pick<
+  ConsumerManager,
+  "consume" | "listGroups" | "deleteGroup" | "validGroup" | "seek" | "partitionGroups"
+> & {
   /** Synchronous on the owner; a Promise when forwarded to a peer (rpc/queue-access.ts). */
   settle(...args: Parameters<ConsumerManager["settle"]>): void | Promise<void>;
 };

@@ -219,6 +219,56 @@ describe("narad CLI", () => {
     expect((await narad_(["group"])).code).toBe(2);
   });
 
+  it("group seek: back to earliest replays, latest skips, an offset in one partition; bad flags exit 2", async () => {
+    expect((await narad_(["topic", "add", "seeking", "--partitions", "2"])).code).toBe(0);
+    await narad_(["pub", "seeking", "--partition", "0"], { stdin: "a\nb\nc\n" });
+    const sub = ["sub", "seeking", "--group", "g", "--idle-ms", "1500", "--json"];
+    const offsets = async () =>
+      (await narad_(sub)).stdout
+        .trim()
+        .split("\n")
+        .filter((l) => l !== "")
+        .map((l) => (JSON.parse(l) as { offset: number }).offset)
+        .sort();
+    expect(await offsets()).toEqual([0, 1, 2]);
+    const back = await narad_(["group", "seek", "seeking", "g", "--to-earliest"]);
+    expect(back.code, back.stderr).toBe(0);
+    expect(back.stdout).toMatch(/^PARTITION +PREVIOUS +COMMITTED\n0 +3 +0\n1 +0 +0\n$/);
+    expect(await offsets()).toEqual([0, 1, 2]);
+    const one = await narad_([
+      "group",
+      "seek",
+      "seeking",
+      "g",
+      "--to-offset",
+      "2",
+      "--partition",
+      "0",
+      "--json",
+    ]);
+    expect(JSON.parse(one.stdout)).toEqual({
+      topic: "seeking",
+      group: "g",
+      partitions: [{ partition: 0, previous: 3, committed: 2 }],
+    });
+    expect(await offsets()).toEqual([2]);
+    expect((await narad_(["group", "seek", "seeking", "g", "--to-latest"])).code).toBe(0);
+    expect(await offsets()).toEqual([]);
+    // Usage errors (2) before any request; the broker's 400 is 1.
+    for (const flags of [
+      [],
+      ["--to-earliest", "--to-latest"],
+      ["--to-offset", "1"],
+      ["--to-offset", "x", "--partition", "0"],
+    ])
+      expect((await narad_(["group", "seek", "seeking", "g", ...flags])).code, flags.join(" ")).toBe(2);
+    const past = await narad_(["group", "seek", "seeking", "g", "--to-offset", "9", "--partition", "0"]);
+    expect(past.code).toBe(1);
+    expect(past.stderr).toMatch(/past the partition's high watermark 3/);
+    // delete is rm's other name.
+    expect((await narad_(["group", "delete", "seeking", "g"])).stdout).toBe("deleted group g of seeking\n");
+  });
+
   it("contexts round-trip in a temp config dir; --context and --url override", async () => {
     const add = await narad_(["context", "add", "local", "--url", narad.url], { url: false });
     expect(add.code).toBe(0);

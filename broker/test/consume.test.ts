@@ -171,4 +171,42 @@ describe("queue consumption across kill -9", () => {
     broker = await startNarad({ dataDir, keepData: true });
     expect(await consumeOne(broker.url, "200ms")).toBeUndefined();
   });
+
+  it("a seek answered 200 survives kill -9 at once: every record at or above the new offset comes back, none below", async () => {
+    await broker?.stop();
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    broker = await startNarad({ keepData: true });
+    dataDir = broker.dataDir;
+    await createTopic(broker.url, topic, 1);
+    for (let i = 0; i < 30; i++)
+      expect(
+        (await fetch(`${broker.url}/v1/topics/${topic}/produce`, { method: "POST", body: `${i}` })).status,
+      ).toBe(202);
+    await waitFor("visible", 30_000, async () =>
+      (await highWatermarks(broker!.url, topic))[0] === 30 ? true : undefined,
+    );
+    for (let i = 0; i < 30; i++) {
+      const d = (await consumeOne(broker.url)) as Delivered;
+      await ack(broker.url, d.receipt_handle);
+    }
+    // Back to 12, then kill -9 without waiting for any persist timer.
+    const seek = await fetch(`${broker.url}/v1/topics/${topic}/groups/default/seek`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ partition: 0, offset: 12 }),
+    });
+    expect(seek.status, await seek.clone().text()).toBe(200);
+    expect(((await seek.json()) as { partitions: unknown[] }).partitions).toEqual([
+      { partition: 0, previous: 30, committed: 12 },
+    ]);
+    await broker.kill9();
+    expect(persistedFrontier(dataDir, 0)).toBe(12);
+    broker = await startNarad({ dataDir, keepData: true });
+    const offsets: number[] = [];
+    for (let d = await consumeOne(broker.url, "300ms"); d !== undefined; d = await consumeOne(broker.url)) {
+      offsets.push(d.offset);
+      await ack(broker.url, d.receipt_handle);
+    }
+    expect(offsets.sort((a, b) => a - b)).toEqual(Array.from({ length: 18 }, (_, i) => 12 + i));
+  });
 });

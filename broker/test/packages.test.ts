@@ -212,6 +212,12 @@ describe("installed from tarballs", () => {
       code: 1,
       stderr: expect.stringMatching(/^error: reading naradcluster default\/demo: /),
     });
+    // Its completion executable (kubectl runs kubectl_complete-narad for `kubectl narad <TAB>`).
+    const completion = await run(join(app, "node_modules/.bin/kubectl_complete-narad"), ["re"], {
+      cwd: app,
+      env,
+    });
+    expect(completion.stdout).toBe("restart\nrebalance\n:4\n");
   });
 
   it("plain JavaScript imports @narad/client and @narad/wire, produces and consumes", async () => {

@@ -127,6 +127,7 @@ beforeAll(async () => {
   const binDir = join(dir, "plugin-bin");
   await mkdir(binDir);
   await symlink(PLUGIN, join(binDir, "kubectl-narad"));
+  await symlink(join(REPO, "bin/kubectl_complete-narad.js"), join(binDir, "kubectl_complete-narad"));
   pluginPath = [dirname(process.execPath), binDir, process.env.PATH ?? ""].join(delimiter);
   contextKubeconfig = join(dir, "context.kubeconfig");
   const cfg = commandRunner(binaries.kubectl, contextKubeconfig);
@@ -449,6 +450,41 @@ describe("kubectl narad port-forward (no kubelet here: the listener, not the str
     });
     const other = await plugin(["port-forward", "demo", "--pod", "demo-7", "-n", NS]);
     expect(other).toMatchObject({ code: 1, stderr: `error: pod demo-7 is not a broker of ${NS}/demo\n` });
+  });
+});
+
+describe("shell completion through the real kubectl (kubectl_complete-narad on PATH)", () => {
+  const complete = (args: string[], env: NodeJS.ProcessEnv = {}) =>
+    run(
+      kubectlBinary,
+      ["__complete", "narad", ...args],
+      { ...process.env, PATH: pluginPath, KUBECONFIG: cp.kubeconfigPath, ...env },
+      { allowFailure: true },
+    );
+  /** The candidates of a cobra __complete answer (kubectl may append its own notes on stderr). */
+  const candidates = (stdout: string) => stdout.split("\n").filter((l) => l !== "" && !l.startsWith(":"));
+
+  it("completes commands, then the namespace's NaradCluster names from the API server", async () => {
+    const commands = await complete(["re"]);
+    expect(commands.code, commands.stderr).toBe(0);
+    expect(candidates(commands.stdout)).toEqual(["restart", "rebalance"]);
+    expect(commands.stdout).toMatch(/\n:4\n$/);
+    const clusters = await complete(["status", "-n", NS, ""]);
+    expect(candidates(clusters.stdout)).toEqual(["demo", "open"]);
+    const prefixed = await complete(["-n", NS, "credentials", "o"]);
+    expect(candidates(prefixed.stdout)).toEqual(["open"]);
+    expect(candidates((await complete(["status", "demo", "-o", ""])).stdout)).toEqual([
+      "json",
+      "yaml",
+      "table",
+    ]);
+  });
+
+  it("an unreachable API server offers no names and still answers well formed", async () => {
+    const r = await complete(["status", ""], { KUBECONFIG: "/nonexistent/config" });
+    expect(r.code).toBe(0);
+    expect(candidates(r.stdout)).toEqual([]);
+    expect(r.stdout).toMatch(/:4\n$/);
   });
 });
 

@@ -142,6 +142,10 @@ describe("group grants", () => {
     expect(
       requiredAccess("DELETE", "/v1/topics/:topic/groups/:group", { topic: "o", group: "g1" }, undefined),
     ).toEqual({ kind: "action", action: "consume", topic: "o", group: "g1" });
+    // Seeking skips or replays what the group consumes: consume on that topic and group.
+    expect(
+      requiredAccess("POST", "/v1/topics/:topic/groups/:group/seek", { topic: "o", group: "g3" }, undefined),
+    ).toEqual({ kind: "action", action: "consume", topic: "o", group: "g3" });
     expect(
       requiredAccess("GET", "/v1/topics/:topic/consume", { topic: "o" }, undefined, { group: "g2" }),
     ).toEqual({

@@ -56,6 +56,7 @@ const groupRoutes = new Set([
   "GET /v1/topics/:topic/consume",
   "PUT /v1/topics/:topic/groups/:group",
   "DELETE /v1/topics/:topic/groups/:group",
+  "POST /v1/topics/:topic/groups/:group/seek",
 ]);
 
 /** Topic routes and the action each needs on that topic. */
@@ -68,6 +69,8 @@ const topicActions: Record<string, Action> = {
   // Declaring or dropping a subscription is part of consuming the topic.
   "PUT /v1/topics/:topic/groups/:group": "consume",
   "DELETE /v1/topics/:topic/groups/:group": "consume",
+  // Moving the offset skips or replays what the group consumes: the same grant as acking.
+  "POST /v1/topics/:topic/groups/:group/seek": "consume",
 };
 
 /**

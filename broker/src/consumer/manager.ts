@@ -11,13 +11,21 @@ import { join } from "node:path";
 import type { Logger } from "pino";
 import { defaultGroup, encodeHandle, parseHandle } from "../core/consumer-handle.ts";
 import { ConsumerQueueState, type QueueLimits } from "../core/consumer-state.ts";
+import { type SeekTarget, seekOffset } from "../core/group-seek.ts";
 import type { StoredRecord } from "../core/records.ts";
 import { badRequest, NaradError, unavailable } from "../errors.ts";
 import { partitionDirName } from "../log/log-store.ts";
 import type { PartitionLog } from "../log/types.ts";
 import type { Metastore, TopicConfig } from "../meta/types.ts";
 import type { BrokerMetrics } from "../metrics.ts";
-import { listFrontierGroups, readFrontier, removeFrontier } from "./frontier-file.ts";
+import { listFrontierGroups, readFrontier, removeFrontier, writeFrontier } from "./frontier-file.ts";
+import {
+  type GroupInfo,
+  groupSettings,
+  mergeGroups,
+  type PartitionGroupState,
+  type PartitionGroups,
+} from "./group-list.ts";
 import { PartitionQueue, type QueueEvents } from "./partition-queue.ts";
 import { WaiterSet } from "./waiters.ts";
 
@@ -50,24 +58,22 @@ export interface Delivery {
 
 export type SettleAction = "ack" | "extend" | "nack";
 
-export interface GroupPartitionInfo {
+/** One partition's outcome of a seek: the committed offset before and after. */
+export interface SeekResult {
   partition: number;
+  previous: number;
   committed: number;
-  in_flight: number;
-  acked_ahead: number;
-  lag: number;
-}
-
-export interface GroupInfo extends GroupSettings {
-  name: string;
-  lag: number;
-  partitions: GroupPartitionInfo[];
 }
 
 interface GroupEntry {
   /** Opened queues (settle looks here only: a live lease is always in memory). */
   open: Map<number, PartitionQueue>;
   opening: Map<number, Promise<PartitionQueue>>;
+  /**
+   * Seeks in progress, by partition: opening a queue there waits for them,
+   * so no queue is opened from the frontier file a seek is replacing.
+   */
+  seeking: Map<number, Promise<void>>;
   /** Next partition to try first when consume names none. */
   rr: number;
 }
@@ -87,33 +93,6 @@ export const staleHandleMessage =
   "receipt handle is stale: no live lease with that nonce (expired, already settled, or from before a restart)";
 /** Narad (Go)'s receipt handle shape: partition:offset:nonce, all decimal. */
 const naradGoHandle = /^\d{1,16}:\d{1,16}:\d{1,20}$/;
-
-/** A group's settings: its declared subscription's, each unset field (or an undeclared group) taking the topic's. */
-export interface GroupSettings {
-  declared: boolean;
-  visibility_timeout_ms: number;
-  max_in_flight_per_partition: number;
-  max_acked_ahead_per_partition: number;
-}
-
-export function groupSettings(
-  t: Pick<
-    TopicConfig,
-    | "subscriptions"
-    | "visibility_timeout_ms"
-    | "max_in_flight_per_partition"
-    | "max_acked_ahead_per_partition"
-  >,
-  group: string,
-): GroupSettings {
-  const sub = t.subscriptions?.find((s) => s.name === group);
-  return {
-    declared: sub !== undefined,
-    visibility_timeout_ms: sub?.visibility_timeout_ms ?? t.visibility_timeout_ms,
-    max_in_flight_per_partition: sub?.max_in_flight_per_partition ?? t.max_in_flight_per_partition,
-    max_acked_ahead_per_partition: sub?.max_acked_ahead_per_partition ?? t.max_acked_ahead_per_partition,
-  };
-}
 
 const limitsOf = (t: TopicConfig, group: string): QueueLimits => {
   const g = groupSettings(t, group);
@@ -204,6 +183,8 @@ export class ConsumerManager {
    */
   async freezePartition(topic: string, partition: number): Promise<void> {
     this.#frozen.add(`${topic}/${partition}`);
+    // A seek that started before the freeze writes its frontier file first: the move copies it.
+    for (const ge of this.#topics.get(topic)?.groups.values() ?? []) await ge.seeking.get(partition);
     const qs = this.#allQueues().filter((q) => q.topic === topic && q.partition === partition);
     for (const q of qs) await q.idle();
     await Promise.all(qs.map((q) => q.flush()));
@@ -295,34 +276,38 @@ export class ConsumerManager {
 
   /** Groups with state (in memory or frontier files) and declared subscriptions. */
   async listGroups(topic: TopicConfig): Promise<GroupInfo[]> {
-    const names = new Set<string>(this.#topics.get(topic.name)?.groups.keys() ?? []);
-    for (const sub of topic.subscriptions ?? []) names.add(sub.name);
-    for (let p = 0; p < topic.partitions; p++) {
-      for (const g of await listFrontierGroups(this.#partitionDir(topic.name, p)))
-        if (this.validGroup(g)) names.add(g);
-    }
-    const out: GroupInfo[] = [];
+    const parts: PartitionGroups[] = [];
+    for (let p = 0; p < topic.partitions; p++) parts.push(await this.partitionGroups(topic, p));
+    return mergeGroups(topic, parts);
+  }
+
+  /**
+   * The groups with state in one partition this node owns: an open queue (its
+   * leases count) or a frontier file. Opens no queue: listing is read-only.
+   */
+  async partitionGroups(topic: TopicConfig, partition: number): Promise<PartitionGroups> {
+    const log = await this.#o.logs.get(topic.name, partition);
+    const dir = this.#partitionDir(topic.name, partition);
+    const entry = this.#topics.get(topic.name);
+    const live = entry?.uid === topic.uid ? entry : undefined;
+    const names = new Set((await listFrontierGroups(dir)).filter((g) => this.validGroup(g)));
+    for (const [name, ge] of live?.groups ?? [])
+      if (ge.open.has(partition) || ge.opening.has(partition) || ge.seeking.has(partition)) names.add(name);
+    const groups: PartitionGroupState[] = [];
     for (const name of [...names].sort()) {
-      const partitions: GroupPartitionInfo[] = [];
-      for (let p = 0; p < topic.partitions; p++) {
-        const q = await this.#queue(topic, name, p);
+      const ge = live?.groups.get(name);
+      await ge?.seeking.get(partition);
+      await ge?.opening.get(partition)?.catch(() => undefined);
+      const q = ge?.open.get(partition);
+      if (q !== undefined) {
         const st = q.state.stats();
-        partitions.push({
-          partition: p,
-          committed: st.committed,
-          in_flight: st.inFlight,
-          acked_ahead: st.ackedAhead,
-          lag: Math.max(0, q.log.stats().highWatermark - st.committed),
-        });
+        groups.push({ name, committed: st.committed, in_flight: st.inFlight, acked_ahead: st.ackedAhead });
+        continue;
       }
-      out.push({
-        name,
-        ...groupSettings(topic, name),
-        lag: partitions.reduce((a, p) => a + p.lag, 0),
-        partitions,
-      });
+      const committed = await readFrontier(dir, name);
+      if (committed !== undefined) groups.push({ name, committed, in_flight: 0, acked_ahead: 0 });
     }
-    return out;
+    return { partition, highWatermark: log.stats().highWatermark, groups };
   }
 
   /** Forgets a group: in-memory state and frontier files. Resolves whether it existed. */
@@ -333,6 +318,8 @@ export class ConsumerManager {
     if (ge !== undefined) {
       entry?.groups.delete(group);
       await Promise.allSettled(ge.opening.values());
+      // A seek in flight writes its frontier file: remove the files after it.
+      await Promise.allSettled(ge.seeking.values());
       for (const q of ge.open.values()) q.dropped = true;
       for (const q of ge.open.values()) await q.idle();
     }
@@ -341,6 +328,65 @@ export class ConsumerManager {
     }
     if (existed) this.#o.logger.info({ topic: topic.name, group }, "consumer group deleted");
     return existed;
+  }
+
+  /**
+   * Moves the group's committed offset in one partition this node owns
+   * (core/group-seek.ts decides the offset). The frontier file is written
+   * durably before this resolves. The partition's leases and acked-ahead
+   * offsets are dropped with its queue: their receipt handles answer 410,
+   * and consumption resumes from the new offset under a new epoch. Seeks of
+   * one partition run one at a time; an unknown group is created (a new
+   * group may start at latest).
+   */
+  async seek(topic: TopicConfig, group: string, partition: number, target: SeekTarget): Promise<SeekResult> {
+    if (this.#closing) throw unavailable("broker is shutting down");
+    this.#assertNotFrozen(topic.name, partition);
+    if (partition >= topic.partitions)
+      throw badRequest(`partition ${partition} does not exist: the topic has ${topic.partitions}`);
+    const ge = this.#group(topic, group);
+    const before = ge.seeking.get(partition) ?? Promise.resolve();
+    const run = before.then(() => this.#seekNow(topic, ge, group, partition, target));
+    const done = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    ge.seeking.set(partition, done);
+    try {
+      return await run;
+    } finally {
+      if (ge.seeking.get(partition) === done) ge.seeking.delete(partition);
+    }
+  }
+
+  async #seekNow(
+    topic: TopicConfig,
+    ge: GroupEntry,
+    group: string,
+    partition: number,
+    target: SeekTarget,
+  ): Promise<SeekResult> {
+    await ge.opening.get(partition)?.catch(() => undefined);
+    const q = ge.open.get(partition);
+    const log = q?.log ?? (await this.#o.logs.get(topic.name, partition));
+    // Decided before anything is dropped: a refused seek leaves leases as they were.
+    const at = seekOffset(target, log.stats());
+    if (!at.ok) throw badRequest(`partition ${partition}: ${at.reason}`);
+    const dir = this.#partitionDir(topic.name, partition);
+    let previous: number;
+    if (q !== undefined) {
+      q.dropped = true; // its own frontier writes stop here
+      await q.idle();
+      ge.open.delete(partition);
+      previous = q.state.committed;
+    } else previous = (await readFrontier(dir, group)) ?? 0;
+    await writeFrontier(dir, group, at.offset);
+    this.#waiters.wake(topic.name, partition, group);
+    this.#o.logger.info(
+      { topic: topic.name, group, partition, previous, committed: at.offset },
+      "consumer group offset moved",
+    );
+    return { partition, previous, committed: at.offset };
   }
 
   /** Stops long-polls (they answer 204) and the timers; new consumes get 503. */
@@ -416,7 +462,7 @@ export class ConsumerManager {
     if (ge === undefined) {
       if (entry.groups.size >= this.#o.maxGroupsPerTopic)
         throw badRequest(`topic has ${entry.groups.size} consumer groups (the maximum); delete one first`);
-      ge = { open: new Map(), opening: new Map(), rr: 0 };
+      ge = { open: new Map(), opening: new Map(), seeking: new Map(), rr: 0 };
       entry.groups.set(group, ge);
     }
     return ge;
@@ -424,6 +470,8 @@ export class ConsumerManager {
 
   #queue(topic: TopicConfig, group: string, partition: number): Promise<PartitionQueue> {
     const ge = this.#group(topic, group);
+    const seeking = ge.seeking.get(partition);
+    if (seeking !== undefined) return seeking.then(() => this.#queue(topic, group, partition));
     const q = ge.open.get(partition);
     if (q !== undefined) return Promise.resolve(q);
     let opening = ge.opening.get(partition);
@@ -555,4 +603,5 @@ export class ConsumerManager {
   }
 }
 
+export { type GroupInfo, type GroupPartitionInfo, type GroupSettings, groupSettings } from "./group-list.ts";
 export { defaultGroup };

@@ -22,6 +22,9 @@ import {
   type PbConfirmProducerEpochResponse,
   type PbConsumeRequest,
   type PbConsumeResponse,
+  type PbDeleteGroupRequest,
+  type PbDeleteGroupResponse,
+  type PbGroupStatsResponse,
   type PbIngestRequest,
   type PbMoveFetchRequest,
   type PbMoveFetchResponse,
@@ -33,6 +36,8 @@ import {
   type PbPartitionStats,
   type PbReadRequest,
   type PbReadResponse,
+  type PbSeekGroupRequest,
+  type PbSeekGroupResponse,
 } from "./proto.ts";
 import { fromRpcError, PartialCommitError } from "./status.ts";
 
@@ -80,6 +85,12 @@ export interface PeerClient {
   consume(req: PbConsumeRequest, signal?: AbortSignal): Promise<PbConsumeResponse>;
   /** Ack / extend / nack at the owner of the handle's partition. */
   ack(req: PbAckRequest): Promise<void>;
+  /** Moves a group's committed offset at the partition's owner (resolves after its fsync). */
+  seekGroup(req: PbSeekGroupRequest): Promise<PbSeekGroupResponse>;
+  /** The groups with state in one partition, at its owner. */
+  groupStats(topic: string, partition: number): Promise<PbGroupStatsResponse>;
+  /** Forgets a group's state on the peer (every partition it owns). */
+  deleteGroup(req: PbDeleteGroupRequest): Promise<PbDeleteGroupResponse>;
   /** Partition moves (moves/runner.ts), called on the source. */
   moveManifest(topic: string, partition: number): Promise<PbMoveManifest>;
   moveFetch(req: PbMoveFetchRequest): Promise<PbMoveFetchResponse>;
@@ -195,6 +206,10 @@ export function createPeerPool(o: PeerPoolOptions): PeerPool {
     ack: async (req) => {
       await unary(client, address, "Ack", req, nowMs() + o.readTimeoutMs);
     },
+    seekGroup: (req) => unary(client, address, "SeekGroup", req, nowMs() + o.readTimeoutMs),
+    groupStats: (topic, partition) =>
+      unary(client, address, "GroupStats", { topic, partition }, nowMs() + o.readTimeoutMs),
+    deleteGroup: (req) => unary(client, address, "DeleteGroup", req, nowMs() + o.readTimeoutMs),
     moveManifest: (topic, partition) =>
       unary(client, address, "MoveManifest", { topic, partition }, nowMs() + o.readTimeoutMs),
     moveFetch: (req) => unary(client, address, "MoveFetch", req, nowMs() + o.readTimeoutMs),

@@ -2,7 +2,9 @@
 // log/types.ts) and the Cluster proto messages, and the split of a commit
 // batch into requests that fit the RPC message cap. Pure; no I/O.
 
+import type { SeekTarget } from "../core/group-seek.ts";
 import type { CommitRecord, ProducerStamp, StoredRecord } from "../core/records.ts";
+import { badRequest } from "../errors.ts";
 import type { CommitResult, PartitionStats } from "../log/types.ts";
 import type {
   PbCommitBatchRequest,
@@ -10,6 +12,7 @@ import type {
   PbCommitRecord,
   PbPartitionStats,
   PbProducerStamp,
+  PbSeekGroupRequest,
   PbStoredRecord,
 } from "./proto.ts";
 
@@ -169,4 +172,15 @@ export function fromPbStats(s: PbPartitionStats): PartitionStats {
     sizeBytes: s.size_bytes,
     ...(s.oldest_segment_at_ms ? { oldestSegmentAtMs: s.oldest_segment_at_ms } : {}),
   };
+}
+
+/** A seek's target on the wire (SeekGroupRequest.to and .offset). */
+export function seekTargetToPb(t: SeekTarget): Pick<PbSeekGroupRequest, "to" | "offset"> {
+  return t.kind === "offset" ? { to: "offset", offset: t.offset } : { to: t.kind, offset: 0 };
+}
+
+export function seekTargetFromPb(req: Pick<PbSeekGroupRequest, "to" | "offset">): SeekTarget {
+  if (req.to === "earliest" || req.to === "latest") return { kind: req.to };
+  if (req.to === "offset") return { kind: "offset", offset: req.offset };
+  throw badRequest(`seek target must be earliest, latest or offset, not "${req.to}"`);
 }

@@ -125,6 +125,34 @@ export interface PbAckRequest {
   extend?: boolean;
 }
 
+export interface PbSeekGroupRequest {
+  topic: string;
+  partition: number;
+  group: string;
+  /** "earliest" | "latest" | "offset" */
+  to: string;
+  offset: number;
+}
+
+export interface PbSeekGroupResponse {
+  previous: number;
+  committed: number;
+}
+
+export interface PbGroupStatsResponse {
+  high_watermark: number;
+  groups: Array<{ name: string; committed: number; in_flight: number; acked_ahead: number }>;
+}
+
+export interface PbDeleteGroupRequest {
+  topic: string;
+  group: string;
+}
+
+export interface PbDeleteGroupResponse {
+  existed: boolean;
+}
+
 export interface PbSegmentExtent {
   base: number;
   bytes: number;
@@ -234,6 +262,9 @@ export interface ClusterMethods {
   AdminStatus: { req: PbEmpty; res: PbAdminStatusResponse };
   Consume: { req: PbConsumeRequest; res: PbConsumeResponse };
   Ack: { req: PbAckRequest; res: PbEmpty };
+  SeekGroup: { req: PbSeekGroupRequest; res: PbSeekGroupResponse };
+  GroupStats: { req: PbPartitionRef; res: PbGroupStatsResponse };
+  DeleteGroup: { req: PbDeleteGroupRequest; res: PbDeleteGroupResponse };
   MoveManifest: { req: PbPartitionRef; res: PbMoveManifest };
   MoveFetch: { req: PbMoveFetchRequest; res: PbMoveFetchResponse };
   MoveFreeze: { req: PbMoveFreezeRequest; res: PbMoveManifest };

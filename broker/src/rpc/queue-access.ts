@@ -13,13 +13,14 @@
 
 import { setTimeout as sleep } from "node:timers/promises";
 import { topicNamePattern } from "../constants.ts";
+import { mergeGroups, type PartitionGroups } from "../consumer/group-list.ts";
 import type { Delivery, SettleAction } from "../consumer/manager.ts";
 import { defaultGroup, parseHandle } from "../core/consumer-handle.ts";
 import { queueConsumePlan } from "../core/routing.ts";
 import type { Metastore, TopicConfig } from "../meta/types.ts";
 import type { Consumers } from "../services.ts";
 import type { PeerPool } from "./client.ts";
-import { fromPbStoredRecord } from "./codec.ts";
+import { fromPbStoredRecord, seekTargetToPb } from "./codec.ts";
 import { ownerRoute } from "./owner-route.ts";
 import type { PbAckRequest } from "./proto.ts";
 
@@ -87,8 +88,50 @@ export function createClusterConsumers(d: QueueAccessDeps): Consumers {
 
   return {
     validGroup: (name) => d.local.validGroup(name),
-    listGroups: (topic) => d.local.listGroups(topic),
-    deleteGroup: (topic, group) => d.local.deleteGroup(topic, group),
+    partitionGroups: (topic, partition) => d.local.partitionGroups(topic, partition),
+
+    // Each partition from its owner: a node's own files know only the partitions it owns.
+    async listGroups(topic) {
+      const parts = await Promise.all(
+        Array.from({ length: topic.partitions }, async (_, p): Promise<PartitionGroups> => {
+          const r = route(topic.name, p);
+          if (r.kind === "local") return d.local.partitionGroups(topic, p);
+          const res = await d.peers.peer(r.address).groupStats(topic.name, p);
+          return { partition: p, highWatermark: res.high_watermark, groups: res.groups };
+        }),
+      );
+      return mergeGroups(topic, parts);
+    },
+
+    // This node's state, then every other owner's (an unreachable owner fails
+    // the request with its 503; repeating the delete is safe).
+    async deleteGroup(topic, group) {
+      let existed = await d.local.deleteGroup(topic, group);
+      const peers = new Set<string>();
+      for (let p = 0; p < topic.partitions; p++) {
+        const r = route(topic.name, p);
+        if (r.kind !== "local") peers.add(r.address);
+      }
+      for (const address of peers) {
+        const res = await d.peers
+          .peer(address)
+          .deleteGroup({ topic: topic.name, group: group === defaultGroup ? "" : group });
+        existed ||= res.existed;
+      }
+      return existed;
+    },
+
+    async seek(topic, group, partition, target) {
+      const r = route(topic.name, partition);
+      if (r.kind === "local") return d.local.seek(topic, group, partition, target);
+      const res = await d.peers.peer(r.address).seekGroup({
+        topic: topic.name,
+        partition,
+        group: group === defaultGroup ? "" : group,
+        ...seekTargetToPb(target),
+      });
+      return { partition, previous: res.previous, committed: res.committed };
+    },
 
     async consume(topic, group, partition, waitMs, signal) {
       if (partition !== undefined) {

@@ -22,7 +22,13 @@ import { badRequest, NaradError, topicNotFound } from "../errors.ts";
 import type { PartitionLog, PartitionStats } from "../log/types.ts";
 import type { Metastore } from "../meta/types.ts";
 import type { MoveSource } from "../moves/source.ts";
-import { fromCommitRequest, toCommitResponse, toPbStats, toPbStoredRecord } from "./codec.ts";
+import {
+  fromCommitRequest,
+  seekTargetFromPb,
+  toCommitResponse,
+  toPbStats,
+  toPbStoredRecord,
+} from "./codec.ts";
 import type { RpcMetrics } from "./metrics.ts";
 import { readFromLog } from "./partition-access.ts";
 import {
@@ -56,7 +62,10 @@ export interface ClusterServerDeps {
   /** Called after a peer's records were appended to one of our partitions (e.g. wake queue consumers). */
   onCommitted?: (topic: string, partition: number) => void;
   /** Queue consumption of the partitions this node owns (Consume, Ack); absent, those calls answer UNAVAILABLE. */
-  consumers?: Pick<ConsumerManager, "consume" | "settle" | "validGroup">;
+  consumers?: Pick<
+    ConsumerManager,
+    "consume" | "settle" | "validGroup" | "seek" | "partitionGroups" | "deleteGroup"
+  >;
   /**
    * Appends produce a draining peer forwarded to this node's ingress WAL
    * (resolves after the fsync; throws UNAVAILABLE when this node refuses
@@ -296,6 +305,38 @@ export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementat
       const action = req.extend === undefined ? "ack" : req.extend ? "extend" : "nack";
       consumers.settle(topic, req.receipt_handle, action);
       return {};
+    }),
+
+    SeekGroup: unary("SeekGroup", async (req) => {
+      const consumers = queueConsumers();
+      const topic = d.metastore.getTopic(req.topic);
+      if (topic === undefined) throw topicNotFound(req.topic);
+      const group = req.group === "" ? defaultGroup : req.group;
+      if (!consumers.validGroup(group))
+        throw badRequest("group must match ^[A-Za-z0-9._-]{1,244}$ (244: the longest that fits a file name)");
+      const target = seekTargetFromPb(req);
+      await ownedLog(req.topic, req.partition);
+      const r = await consumers.seek(topic, group, req.partition, target);
+      return { previous: r.previous, committed: r.committed };
+    }),
+
+    GroupStats: unary("GroupStats", async (req) => {
+      const consumers = queueConsumers();
+      const topic = d.metastore.getTopic(req.topic);
+      if (topic === undefined) throw topicNotFound(req.topic);
+      await ownedLog(req.topic, req.partition);
+      const r = await consumers.partitionGroups(topic, req.partition);
+      return { high_watermark: r.highWatermark, groups: r.groups };
+    }),
+
+    DeleteGroup: unary("DeleteGroup", async (req) => {
+      const consumers = queueConsumers();
+      const topic = d.metastore.getTopic(req.topic);
+      if (topic === undefined) throw topicNotFound(req.topic);
+      const group = req.group === "" ? defaultGroup : req.group;
+      if (!consumers.validGroup(group))
+        throw badRequest("group must match ^[A-Za-z0-9._-]{1,244}$ (244: the longest that fits a file name)");
+      return { existed: await consumers.deleteGroup(topic, group) };
     }),
   };
 }

@@ -95,6 +95,17 @@ export class PluginKube {
     }
   }
 
+  /** Names of the namespace's NaradClusters (shell completion). */
+  async clusterNames(namespace: string): Promise<string[]> {
+    const list = (await this.#custom.listNamespacedCustomObject({
+      group: API_GROUP,
+      version: API_VERSION,
+      namespace,
+      plural: CLUSTER_PLURAL,
+    })) as { items?: Array<{ metadata?: { name?: string } }> };
+    return (list.items ?? []).flatMap((c) => (c.metadata?.name === undefined ? [] : [c.metadata.name]));
+  }
+
   /** The cluster's broker pods, by the StatefulSet's selector labels. */
   async pods(namespace: string, clusterName: string): Promise<V1Pod[]> {
     try {

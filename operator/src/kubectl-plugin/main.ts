@@ -7,6 +7,7 @@ import { OPERATOR_VERSION } from "../install/install.ts";
 import { apiMessage } from "../kube/api.ts";
 import { actionMessage, actionPatch, choosePod } from "./actions.ts";
 import { type Command, parseArgs } from "./args.ts";
+import { completionPlan, Directive, renderCompletion } from "./complete.ts";
 import { connectionInfo, renderCredentials, usersSecretToRead } from "./credentials.ts";
 import { PluginError } from "./errors.ts";
 import type { PluginKube } from "./kube.ts";
@@ -22,6 +23,7 @@ export interface PluginIo {
 }
 
 export async function runPlugin(argv: readonly string[], io: PluginIo): Promise<number> {
+  if (argv[0] === COMPLETE) return complete(argv.slice(1), io);
   const parsed = parseArgs(argv);
   switch (parsed.kind) {
     case "help":
@@ -48,6 +50,31 @@ export async function runPlugin(argv: readonly string[], io: PluginIo): Promise<
         return 1;
       }
   }
+}
+
+/** The hidden command kubectl_complete-narad runs (cobra's name for it). */
+export const COMPLETE = "__complete";
+
+/**
+ * Completion never fails on the shell's prompt: an unreadable kubeconfig or an
+ * API error offers no cluster names, and the answer is still well formed.
+ */
+async function complete(typed: readonly string[], io: PluginIo): Promise<number> {
+  const plan = completionPlan(typed);
+  if (plan.kind === "words") {
+    io.out(renderCompletion(plan.words, plan.directive));
+    return 0;
+  }
+  let names: string[] = [];
+  try {
+    const { loadKubeConfig, PluginKube } = await import("./kube.ts");
+    const { kc, namespace } = loadKubeConfig(plan.connection);
+    names = (await new PluginKube(kc).clusterNames(namespace)).filter((n) => n.startsWith(plan.prefix));
+  } catch {
+    names = [];
+  }
+  io.out(renderCompletion(names, Directive.NoFileComp));
+  return 0;
 }
 
 async function execute(command: Command, kube: PluginKube, namespace: string, io: PluginIo): Promise<number> {

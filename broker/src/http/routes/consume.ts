@@ -6,10 +6,12 @@
 //   GET  /v1/topics/:topic/groups                            (+ declared, effective settings)
 //   PUT  /v1/topics/:topic/groups/:group                     declare a subscription / update its settings: 200
 //   DELETE /v1/topics/:topic/groups/:group                   forget a group and its declaration: 204, 404 when unknown
+//   POST /v1/topics/:topic/groups/:group/seek                move the group's committed offset: 200 once fsynced
 
 import type { FastifyInstance } from "fastify";
 import { groupSettings } from "../../consumer/manager.ts";
 import { defaultGroup } from "../../core/consumer-handle.ts";
+import { parseSeekRequest } from "../../core/group-seek.ts";
 import { messageJson } from "../../core/message-json.ts";
 import { parseSubscription, withSubscription } from "../../core/topic-spec.ts";
 import { badRequest, invalidQueryParameter, notFound } from "../../errors.ts";
@@ -193,6 +195,37 @@ export function consumeRoutes(s: BrokerServices) {
         await s.metrics.forgetGroup(topic.name, group);
         request.log.info({ topic: topic.name, group }, "consumer group deleted");
         return reply.code(204).send();
+      },
+    );
+
+    app.post<{ Params: { topic: string; group: string } }>(
+      "/v1/topics/:topic/groups/:group/seek",
+      {
+        schema: {
+          tags: ["consume"],
+          summary: "Move a consumer group's offset",
+          description:
+            'Body (JSON): {"to":"earliest"|"latest","partition"?:N} or {"offset":N,"partition":N}. ' +
+            "Sets the group's committed offset in each partition named (all without partition), " +
+            "at each partition's owner, and answers 200 with the offsets before and after once each is fsynced. " +
+            "Leases of those partitions are dropped (their receipt handles answer 410); " +
+            "an offset below retention starts at the oldest record, one past the high watermark is 400. " +
+            "An unknown group is created.",
+          params: groupParams,
+          querystring: querySchema(),
+        },
+      },
+      async (request) => {
+        const topic = requireTopic(s, request.params.topic);
+        const group = parseGroup(s, request.params.group);
+        const seek = parseSeekRequest(request.body, topic.partitions);
+        // One partition after another: a failure part-way (an owner unreachable)
+        // leaves the earlier ones moved, and the same request again is harmless.
+        const partitions = [];
+        for (const p of seek.partitions)
+          partitions.push(await s.consumers.seek(topic, group, p, seek.target));
+        request.log.info({ topic: topic.name, group, target: seek.target }, "consumer group seek");
+        return { topic: topic.name, name: group, partitions };
       },
     );
   };
