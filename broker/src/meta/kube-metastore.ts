@@ -98,6 +98,8 @@ export interface KubeMetastore extends Metastore {
   /** Forces a relist of both collections (tests, diagnostics). */
   resync(): void;
   authoritativeOwner(topic: string, partition: number, uid?: string): Promise<AuthoritativeOwner>;
+  declaredLinks(): readonly DeclaredLink[];
+  settleDeclaredLink(child: string, problem: string | undefined, dropAdmission: boolean): Promise<void>;
 }
 
 /** In-cluster credentials when running in a pod, else KUBECONFIG / ~/.kube/config. */
