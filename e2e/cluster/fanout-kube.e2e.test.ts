@@ -10,13 +10,15 @@
 //     receives records; a declaration the rules forbid is reported in the
 //     narad.dev/link-problem annotation and ignored, the brokers unharmed;
 //   - detach: the child receives nothing more;
-//   - delete the parent: its children become standalone (spec.parent gone).
+//   - delete the parent: its children become standalone (spec.parent gone);
+//   - kubectl: removing spec.parent detaches, setting it again is a fresh
+//     attach (new epoch), deleting the parent object unlinks its children.
 import { mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
+import { CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { freePort, type RunningNarad, startNarad } from "../../broker/test/harness/process.ts";
 import type { MemberStatus, NaradTopic } from "../../packages/api/src/v1alpha1/types.ts";
@@ -338,5 +340,46 @@ describe("fan-out on the kubernetes metastore", () => {
     }
     // The children are ordinary topics now, and the brokers still take writes.
     expect(await produce("mirror", 1000, 1004)).toHaveLength(4);
+  });
+
+  it("kubectl: removing spec.parent detaches, re-declaring is a fresh attach, deleting the parent object unlinks", async () => {
+    const patch = (name: string, body: object) =>
+      objects.patchNamespacedCustomObject(
+        { group: GROUP, version: VERSION, namespace, plural: "naradtopics", name, body },
+        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+      );
+    const epochOf = async (name: string): Promise<string | undefined> =>
+      (await http(b0(), "GET", `/v1/topics/${name}`)).json().attach_epoch;
+    await createTopic("events", { retention_ms: 0 });
+    await applyTopic("tap", { parent: "events" });
+    await waitRole("tap", "child");
+    const first = await epochOf("tap");
+    expect(first).toMatch(/^[0-9a-f]{16}$/);
+    await patch("tap", { spec: { parent: null } });
+    await waitRole("tap", "standalone");
+    await waitFor(
+      async () => (await topicObject("tap")).metadata.annotations?.["narad.dev/attachment"] === undefined,
+      { timeoutMs: 15_000, what: "the ended admission dropped" },
+    );
+    await patch("tap", { spec: { parent: "events" } });
+    await waitRole("tap", "child");
+    const second = await epochOf("tap");
+    expect(second).toMatch(/^[0-9a-f]{16}$/);
+    expect(second).not.toBe(first);
+    await sleep(1_500);
+    const ids = await produce("events", 0, 10);
+    await waitReceived("tap", ids);
+    await objects.deleteNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace,
+      plural: "naradtopics",
+      name: "events",
+    });
+    await waitRole("tap", "standalone");
+    await waitFor(async () => (await topicObject("tap")).spec.parent === undefined, {
+      timeoutMs: 15_000,
+      what: "spec.parent cleared after the parent object was deleted",
+    });
   });
 });
