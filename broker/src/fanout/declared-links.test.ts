@@ -1,8 +1,11 @@
 // Links declared in NaradTopic spec.parent: which are admitted, refused
 // (reported once, ignored) or ended, and which node decides.
+import { setTimeout as sleep } from "node:timers/promises";
+import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import type { DeclaredLink, TopicConfig } from "../meta/types.ts";
-import { decidingMember, declaredLinkActions } from "./declared-links.ts";
+import type { DeclaredLink, Metastore, TopicConfig } from "../meta/types.ts";
+import { createMemoryCluster } from "../testing/memory-metastore.ts";
+import { DeclaredLinks, decidingMember, declaredLinkActions } from "./declared-links.ts";
 
 const topic = (name: string, extra: Partial<TopicConfig> = {}): TopicConfig => ({
   name,
@@ -129,5 +132,79 @@ describe("decidingMember", () => {
       ]),
     ).toBe("demo-1");
     expect(decidingMember([{ id: "demo-0", address: "", state: "Down" }])).toBeUndefined();
+  });
+});
+
+describe("DeclaredLinks (the runner)", () => {
+  /** A memory metastore view with spec.parent-like declarations, as the kubernetes one reports them. */
+  function declaring(
+    view: Metastore,
+    declarations: Map<string, string>,
+    reports: Map<string, string | undefined>,
+  ) {
+    const writes: string[] = [];
+    const ms: Metastore = Object.assign(Object.create(view) as Metastore, {
+      declaredLinks: (): DeclaredLink[] =>
+        [...declarations].map(([child, parent]) => ({
+          child,
+          parent,
+          delayMs: 0,
+          inEffect: view.getTopic(child)?.parent === parent,
+          ended: "none" as const,
+          reported: reports.get(child),
+        })),
+      settleDeclaredLink: async (child: string, problem: string | undefined) => {
+        writes.push(`settle ${child}`);
+        reports.set(child, problem);
+      },
+      updateTopic: (name: string, patch: Parameters<Metastore["updateTopic"]>[1]) => {
+        writes.push(`update ${name}`);
+        return view.updateTopic(name, patch);
+      },
+    });
+    return { ms, writes };
+  }
+
+  it("only the deciding node writes; an admission happens once and a refusal is reported once", async () => {
+    const cluster = createMemoryCluster([
+      { id: "n0", address: "a", state: "Active" },
+      { id: "n1", address: "b", state: "Active" },
+    ]);
+    const declarations = new Map([
+      ["kid", "p"],
+      ["orphan", "ghost"],
+    ]);
+    const reports = new Map<string, string | undefined>();
+    const base = cluster.metastore();
+    for (const t of ["p", "kid", "orphan"]) await base.createTopic({ ...topic(t), uid: undefined } as never);
+    const nodes = ["n0", "n1"].map((id) => {
+      const { ms, writes } = declaring(cluster.metastore(), declarations, reports);
+      const runner = new DeclaredLinks({
+        nodeId: id,
+        metastore: ms,
+        logger: pino({ level: "silent" }),
+        nowMs: Date.now,
+      });
+      return { id, runner, writes };
+    });
+    for (let i = 0; i < 5; i++) {
+      for (const n of nodes) n.runner.poke();
+      await sleep(20);
+    }
+    expect(nodes[1]?.writes).toEqual([]);
+    expect(nodes[0]?.writes).toEqual(["update kid", "settle orphan"]);
+    expect(base.getTopic("kid")).toMatchObject({
+      parent: "p",
+      attach_epoch: expect.stringMatching(/^[0-9a-f]{16}$/),
+    });
+    expect(reports.get("orphan")).toMatch(/ghost/);
+    // n0 leaves: n1 decides from now on.
+    cluster.setState("n0", "Maintenance");
+    declarations.set("late", "p");
+    await base.createTopic({ ...topic("late"), uid: undefined } as never);
+    for (const n of nodes) n.runner.poke();
+    await sleep(50);
+    expect(nodes[1]?.writes).toEqual(["update late"]);
+    expect(base.getTopic("late")?.parent).toBe("p");
   });
 });
