@@ -495,6 +495,92 @@ describe("kubernetes metastore", () => {
     }
   });
 
+  it("takes a link declared in spec.parent only once admitted, ends it when the declaration changes or its parent incarnation goes", async () => {
+    const patchObject = (name: string, body: object) =>
+      objects.patchNamespacedCustomObject(
+        { group: GROUP, version: VERSION, namespace, plural: "naradtopics", name, body },
+        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+      );
+    const declared = (child: string) => store.declaredLinks().find((d) => d.child === child);
+    const parent = await store.createTopic(topicFixture("fan-parent", { retention_ms: 0, partitions: 2 }));
+    await store.createTopic(topicFixture("fan-child", { partitions: 2 }));
+    // Declared by hand: visible as a declaration, not in effect.
+    await patchObject("fan-child", { spec: { parent: "fan-parent" } });
+    await waitFor(() => declared("fan-child")?.parent === "fan-parent", {
+      timeoutMs: 5_000,
+      what: "declared",
+    });
+    expect(declared("fan-child")).toMatchObject({ inEffect: false, ended: "none", reported: undefined });
+    expect(store.getTopic("fan-child")?.parent).toBeUndefined();
+    // A refusal is recorded on the object, for kubectl describe.
+    await store.settleDeclaredLink("fan-child", "because", false);
+    await waitFor(() => declared("fan-child")?.reported === "because", {
+      timeoutMs: 5_000,
+      what: "reported",
+    });
+    expect((await topicObject("fan-child")).metadata.annotations?.["narad.dev/link-problem"]).toBe("because");
+    // Admitted (what the deciding broker does): in effect, the report cleared, in one write.
+    const epoch = "00112233445566aa";
+    const linked = await store.updateTopic("fan-child", {
+      parent: "fan-parent",
+      fanout_delay_ms: undefined,
+      attach_epoch: epoch,
+      attached_at_ms: 1234,
+    });
+    expect(linked).toMatchObject({ parent: "fan-parent", attach_epoch: epoch, attached_at_ms: 1234 });
+    expect(store.getTopic("fan-child")).toMatchObject({ parent: "fan-parent", attach_epoch: epoch });
+    const obj = await topicObject("fan-child");
+    expect(obj.metadata.annotations?.["narad.dev/link-problem"]).toBeUndefined();
+    expect(JSON.parse(obj.metadata.annotations?.["narad.dev/attachment"] ?? "{}")).toEqual({
+      parent: "fan-parent",
+      parentUid: parent.uid,
+      delayMs: 0,
+      epoch,
+      attachedAtMs: 1234,
+    });
+    expect(declared("fan-child")).toMatchObject({ inEffect: true, ended: "none" });
+    // kubectl changes the delay: the admission no longer holds.
+    await patchObject("fan-child", { spec: { delayMs: 1000 } });
+    await waitFor(() => store.getTopic("fan-child")?.parent === undefined, {
+      timeoutMs: 5_000,
+      what: "ended",
+    });
+    expect(declared("fan-child")).toMatchObject({ inEffect: false, ended: "spec-changed", delayMs: 1000 });
+    // Settled with the record dropped: reverting the delay is a new declaration, not the old link back.
+    await store.settleDeclaredLink("fan-child", undefined, true);
+    await waitFor(() => declared("fan-child")?.ended === "none", {
+      timeoutMs: 5_000,
+      what: "record dropped",
+    });
+    await patchObject("fan-child", { spec: { delayMs: null } });
+    await waitFor(() => declared("fan-child")?.delayMs === 0, { timeoutMs: 5_000, what: "delay reverted" });
+    expect(store.getTopic("fan-child")?.parent).toBeUndefined();
+    // Admitted again, then the parent deleted with kubectl (no unlink first) and re-created:
+    // the namesake does not inherit the child.
+    await store.updateTopic("fan-child", { parent: "fan-parent", attach_epoch: epoch, attached_at_ms: 1 });
+    expect(store.getTopic("fan-child")?.parent).toBe("fan-parent");
+    await objects.deleteNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace,
+      plural: "naradtopics",
+      name: "fan-parent",
+    });
+    await waitFor(() => store.getTopic("fan-child")?.parent === undefined, {
+      timeoutMs: 5_000,
+      what: "parent gone",
+    });
+    expect(declared("fan-child")).toMatchObject({ inEffect: false, ended: "parent-gone" });
+    const namesake = await store.createTopic(topicFixture("fan-parent", { retention_ms: 0, partitions: 2 }));
+    expect(namesake.uid).not.toBe(parent.uid);
+    await waitFor(() => store.getTopic("fan-parent")?.uid === namesake.uid, {
+      timeoutMs: 5_000,
+      what: "namesake",
+    });
+    expect(store.getTopic("fan-child")?.parent).toBeUndefined();
+    expect(declared("fan-child")).toMatchObject({ ended: "parent-gone" });
+  });
+
   it("relists on resync and keeps the same view", async () => {
     const names = store.listTopics().map((t) => t.name);
     store.resync();

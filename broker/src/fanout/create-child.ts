@@ -5,8 +5,7 @@
 
 import { badRequest, topicExists, topicNotFound } from "../errors.ts";
 import type { Metastore, NewTopic, TopicConfig } from "../meta/types.ts";
-import { newAttachEpoch } from "./engine.ts";
-import { refuseUnstorable } from "./links.ts";
+import { newAttachEpoch } from "./epoch.ts";
 import { attachProblem, delayProblem } from "./rules.ts";
 
 export interface CreateLink {
@@ -48,7 +47,6 @@ export async function createAsChild(
   link: CreateLink,
   nowMs: number,
 ): Promise<TopicConfig> {
-  refuseUnstorable(ms);
   if (ms.getTopic(topic.name) !== undefined) throw topicExists(topic.name);
   const parent = ms.getTopic(link.parent);
   if (parent === undefined) throw topicNotFound(link.parent);

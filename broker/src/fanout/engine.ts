@@ -10,7 +10,6 @@
 // A reconciler diffs the cursors the metastore asks for against the running
 // ones every second and on every metastore change.
 
-import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { StoredRecord, WalRecordInput } from "../core/records.ts";
@@ -31,11 +30,9 @@ import {
   resumeDecision,
 } from "./batch.ts";
 import { readCursorFile, removeCursor, writeCursor } from "./cursor-file.ts";
+import { DeclaredLinks } from "./declared-links.ts";
 
-/** A fresh attach epoch: 8 random bytes, hex (as Narad). */
-export function newAttachEpoch(): string {
-  return randomBytes(8).toString("hex");
-}
+export { newAttachEpoch } from "./epoch.ts";
 
 export interface FanoutEngineOptions {
   nodeId: string;
@@ -128,6 +125,8 @@ export class FanoutEngine {
   readonly #dropped: Counter<"parent" | "child">;
   readonly #lag: Gauge<"parent" | "partition" | "child">;
   readonly #dueLag: Gauge<"parent" | "partition" | "child">;
+  /** Links declared outside the API (kubernetes spec.parent): admitted or refused on the deciding node. */
+  readonly #declared: DeclaredLinks;
 
   constructor(opts: FanoutEngineOptions) {
     this.#o = {
@@ -150,6 +149,12 @@ export class FanoutEngine {
       help: "Parent partition high watermark minus the fan-out cursor's next offset",
       labelNames: ["parent", "partition", "child"],
       registers: [opts.registry],
+    });
+    this.#declared = new DeclaredLinks({
+      nodeId: opts.nodeId,
+      metastore: opts.metastore,
+      logger: opts.logger,
+      nowMs: this.#o.nowMs,
     });
     this.#dueLag = new Gauge({
       name: "narad_fanout_due_lag_seconds",
@@ -218,6 +223,7 @@ export class FanoutEngine {
 
   reconcile(): void {
     if (this.#closed) return;
+    this.#declared.poke();
     const desired = this.#desired();
     for (const [key, c] of this.#cursors) {
       if (desired.has(key)) continue;

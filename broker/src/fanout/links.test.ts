@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import type { Metastore } from "../meta/types.ts";
 import { createMemoryCluster } from "../testing/memory-metastore.ts";
-import { attachChild, deleteParentUnlinking } from "./links.ts";
+import { adoptedSchema, attachChild, deleteParentUnlinking } from "./links.ts";
 
 const spec = (name: string) => ({
   name,
@@ -57,4 +57,16 @@ describe("deleteParentUnlinking", () => {
         expect(ms.listTopics().filter((t) => t.parent === "p")).toEqual([]);
       }
     });
+});
+
+describe("adoptedSchema", () => {
+  const base = { ...spec("t"), uid: "u" };
+  const v = (version: number) => ({ version, definition: '{"type":"object"}' });
+  it("gives a child the parent's schema unless it already has that one at a version not lower", () => {
+    expect(adoptedSchema({ ...base, schema: v(2) }, base)).toEqual({ schema: v(2) });
+    expect(adoptedSchema({ ...base, schema: v(2) }, { ...base, schema: v(1) })).toEqual({ schema: v(2) });
+    // A version never goes back (the NaradTopic CRD refuses it): the child keeps its own.
+    expect(adoptedSchema({ ...base, schema: v(2) }, { ...base, schema: v(5) })).toEqual({});
+    expect(adoptedSchema(base, base)).toEqual({});
+  });
 });

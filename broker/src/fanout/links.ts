@@ -5,7 +5,7 @@
 import { NaradError } from "../errors.ts";
 import { SerialByKey } from "../http/serial-by-key.ts";
 import type { Metastore, TopicConfig, TopicSchema } from "../meta/types.ts";
-import { newAttachEpoch } from "./engine.ts";
+import { newAttachEpoch } from "./epoch.ts";
 import { attachProblem } from "./rules.ts";
 
 /**
@@ -13,15 +13,6 @@ import { attachProblem } from "./rules.ts";
  * children) are decided against the state the previous change left.
  */
 export const linkChanges = new SerialByKey();
-
-/** The kubernetes metastore's NaradTopic has no fan-out fields yet: links could not be stored. */
-export function refuseUnstorable(ms: Metastore): void {
-  if (ms.kind === "kubernetes")
-    throw new NaradError(
-      "NOT_IMPLEMENTED",
-      "fan-out children need the file metastore here: the NaradTopic resource has no parent field yet",
-    );
-}
 
 /** Links `child` under `parent` (checks fanout/rules.ts first); the child adopts the parent's schema. */
 export async function attachChild(
@@ -31,17 +22,28 @@ export async function attachChild(
   delayMs: number,
   nowMs: number,
 ): Promise<TopicConfig> {
-  refuseUnstorable(ms);
   const problem = attachProblem(ms.listTopics(), parentName, childName, delayMs);
   if (problem !== undefined) throw problem;
   const parent = ms.getTopic(parentName) as TopicConfig;
+  const child = ms.getTopic(childName) as TopicConfig;
   return ms.updateTopic(childName, {
     parent: parentName,
     fanout_delay_ms: delayMs > 0 ? delayMs : undefined,
     attach_epoch: newAttachEpoch(),
     attached_at_ms: nowMs,
-    ...(parent.schema !== undefined ? { schema: parent.schema } : {}),
+    ...adoptedSchema(parent, child),
   });
+}
+
+/**
+ * The parent's schema for the child, unless the child already has it (the
+ * rules admit only the same definition): a version number never goes back,
+ * which the NaradTopic CRD enforces too.
+ */
+export function adoptedSchema(parent: TopicConfig, child: TopicConfig): { schema?: TopicSchema } {
+  if (parent.schema === undefined) return {};
+  if (child.schema !== undefined && child.schema.version >= parent.schema.version) return {};
+  return { schema: parent.schema };
 }
 
 /** Unlinks `child` from `parent`: 404 when either is missing or not linked so. The child keeps its schema. */

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { TOPIC_FANOUT_DELAY_MAX_MS } from "../../../packages/api/src/v1alpha1/defaults.ts";
 import type { TopicConfig } from "../meta/types.ts";
 import {
   attachProblem,
@@ -28,6 +29,10 @@ const statusOf = (topics: TopicConfig[], p: string, c: string, delay = 0) =>
   attachProblem(topics, p, c, delay)?.status;
 
 describe("fan-out link rules", () => {
+  it("bounds the delay as the NaradTopic CRD does (spec.delayMs maximum)", () => {
+    expect(maxFanoutDelayMs).toBe(TOPIC_FANOUT_DELAY_MAX_MS);
+  });
+
   const base = [topic("p"), topic("c", { parent: "p", attach_epoch: "e" }), topic("s"), topic("o")];
 
   it("allows a plain attach and answers Narad's statuses for every forbidden link", () => {

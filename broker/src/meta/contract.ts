@@ -193,6 +193,56 @@ export function describeMetastoreContract(
       expect(plain.schema).toBeUndefined();
     });
 
+    it("keeps fan-out links (parent, delay, attach epoch and time) through create, update, unlink and reopen", async () => {
+      const parent = await store.createTopic(topicFixture(unique("parent"), { retention_ms: 0 }));
+      const link = {
+        parent: parent.name,
+        fanout_delay_ms: 60_000,
+        attach_epoch: "0123456789abcdef",
+        attached_at_ms: 1_700_000_000_123,
+      };
+      // Created as a child: linked in the same write.
+      const child = await store.createTopic(topicFixture(unique("child"), link));
+      expect(child).toMatchObject(link);
+      expect(store.getTopic(child.name)).toMatchObject(link);
+      // Attached later, then a patch that does not name the link keeps it.
+      const other = await store.createTopic(topicFixture(unique("other")));
+      expect(other.parent).toBeUndefined();
+      const attach = { parent: parent.name, attach_epoch: "fedcba9876543210", attached_at_ms: 5 };
+      const attached = await store.updateTopic(other.name, { ...attach, fanout_delay_ms: undefined });
+      expect(attached).toMatchObject(attach);
+      expect(attached.fanout_delay_ms).toBeUndefined();
+      await store.updateTopic(other.name, { retention_ms: 7_200_000 });
+      expect(store.getTopic(other.name)).toMatchObject({ ...attach, retention_ms: 7_200_000 });
+      const reopened = await backing.open();
+      try {
+        await eventually(
+          "links after a reopen",
+          () =>
+            reopened.getTopic(child.name)?.attach_epoch === link.attach_epoch &&
+            reopened.getTopic(other.name)?.attach_epoch === attach.attach_epoch,
+          settleMs,
+        );
+        expect(reopened.getTopic(child.name)).toMatchObject(link);
+        expect(reopened.getTopic(parent.name)?.parent).toBeUndefined();
+      } finally {
+        await reopened.close();
+      }
+      // Unlinked: every link field goes.
+      await store.updateTopic(child.name, {
+        parent: undefined,
+        fanout_delay_ms: undefined,
+        attach_epoch: undefined,
+        attached_at_ms: undefined,
+      });
+      const unlinked = store.getTopic(child.name);
+      expect(unlinked?.parent).toBeUndefined();
+      expect(unlinked?.fanout_delay_ms).toBeUndefined();
+      expect(unlinked?.attach_epoch).toBeUndefined();
+      expect(unlinked?.attached_at_ms).toBeUndefined();
+      expect(unlinked?.partitions).toBe(child.partitions);
+    });
+
     it("answers NOT_FOUND for updates and deletes of unknown topics", async () => {
       await expectNaradError(store.updateTopic(unique("missing"), { partitions: 4 }), "NOT_FOUND");
       await expectNaradError(store.deleteTopic(unique("missing")), "NOT_FOUND");

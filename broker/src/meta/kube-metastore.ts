@@ -23,16 +23,32 @@ import type {
 import { NaradError, topicExists, topicNotFound } from "../errors.ts";
 import { apiStatus, type NaradApi, naradApi, writeError } from "./kube/api.ts";
 import {
+  ATTACHMENT_ANNOTATION,
+  type Attachment,
   assignmentsOf,
+  attachmentFor,
+  attachmentOf,
+  declaredLinkOf,
   isoTime,
+  LINK_PROBLEM_ANNOTATION,
+  matchingAttachment,
   memberOf,
   movesInFlight,
   naradTopicFor,
-  specMergePatch,
   topicConfigOf,
+  topicMergePatch,
+  withoutLink,
 } from "./kube/convert.ts";
 import { Reflector, type ReflectorLogger, type ReflectorTiming } from "./kube/reflector.ts";
-import type { AuthoritativeOwner, ClusterMove, Member, Metastore, TopicConfig, TopicPatch } from "./types.ts";
+import type {
+  AuthoritativeOwner,
+  ClusterMove,
+  DeclaredLink,
+  Member,
+  Metastore,
+  TopicConfig,
+  TopicPatch,
+} from "./types.ts";
 
 export interface KubeMetastoreTiming extends ReflectorTiming {
   /** How long createTopic waits for the operator to write status.assignments. */
@@ -82,6 +98,8 @@ export interface KubeMetastore extends Metastore {
   /** Forces a relist of both collections (tests, diagnostics). */
   resync(): void;
   authoritativeOwner(topic: string, partition: number, uid?: string): Promise<AuthoritativeOwner>;
+  declaredLinks(): readonly DeclaredLink[];
+  settleDeclaredLink(child: string, problem: string | undefined, dropAdmission: boolean): Promise<void>;
 }
 
 /** In-cluster credentials when running in a pod, else KUBECONFIG / ~/.kube/config. */
@@ -96,7 +114,17 @@ interface TopicEntry {
   config: TopicConfig;
   kubeName: string;
   generation: number;
+  resourceVersion: string;
   owners: ReadonlyMap<number, string>;
+  /** The fan-out link as spec declares it, the broker's record of it, and a reported problem. */
+  link: {
+    declared: { parent: string; delayMs: number } | undefined;
+    attachment: Attachment | undefined;
+    /** The attachment matches the declaration (the parent incarnation aside). */
+    matching: boolean;
+    parentGone: boolean;
+    reported: string | undefined;
+  };
 }
 
 function compareNames(a: string, b: string): number {
@@ -137,11 +165,20 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
       if (!ours(t)) continue;
       let entry: TopicEntry;
       try {
+        const reported = t.metadata.annotations?.[LINK_PROBLEM_ANNOTATION];
         entry = {
           config: topicConfigOf(t),
           kubeName: t.metadata.name ?? "",
           generation: t.metadata.generation ?? 0,
+          resourceVersion: t.metadata.resourceVersion ?? "",
           owners: assignmentsOf(t),
+          link: {
+            declared: declaredLinkOf(t),
+            attachment: attachmentOf(t),
+            matching: matchingAttachment(t) !== undefined,
+            parentGone: false,
+            reported: typeof reported === "string" && reported !== "" ? reported : undefined,
+          },
         };
       } catch (err) {
         logger.warn({ object: t.metadata?.name, err: String(err) }, "skipping malformed NaradTopic");
@@ -160,6 +197,16 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
     }
     if (dupes.length > 0)
       logger.warn({ topics: dupes }, "several NaradTopics name the same topic; the oldest wins");
+    // A link is in effect only while the parent incarnation it was admitted
+    // under lives: a parent deleted with kubectl (no unlink first) or replaced
+    // by a namesake leaves its children unlinked, never adopted by the namesake.
+    for (const e of next.values()) {
+      const a = e.link.attachment;
+      if (e.config.parent === undefined || a === undefined) continue;
+      if (next.get(a.parent)?.config.uid === a.parentUid) continue;
+      e.config = withoutLink(e.config);
+      e.link.parentGone = true;
+    }
     topics = next;
     sorted = [...next.values()].map((e) => e.config).sort((a, b) => compareNames(a.name, b.name));
   };
@@ -229,6 +276,36 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
     });
   };
 
+  /** The uid of the parent a link is made to (the attach rules already found it). */
+  const parentUid = (parent: string): string => {
+    const p = topics.get(parent);
+    if (p === undefined) throw topicNotFound(parent);
+    return p.config.uid;
+  };
+
+  const declaredLinks = (): DeclaredLink[] => {
+    const out: DeclaredLink[] = [];
+    for (const e of topics.values()) {
+      const l = e.link;
+      if (l.declared === undefined && l.attachment === undefined && l.reported === undefined) continue;
+      const inEffect = e.config.parent !== undefined;
+      out.push({
+        child: e.config.name,
+        parent: l.declared?.parent,
+        delayMs: l.declared?.delayMs ?? 0,
+        inEffect,
+        ended:
+          inEffect || l.attachment === undefined
+            ? "none"
+            : l.matching && l.parentGone
+              ? "parent-gone"
+              : "spec-changed",
+        reported: l.reported,
+      });
+    }
+    return out.sort((a, b) => compareNames(a.child, b.child));
+  };
+
   const fullyAssigned = (name: string): boolean => {
     const e = topics.get(name);
     if (e === undefined) return false;
@@ -267,9 +344,11 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
       const what = `create topic "${topic.name}"`;
       requireReachable(what);
       if (topics.has(topic.name)) throw topicExists(topic.name);
+      const attachment =
+        topic.parent === undefined ? undefined : attachmentFor(topic, parentUid(topic.parent));
       let created: NaradTopic;
       try {
-        created = await api.createTopic(naradTopicFor(topic, namespace, clusterName));
+        created = await api.createTopic(naradTopicFor(topic, namespace, clusterName, attachment));
       } catch (err) {
         if (apiStatus(err) === 409) throw topicExists(topic.name);
         throw writeError(err, what, timing.retryAfterSeconds);
@@ -289,16 +368,30 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
       const current = topics.get(name);
       if (current === undefined) throw topicNotFound(name);
       requireReachable(what);
+      // A link change (attach: parent and epoch; detach: parent undefined)
+      // writes spec.parent, spec.delayMs and the attachment record at once.
+      const link = !("parent" in patch)
+        ? undefined
+        : patch.parent === undefined
+          ? null
+          : attachmentFor(patch, parentUid(patch.parent));
+      if (link === undefined && "parent" in patch)
+        throw new NaradError("INTERNAL", `${what}: a link needs its attach epoch`);
       let updated: NaradTopic;
       try {
-        updated = await api.patchTopicSpec(current.kubeName, specMergePatch(patch));
+        updated = await api.patchTopicSpec(current.kubeName, topicMergePatch(patch, link));
       } catch (err) {
         if (apiStatus(err) === 404) throw topicNotFound(name);
         throw writeError(err, what, timing.retryAfterSeconds);
       }
       const generation = updated.metadata.generation ?? 0;
-      // Read-your-writes for the next GET /v1/topics/{t} on this broker.
-      await waitForReplica(() => (topics.get(name)?.generation ?? -1) >= generation, timing.replicaWaitMs);
+      // Read-your-writes for the next GET /v1/topics/{t} on this broker (an
+      // attach of a link spec already declared changes no spec: the link is awaited).
+      await waitForReplica(() => {
+        const e = topics.get(name);
+        if (e === undefined || e.generation < generation) return false;
+        return link === undefined || e.config.attach_epoch === (link === null ? undefined : link.epoch);
+      }, timing.replicaWaitMs);
       return topicConfigOf(updated);
     },
 
@@ -342,6 +435,30 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
         }
       });
       return !present && !alive(topics.get(name)?.config);
+    },
+
+    declaredLinks,
+
+    async settleDeclaredLink(child, problem, dropAdmission) {
+      const current = topics.get(child);
+      if (current === undefined) return;
+      requireReachable(`settle the declared link of "${child}"`);
+      // Conditional on the version decided from: a change meanwhile (a user's
+      // edit, an attach) wins with 409, and the next pass decides again.
+      const annotations: Record<string, string | null> = { [LINK_PROBLEM_ANNOTATION]: problem ?? null };
+      if (dropAdmission && current.config.parent === undefined) annotations[ATTACHMENT_ANNOTATION] = null;
+      try {
+        await api.patchTopicSpec(current.kubeName, {
+          metadata: { resourceVersion: current.resourceVersion, annotations },
+        });
+      } catch (err) {
+        if (apiStatus(err) === 409 || apiStatus(err) === 404) return;
+        throw writeError(err, `settle the declared link of "${child}"`, timing.retryAfterSeconds);
+      }
+      await waitForReplica(
+        () => (topics.get(child)?.resourceVersion ?? current.resourceVersion) !== current.resourceVersion,
+        timing.replicaWaitMs,
+      );
     },
 
     ownerOf: (topic, partition) => topics.get(topic)?.owners.get(partition) ?? "",

@@ -110,6 +110,27 @@ export interface ClusterMove {
 /** What a quorum read says of a partition's owner; "unknown" when the authority could not be read. */
 export type AuthoritativeOwner = { kind: "owner"; node: string } | { kind: "gone" } | { kind: "unknown" };
 
+/**
+ * A fan-out link as declared outside the broker's API (kubernetes: a
+ * NaradTopic's spec.parent, set with kubectl or GitOps) and what the broker
+ * recorded of it; fanout/declared-links.ts admits, refuses or ends it.
+ */
+export interface DeclaredLink {
+  child: string;
+  /** The declared parent; undefined when none is declared. */
+  parent: string | undefined;
+  delayMs: number;
+  /** Admitted, and the parent incarnation it was admitted under lives: the child's TopicConfig carries it. */
+  inEffect: boolean;
+  /**
+   * An admission is recorded that no longer holds: the declaration changed
+   * since ("spec-changed"), or the parent incarnation it named is gone ("parent-gone").
+   */
+  ended: "none" | "spec-changed" | "parent-gone";
+  /** The problem last reported for this declaration, if any. */
+  reported: string | undefined;
+}
+
 export interface Metastore {
   /** "memory": testing/memory-metastore.ts, several in-process brokers sharing one state. */
   readonly kind: "file" | "kubernetes" | "memory";
@@ -154,6 +175,18 @@ export interface Metastore {
    * from recently). Optional: a backend without a remote authority is always fresh.
    */
   caughtUp?(): boolean;
+  /**
+   * Links declared outside the broker's API that need a decision: a declared
+   * parent not in effect, an ended admission, a stale report. Optional: the
+   * file and memory metastores take links only through the API.
+   */
+  declaredLinks?(): readonly DeclaredLink[];
+  /**
+   * Records the outcome for a declaration that is not admitted: `problem`
+   * (undefined: none), and drops the recorded admission when it no longer
+   * holds. A change of the child meanwhile wins (the write is conditional).
+   */
+  settleDeclaredLink?(child: string, problem: string | undefined, dropAdmission: boolean): Promise<void>;
   /** Called after any topic or membership change is applied locally. */
   onChange(listener: () => void): void;
   close(): Promise<void>;

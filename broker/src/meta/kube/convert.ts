@@ -22,6 +22,78 @@ export const CLUSTER_LABEL = "narad.dev/cluster";
 /** Annotation naming the topic's creator (Narad v1's owner): metadata, so the CRD schema is unchanged. */
 export const OWNER_ANNOTATION = "narad.dev/owner";
 
+/**
+ * The broker's record of an admitted fan-out link (JSON, on the child):
+ * which declaration it admitted (spec.parent, spec.delayMs), the parent's
+ * incarnation, and the attachment's identity. The link is in effect only
+ * while spec still says the same and that parent incarnation lives, so a
+ * kubectl edit of spec.parent or spec.delayMs ends it, and a namesake of a
+ * deleted parent never inherits it. Metadata, as the owner: users declare
+ * links in spec, the broker keeps what only it decides here.
+ */
+export const ATTACHMENT_ANNOTATION = "narad.dev/attachment";
+
+/** Why a link declared in spec.parent is not in effect (the broker's fan-out rules refused it). */
+export const LINK_PROBLEM_ANNOTATION = "narad.dev/link-problem";
+
+export interface Attachment {
+  parent: string;
+  parentUid: string;
+  delayMs: number;
+  epoch: string;
+  attachedAtMs: number;
+}
+
+/** The attachment annotation, or undefined when absent or not one the broker wrote. */
+export function attachmentOf(resource: NaradTopic): Attachment | undefined {
+  const raw = resource.metadata.annotations?.[ATTACHMENT_ANNOTATION];
+  if (typeof raw !== "string") return undefined;
+  let v: unknown;
+  try {
+    v = JSON.parse(raw);
+  } catch {
+    return undefined;
+  }
+  if (typeof v !== "object" || v === null) return undefined;
+  const a = v as Record<string, unknown>;
+  const ok =
+    typeof a.parent === "string" &&
+    typeof a.parentUid === "string" &&
+    typeof a.epoch === "string" &&
+    /^[0-9a-f]{16}$/.test(a.epoch) &&
+    Number.isSafeInteger(a.delayMs) &&
+    Number.isSafeInteger(a.attachedAtMs);
+  return ok ? (a as unknown as Attachment) : undefined;
+}
+
+export function attachmentAnnotation(a: Attachment): string {
+  return JSON.stringify({
+    parent: a.parent,
+    parentUid: a.parentUid,
+    delayMs: a.delayMs,
+    epoch: a.epoch,
+    attachedAtMs: a.attachedAtMs,
+  });
+}
+
+/** What spec declares: the parent and delay, or undefined for no link. */
+export function declaredLinkOf(resource: NaradTopic): { parent: string; delayMs: number } | undefined {
+  const parent = resource.spec?.parent;
+  if (typeof parent !== "string" || parent === "") return undefined;
+  return { parent, delayMs: resource.spec.delayMs ?? 0 };
+}
+
+/**
+ * The attachment when it admitted exactly what spec declares now (the parent
+ * incarnation is the metastore's to check: it needs the other topics).
+ */
+export function matchingAttachment(resource: NaradTopic): Attachment | undefined {
+  const declared = declaredLinkOf(resource);
+  const a = attachmentOf(resource);
+  if (declared === undefined || a === undefined) return undefined;
+  return a.parent === declared.parent && a.delayMs === declared.delayMs ? a : undefined;
+}
+
 /** JSON timestamps arrive as strings; client-node's types say Date. Accept both. */
 export function isoTime(value: Date | string | undefined): string {
   if (value === undefined) return new Date(0).toISOString();
@@ -50,6 +122,42 @@ export function topicConfigOf(resource: NaradTopic): TopicConfig {
       ? {}
       : { schema: { version: s.schema.version, definition: s.schema.definition } }),
     ...ownerOf(resource),
+    ...linkOf(resource),
+  };
+}
+
+/** The link fields while the attachment matches spec; none for a pending or refused declaration. */
+function linkOf(
+  resource: NaradTopic,
+): Pick<TopicConfig, "parent" | "fanout_delay_ms" | "attach_epoch" | "attached_at_ms"> {
+  const a = matchingAttachment(resource);
+  if (a === undefined) return {};
+  return {
+    parent: a.parent,
+    ...(a.delayMs > 0 ? { fanout_delay_ms: a.delayMs } : {}),
+    attach_epoch: a.epoch,
+    attached_at_ms: a.attachedAtMs,
+  };
+}
+
+/** `config` without its link (the parent incarnation it names is gone). */
+export function withoutLink(config: TopicConfig): TopicConfig {
+  const { parent: _p, fanout_delay_ms: _d, attach_epoch: _e, attached_at_ms: _a, ...rest } = config;
+  return rest;
+}
+
+/** The attachment a TopicConfig's link fields describe (parentUid: the parent's incarnation now). */
+export function attachmentFor(
+  link: Pick<TopicConfig, "parent" | "fanout_delay_ms" | "attach_epoch" | "attached_at_ms">,
+  parentUid: string,
+): Attachment | undefined {
+  if (link.parent === undefined || link.attach_epoch === undefined) return undefined;
+  return {
+    parent: link.parent,
+    parentUid,
+    delayMs: link.fanout_delay_ms ?? 0,
+    epoch: link.attach_epoch,
+    attachedAtMs: link.attached_at_ms ?? 0,
   };
 }
 
@@ -94,7 +202,13 @@ function dropUndefined<T extends object>(o: T): T {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
 }
 
-export function naradTopicFor(topic: NewTopic, namespace: string, cluster: string): NaradTopic {
+/** `attachment`: the link of a topic created as a child (its parent incarnation known to the caller). */
+export function naradTopicFor(
+  topic: NewTopic,
+  namespace: string,
+  cluster: string,
+  attachment?: Attachment,
+): NaradTopic {
   const spec: NaradTopicSpec = dropUndefined({
     cluster,
     name: topic.name,
@@ -109,7 +223,13 @@ export function naradTopicFor(topic: NewTopic, namespace: string, cluster: strin
         ? undefined
         : topic.subscriptions.map(subscriptionSpecOf),
     schema: topic.schema === undefined ? undefined : { ...topic.schema },
+    parent: attachment?.parent,
+    delayMs: attachment === undefined || attachment.delayMs === 0 ? undefined : attachment.delayMs,
   });
+  const annotations = {
+    ...(topic.owner === undefined ? {} : { [OWNER_ANNOTATION]: topic.owner }),
+    ...(attachment === undefined ? {} : { [ATTACHMENT_ANNOTATION]: attachmentAnnotation(attachment) }),
+  };
   return {
     apiVersion: API_VERSION,
     kind: NARAD_TOPIC_KIND,
@@ -117,7 +237,7 @@ export function naradTopicFor(topic: NewTopic, namespace: string, cluster: strin
       name: kubeNameForTopic(topic.name),
       namespace,
       labels: { [CLUSTER_LABEL]: cluster },
-      ...(topic.owner === undefined ? {} : { annotations: { [OWNER_ANNOTATION]: topic.owner } }),
+      ...(Object.keys(annotations).length === 0 ? {} : { annotations }),
     },
     spec,
   };
@@ -146,6 +266,38 @@ export function specMergePatch(patch: TopicPatch): {
       // Both fields at once: a merge patch replaces them key by key.
       schema: patch.schema === undefined ? undefined : { ...patch.schema },
     }),
+  };
+}
+
+type SpecPatch = Omit<ReturnType<typeof specMergePatch>["spec"], "parent" | "delayMs"> & {
+  parent?: string | null;
+  delayMs?: number | null;
+};
+
+/**
+ * The merge patch of a TopicPatch: spec, and with a link change (`link`:
+ * the new attachment, or null to unlink) spec.parent, spec.delayMs and the
+ * annotations in the same write, so a link is made or broken at once. Any
+ * link change clears a reported link problem.
+ */
+export function topicMergePatch(
+  patch: TopicPatch,
+  link: Attachment | null | undefined,
+): { spec: SpecPatch; metadata?: { annotations: Record<string, string | null> } } {
+  const { spec } = specMergePatch(patch);
+  if (link === undefined) return { spec };
+  return {
+    spec: {
+      ...spec,
+      parent: link === null ? null : link.parent,
+      delayMs: link === null || link.delayMs === 0 ? null : link.delayMs,
+    },
+    metadata: {
+      annotations: {
+        [ATTACHMENT_ANNOTATION]: link === null ? null : attachmentAnnotation(link),
+        [LINK_PROBLEM_ANNOTATION]: null,
+      },
+    },
   };
 }
 

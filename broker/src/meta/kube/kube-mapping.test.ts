@@ -9,7 +9,17 @@ import { topicName } from "../../../../packages/api/src/v1alpha1/defaults.ts";
 import type { NaradTopic, PartitionMoveStatus } from "../../../../packages/api/src/v1alpha1/types.ts";
 import { ConfigError, loadConfig } from "../../config.ts";
 import { topicFixture } from "../contract.ts";
-import { assignmentsOf, movesInFlight, naradTopicFor, specMergePatch, topicConfigOf } from "./convert.ts";
+import {
+  ATTACHMENT_ANNOTATION,
+  assignmentsOf,
+  attachmentOf,
+  LINK_PROBLEM_ANNOTATION,
+  movesInFlight,
+  naradTopicFor,
+  specMergePatch,
+  topicConfigOf,
+  topicMergePatch,
+} from "./convert.ts";
 import { isDns1123Subdomain, KUBE_NAME_MAX_CHARS, kubeNameForTopic } from "./names.ts";
 
 describe("kubeNameForTopic", () => {
@@ -60,6 +70,62 @@ describe("NaradTopic mapping", () => {
     expect(specMergePatch({ partitions: 4 }).spec).not.toHaveProperty("schema");
     expect(topicConfigOf(naradTopicFor(topicFixture("plain"), "ns", "demo"))).not.toHaveProperty("schema");
   });
+  it("keeps a fan-out link in spec.parent/delayMs plus the attachment annotation, in effect only while they match", () => {
+    const attachment = {
+      parent: "orders",
+      parentUid: "pu",
+      delayMs: 60_000,
+      epoch: "0123456789abcdef",
+      attachedAtMs: 42,
+    };
+    const obj = naradTopicFor(topicFixture("late"), "ns", "demo", attachment);
+    expect(obj.spec).toMatchObject({ parent: "orders", delayMs: 60_000 });
+    expect(attachmentOf(obj)).toEqual(attachment);
+    const withUid = (o: NaradTopic): NaradTopic => ({ ...o, metadata: { ...o.metadata, uid: "u" } });
+    expect(topicConfigOf(withUid(obj))).toMatchObject({
+      parent: "orders",
+      fanout_delay_ms: 60_000,
+      attach_epoch: "0123456789abcdef",
+      attached_at_ms: 42,
+    });
+    // kubectl changed the declaration: the admission no longer holds, no link.
+    for (const spec of [
+      { ...obj.spec, parent: "other" },
+      { ...obj.spec, delayMs: 1 },
+      { ...obj.spec, parent: undefined, delayMs: undefined },
+    ]) {
+      const c = topicConfigOf(withUid({ ...obj, spec }));
+      expect(c.parent).toBeUndefined();
+      expect(c.attach_epoch).toBeUndefined();
+    }
+    // Declared by hand without an admission, or a hand-forged annotation: not in effect.
+    const declared = naradTopicFor(topicFixture("kid"), "ns", "demo");
+    declared.spec.parent = "orders";
+    expect(topicConfigOf(withUid(declared)).parent).toBeUndefined();
+    declared.metadata.annotations = { [ATTACHMENT_ANNOTATION]: '{"parent":"orders","epoch":"x"}' };
+    expect(attachmentOf(declared)).toBeUndefined();
+    expect(topicConfigOf(withUid(declared)).parent).toBeUndefined();
+    // No delay: no spec.delayMs, no fanout_delay_ms.
+    const plain = naradTopicFor(topicFixture("p"), "ns", "demo", { ...attachment, delayMs: 0 });
+    expect(plain.spec).not.toHaveProperty("delayMs");
+    expect(topicConfigOf(withUid(plain))).not.toHaveProperty("fanout_delay_ms");
+  });
+
+  it("makes or breaks a link in one merge patch, clearing a reported problem", () => {
+    const a = { parent: "orders", parentUid: "pu", delayMs: 0, epoch: "0123456789abcdef", attachedAtMs: 7 };
+    const attach = topicMergePatch({ schema: { version: 1, definition: "{}" } }, a);
+    expect(attach.spec).toMatchObject({ parent: "orders", delayMs: null, schema: { version: 1 } });
+    expect(JSON.parse(attach.metadata?.annotations[ATTACHMENT_ANNOTATION] ?? "")).toEqual(a);
+    expect(attach.metadata?.annotations[LINK_PROBLEM_ANNOTATION]).toBeNull();
+    const detach = topicMergePatch({}, null);
+    expect(detach.spec).toEqual({ parent: null, delayMs: null });
+    expect(detach.metadata?.annotations).toEqual({
+      [ATTACHMENT_ANNOTATION]: null,
+      [LINK_PROBLEM_ANNOTATION]: null,
+    });
+    expect(topicMergePatch({ partitions: 4 }, undefined)).toEqual({ spec: { partitions: 4 } });
+  });
+
   it("defaults what a hand-written NaradTopic leaves out and leaves 0 retention to the default", () => {
     const obj: NaradTopic = {
       apiVersion: "narad.dev/v1alpha1",

@@ -212,6 +212,8 @@ const fullTopicSpec: Required<NaradTopicSpec> = {
     },
   ],
   schema: { version: 2, definition: '{"type":"object","properties":{"id":{"type":"integer"}}}' },
+  parent: "orders",
+  delayMs: 60000,
 };
 const fullTopicStatus: Required<NaradTopicStatus> = {
   observedGeneration: 1,

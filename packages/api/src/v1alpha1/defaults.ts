@@ -45,6 +45,8 @@ export const TOPIC_PARTITIONS_MIN = 1;
 export const TOPIC_PARTITIONS_MAX = 108;
 /** Mirrors broker/src/core/topic-spec.ts (subscriptionsMax). */
 export const TOPIC_SUBSCRIPTIONS_MAX = 100;
+/** Mirrors broker/src/fanout/rules.ts (maxFanoutDelayMs): one year. */
+export const TOPIC_FANOUT_DELAY_MAX_MS = 365 * 24 * 60 * 60 * 1000;
 
 export const topicDefaults = {
   partitions: 3,
@@ -160,6 +162,8 @@ export function withTopicDefaults(spec: NaradTopicSpec): ResolvedNaradTopicSpec 
     maxAckedAheadPerPartition: spec.maxAckedAheadPerPartition ?? t.maxAckedAheadPerPartition,
     subscriptions: spec.subscriptions,
     schema: spec.schema,
+    parent: spec.parent,
+    delayMs: spec.delayMs,
   });
 }
 

@@ -8,6 +8,7 @@
 
 import {
   clusterDefaults,
+  TOPIC_FANOUT_DELAY_MAX_MS,
   TOPIC_NAME_PATTERN,
   TOPIC_PARTITIONS_MAX,
   TOPIC_PARTITIONS_MIN,
@@ -653,10 +654,23 @@ const topicSpec: JSONSchemaProps = obj(
         ],
       },
     ),
+    parent: str(
+      "Fan-out: the topic (its broker name) whose committed records this topic, a child, receives from the attach on. The broker sets it on attach (POST /v1/topics/{parent}/children) and clears it on detach. Set here, it declares a link the broker admits under the fan-out rules (one level deep, at most 108 children, the parent's schema and retention) with a fresh attach epoch, or refuses with the reason in the narad.dev/link-problem annotation. Changing it is a detach and a fresh attach; removing it detaches.",
+      { pattern: TOPIC_NAME_PATTERN, minLength: 1, maxLength: 255 },
+    ),
+    delayMs: int64(
+      "Fan-out, with parent: a delay child receives each record this long after its parent commit, in milliseconds (at most one year). The parent's retentionMs must be at least delayMs + 1 h. Changing it is a fresh attach.",
+      { minimum: 0, maximum: TOPIC_FANOUT_DELAY_MAX_MS },
+    ),
   },
   {
     required: ["cluster"],
     "x-kubernetes-validations": [
+      {
+        rule: "!has(self.delayMs) || self.delayMs == 0 || has(self.parent)",
+        message: "delayMs needs parent",
+        fieldPath: ".delayMs",
+      },
       {
         rule: "has(self.name) == has(oldSelf.name) && (!has(self.name) || self.name == oldSelf.name)",
         message: "name is immutable (it may be neither added nor removed after creation)",

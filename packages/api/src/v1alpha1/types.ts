@@ -443,6 +443,15 @@ export interface NaradTopicSpec {
   subscriptions?: NaradSubscriptionSpec[];
   /** The topic's JSON Schema (latest version); absent: any payload is accepted. */
   schema?: NaradTopicSchemaSpec;
+  /**
+   * Fan-out: the topic (broker name) whose committed records this one, a
+   * child, receives. Set by the broker on attach; set with kubectl, it is a
+   * declared link the broker admits under the fan-out rules or refuses (the
+   * reason in the narad.dev/link-problem annotation). docs/fan-out.md.
+   */
+  parent?: string;
+  /** Fan-out, with parent: a delay child receives each record this long after its parent commit. 0..1 year. */
+  delayMs?: number;
 }
 
 /** A topic's JSON Schema, carried as JSON text (a structural CRD schema cannot hold an arbitrary document). */
@@ -539,12 +548,17 @@ export interface ResolvedNaradClusterSpec {
   moves: Required<MovesSpec>;
 }
 
-export type ResolvedNaradTopicSpec = Required<Omit<NaradTopicSpec, "name" | "subscriptions" | "schema">> & {
+export type ResolvedNaradTopicSpec = Required<
+  Omit<NaradTopicSpec, "name" | "subscriptions" | "schema" | "parent" | "delayMs">
+> & {
   name?: string;
   /** Left as written (absent when none): unset subscription fields inherit the topic's at use. */
   subscriptions?: NaradSubscriptionSpec[];
   /** Absent when the topic has none (there is no default schema). */
   schema?: NaradTopicSchemaSpec;
+  /** Absent for a topic that is not (declared) a fan-out child. */
+  parent?: string;
+  delayMs?: number;
 };
 
 /**
