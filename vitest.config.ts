@@ -3,13 +3,13 @@ import { defineConfig } from "vitest/config";
 // Projects: fast unit tests beside the code, integration tests that start
 // real broker processes, e2e suites against a real Kubernetes API (the local
 // platform, or kind through e2e/harness), and `kind`: suites that need Docker
-// and real containers (e2e/kind/*.kind.test.ts, `npm run e2e:kind`). `vitest
-// run` (npm test) runs all but `kind`.
-// The kind project exists only when asked for (`--project kind`), so a plain
-// `vitest run` never starts its globalSetup (which installs/starts dockerd).
-const kindSelected = process.argv.some(
-  (a, i) => a === "--project=kind" || (a === "--project" && process.argv[i + 1] === "kind"),
-);
+// and real containers (e2e/kind/*.kind.test.ts, `npm run e2e:kind`).
+// `vitest run` (npm test) runs all four, in groups (sequence.groupOrder):
+// unit first, then integration and e2e one file at a time, then kind one file
+// at a time. Nothing of kind (dockerd, a kind cluster, Go builds) ever runs
+// beside the timing-sensitive crash tests on a 2-core machine. The Docker
+// engine is started by the kind suites' own beforeAll, so a run without kind
+// files (`npm run test:unit`, a single file) never installs or starts it.
 
 export default defineConfig({
   test: {
@@ -37,6 +37,7 @@ export default defineConfig({
           testTimeout: 180_000,
           hookTimeout: 120_000,
           fileParallelism: false,
+          sequence: { groupOrder: 1 },
         },
       },
       {
@@ -46,22 +47,20 @@ export default defineConfig({
           testTimeout: 600_000,
           hookTimeout: 3_600_000,
           fileParallelism: false,
+          sequence: { groupOrder: 1 },
         },
       },
-      ...(kindSelected
-        ? [
-            {
-              test: {
-                name: "kind",
-                include: ["e2e/kind/**/*.kind.test.ts"],
-                globalSetup: ["e2e/kind/global-setup.ts"],
-                testTimeout: 900_000,
-                hookTimeout: 3_600_000,
-                fileParallelism: false,
-              },
-            },
-          ]
-        : []),
+      {
+        test: {
+          name: "kind",
+          include: ["e2e/kind/**/*.kind.test.ts"],
+          globalSetup: ["e2e/kind/global-setup.ts"],
+          testTimeout: 900_000,
+          hookTimeout: 3_600_000,
+          fileParallelism: false,
+          sequence: { groupOrder: 2 },
+        },
+      },
     ],
   },
 });

@@ -4,7 +4,7 @@
 // then SIGTERM: exit 0 well within the grace period.
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { brokerImage, buildImages, docker, dockerLogs, operatorImage } from "./docker.ts";
+import { brokerImage, buildImages, docker, dockerLogs, ensureDocker, operatorImage } from "./docker.ts";
 
 const suffix = `${process.pid}-${Date.now().toString(36)}`;
 const volume = `narad-smoke-${suffix}`;
@@ -30,6 +30,7 @@ async function waitReady(url: string, timeoutMs: number): Promise<void> {
 describe("broker image (docker run)", () => {
   beforeAll(async () => {
     const t0 = Date.now();
+    await ensureDocker();
     await buildImages();
     process.stderr.write(`[broker-image] images ready in ${Date.now() - t0} ms\n`);
     await docker(["volume", "create", volume]);

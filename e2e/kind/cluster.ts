@@ -1,7 +1,7 @@
 // A kind cluster for one kind suite: e2e/kind/up.sh creates it (and builds
 // what it needs, cached), down.sh deletes it. NARAD_KIND_KEEP=1 keeps it.
 import { dirname, join } from "node:path";
-import { repoRoot, run } from "./docker.ts";
+import { ensureDocker, repoRoot, run } from "./docker.ts";
 
 export interface KindCluster {
   name: string;
@@ -13,6 +13,9 @@ export interface KindCluster {
 export async function createKindCluster(name: string): Promise<KindCluster> {
   const env = { KIND_CLUSTER: name };
   const t0 = Date.now();
+  // Docker first, through ensureDocker: without an engine the suite fails
+  // saying what is missing (up.sh would only show the script's tail).
+  await ensureDocker();
   const out = await run("bash", [join(repoRoot, "e2e/kind/up.sh")], { env, prefix: "kind-up" });
   const value = (key: string) => {
     const line = out.split("\n").find((l) => l.startsWith(`${key}=`));
