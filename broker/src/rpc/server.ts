@@ -147,6 +147,20 @@ export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementat
     return d.consumers;
   };
 
+  const knownTopic = (name: string) => {
+    const topic = d.metastore.getTopic(name);
+    if (topic === undefined) throw topicNotFound(name);
+    return topic;
+  };
+
+  /** The request's group ("" = the default group), refused unless it can name a frontier file. */
+  const validGroup = (consumers: ReturnType<typeof queueConsumers>, requested: string): string => {
+    const group = requested === "" ? defaultGroup : requested;
+    if (!consumers.validGroup(group))
+      throw badRequest("group must match ^[A-Za-z0-9._-]{1,244}$ (244: the longest that fits a file name)");
+    return group;
+  };
+
   const unary = <M extends ClusterMethod>(
     method: M,
     fn: (
@@ -266,9 +280,7 @@ export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementat
 
     Consume: unary("Consume", async (req, _cancelled, signal) => {
       const consumers = queueConsumers();
-      const group = req.group === "" ? defaultGroup : req.group;
-      if (!consumers.validGroup(group))
-        throw badRequest("group must match ^[A-Za-z0-9._-]{1,244}$ (244: the longest that fits a file name)");
+      const group = validGroup(consumers, req.group);
       await ownedLog(req.topic, req.partition);
       const topic = d.metastore.getTopic(req.topic)!;
       const waitMs = Math.min(req.wait_ms, d.consumeMaxWaitMs);
@@ -294,8 +306,7 @@ export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementat
 
     Ack: unary("Ack", async (req) => {
       const consumers = queueConsumers();
-      const topic = d.metastore.getTopic(req.topic);
-      if (topic === undefined) throw topicNotFound(req.topic);
+      const topic = knownTopic(req.topic);
       const parsed = parseHandle(req.receipt_handle, topicNamePattern);
       if (!parsed.ok) throw badRequest(parsed.reason);
       const group = req.group === "" ? defaultGroup : req.group;
@@ -309,11 +320,8 @@ export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementat
 
     SeekGroup: unary("SeekGroup", async (req) => {
       const consumers = queueConsumers();
-      const topic = d.metastore.getTopic(req.topic);
-      if (topic === undefined) throw topicNotFound(req.topic);
-      const group = req.group === "" ? defaultGroup : req.group;
-      if (!consumers.validGroup(group))
-        throw badRequest("group must match ^[A-Za-z0-9._-]{1,244}$ (244: the longest that fits a file name)");
+      const topic = knownTopic(req.topic);
+      const group = validGroup(consumers, req.group);
       const target = seekTargetFromPb(req);
       await ownedLog(req.topic, req.partition);
       const r = await consumers.seek(topic, group, req.partition, target);
@@ -322,8 +330,7 @@ export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementat
 
     GroupStats: unary("GroupStats", async (req) => {
       const consumers = queueConsumers();
-      const topic = d.metastore.getTopic(req.topic);
-      if (topic === undefined) throw topicNotFound(req.topic);
+      const topic = knownTopic(req.topic);
       await ownedLog(req.topic, req.partition);
       const r = await consumers.partitionGroups(topic, req.partition);
       return { high_watermark: r.highWatermark, groups: r.groups };
@@ -331,11 +338,8 @@ export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementat
 
     DeleteGroup: unary("DeleteGroup", async (req) => {
       const consumers = queueConsumers();
-      const topic = d.metastore.getTopic(req.topic);
-      if (topic === undefined) throw topicNotFound(req.topic);
-      const group = req.group === "" ? defaultGroup : req.group;
-      if (!consumers.validGroup(group))
-        throw badRequest("group must match ^[A-Za-z0-9._-]{1,244}$ (244: the longest that fits a file name)");
+      const topic = knownTopic(req.topic);
+      const group = validGroup(consumers, req.group);
       return { existed: await consumers.deleteGroup(topic, group) };
     }),
   };
