@@ -3,6 +3,7 @@
 // nothing left pending; the data is all there after a restart.
 
 import { readdirSync, rmSync, statSync } from "node:fs";
+import { Agent, request } from "node:http";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { createTopic, highWatermarks, readAll } from "./harness/client.ts";
@@ -62,5 +63,43 @@ describe("SIGTERM drain", () => {
     expect(refused.headers.get("retry-after")).toBe("1");
     expect(((await refused.json()) as { error: string }).error).toMatch(/draining/);
     await broker.stop();
+  });
+
+  it("exits promptly when a request was still in flight as the HTTP server closed and its client went quiet", async () => {
+    // That request's kept-alive connection, idle once answered, used to hold
+    // the close (and the exit) for fastify's 72 s keep-alive timeout.
+    const broker = await startNarad({ keepData: true });
+    dirs.push(broker.dataDir);
+    await createTopic(broker.url, "t", 1);
+    const agent = new Agent({ keepAlive: true });
+    const body = JSON.stringify({ id: "slow" });
+    const slow = request(`${broker.url}/v1/topics/t/produce`, {
+      method: "POST",
+      agent,
+      headers: { "content-length": String(body.length) },
+    });
+    const answered = new Promise<number | undefined>((ok, fail) => {
+      slow.once("error", fail);
+      slow.once("response", (res) => {
+        res.resume();
+        res.once("end", () => ok(res.statusCode));
+      });
+    });
+    // Headers and half the body now: the request is in flight through the SIGTERM.
+    slow.write(body.slice(0, 5));
+    await new Promise((r) => setTimeout(r, 300));
+    const exit = new Promise<number | null>((ok) => broker.child.once("exit", (code) => ok(code)));
+    const sigterm = Date.now();
+    broker.child.kill("SIGTERM");
+    await new Promise((r) => setTimeout(r, 1_500));
+    slow.end(body.slice(5));
+    // 503 draining (the drain began before the body was complete); the client sends nothing more.
+    expect(await answered).toBe(503);
+    const code = await exit;
+    const exitMs = Date.now() - sigterm;
+    agent.destroy();
+    expect(code).toBe(0);
+    // Without reaping the idle connection: about 72 s.
+    expect(exitMs).toBeLessThan(20_000);
   });
 });

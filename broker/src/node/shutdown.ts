@@ -8,6 +8,7 @@ import type { Security } from "../auth/setup.ts";
 import type { ConsumerManager } from "../consumer/manager.ts";
 import type { Dispatcher } from "../dispatch/types.ts";
 import type { FanoutEngine } from "../fanout/engine.ts";
+import { closeHttp } from "../http/close.ts";
 import type { LogStore } from "../log/log-store.ts";
 import type { Metastore } from "../meta/types.ts";
 import type { ProducerRegistry } from "../producers/registry.ts";
@@ -67,7 +68,7 @@ export function nodeStop(p: NodeParts): NodeStop {
     // Long-polls answer 204 now so app.close() does not wait for them; the
     // final frontier flush runs once no request can settle a lease any more.
     p.consumers.beginClose();
-    await p.app.close();
+    await closeHttp(p.app);
     // Only now: produce still arriving while the HTTP server closed was
     // forwarded to a peer over these channels.
     p.peers.close();
