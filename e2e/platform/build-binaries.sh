@@ -92,9 +92,23 @@ build_k8s_node() {
 }
 NODE_COMPONENTS="kubelet kubeadm kube-scheduler kube-proxy"
 
+# Everything asked for already cached: no lock. Finished builds appear by an
+# atomic rename, so this check is safe without it, and a cached control plane
+# must not wait behind another process's long compile (the kind images).
+all_cached() {
+  local c
+  [ -x "$ETCD_BIN/etcd" ] || return 1
+  for c in kube-apiserver kube-controller-manager kubectl; do [ -x "$K8S_BIN/$c" ] || return 1; done
+  if [ "${1:-}" = node ]; then
+    for c in $NODE_COMPONENTS; do [ -x "$K8S_BIN-node/$c" ] || return 1; done
+  fi
+}
+
 mkdir -p "$CACHE"
-exec 9>"$CACHE/.build.lock"
-flock 9
+if ! all_cached "${1:-}"; then
+  exec 9>"$CACHE/.build.lock"
+  flock 9
+fi
 build_etcd
 build_k8s
 if [ "${1:-}" = node ]; then
