@@ -17,13 +17,16 @@ const f = (member: string, logEnd: number, caughtUpAtMs = 0, volumeId = `v${memb
   volumeId,
   logEnd,
   caughtUpAtMs,
+  leaderEndAtFetch: logEnd,
 });
 const view = (over: Partial<LeaderView> = {}): LeaderView => ({
   self: "a",
   selfVolumeId: "va",
   logEnd: 20,
   hwm: 5,
+  epochStartOffset: 0,
   recordedIsr: isr("a", "b", "c"),
+  minInsync: 2,
   pending: null,
   followers: new Map([
     ["b", f("b", 12)],
@@ -36,7 +39,12 @@ describe("highWatermark", () => {
   it("is the smallest durable end over the recorded ISR", () => {
     expect(highWatermark(view())).toBe(12);
     expect(highWatermark(view({ recordedIsr: isr("a", "c") }))).toBe(15);
-    expect(highWatermark(view({ recordedIsr: isr("a") }))).toBe(20);
+    expect(highWatermark(view({ recordedIsr: isr("a"), minInsync: 1 }))).toBe(20);
+  });
+
+  it("stops while the recorded ISR is below min_insync_replicas", () => {
+    expect(highWatermark(view({ recordedIsr: isr("a") }))).toBe(5);
+    expect(highWatermark(view({ recordedIsr: isr("a", "c"), minInsync: 3 }))).toBe(5);
   });
 
   it("never moves back", () => {
@@ -85,15 +93,19 @@ describe("ackDecision", () => {
 });
 
 describe("recordFetch", () => {
-  it("restarts the lag clock only when the follower reached the leader's end", () => {
+  it("restarts the lag clock when the follower reached the leader's end as of its previous fetch", () => {
     const a = recordFetch(undefined, { member: "b", volumeId: "vb", fetchOffset: 10 }, 20, 100);
     expect(a.caughtUpAtMs).toBe(Number.NEGATIVE_INFINITY);
-    const b = recordFetch(a, { member: "b", volumeId: "vb", fetchOffset: 20 }, 20, 200);
+    // Leader was at 20 when it answered; the follower fetches at 20 while the leader reached 23.
+    const b = recordFetch(a, { member: "b", volumeId: "vb", fetchOffset: 20 }, 23, 200);
     expect(b.caughtUpAtMs).toBe(200);
-    const c = recordFetch(b, { member: "b", volumeId: "vb", fetchOffset: 21 }, 25, 300);
+    // At 22 it is behind the 23 of its previous answer.
+    const c = recordFetch(b, { member: "b", volumeId: "vb", fetchOffset: 22 }, 25, 300);
     expect(c.caughtUpAtMs).toBe(200);
+    // Another volume starts from nothing.
     const d = recordFetch(c, { member: "b", volumeId: "vb2", fetchOffset: 0 }, 25, 400);
     expect(d.caughtUpAtMs).toBe(Number.NEGATIVE_INFINITY);
+    expect(recordFetch(d, { member: "b", volumeId: "vb2", fetchOffset: 25 }, 25, 500).caughtUpAtMs).toBe(500);
   });
 });
 
@@ -109,6 +121,20 @@ describe("planIsrChange", () => {
     });
     expect(planIsrChange({ ...base, view: v, nowMs: 1000 })).toBeNull();
     expect(planIsrChange({ ...base, view: v, nowMs: 1100 })?.map((m) => m.member)).toEqual(["a", "c"]);
+  });
+
+  it("never shrinks below min_insync_replicas, keeping the least lagging", () => {
+    const v = view({
+      followers: new Map([
+        ["b", f("b", 12, 0)],
+        ["c", f("c", 15, 0)],
+      ]),
+    });
+    expect(planIsrChange({ ...base, view: v, nowMs: 5000 })?.map((m) => m.member)).toEqual(["a", "c"]);
+    expect(planIsrChange({ ...base, view: { ...v, minInsync: 3 }, nowMs: 5000 })).toBeNull();
+    expect(
+      planIsrChange({ ...base, view: { ...v, minInsync: 1 }, nowMs: 5000 })?.map((m) => m.member),
+    ).toEqual(["a"]);
   });
 
   it("counts a follower never heard from as lagging since the leader started", () => {
@@ -150,6 +176,26 @@ describe("planIsrChange", () => {
       ]),
     });
     expect(planIsrChange({ ...base, view: behind, nowMs: 20 })).toBeNull();
+  });
+
+  it("adds back only a replica that also reached the start of the leader's epoch", () => {
+    // A restarted leader knows HWM 5 but its epoch began at 18: records up to 17 may be acknowledged.
+    const v = view({
+      recordedIsr: isr("a", "c"),
+      epochStartOffset: 18,
+      followers: new Map([
+        ["b", f("b", 12, 10)],
+        ["c", f("c", 10, 10)],
+      ]),
+    });
+    expect(highWatermark(v)).toBe(10);
+    expect(planIsrChange({ ...base, view: v, nowMs: 20 })).toBeNull();
+    const caught = { ...v, followers: new Map([...v.followers, ["b", f("b", 18, 10)]]) };
+    expect(planIsrChange({ ...base, view: caught, nowMs: 20 })?.map((m) => m.member)).toEqual([
+      "a",
+      "c",
+      "b",
+    ]);
   });
 
   it("asks for nothing while a change is in flight", () => {

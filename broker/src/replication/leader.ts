@@ -10,8 +10,10 @@ export interface FollowerProgress {
   volumeId: string;
   /** Its last fetch_offset: everything below is durable on it. */
   logEnd: number;
-  /** When its fetch_offset last reached the leader's log end (ms). */
+  /** When it was last caught up (ms); see recordFetch. */
   caughtUpAtMs: number;
+  /** The leader's durable end when it answered this follower's last fetch. */
+  leaderEndAtFetch: number;
 }
 
 /** An ISR change the leader has asked for and whose outcome it does not know yet. */
@@ -26,8 +28,12 @@ export interface LeaderView {
   logEnd: number;
   /** The HWM so far: it never moves back. */
   hwm: number;
+  /** Where this leader's epoch starts (its log end when it took over). */
+  epochStartOffset: number;
   /** The ISR as recorded in the NaradTopic status at this leader's epoch. */
   recordedIsr: readonly IsrMember[];
+  /** The topic's min_insync_replicas. */
+  minInsync: number;
   /** A change in flight: it may have been recorded even if no answer came. */
   pending: PendingIsrChange | null;
   followers: ReadonlyMap<string, FollowerProgress>;
@@ -49,12 +55,17 @@ export function hwmMembers(v: Pick<LeaderView, "recordedIsr" | "pending">): IsrM
 }
 
 /**
- * HWM = the smallest durable log end over hwmMembers, never backwards. A
- * member whose progress is unknown (no fetch since this leader started) or
- * comes from another volume than its ISR entry holds the HWM where it is:
- * its entry says nothing about what that volume has.
+ * HWM = the smallest durable log end over hwmMembers, never backwards, and
+ * it moves only while the recorded ISR has min_insync_replicas members: a
+ * record below the HWM is then on at least that many copies, each one
+ * electable. (Advancing with a smaller ISR would expose, and commit
+ * dispatched records, on fewer copies than the topic promises.) A member
+ * whose progress is unknown (no fetch since this leader started) or comes
+ * from another volume than its ISR entry holds the HWM where it is: its
+ * entry says nothing about what that volume has.
  */
 export function highWatermark(v: LeaderView): number {
+  if (v.recordedIsr.length < v.minInsync) return v.hwm;
   let low = v.logEnd;
   for (const m of hwmMembers(v)) {
     if (m.member === v.self) {
@@ -103,8 +114,11 @@ export function admitAcksAll(recordedIsrSize: number, minInsync: number): AckDec
 }
 
 /**
- * The follower progress after a fetch at `fetchOffset`: caught up when it
- * reached the leader's end (the replica_lag_ms clock restarts).
+ * The follower progress after a fetch at `fetchOffset`. It is caught up
+ * (the replica_lag_ms clock restarts) when it reached the leader's end as
+ * of its previous fetch: under steady produce a follower one batch behind
+ * is as current as the protocol allows, and demanding the leader's end of
+ * this instant would shrink a healthy ISR.
  */
 export function recordFetch(
   prev: FollowerProgress | undefined,
@@ -113,21 +127,31 @@ export function recordFetch(
   nowMs: number,
 ): FollowerProgress {
   const sameVolume = prev !== undefined && prev.volumeId === fetch.volumeId;
-  const caughtUp = fetch.fetchOffset >= leaderLogEnd;
+  const target = sameVolume ? Math.min(leaderLogEnd, prev.leaderEndAtFetch) : leaderLogEnd;
+  const caughtUp = fetch.fetchOffset >= target;
   return {
     member: fetch.member,
     volumeId: fetch.volumeId,
     logEnd: fetch.fetchOffset,
     caughtUpAtMs: caughtUp ? nowMs : sameVolume ? prev.caughtUpAtMs : Number.NEGATIVE_INFINITY,
+    leaderEndAtFetch: leaderLogEnd,
   };
 }
 
 /**
  * The ISR change to ask for, or null. Shrink: a follower in the recorded
- * ISR that has not been caught up for `replicaLagMs` (or fetches from
- * another volume than its entry: its copy is gone). Expand: a replica
- * outside it whose durable end reached the HWM. One change at a time; none
- * while one is in flight.
+ * ISR that has not been caught up for `replicaLagMs`, but never below
+ * min_insync_replicas: below it the HWM stops anyway, and a lagging member
+ * kept in the ISR still holds everything committed, so it stays electable
+ * (the least lagging are kept). A follower that fetches from another
+ * volume than its entry is always removed: its copy is gone. Expand: a
+ * replica outside the ISR whose durable end reached the HWM and the start
+ * of this leader's epoch. The HWM alone is not enough: a leader that
+ * restarted, or was just elected, may know a lower HWM than the one its
+ * predecessor acknowledged up to (the HWM file is written lazily), and a
+ * replica added at that HWM would lack acknowledged records. Everything
+ * acknowledged is below the epoch's start, which every ISR member had when
+ * the epoch began. One change at a time; none while one is in flight.
  *
  * `leaderStartMs` is when this leader took over: a follower it has not
  * heard from counts as lagging from then.
@@ -143,24 +167,35 @@ export function planIsrChange(input: {
   if (view.pending !== null) return null;
   const hwm = highWatermark(view);
   const keep: IsrMember[] = [];
-  let changed = false;
+  const lagging: Array<{ m: IsrMember; logEnd: number }> = [];
+  let foreign = false;
   for (const m of view.recordedIsr) {
     if (m.member === view.self) {
       keep.push(m);
       continue;
     }
     const f = view.followers.get(m.member);
+    if (f !== undefined && f.volumeId !== m.volumeId) {
+      foreign = true;
+      continue;
+    }
     const since = f === undefined ? input.leaderStartMs : f.caughtUpAtMs;
-    const foreign = f !== undefined && f.volumeId !== m.volumeId;
-    if (foreign || input.nowMs - Math.max(since, input.leaderStartMs) >= input.replicaLagMs) changed = true;
+    if (input.nowMs - Math.max(since, input.leaderStartMs) >= input.replicaLagMs)
+      lagging.push({ m, logEnd: f?.logEnd ?? -1 });
     else keep.push(m);
   }
-  if (changed) return keep;
+  lagging.sort((a, b) => b.logEnd - a.logEnd);
+  const refill = lagging.slice(0, Math.max(0, view.minInsync - keep.length)).map((x) => x.m);
+  if (foreign || refill.length < lagging.length) {
+    const kept = new Set([...keep, ...refill]);
+    return view.recordedIsr.filter((m) => kept.has(m));
+  }
   const inIsr = new Set(view.recordedIsr.map((m) => m.member));
   for (const r of input.replicas) {
     if (inIsr.has(r) || r === view.self) continue;
     const f = view.followers.get(r);
-    if (f !== undefined && f.logEnd >= hwm) return [...view.recordedIsr, { member: r, volumeId: f.volumeId }];
+    if (f !== undefined && f.logEnd >= Math.max(hwm, view.epochStartOffset))
+      return [...view.recordedIsr, { member: r, volumeId: f.volumeId }];
   }
   return null;
 }

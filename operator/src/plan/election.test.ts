@@ -21,11 +21,11 @@ const health =
 
 describe("planElection", () => {
   it("keeps a live leader on its volume", () => {
-    expect(planElection(rec(), health(["b", "c"]))).toEqual({ kind: "keep" });
+    expect(planElection(rec(), health(["b", "c"]), 2)).toEqual({ kind: "keep" });
   });
 
   it("elects the first live ISR member in replica order, bumps the epoch, drops the old leader", () => {
-    const d = planElection(rec(), health(["a"]));
+    const d = planElection(rec(), health(["a"]), 2);
     expect(d.kind).toBe("elect");
     if (d.kind !== "elect") return;
     expect(d.next.leader).toBe("b");
@@ -36,7 +36,7 @@ describe("planElection", () => {
 
   it("never elects outside the ISR (no unclean election): offline instead", () => {
     const r = rec({ isr: [{ member: "a", volumeId: "va" }] });
-    const d = planElection(r, health(["a"]));
+    const d = planElection(r, health(["a"]), 2);
     expect(d.kind).toBe("offline");
     if (d.kind !== "offline") return;
     expect(d.next.leader).toBeNull();
@@ -44,23 +44,38 @@ describe("planElection", () => {
     // The Down leader stays in the ISR: it is the copy that holds everything.
     expect(d.next.isr).toEqual([{ member: "a", volumeId: "va" }]);
     // Offline and nothing changed: no new epoch every pass.
-    expect(planElection(d.next, health(["a"]))).toEqual({ kind: "keep" });
+    expect(planElection(d.next, health(["a"]), 2)).toEqual({ kind: "keep" });
     // It returns: elected again.
-    const back = planElection(d.next, health([]));
+    const back = planElection(d.next, health([]), 2);
     expect(back.kind).toBe("elect");
     if (back.kind === "elect") expect(back.next).toMatchObject({ leader: "a", leaderEpoch: 6 });
   });
 
   it("does not elect a member back on another volume, and drops its entry", () => {
-    const d = planElection(rec(), health(["a"], { b: "vb2" }));
+    const d = planElection(rec(), health(["a"], { b: "vb2" }), 2);
     expect(d.kind).toBe("elect");
     if (d.kind !== "elect") return;
     expect(d.next.leader).toBe("c");
-    expect(d.next.isr).toEqual([{ member: "c", volumeId: "vc" }]);
+    // b's entry goes (its volume is gone); a stays, or one copy would be electable.
+    expect(d.next.isr.map((m) => m.member)).toEqual(["a", "c"]);
+  });
+
+  it("keeps a Down old leader in the ISR when removing it would go below min_insync_replicas", () => {
+    const r = rec({
+      isr: [
+        { member: "a", volumeId: "va" },
+        { member: "b", volumeId: "vb" },
+      ],
+    });
+    const d = planElection(r, health(["a"]), 2);
+    expect(d).toMatchObject({ kind: "elect", next: { leader: "b", leaderEpoch: 5 } });
+    if (d.kind === "elect") expect(d.next.isr.map((m) => m.member)).toEqual(["a", "b"]);
+    const one = planElection(r, health(["a"]), 1);
+    if (one.kind === "elect") expect(one.next.isr.map((m) => m.member)).toEqual(["b"]);
   });
 
   it("replaces a leader that came back on a fresh volume although it is not Down", () => {
-    const d = planElection(rec(), health([], { a: "va-new" }));
+    const d = planElection(rec(), health([], { a: "va-new" }), 2);
     expect(d.kind).toBe("elect");
     if (d.kind === "elect") {
       expect(d.next.leader).toBe("b");
@@ -69,13 +84,13 @@ describe("planElection", () => {
   });
 
   it("treats an unknown volume as not matching", () => {
-    const d = planElection(rec(), health(["a"], { b: undefined, c: undefined }));
+    const d = planElection(rec(), health(["a"], { b: undefined, c: undefined }), 2);
     expect(d.kind).toBe("offline");
     if (d.kind === "offline") expect(d.next.isr).toEqual([{ member: "a", volumeId: "va" }]);
   });
 
   it("a leader missing from the ISR is replaced", () => {
-    const d = planElection(rec({ leader: "x" }), health([]));
+    const d = planElection(rec({ leader: "x" }), health([]), 2);
     expect(d).toMatchObject({ kind: "elect", next: { leader: "a", leaderEpoch: 5 } });
   });
 });

@@ -12,7 +12,12 @@ import type { IsrMember, ReplicaAssignment } from "../../../packages/api/src/v1a
 //   on the volume the entry names (a member back on an empty or foreign
 //   volume lacks what the entry vouches for);
 // - every change of leader, including going offline, bumps leaderEpoch, so
-//   the previous leader's fetches and writes are fenced.
+//   the previous leader's fetches and writes are fenced;
+// - the old leader leaves the ISR only if min_insync_replicas members stay:
+//   the HWM cannot pass a member that does not fetch, so a Down leader kept
+//   in the ISR still holds everything committed and can lead again when it
+//   returns. Dropping it would leave one electable copy of records
+//   committed on two.
 
 export interface MemberHealth {
   down: boolean;
@@ -29,6 +34,7 @@ export type ElectionDecision =
 export function planElection(
   current: ReplicaAssignment,
   health: (member: string) => MemberHealth,
+  minInsync: number,
 ): ElectionDecision {
   const valid = (m: IsrMember): boolean => {
     const h = health(m.member);
@@ -60,12 +66,13 @@ export function planElection(
     if (current.leader === null && sameIsr(kept, current.isr)) return { kind: "keep" };
     return { kind: "offline", next, reason: `${reason}; no live in-sync replica` };
   }
+  const without = kept.filter((m) => m.member !== current.leader);
   return {
     kind: "elect",
     next: {
       ...current,
       leader: candidate.member,
-      isr: kept.filter((m) => m.member !== current.leader),
+      isr: without.length >= minInsync ? without : kept,
       leaderEpoch: current.leaderEpoch + 1,
     },
     reason: `${reason}; ${candidate.member} elected`,
