@@ -38,19 +38,27 @@ export class ReplicationInvariants {
   readonly #ackerOfEpoch = new Map<string, string>();
 
   readonly w: ReplicationWorld;
+  /** Judge only what a user sees: loss, truncation, divergence, convergence (not the ISR's promises). */
+  readonly absoluteOnly: boolean;
 
-  constructor(w: ReplicationWorld) {
+  constructor(w: ReplicationWorld, absoluteOnly = false) {
     this.w = w;
+    this.absoluteOnly = absoluteOnly || !w.s.volumeIdentity;
   }
 
   #fail(kind: Violation["kind"], message: string): void {
     if (this.violations.length < 20) this.violations.push({ kind, message });
   }
 
+  /**
+   * The members the ISR vouches for. None when judging absolute invariants
+   * only, and always in names-only mode (the first design): by name a member
+   * back on an empty volume is "in sync" by definition, so that mode is
+   * judged on loss, truncation, divergence and convergence.
+   */
   #vouched(v: Versioned): string[] {
-    return v.rec.isr
-      .filter((m) => !this.w.s.volumeIdentity || this.w.broker(m.member).volumeId === m.volumeId)
-      .map((m) => m.member);
+    if (this.absoluteOnly) return [];
+    return v.rec.isr.filter((m) => this.w.broker(m.member).volumeId === m.volumeId).map((m) => m.member);
   }
 
   #has(broker: string, p: number, offset: number, id: number): boolean {
@@ -177,7 +185,11 @@ export class ReplicationInvariants {
         this.#fail("not-converged", `p${p}: leader ${leader} hosts no replica`);
         continue;
       }
-      const inIsr = new Set(this.#vouched(v));
+      const inIsr = new Set(
+        w.s.volumeIdentity
+          ? v.rec.isr.filter((m) => w.broker(m.member).volumeId === m.volumeId).map((m) => m.member)
+          : v.rec.isr.map((m) => m.member),
+      );
       for (const m of v.rec.replicas) {
         if (!inIsr.has(m)) this.#fail("not-converged", `p${p}: ${m} not back in the ISR`);
         const r = w.broker(m).replicas.get(p);

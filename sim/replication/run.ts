@@ -3,6 +3,7 @@
 //   --seed S        one seed (replay); --verbose prints its trace tail even when it passes
 //   --names-only    the ADR's first design: an ISR of member names, no volume identity
 //   --hwm-only-expand  the ADR's first design: a replica rejoins the ISR once its end reached the HWM
+//   --absolute-only  judge only loss, truncation, divergence and convergence, not the ISR's promises
 //   --no-floor      the ADR's first design: HWM over any ISR size, the old leader always leaves the ISR
 // Exit code 1 when any seed violates an invariant; each failure prints its
 // replay command and the last steps of its trace.
@@ -39,6 +40,7 @@ const minInsyncFloor = !argv.includes("--no-floor");
 const epochStartRule = !argv.includes("--hwm-only-expand");
 const verbose = argv.includes("--verbose");
 const traceTail = num("--trace", 40);
+const absoluteOnly = argv.includes("--absolute-only");
 
 const started = performance.now();
 const faults = new Map<ReplicationFault, number>();
@@ -49,6 +51,7 @@ for (const seed of seeds) {
   const cfg = {
     ...defaultReplicationConfig(seed, steps, { volumeIdentity, minInsyncFloor, epochStartRule }),
     traceTail,
+    absoluteOnly,
   };
   const r = runReplicationSeed(cfg);
   for (const [k, v] of r.faults) faults.set(k, (faults.get(k) ?? 0) + v);
