@@ -69,7 +69,8 @@ module.exports = {
     },
     {
       name: "pure-layers-no-io",
-      comment: "core/, replication/, plan/, specs/ and the API package decide; they do no I/O (types are fine).",
+      comment:
+        "core/, replication/, plan/, specs/ and the API package decide; they do no I/O (types are fine).",
       severity: "error",
       from: {
         path: "^(broker/src/core|broker/src/replication|operator/src/plan|operator/src/specs|packages/api/src|packages/wire/src)/",

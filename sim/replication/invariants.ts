@@ -28,7 +28,9 @@ export interface Violation {
     | "exposed-above-hwm"
     | "divergent-committed"
     | "truncation-below-hwm"
-    | "not-converged";
+    | "not-converged"
+    /** The model or the decision code threw (e.g. an epoch history out of order). */
+    | "model-error";
   message: string;
 }
 

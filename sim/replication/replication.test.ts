@@ -43,6 +43,34 @@ describe("replication simulation", () => {
     expect(truncations).toBeGreaterThan(12);
   });
 
+  // Each rule the simulation added to ADR 0007 is load-bearing: with the
+  // rule as first written, a known seed breaks an invariant (the same seed
+  // passes above with the rule in place).
+  it.each([
+    [
+      "seed 7, an ISR of names: an empty replica is elected",
+      { volumeIdentity: false },
+      7,
+      "truncation-below-hwm",
+    ],
+    [
+      "seed 3, no min_insync floor: one lost volume leaves an empty ISR",
+      { minInsyncFloor: false },
+      3,
+      "not-converged",
+    ],
+    [
+      "seed 3, expansion at the HWM alone: an ISR member lacks acked records",
+      { epochStartRule: false },
+      3,
+      "acked-missing-on-isr",
+    ],
+  ] as const)("%s", (_name, over, seed, kind) => {
+    const r = runReplicationSeed(defaultReplicationConfig(seed, 1_500, over));
+    expect(r.violations.map((v) => v.kind)).toContain(kind);
+    expect(runReplicationSeed(defaultReplicationConfig(seed, 1_500)).violations).toEqual([]);
+  });
+
   it("is deterministic: the same seed gives the same trace", () => {
     const a = runReplicationSeed({ ...defaultReplicationConfig(5, 600), traceTail: 10_000 });
     const b = runReplicationSeed({ ...defaultReplicationConfig(5, 600), traceTail: 10_000 });

@@ -163,15 +163,19 @@ export function runReplicationSeed(cfg: ReplicationSeedConfig): ReplicationSeedR
   };
 
   const total = cfg.steps + cfg.quietSteps;
-  for (step = 0; step < total; step++) {
-    const quiet = step >= cfg.steps;
-    w.nowMs += rnd.range(0, 30);
-    heal(quiet);
-    if (!quiet && rnd.bool(cfg.faultRate)) fault();
-    // The second half of the quiet phase takes no new records, so the logs can end equal.
-    else normalWork(step < cfg.steps + cfg.quietSteps / 2);
-    inv.check();
-    if (inv.violations.length > 0) break;
+  try {
+    for (step = 0; step < total; step++) {
+      const quiet = step >= cfg.steps;
+      w.nowMs += rnd.range(0, 30);
+      heal(quiet);
+      if (!quiet && rnd.bool(cfg.faultRate)) fault();
+      // The second half of the quiet phase takes no new records, so the logs can end equal.
+      else normalWork(step < cfg.steps + cfg.quietSteps / 2);
+      inv.check();
+      if (inv.violations.length > 0) break;
+    }
+  } catch (err) {
+    inv.violations.push({ kind: "model-error", message: err instanceof Error ? err.message : String(err) });
   }
   if (inv.violations.length === 0) {
     // A last sweep in which every follower fetches every partition, so the

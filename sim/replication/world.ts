@@ -584,6 +584,10 @@ export class ReplicationWorld {
     for (const r of b.replicas.values()) {
       r.log.length = r.durable;
       r.hwm = r.hwmDurable;
+      // The epoch file is fsynced when an epoch starts, the record that
+      // started it maybe not: recovery drops entries at or above the log end
+      // (else the next epoch would start "before" a phantom one).
+      r.history = truncateHistory(r.history, r.durable);
     }
   }
 
