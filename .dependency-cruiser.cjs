@@ -69,10 +69,11 @@ module.exports = {
     },
     {
       name: "pure-layers-no-io",
-      comment: "core/, plan/, specs/ and the API package decide; they do no I/O (types are fine).",
+      comment:
+        "core/, replication/, plan/, specs/ and the API package decide; they do no I/O (types are fine).",
       severity: "error",
       from: {
-        path: "^(broker/src/core|operator/src/plan|operator/src/specs|packages/api/src|packages/wire/src)/",
+        path: "^(broker/src/core|broker/src/replication|operator/src/plan|operator/src/specs|packages/api/src|packages/wire/src)/",
         pathNot: "\\.test\\.ts$",
       },
       to: { path: io, dependencyTypesNot: ["type-only"] },
