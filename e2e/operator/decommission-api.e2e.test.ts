@@ -174,7 +174,8 @@ describe("decommission through the cluster API", () => {
       what: "the topic's partitions to be assigned",
       intervalMs: 500,
     });
-  }, 600_000);
+    // The binaries' build lock may be held by another suite's build: the wait counts here.
+  }, 2_400_000);
 
   afterAll(async () => {
     await op?.kill("SIGKILL");
@@ -291,7 +292,7 @@ describe("decommission through the cluster API", () => {
       }
       await sleep(200);
     }
-    // While it runs (queued behind nothing): the lower members are still refused.
+    // At 2: member 0 is still not the highest.
     const zero = await decommission(`${NAME}-0`, "POST");
     expect(zero.status).toBe(409);
     await waitSettled(2, 300_000, "the cluster settled at 2");
@@ -307,8 +308,6 @@ describe("decommission through the cluster API", () => {
     if (ownedBefore > 0) expect(sawMoves).toBeGreaterThan(0);
     expect(sawGone).toBe(true);
     expect(new Set(await owners())).toEqual(new Set([`${NAME}-0`, `${NAME}-1`]));
-    // Member 0 of two: still not the highest.
-    expect((await decommission(`${NAME}-0`, "POST")).status).toBe(409);
     // The removed member: unknown now.
     expect((await decommission(leaving, "DELETE")).status).toBe(404);
 
