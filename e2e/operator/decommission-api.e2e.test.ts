@@ -145,7 +145,8 @@ describe("decommission through the cluster API", () => {
       }),
     );
     op = await startOperator({ kubeconfig: platform.kubeconfigPath, identity: "decom-a", logDir });
-    await op.waitForLine((l) => l.msg === "leading: reconciling", "leadership");
+    // Generous: on a loaded 2-core machine the operator's start alone can pass a minute.
+    await op.waitForLine((l) => l.msg === "leading: reconciling", "leadership", 240_000);
     await platform.applyYaml(
       JSON.stringify({
         apiVersion: "narad.dev/v1alpha1",
