@@ -21,6 +21,7 @@ import { adminStatusOf } from "./node/admin-status.ts";
 import { startNodeClusterServer } from "./node/cluster-server.ts";
 import { clusterServices } from "./node/cluster-services.ts";
 import { createLocalConsumers } from "./node/consumers.ts";
+import { nodeDecommissions } from "./node/decommission.ts";
 import { createNodeDispatcher, openDispatchStores } from "./node/dispatch.ts";
 import { createNodeLifecycle } from "./node/lifecycle.ts";
 import { openNodeMetastore } from "./node/metastore.ts";
@@ -189,6 +190,7 @@ export async function startBroker(
     ...(producerRegistry !== undefined ? { producerRegistry } : {}),
     commitWaiters,
     fanout,
+    ...nodeDecommissions(config, metastore, logger),
   };
   const app = buildApp(services, logger, security.appOptions(metrics.registry));
   dispatcher.start();

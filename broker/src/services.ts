@@ -5,6 +5,7 @@
 
 import type { Config } from "./config.ts";
 import type { ConsumerManager } from "./consumer/manager.ts";
+import type { DecommissionControl } from "./core/decommission.ts";
 import type { StoredRecord, WalRecordInput } from "./core/records.ts";
 import type { CommitWaiters } from "./dispatch/commit-waiters.ts";
 import type { StalledLaneStatus } from "./dispatch/types.ts";
@@ -109,6 +110,8 @@ export interface BrokerServices {
   producerRegistry?: ProducerRegistry;
   /** acks=all: waits for the owner's commit of WAL seqs. */
   commitWaiters?: CommitWaiters;
+  /** Kubernetes: decommission requests carried out as scale changes of the NaradCluster (node/decommission.ts). */
+  decommissions?: DecommissionControl;
   /** Fan-out cursors on this node: each child's lag (GET /v1/topics/{parent}/children). */
   fanout?: { lag(parent: string, child: string): ChildLag };
 }

@@ -216,6 +216,21 @@ describe("broker RBAC", () => {
     expectAll(await answers(BROKER, denied), false);
   });
 
+  it("and patch their own cluster's scale subresource (a decommission request), nothing more of it", async () => {
+    const scale = { resource: "naradclusters.narad.dev", subresource: "scale" };
+    expectAll(await answers(BROKER, [{ verb: "patch", ...scale, name: "demo", namespace: NS }]), true);
+    const denied: Ask[] = [
+      { verb: "get", ...scale, name: "demo", namespace: NS },
+      { verb: "update", ...scale, name: "demo", namespace: NS },
+      { verb: "patch", ...scale, name: "other", namespace: NS },
+      { verb: "patch", ...scale, namespace: NS },
+      { verb: "patch", ...scale, name: "demo", namespace: OTHER_NS },
+      { verb: "patch", resource: "naradclusters.narad.dev", name: "demo", namespace: NS },
+      { verb: "update", resource: "naradclusters.narad.dev", name: "demo", namespace: NS },
+    ];
+    expectAll(await answers(BROKER, denied), false);
+  });
+
   it("and nothing else: not another namespace, no Secrets, no status writes, no pods", async () => {
     const denied: Ask[] = [
       ...asksFor(BROKER_ROLE_RULES, OTHER_NS),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Member } from "../meta/types.ts";
-import { decideDecommission, memberViews, sortedMoves } from "./cluster-view.ts";
+import { memberViews, sortedMoves } from "./cluster-view.ts";
 
 const member = (id: string, state: Member["state"] = "Active"): Member => ({
   id,
@@ -53,27 +53,5 @@ describe("memberViews", () => {
   it("sorts moves by topic, then partition", () => {
     const m = (topic: string, partition: number) => ({ topic, partition, from: "a", to: "b" });
     expect(sortedMoves([m("b", 0), m("a", 2), m("a", 1)])).toEqual([m("a", 1), m("a", 2), m("b", 0)]);
-  });
-});
-
-describe("decideDecommission", () => {
-  it("refuses an unknown (or removed) member with 404", () => {
-    for (const mode of ["single", "kubernetes"] as const) {
-      expect(decideDecommission(mode, [member("n1"), member("old", "Removed")], "old", false)).toMatchObject({
-        kind: "refuse",
-        status: 404,
-      });
-    }
-  });
-  it("on one node: nothing to decommission (409), and nothing to cancel (204)", () => {
-    const d = decideDecommission("single", [member("n1")], "n1", false);
-    expect(d).toMatchObject({ kind: "refuse", status: 409 });
-    expect(d.kind === "refuse" && d.error).toMatch(/nothing to decommission/);
-    expect(decideDecommission("single", [member("n1")], "n1", true)).toEqual({ kind: "noop" });
-  });
-  it("on Kubernetes: 501 that says to scale the NaradCluster down", () => {
-    const d = decideDecommission("kubernetes", [member("n0"), member("n1")], "n0", false);
-    expect(d).toMatchObject({ kind: "refuse", status: 501 });
-    expect(d.kind === "refuse" && d.error).toMatch(/kubectl scale naradcluster/);
   });
 });

@@ -1,6 +1,6 @@
-// The cluster API's answers (GET /v1/cluster/members, /moves, decommission),
+// The cluster API's reads (GET /v1/cluster/members, /moves),
 // pure: from the metastore's members, topics, owners and moves in flight to
-// Narad (Go)'s shapes, and the decision a decommission request gets.
+// Narad (Go)'s shapes (a decommission request's answer: core/decommission.ts).
 
 import type { ClusterMove, Member, MemberState } from "../meta/types.ts";
 
@@ -56,42 +56,4 @@ export function sortedMoves(moves: readonly ClusterMove[]): ClusterMove[] {
   return [...moves].sort((a, b) =>
     a.topic !== b.topic ? (a.topic < b.topic ? -1 : 1) : a.partition - b.partition,
   );
-}
-
-export type DecommissionDecision =
-  /** Nothing to change: the answer is 204. */
-  { kind: "noop" } | { kind: "refuse"; status: 404 | 409 | 501; error: string };
-
-/**
- * What a decommission (or, with `cancel`, its cancellation) of member `id`
- * gets. On one node there is no other member to take its partitions, so a
- * decommission is refused and a cancellation has nothing to cancel. On
- * Kubernetes the operator decommissions the highest ordinal when the
- * NaradCluster is scaled down; it does not yet take a request for a given
- * member, so the request is refused and says how to do it.
- */
-export function decideDecommission(
-  mode: "single" | "kubernetes",
-  members: readonly Member[],
-  id: string,
-  cancel: boolean,
-): DecommissionDecision {
-  const member = members.find((m) => m.id === id && m.state !== "Removed");
-  if (member === undefined) return { kind: "refuse", status: 404, error: `member "${id}" not found` };
-  if (mode === "single") {
-    if (cancel) return { kind: "noop" };
-    return {
-      kind: "refuse",
-      status: 409,
-      error: `member "${id}" is this broker's only member: there is no other member to move its partitions to, so nothing to decommission`,
-    };
-  }
-  return {
-    kind: "refuse",
-    status: 501,
-    error:
-      "decommissioning a chosen member is not carried out by the operator yet: scale the NaradCluster down " +
-      "(kubectl scale naradcluster/<name> --replicas=N-1), which decommissions the highest ordinal, " +
-      "moves its partitions and removes it; scaling back up cancels it",
-  };
 }

@@ -54,7 +54,8 @@ const notReachedHere: Partial<Record<ApiErrorCode, string>> = {
     "an owner that never commits; the decision: topic-deletion-watch.test.ts (acksAllAnswer 503)",
   acks_all_unavailable: "a node without commit waiters (startBroker always builds them)",
   registry_unavailable: "a node without a producer registry (startBroker always builds one)",
-  not_implemented: "decommissioning a chosen member on the Kubernetes metastore only (core/cluster-view.ts)",
+  not_implemented:
+    "a decommission on a cluster without an operator (in-process test clusters only; core/decommission.test.ts)",
   producer_registry_stale:
     "a registry that cannot be read once the fence lease ran out (a shared store across brokers): broker/test/producer-fence.test.ts",
   forward_in_doubt:

@@ -1,9 +1,19 @@
 import { describe, expect, it } from "vitest";
-import { BROKER_ROLE_RULES, brokerRegistryRules, grants, OPERATOR_CLUSTER_ROLE_RULES } from "./install.ts";
+import {
+  BROKER_ROLE_RULES,
+  brokerRegistryRules,
+  brokerScaleRules,
+  grants,
+  OPERATOR_CLUSTER_ROLE_RULES,
+} from "./install.ts";
 
 describe("RBAC", () => {
   it("the operator holds every permission it grants brokers (escalation check)", () => {
-    const missing = [...BROKER_ROLE_RULES, ...brokerRegistryRules("demo-producers")].flatMap((r) =>
+    const missing = [
+      ...BROKER_ROLE_RULES,
+      ...brokerRegistryRules("demo-producers"),
+      ...brokerScaleRules("demo"),
+    ].flatMap((r) =>
       r.apiGroups.flatMap((g) =>
         r.resources.flatMap((res) =>
           r.verbs

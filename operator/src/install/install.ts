@@ -57,6 +57,24 @@ export function brokerRegistryRules(configMapName: string): PolicyRule[] {
   ];
 }
 
+/**
+ * A decommission request (POST/DELETE /v1/cluster/members/{id}/decommission)
+ * becomes a conditional write of the cluster's spec.replicas through its
+ * scale subresource: patch on that one NaradCluster's scale, nothing else
+ * (no spec patch, no other cluster). The broker reads the cluster with the
+ * get it already has on naradclusters.
+ */
+export function brokerScaleRules(clusterName: string): PolicyRule[] {
+  return [
+    {
+      apiGroups: [GROUP],
+      resources: ["naradclusters/scale"],
+      verbs: ["patch"],
+      resourceNames: [clusterName],
+    },
+  ];
+}
+
 /** The operator's ClusterRole: least privilege, plus everything in BROKER_ROLE_RULES. */
 export const OPERATOR_CLUSTER_ROLE_RULES: PolicyRule[] = [
   // NaradClusters: read, and metadata patches (finalizers); users create them.
@@ -72,6 +90,8 @@ export const OPERATOR_CLUSTER_ROLE_RULES: PolicyRule[] = [
     resources: ["naradclusters/status", "naradtopics/status"],
     verbs: ["get", "update", "patch"],
   },
+  // Only because the broker Role grants it (brokerScaleRules); the operator never scales.
+  { apiGroups: [GROUP], resources: ["naradclusters/scale"], verbs: ["patch"] },
   {
     apiGroups: [GROUP],
     resources: ["naradclusters/finalizers", "naradtopics/finalizers"],

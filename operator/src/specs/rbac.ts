@@ -1,5 +1,5 @@
 import type { NaradCluster } from "../../../packages/api/src/v1alpha1/types.ts";
-import { BROKER_ROLE_RULES, brokerRegistryRules } from "../install/install.ts";
+import { BROKER_ROLE_RULES, brokerRegistryRules, brokerScaleRules } from "../install/install.ts";
 import type { V1Role, V1RoleBinding, V1ServiceAccount } from "../kube/models.ts";
 import { resourceNames } from "./labels.ts";
 import { ownedMeta } from "./owner.ts";
@@ -7,7 +7,8 @@ import { ownedMeta } from "./owner.ts";
 // Brokers use the Kubernetes API as their metastore (ARCHITECTURE.md §4):
 // they watch topics and clusters, create/delete topics for POST/DELETE
 // /v1/topics, and read status (assignments, membership) written only by the
-// operator. They never write status. They also keep the producer-id
+// operator. They never write status. A decommission request patches their
+// own cluster's scale subresource (brokerScaleRules). They also keep the producer-id
 // registry in one ConfigMap of their own (brokerRegistryRules).
 
 export function serviceAccountSpec(cluster: NaradCluster): V1ServiceAccount {
@@ -27,7 +28,11 @@ export function roleSpec(cluster: NaradCluster): V1Role {
     metadata: ownedMeta(cluster, names.role),
     // One source of truth with the operator's own ClusterRole (install.ts),
     // which must hold every permission it grants (RBAC escalation check).
-    rules: [...BROKER_ROLE_RULES, ...brokerRegistryRules(names.producerRegistry)].map((r) => ({
+    rules: [
+      ...BROKER_ROLE_RULES,
+      ...brokerRegistryRules(names.producerRegistry),
+      ...brokerScaleRules(cluster.metadata.name ?? ""),
+    ].map((r) => ({
       ...r,
       apiGroups: [...r.apiGroups],
       resources: [...r.resources],

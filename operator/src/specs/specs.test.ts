@@ -102,6 +102,17 @@ describe("rbac", () => {
         resourceNames: [resourceNames("demo").producerRegistry],
       },
     ]);
+    // The scale subresource: patch of this cluster's only (a decommission request), no get/update, no other cluster.
+    expect(rules.filter((r) => r.resources?.some((x) => x.startsWith("naradclusters")))).toEqual([
+      { apiGroups: ["narad.dev"], resources: ["naradclusters"], verbs: ["get", "list", "watch"] },
+      { apiGroups: ["narad.dev"], resources: ["naradclusters/status"], verbs: ["get"] },
+      {
+        apiGroups: ["narad.dev"],
+        resources: ["naradclusters/scale"],
+        verbs: ["patch"],
+        resourceNames: [cluster.metadata.name],
+      },
+    ]);
     // patch only on naradtopics (spec updates through PATCH /v1/topics/{t}), never on status.
     expect(
       rules.filter((r) => r.resources?.some((x) => x.endsWith("/status"))).flatMap((r) => r.verbs),

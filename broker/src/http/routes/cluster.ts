@@ -1,9 +1,15 @@
 // The cluster API of Narad (Go) v1: members with their placement, the
-// partition moves in flight, and decommission requests (core/cluster-view.ts
-// decides what a request gets). Reads come from the local metastore replica.
+// partition moves in flight, and decommission requests (core/decommission.ts
+// decides what a request gets; on Kubernetes node/decommission.ts reads the
+// NaradCluster and writes its scale). Reads come from the local metastore replica.
 
 import type { FastifyInstance } from "fastify";
-import { decideDecommission, memberViews, sortedMoves } from "../../core/cluster-view.ts";
+import { memberViews, sortedMoves } from "../../core/cluster-view.ts";
+import {
+  type DecommissionDecision,
+  decideSingleNode,
+  decideWithoutOperator,
+} from "../../core/decommission.ts";
 import { NaradError } from "../../errors.ts";
 import type { BrokerServices } from "../../services.ts";
 import { memberParams, querySchema } from "../query-schema.ts";
@@ -43,14 +49,23 @@ export function clusterRoutes(s: BrokerServices) {
       schema: {
         ...doc(
           "Decommission a member (POST) or cancel it (DELETE)",
-          "204; 404 not_found for an unknown member, 409 conflict for the only member, 501 not_implemented on a single node.",
+          "204 (as Narad v1). Kubernetes: POST for the highest in-service ordinal scales the NaradCluster down by one, " +
+            "DELETE for the member being decommissioned scales it back up; 409 conflict for another member, the last one, " +
+            "a completed removal or a concurrent change; 404 not_found for an unknown member. One node: POST 409, DELETE 204.",
         ).schema,
         params: memberParams,
       },
       handler: async (request, reply) => {
-        const mode = s.metastore.kind === "file" ? "single" : "kubernetes";
+        const { id } = request.params;
         const cancel = request.method === "DELETE";
-        const d = decideDecommission(mode, s.metastore.members(), request.params.id, cancel);
+        const known = s.metastore.members().some((m) => m.id === id && m.state !== "Removed");
+        // Kubernetes decides from a fresh read of the NaradCluster, not this replica.
+        const d: DecommissionDecision =
+          s.metastore.kind === "file"
+            ? decideSingleNode(known, id, cancel)
+            : s.decommissions !== undefined
+              ? await s.decommissions.request(id, cancel)
+              : decideWithoutOperator(known, id);
         if (d.kind === "refuse") throw new NaradError(refusalCode[d.status], d.error);
         return reply.code(204).send();
       },

@@ -27,6 +27,10 @@ export interface NaradApi {
   createTopic(body: NaradTopic): Promise<NaradTopic>;
   patchTopicSpec(name: string, patch: object): Promise<NaradTopic>;
   deleteTopic(name: string): Promise<void>;
+  /** A quorum GET of one NaradCluster. */
+  getCluster(name: string): Promise<NaradCluster>;
+  /** A merge patch of the NaradCluster's scale subresource (autoscaling/v1 Scale). */
+  patchClusterScale(name: string, patch: object): Promise<unknown>;
   topicsPath: string;
   clustersPath: string;
 }
@@ -61,6 +65,13 @@ export function naradApi(kubeConfig: KubeConfig, namespace: string, requestTimeo
     deleteTopic: async (name) => {
       await api.deleteNamespacedCustomObject({ ...base, plural: NARAD_TOPIC_PLURAL, name }, opts);
     },
+    getCluster: (name) =>
+      api.getNamespacedCustomObject({ ...base, plural: NARAD_CLUSTER_PLURAL, name }, opts),
+    patchClusterScale: (name, patch) =>
+      api.patchNamespacedCustomObjectScale(
+        { ...base, plural: NARAD_CLUSTER_PLURAL, name, body: patch },
+        setHeaderOptions("Content-Type", PatchStrategy.MergePatch, opts),
+      ),
   };
 }
 
@@ -69,7 +80,7 @@ export function apiStatus(err: unknown): number | undefined {
   return err instanceof ApiException ? err.code : undefined;
 }
 
-function apiMessage(err: unknown): string {
+export function apiMessage(err: unknown): string {
   if (err instanceof ApiException) {
     const body = err.body as unknown;
     if (typeof body === "string") {

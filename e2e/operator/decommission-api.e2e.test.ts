@@ -1,0 +1,399 @@
+// The cluster API's decommission against a real API server with the real
+// operator and brokers (the local platform): POST/DELETE
+// /v1/cluster/members/{id}/decommission become conditional writes of the
+// NaradCluster's scale subresource, made by a broker with its own service
+// account (its Role grants patch on that one cluster's scale), and the
+// operator carries them out.
+//   1. hostile input (no credentials, a non-admin user, unknown, malformed
+//      and huge ids) and refused members (not the highest ordinal): JSON 4xx,
+//      spec.replicas and the generation unchanged; a write from a stale
+//      resourceVersion is refused by the API server with nothing changed;
+//   2. POST for the highest member under a producer: 204, spec.replicas 3 → 2,
+//      the member Decommissioning in GET /v1/cluster/members and its moves in
+//      GET /v1/cluster/moves, then gone; a repeat is idempotent; member 0 is
+//      then refused; every acknowledged record readable;
+//   3. DELETE during a decommission: 204, spec.replicas back up, the operator
+//      cancels it (DecommissionCancelled), members all Active again.
+// Numbers go to console.log ("decommission-api-e2e:").
+import { setTimeout as sleep } from "node:timers/promises";
+import { type CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { kubeClusterScale, observationOf } from "../../broker/src/node/decommission.ts";
+import type { NaradCluster } from "../../packages/api/src/v1alpha1/types.ts";
+import { stderrLog } from "../platform/log.ts";
+import type { Platform } from "../platform/platform.ts";
+import { basicAuth } from "./credentials.ts";
+import { getJson, type OperatorProcess, startOperator, startSuitePlatform, waitFor } from "./harness.ts";
+import {
+  BROKER_PORT,
+  checkLedger,
+  type HeaderSource,
+  LoadProducer,
+  listBrokerPods,
+  type PodInfo,
+  PodSampler,
+  readTopic,
+} from "./load.ts";
+
+const log = stderrLog("decommission-api-e2e");
+const NS = "decom";
+const LEASE_NS = "narad-system";
+const NAME = "dc";
+const TOPIC = "events";
+const PARTITIONS = 6;
+const ADMIN = { user: "admin", password: "admin-secret-for-the-decommission-suite" };
+const READER = { user: "reader", password: "reader-secret-for-the-decommission-suite" };
+
+let platform: Platform;
+let core: CoreV1Api;
+let logDir: string;
+let op: OperatorProcess;
+const admin: HeaderSource = () => basicAuth(ADMIN.user, ADMIN.password);
+const reader: HeaderSource = () => basicAuth(READER.user, READER.password);
+
+const cluster = async (): Promise<NaradCluster> => {
+  const custom = platform.kubeConfig.makeApiClient(CustomObjectsApi);
+  return (await custom.getNamespacedCustomObject({
+    group: "narad.dev",
+    version: "v1alpha1",
+    namespace: NS,
+    plural: "naradclusters",
+    name: NAME,
+  })) as NaradCluster;
+};
+const state = (c: NaradCluster, id: string) => c.status?.members?.find((m) => m.id === id)?.state;
+const pods = (): Promise<PodInfo[]> => listBrokerPods(core, NS, NAME);
+
+async function owners(): Promise<string[]> {
+  const list = await getJson<{ items: Array<{ status?: { assignments?: Array<{ owner: string }> } }> }>(
+    platform.kubectl,
+    ["-n", NS, "naradtopics"],
+  );
+  return (list?.items ?? []).flatMap((t) => (t.status?.assignments ?? []).map((a) => a.owner));
+}
+
+async function stsReplicas(): Promise<number | undefined> {
+  const s = await getJson<{ spec?: { replicas?: number } }>(platform.kubectl, [
+    "-n",
+    NS,
+    "statefulset",
+    NAME,
+  ]);
+  return s?.spec?.replicas;
+}
+
+/** Settled at n: StatefulSet n, members 0..n-1 all Active, no scale work, n Ready pods. */
+async function waitSettled(n: number, timeoutMs: number, what: string): Promise<void> {
+  await waitFor(
+    async () => {
+      const c = await cluster();
+      const list = await pods();
+      const ids = (c.status?.members ?? []).map((m) => m.id).sort();
+      const want = Array.from({ length: n }, (_, i) => `${NAME}-${i}`).sort();
+      return (
+        (await stsReplicas()) === n &&
+        JSON.stringify(ids) === JSON.stringify(want) &&
+        (c.status?.members ?? []).every((m) => m.state === "Active") &&
+        c.status?.scale === undefined &&
+        list.length === n &&
+        list.every((p) => p.ready)
+      );
+    },
+    { timeoutMs, what, intervalMs: 500 },
+  );
+}
+
+/** One call to a broker (the first Ready pod unless `ip`): status and parsed JSON body (undefined when empty). */
+async function call(
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  ip?: string,
+): Promise<{ status: number; body: { error?: string; code?: string } | undefined; type: string }> {
+  const target = ip ?? (await pods()).find((p) => p.ready && p.ip)?.ip;
+  const r = await fetch(`http://${target}:${BROKER_PORT}${path}`, {
+    method,
+    headers,
+    signal: AbortSignal.timeout(20_000),
+  });
+  const text = await r.text();
+  return {
+    status: r.status,
+    type: r.headers.get("content-type") ?? "",
+    body: text === "" ? undefined : (JSON.parse(text) as { error?: string; code?: string }),
+  };
+}
+const decommission = (id: string, method: "POST" | "DELETE", headers = admin(), ip?: string) =>
+  call(method, `/v1/cluster/members/${id}/decommission`, headers, ip);
+
+describe("decommission through the cluster API", () => {
+  beforeAll(async () => {
+    ({ logDir, platform, core } = await startSuitePlatform("decommission-api", log, [NS, LEASE_NS]));
+    // Our own users Secret: the operator's generated one has only the admin.
+    const users = {
+      users: [
+        { name: ADMIN.user, password: ADMIN.password },
+        { name: READER.user, password: READER.password, grants: [{ action: "consume", topics: TOPIC }] },
+      ],
+    };
+    await platform.applyYaml(
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: { name: `${NAME}-own-users`, namespace: NS },
+        stringData: { "users.json": JSON.stringify(users) },
+      }),
+    );
+    op = await startOperator({ kubeconfig: platform.kubeconfigPath, identity: "decom-a", logDir });
+    // Generous: on a loaded 2-core machine the operator's start alone can pass a minute.
+    await op.waitForLine((l) => l.msg === "leading: reconciling", "leadership", 240_000);
+    await platform.applyYaml(
+      JSON.stringify({
+        apiVersion: "narad.dev/v1alpha1",
+        kind: "NaradCluster",
+        metadata: { name: NAME, namespace: NS },
+        spec: {
+          replicas: 3,
+          image: "ghcr.io/narad/narad:0.1.0",
+          rebalance: true,
+          storage: { reclaimPolicy: { whenScaled: "Delete" } },
+          rollout: { downGraceSeconds: 120 },
+          security: { auth: { enabled: true, usersSecret: `${NAME}-own-users` } },
+        },
+      }),
+    );
+    await waitSettled(3, 240_000, "the cluster to be Ready at 3");
+    const ip = (await pods())[0]!.ip!;
+    const r = await fetch(`http://${ip}:${BROKER_PORT}/v1/topics`, {
+      method: "POST",
+      headers: { ...admin(), "content-type": "application/json" },
+      body: JSON.stringify({ name: TOPIC, partitions: PARTITIONS }),
+    });
+    expect(r.status).toBe(201);
+    await waitFor(async () => (await owners()).length === PARTITIONS, {
+      timeoutMs: 60_000,
+      what: "the topic's partitions to be assigned",
+      intervalMs: 500,
+    });
+    // The binaries' build lock may be held by another suite's build: the wait counts here.
+  }, 2_400_000);
+
+  afterAll(async () => {
+    await op?.kill("SIGKILL");
+    if (process.env["NARAD_KEEP"] === "1") log(`kept ${logDir} (operator logs, platform state)`);
+    await platform?.stop({ keep: process.env["NARAD_KEEP"] === "1" });
+  });
+
+  it("hostile and refused requests: JSON 4xx, nothing changed", async () => {
+    const before = await cluster();
+    // want 0: any 4xx (the router or the route may refuse a malformed id first).
+    const cases: Array<[string, "POST" | "DELETE", Record<string, string>, number]> = [
+      [`${NAME}-2`, "POST", {}, 401],
+      [`${NAME}-2`, "POST", reader(), 403],
+      [`${NAME}-2`, "DELETE", reader(), 403],
+      [`${NAME}-9`, "POST", admin(), 404],
+      [`${NAME}-9`, "DELETE", admin(), 404],
+      ["no-such-node", "POST", admin(), 404],
+      [encodeURIComponent("dc-2/../dc-0"), "POST", admin(), 0],
+      [encodeURIComponent("dc-2\u0000"), "POST", admin(), 0],
+      [encodeURIComponent("'; drop"), "DELETE", admin(), 0],
+      ["%E0%A4%A", "POST", admin(), 0],
+      ["9".repeat(400), "POST", admin(), 0],
+      [`${NAME}-0`, "POST", admin(), 409],
+      [`${NAME}-1`, "POST", admin(), 409],
+    ];
+    for (const [id, method, headers, want] of cases) {
+      const r = await decommission(id, method, headers);
+      const got = want === 0 && r.status >= 400 && r.status < 500 ? 0 : r.status;
+      expect({ id: id.slice(0, 40), method, status: got }).toEqual({
+        id: id.slice(0, 40),
+        method,
+        status: want,
+      });
+      expect(r.type).toContain("application/json");
+      expect(typeof r.body?.error).toBe("string");
+    }
+    // A huge id: the router refuses it before any route (414), still JSON.
+    const huge = await decommission("x".repeat(20_000), "POST");
+    expect(huge.status).toBeGreaterThanOrEqual(400);
+    expect(huge.status).toBeLessThan(500);
+    expect(huge.type).toContain("application/json");
+    const lower = await decommission(`${NAME}-0`, "POST");
+    console.log(`decommission-api-e2e: POST ${NAME}-0 → ${lower.status} ${lower.body?.error}`);
+    expect(lower.body?.code).toBe("conflict");
+    expect(lower.body?.error).toContain("removes pods from the top");
+    expect(lower.body?.error).toContain(`only "${NAME}-2"`);
+    // Nothing being decommissioned: a cancel changes nothing.
+    expect((await decommission(`${NAME}-2`, "DELETE")).status).toBe(204);
+
+    // The conditional write itself, against the API server: from a stale
+    // resourceVersion it is refused and nothing changes.
+    const scale = kubeClusterScale({
+      kubeConfig: platform.kubeConfig,
+      namespace: NS,
+      clusterName: NAME,
+      requestTimeoutMs: 5_000,
+      retryAfterSeconds: 1,
+    });
+    const seen = await scale.read();
+    expect(seen).toMatchObject({ replicas: 3 });
+    await platform.kubectl([
+      "-n",
+      NS,
+      "annotate",
+      "naradcluster",
+      NAME,
+      "narad.dev/e2e-touch=1",
+      "--overwrite",
+    ]);
+    expect(await scale.setReplicas(2, seen.resourceVersion)).toBe(false);
+
+    const after = await cluster();
+    expect(after.spec.replicas).toBe(3);
+    expect(after.metadata.generation).toBe(before.metadata.generation);
+    expect(observationOf(after).members.map((m) => m.state)).toEqual(["Active", "Active", "Active"]);
+  });
+
+  it("POST for the highest member scales down by one; its partitions move; every acknowledged record stays readable", async () => {
+    const sampler = new PodSampler(() => 3, pods, log);
+    const producer = new LoadProducer({
+      tag: "d1",
+      topic: TOPIC,
+      ips: () => sampler.readyIps,
+      headers: admin,
+    });
+    await sleep(3_000);
+    const leaving = `${NAME}-2`;
+    const ownedBefore = (await owners()).filter((o) => o === leaving).length;
+    const t0 = Date.now();
+    const r = await decommission(leaving, "POST");
+    expect(r.status).toBe(204);
+    expect((await cluster()).spec.replicas).toBe(2);
+    // The same request again: idempotent, nothing more scaled down.
+    expect((await decommission(leaving, "POST")).status).toBe(204);
+    expect((await cluster()).spec.replicas).toBe(2);
+
+    // Progress through the cluster API itself.
+    let sawDecommissioning = false;
+    let sawMoves = 0;
+    let sawGone = false;
+    while (Date.now() - t0 < 300_000) {
+      const members = await call("GET", "/v1/cluster/members", admin());
+      const list = (members.body as { members?: Array<{ id: string; state: string; draining: boolean }> })
+        .members;
+      const m = list?.find((x) => x.id === leaving);
+      if (m?.state === "Decommissioning" && m.draining) sawDecommissioning = true;
+      const moves = (await call("GET", "/v1/cluster/moves", admin())).body as {
+        moves?: Array<{ from: string }>;
+      };
+      sawMoves = Math.max(sawMoves, (moves.moves ?? []).filter((x) => x.from === leaving).length);
+      if (m === undefined && sawDecommissioning) {
+        sawGone = true;
+        break;
+      }
+      await sleep(200);
+    }
+    // At 2: member 0 is still not the highest.
+    const zero = await decommission(`${NAME}-0`, "POST");
+    expect(zero.status).toBe(409);
+    await waitSettled(2, 300_000, "the cluster settled at 2");
+    const tookMs = Date.now() - t0;
+    await sleep(1_000);
+    await producer.stop();
+    await sampler.stop();
+    console.log(
+      `decommission-api-e2e: POST ${leaving} → settled at 2 in ${(tookMs / 1000).toFixed(1)} s; it owned ${ownedBefore} partition(s); ` +
+        `seen Decommissioning ${sawDecommissioning}, at most ${sawMoves} move(s) from it in /v1/cluster/moves, gone ${sawGone}; produce: ${producer.summary()}`,
+    );
+    expect(sawDecommissioning).toBe(true);
+    if (ownedBefore > 0) expect(sawMoves).toBeGreaterThan(0);
+    expect(sawGone).toBe(true);
+    expect(new Set(await owners())).toEqual(new Set([`${NAME}-0`, `${NAME}-1`]));
+    // The removed member: unknown now.
+    expect((await decommission(leaving, "DELETE")).status).toBe(404);
+
+    const ips = (await pods()).filter((p) => p.ready && p.ip).map((p) => p.ip as string);
+    const report = await checkLedger(producer, {
+      ip: ips[0]!,
+      topic: TOPIC,
+      partitions: PARTITIONS,
+      headers: admin,
+      timeoutMs: 90_000,
+    });
+    console.log(`decommission-api-e2e: ${report.line}`);
+    expect(report.acked).toBeGreaterThan(0);
+    expect(report.lost.slice(0, 10)).toEqual([]);
+    expect(report.duplicated.slice(0, 10)).toEqual([]);
+    expect(report.unknown.slice(0, 10)).toEqual([]);
+    for (const ip of ips.slice(1)) {
+      const other = await readTopic(ip, TOPIC, PARTITIONS, admin);
+      expect([...producer.acked].filter((id) => !other?.has(id))).toEqual([]);
+    }
+  });
+
+  it("DELETE during a decommission scales back up and the operator cancels it", async () => {
+    await platform.kubectl(["-n", NS, "scale", "naradcluster", NAME, "--replicas=3"]);
+    await waitSettled(3, 240_000, "3 Active members again");
+    const leaving = `${NAME}-2`;
+    await waitFor(
+      async () => (await owners()).includes(leaving) && (await cluster()).status?.scale === undefined,
+      {
+        timeoutMs: 180_000,
+        what: `partitions rebalanced onto ${leaving}`,
+        intervalMs: 500,
+      },
+    );
+    const sampler = new PodSampler(() => 3, pods, log);
+    const producer = new LoadProducer({
+      tag: "d2",
+      topic: TOPIC,
+      ips: () => sampler.readyIps,
+      headers: admin,
+    });
+    expect((await decommission(leaving, "POST")).status).toBe(204);
+    await waitFor(
+      async () => {
+        const c = await cluster();
+        return state(c, leaving) === "Decommissioning" && (c.status?.scale?.moves ?? []).length > 0;
+      },
+      { timeoutMs: 60_000, what: `${leaving} Decommissioning with moves in flight`, intervalMs: 100 },
+    );
+    // Ask another broker than the leaving one: any member carries it out.
+    const other = (await pods()).find((p) => p.name === `${NAME}-1`)?.ip;
+    const cancel = await decommission(leaving, "DELETE", admin(), other);
+    expect(cancel.status).toBe(204);
+    expect((await cluster()).spec.replicas).toBe(3);
+    await waitFor(
+      async () => {
+        const ev = await platform.kubectl([
+          "-n",
+          NS,
+          "get",
+          "events",
+          "--field-selector",
+          "reason=DecommissionCancelled",
+        ]);
+        return ev.stdout.includes(`decommission of ${leaving} cancelled`);
+      },
+      { timeoutMs: 60_000, what: "DecommissionCancelled", intervalMs: 300 },
+    );
+    await waitSettled(3, 180_000, "back to 3 Active members");
+    // Nothing to cancel any more: 204 with nothing changed.
+    expect((await decommission(leaving, "DELETE")).status).toBe(204);
+    expect((await cluster()).spec.replicas).toBe(3);
+    await producer.stop();
+    await sampler.stop();
+    const ips = (await pods()).filter((p) => p.ready && p.ip).map((p) => p.ip as string);
+    const report = await checkLedger(producer, {
+      ip: ips[0]!,
+      topic: TOPIC,
+      partitions: PARTITIONS,
+      headers: admin,
+      timeoutMs: 90_000,
+    });
+    console.log(`decommission-api-e2e: cancel: ${report.line}; produce: ${producer.summary()}`);
+    expect(sampler.deleted.size).toBe(0);
+    expect(report.lost.slice(0, 10)).toEqual([]);
+    expect(report.duplicated.slice(0, 10)).toEqual([]);
+  });
+});
