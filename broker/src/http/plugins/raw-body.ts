@@ -106,7 +106,11 @@ function readBody(
     );
     // The error handler writes the 408 now; then the connection goes, so the
     // rest of the trickle is not read (and no reservation waits on it).
-    setTimeout(() => socket?.destroy(), 1000).unref();
+    // `destroy` is looked up, not assumed: under `app.inject()` the socket is
+    // a stand-in without it, and a throw in this timer would be uncaught.
+    setTimeout(() => {
+      if (typeof socket?.destroy === "function") socket.destroy();
+    }, 1000).unref();
   };
   payload.on("data", onData);
   payload.on("end", onEnd);
