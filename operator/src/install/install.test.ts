@@ -3,7 +3,10 @@ import { BROKER_ROLE_RULES, brokerRegistryRules, grants, OPERATOR_CLUSTER_ROLE_R
 
 describe("RBAC", () => {
   it("the operator holds every permission it grants brokers (escalation check)", () => {
-    const missing = [...BROKER_ROLE_RULES, ...brokerRegistryRules("demo-producers")].flatMap((r) =>
+    const missing = [
+      ...BROKER_ROLE_RULES,
+      ...brokerRegistryRules("demo-producers", "demo-api-users"),
+    ].flatMap((r) =>
       r.apiGroups.flatMap((g) =>
         r.resources.flatMap((res) =>
           r.verbs

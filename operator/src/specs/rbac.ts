@@ -8,7 +8,8 @@ import { ownedMeta } from "./owner.ts";
 // they watch topics and clusters, create/delete topics for POST/DELETE
 // /v1/topics, and read status (assignments, membership) written only by the
 // operator. They never write status. They also keep the producer-id
-// registry in one ConfigMap of their own (brokerRegistryRules).
+// registry in one ConfigMap of their own and the Users API's users in one
+// Secret (brokerRegistryRules).
 
 export function serviceAccountSpec(cluster: NaradCluster): V1ServiceAccount {
   const names = resourceNames(cluster.metadata.name ?? "");
@@ -27,13 +28,15 @@ export function roleSpec(cluster: NaradCluster): V1Role {
     metadata: ownedMeta(cluster, names.role),
     // One source of truth with the operator's own ClusterRole (install.ts),
     // which must hold every permission it grants (RBAC escalation check).
-    rules: [...BROKER_ROLE_RULES, ...brokerRegistryRules(names.producerRegistry)].map((r) => ({
-      ...r,
-      apiGroups: [...r.apiGroups],
-      resources: [...r.resources],
-      verbs: [...r.verbs],
-      ...(r.resourceNames === undefined ? {} : { resourceNames: [...r.resourceNames] }),
-    })),
+    rules: [...BROKER_ROLE_RULES, ...brokerRegistryRules(names.producerRegistry, names.apiUsers)].map(
+      (r) => ({
+        ...r,
+        apiGroups: [...r.apiGroups],
+        resources: [...r.resources],
+        verbs: [...r.verbs],
+        ...(r.resourceNames === undefined ? {} : { resourceNames: [...r.resourceNames] }),
+      }),
+    ),
   };
 }
 
