@@ -499,7 +499,9 @@ describe("two narad processes on the kubernetes metastore, auth on", () => {
       ["POST", "/v1/users", { username: "admin", password: "p" }, 403],
       ["POST", "/v1/users", { username: "ops", password: "p" }, 409],
       ["PUT", "/v1/users/racer-0/grants", { grants: [{ action: "produce" }] }, 400],
-      ["PUT", "/v1/users/racer-0/grants", { grants: [{ action: "admin", patterns: ["*"] }] }, 403],
+      ["PUT", "/v1/users/racer-0/grants", { grants: [{ action: "admin", patterns: ["*"] }] }, 400],
+      // ops is an admin but not root: granting admin is escalation.
+      ["PUT", "/v1/users/racer-0/grants", { grants: [{ action: "admin" }] }, 403],
       ["PUT", "/v1/users/nobody/grants", { grants: [] }, 404],
       ["PUT", "/v1/users/racer-0/password", { new_password: 5 }, 400],
       ["DELETE", "/v1/users/nobody", {}, 404],
