@@ -105,8 +105,7 @@ export const apiErrors = {
   },
   users_api_unavailable: {
     status: 501,
-    meaning:
-      "the Users API cannot write here: authentication is off, or the kubernetes metastore (use the users file)",
+    meaning: "the Users API cannot write here: authentication is off (--auth off)",
   },
   unavailable: {
     status: 503,
@@ -118,6 +117,11 @@ export const apiErrors = {
   commit_timeout: {
     status: 503,
     meaning: "acks=all: records are durable in the WAL but were not committed in time; they still will be",
+  },
+  users_unavailable: {
+    status: 503,
+    meaning:
+      "the API users' store (the kubernetes metastore's Secret) was not read within --users-max-staleness-ms: logins of API users and the Users API refuse until it is; users-file users are unaffected",
   },
   registry_unavailable: { status: 503, meaning: "this node has no producer registry" },
   producer_registry_stale: {

@@ -31,6 +31,11 @@ export interface Config {
    */
   producerFenceLeaseMs: number;
   /**
+   * Kubernetes metastore: a decision about a Users API user never uses a
+   * read of the API users Secret older than this; past it they answer 503.
+   */
+  usersMaxStalenessMs: number;
+  /**
    * A query parameter a route does not know: ignored as Narad v1 does,
    * except a near miss of a known name (typos, the default: 400
    * unknown_query_parameter, since ?kye= must not store a record without its
@@ -170,6 +175,7 @@ const settings = {
   "drain-timeout-ms": { env: "NARAD_DRAIN_TIMEOUT_MS", file: "drainTimeoutMs" },
   "acks-all-timeout-ms": { env: "NARAD_ACKS_ALL_TIMEOUT_MS", file: "acksAllTimeoutMs" },
   "producer-fence-lease-ms": { env: "NARAD_PRODUCER_FENCE_LEASE_MS", file: "producerFenceLeaseMs" },
+  "users-max-staleness-ms": { env: "NARAD_USERS_MAX_STALENESS_MS", file: "usersMaxStalenessMs" },
   "unknown-query-params": { env: "NARAD_UNKNOWN_QUERY_PARAMS", file: "unknownQueryParams" },
   "max-body-bytes": { env: "NARAD_MAX_BODY_BYTES", file: "maxBodyBytes" },
   "produce-memory-budget": { env: "NARAD_PRODUCE_MEMORY_BUDGET", file: "produceMemoryBudget" },
@@ -268,6 +274,9 @@ Options (each also settable as the NARAD_* variable shown, or in --config JSON):
                               producer epoch decisions; a re-init waits at most ~N for brokers
                               that do not confirm it (1-${k.producerFenceLeaseMaxMs})
                                                          NARAD_PRODUCER_FENCE_LEASE_MS (default ${k.producerFenceLeaseMs})
+  --users-max-staleness-ms N  kubernetes metastore: API users are decided on a read of their
+                              Secret at most N ms old, else 503 (${k.usersMaxStalenessMinMs}-${k.usersMaxStalenessMaxMs})
+                                                         NARAD_USERS_MAX_STALENESS_MS (default ${k.usersMaxStalenessMs})
   --unknown-query-params typos|refuse|ignore  a query parameter the route does not know:
                               ignored as Narad v1 does, but 400 when it is a near miss of a
                               known one (typos); 400 always (refuse); never (ignore)
@@ -464,6 +473,7 @@ export function loadConfig(
     drainTimeoutMs: count("drain-timeout-ms", k.drainTimeoutMs),
     acksAllTimeoutMs: positiveCount("acks-all-timeout-ms", k.acksAllTimeoutMs),
     producerFenceLeaseMs: positiveCount("producer-fence-lease-ms", k.producerFenceLeaseMs),
+    usersMaxStalenessMs: positiveCount("users-max-staleness-ms", k.usersMaxStalenessMs),
     unknownQueryParams,
     produceMaxBodyBytes: maxBody,
     batchMaxBodyBytes: Math.max(k.batchProduceMaxBodyBytes, maxBody),
@@ -546,6 +556,13 @@ export function loadConfig(
   if (config.producerFenceLeaseMs > k.producerFenceLeaseMaxMs)
     throw new ConfigError(
       `--producer-fence-lease-ms must be at most ${k.producerFenceLeaseMaxMs} (a re-init waits about that long for a broker that does not answer)`,
+    );
+  if (
+    config.usersMaxStalenessMs < k.usersMaxStalenessMinMs ||
+    config.usersMaxStalenessMs > k.usersMaxStalenessMaxMs
+  )
+    throw new ConfigError(
+      `--users-max-staleness-ms must be ${k.usersMaxStalenessMinMs}-${k.usersMaxStalenessMaxMs} (the Secret is read every ${k.usersPollMs} ms)`,
     );
   if (config.limits.headersTimeoutMs > config.limits.requestTimeoutMs)
     throw new ConfigError("--headers-timeout-ms must not exceed --request-timeout-ms");

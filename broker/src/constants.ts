@@ -56,6 +56,17 @@ export const producerFenceLeaseMs = 10_000;
 /** Highest --producer-fence-lease-ms: a re-init may wait about this long, within the client's init timeout (90 s). */
 export const producerFenceLeaseMaxMs = 60_000;
 export const retryAfterSeconds = 1;
+/**
+ * Kubernetes metastore: the API users Secret is read every usersPollMs, and a
+ * decision about its users never uses a read older than usersMaxStalenessMs
+ * (several failed reads in a row before anyone gets a 503).
+ */
+export const usersPollMs = 1_000;
+export const usersMaxStalenessMs = 10_000;
+export const usersMaxStalenessMinMs = 3 * usersPollMs;
+export const usersMaxStalenessMaxMs = 120_000;
+/** One read or write of the API users Secret waits at most this long. */
+export const usersRequestTimeoutMs = 3_000;
 
 // Topics (narad-go defaults).
 export const topicPartitionsDefault = 3;

@@ -141,8 +141,9 @@ describe("operator RBAC", () => {
   });
 
   it("and nothing more: no Secret listing, no exec, no cluster-scoped writes, no leases elsewhere", async () => {
+    // patch on Secrets it holds only to grant it on the API users Secret (the broker Role).
     const denied: Ask[] = [
-      ...["list", "watch", "update", "patch", "delete"].map((verb) => ({
+      ...["list", "watch", "update", "delete"].map((verb) => ({
         verb,
         resource: "secrets",
         namespace: NS,
@@ -227,6 +228,30 @@ describe("broker RBAC", () => {
       { verb: "patch", ...scale, name: "demo", namespace: OTHER_NS },
       { verb: "patch", resource: "naradclusters.narad.dev", name: "demo", namespace: NS },
       { verb: "update", resource: "naradclusters.narad.dev", name: "demo", namespace: NS },
+    ];
+    expectAll(await answers(BROKER, denied), false);
+  });
+
+  it("and the API users Secret: get and patch of that one name, nothing more", async () => {
+    const secret = resourceNames("demo").apiUsers;
+    const allowed: Ask[] = ["get", "patch"].map((verb) => ({
+      verb,
+      resource: "secrets",
+      name: secret,
+      namespace: NS,
+    }));
+    expectAll(await answers(BROKER, allowed), true);
+    const denied: Ask[] = [
+      ...["list", "watch", "update", "delete"].map((verb) => ({
+        verb,
+        resource: "secrets",
+        name: secret,
+        namespace: NS,
+      })),
+      { verb: "create", resource: "secrets", namespace: NS },
+      { verb: "get", resource: "secrets", name: "demo-users", namespace: NS },
+      { verb: "patch", resource: "secrets", name: "demo-cluster-secret", namespace: NS },
+      { verb: "get", resource: "secrets", name: secret, namespace: OTHER_NS },
     ];
     expectAll(await answers(BROKER, denied), false);
   });

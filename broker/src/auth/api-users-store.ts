@@ -24,14 +24,21 @@ export interface ApiUser {
 }
 
 export interface ApiUsersStore {
+  /** list, get and db throw a 503 (users_unavailable) NaradError while staleness() says why. */
   list(): readonly ApiUser[];
   get(name: string): ApiUser | undefined;
   /** The users as the authenticator reads them. */
   db(): UsersDb;
   /**
+   * Undefined while decisions may use this store's view; else why not (a
+   * shared store past its freshness bound). The file store is always fresh.
+   */
+  staleness(): string | undefined;
+  /**
    * Runs `change` on the current users (serialised with every other change);
    * a returned list is written durably and then swapped in. A throw leaves
-   * everything as it was.
+   * everything as it was. A shared store may run `fn` more than once (again
+   * on a fresh read after another broker's write), so it must be pure.
    */
   change<T>(
     fn: (current: ReadonlyMap<string, ApiUser>) => { next: Map<string, ApiUser>; result: T },
@@ -104,6 +111,7 @@ export async function openApiUsersStore(dataDir: string): Promise<ApiUsersStore>
     list: () => sorted,
     get: (name) => users.get(name),
     db: () => db,
+    staleness: () => undefined,
     change(fn) {
       const run = queue.then(async () => {
         const { next, result } = fn(users);
@@ -126,9 +134,13 @@ export async function openApiUsersStore(dataDir: string): Promise<ApiUsersStore>
 /**
  * What authentication reads: the users file and the API's users together.
  * The file wins on a name clash (it is the operator's, and authoritative);
- * bearer tokens exist only in the file.
+ * bearer tokens exist only in the file. With `apiStale`, the API's users are
+ * left out and `unavailable` says why (authentication answers 503 for a name
+ * not in the file, instead of deciding on an old view).
  */
-export function mergeUsers(file: UsersDb, api: UsersDb | undefined): UsersDb {
+export function mergeUsers(file: UsersDb, api: UsersDb | undefined, apiStale?: string): UsersDb {
+  // The API's users cannot be decided on: only the file's, and the reason for the rest.
+  if (apiStale !== undefined) return { users: file.users, tokens: file.tokens, unavailable: apiStale };
   if (api === undefined || api.users.size === 0) return file;
   const users = new Map<string, UserRecord>(api.users);
   for (const [name, u] of file.users) users.set(name, u);

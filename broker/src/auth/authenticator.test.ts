@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { mergeUsers } from "./api-users-store.ts";
 import { Authenticator } from "./authenticator.ts";
 import { basicHeader } from "./credentials.ts";
 import { hashPassword, PasswordChecker } from "./passwords.ts";
@@ -71,5 +72,45 @@ describe("Authenticator", () => {
       expect(res.ok).toBe(true);
     }
     expect((await auth.authenticate(basicHeader("admin", "guess"), "10.6.6.6")).ok).toBe(false);
+  });
+});
+
+describe("Authenticator with the API users' store past its freshness bound", () => {
+  it("a name the file does not hold is 503 users_unavailable (never an allow, never a 401); file users still log in", async () => {
+    const file = parseUsersFile(JSON.stringify({ users: [{ name: "ops", password: "ops-pw" }] }));
+    const api = parseUsersFile(
+      JSON.stringify({ users: [{ name: "amy", passwordHash: await hashPassword("amy-pw", 1024) }] }),
+    );
+    let stale: string | undefined;
+    const auth = new Authenticator({
+      users: () => mergeUsers(file, api, stale),
+      clusterSecretDigest: () => undefined,
+      passwords: new PasswordChecker({
+        concurrency: 2,
+        maxQueued: 100,
+        cacheMs: 60_000,
+        cacheEntries: 100,
+        nowMs: Date.now,
+      }),
+      throttle: new LoginThrottle({
+        freeFailures: 5,
+        intervalMs: 1000,
+        forgetAfterMs: 60_000,
+        maxEntries: 100,
+      }),
+      nowMs: Date.now,
+    });
+    // Fresh: amy logs in (and her credentials enter the verified cache).
+    expect((await auth.authenticate(basicHeader("amy", "amy-pw"), "c")).ok).toBe(true);
+    stale = "the API users Secret was last read 10001 ms ago";
+    // The verified cache does not bypass it.
+    const refused = await auth.authenticate(basicHeader("amy", "amy-pw"), "c");
+    expect(refused).toMatchObject({ ok: false, status: 503, reason: "users_unavailable" });
+    expect(!refused.ok && refused.message).toContain("10001 ms ago");
+    expect(await auth.authenticate(basicHeader("ghost", "x"), "c")).toMatchObject({ status: 503 });
+    expect((await auth.authenticate(basicHeader("ops", "ops-pw"), "c")).ok).toBe(true);
+    expect(await auth.authenticate(basicHeader("ops", "wrong"), "c")).toMatchObject({ status: 401 });
+    stale = undefined;
+    expect((await auth.authenticate(basicHeader("amy", "amy-pw"), "c")).ok).toBe(true);
   });
 });

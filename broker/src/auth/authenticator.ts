@@ -42,7 +42,7 @@ export type AuthOutcome =
       /** Why, for the response body: never says whether the user exists. */
       message: string;
       /** Counted in narad_auth_failures_total. */
-      reason: "missing" | "malformed" | "bad_credentials" | "throttled" | "busy";
+      reason: "missing" | "malformed" | "bad_credentials" | "throttled" | "busy" | "users_unavailable";
       /** Which limit refused it, when one did (narad_limit_refusals_total). */
       limit?: "login_throttle" | "login_throttle_table" | "hash_queue";
       retryAfterSeconds?: number;
@@ -130,7 +130,18 @@ export class Authenticator {
 
   async #basic(userName: string, password: string, client: string): Promise<AuthOutcome> {
     const now = this.#d.nowMs();
-    const user = this.#d.users().users.get(userName);
+    const db = this.#d.users();
+    const user = db.users.get(userName);
+    // Not in the users we can decide on, and some users could not be read
+    // fresh enough (users-view.ts): fail closed, never decide on an old view.
+    if (user === undefined && db.unavailable !== undefined)
+      return {
+        ok: false,
+        status: 503,
+        reason: "users_unavailable",
+        message: `cannot check this user now: ${db.unavailable}`,
+        retryAfterSeconds: 2,
+      };
     let knownKey: string | undefined;
     if (user?.password !== undefined) {
       // Keyed by the stored password too, so a password changed in a reloaded file misses.

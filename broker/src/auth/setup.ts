@@ -5,17 +5,22 @@
 
 import type { Server as HttpsServer } from "node:https";
 import type { Interceptor, ServerInterceptor } from "@grpc/grpc-js";
+import type { KubeConfig } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import type { Registry } from "prom-client";
+import { resourceNames } from "../../../packages/api/src/v1alpha1/names.ts";
 import type { Config } from "../config.ts";
+import { usersPollMs, usersRequestTimeoutMs } from "../constants.ts";
 import type { AppOptions } from "../http/app.ts";
 import type { UsersApi } from "../http/routes/users.ts";
 import { httpsServerFactory, loadTls, type TlsMaterial, watchTls } from "../http/tls.ts";
+import { loadKubeConfig } from "../meta/kube-metastore.ts";
 import { clusterAuthClientInterceptor, clusterAuthServerInterceptor } from "../rpc/auth.ts";
 import { type ClusterTls, clusterTlsCredentials } from "../rpc/tls.ts";
 import { type ApiUsersStore, mergeUsers, openApiUsersStore } from "./api-users-store.ts";
 import { Authenticator } from "./authenticator.ts";
 import { type ClusterSecret, openClusterSecret } from "./cluster-secret.ts";
+import { openKubeUsersStore } from "./kube-users-store.ts";
 import { PasswordChecker } from "./passwords.ts";
 import { defaultThrottle, LoginThrottle } from "./throttle.ts";
 import type { UsersDb } from "./users-file.ts";
@@ -45,6 +50,8 @@ export async function openSecurity(
   logger: Logger,
   nowMs: () => number,
   clustered: boolean,
+  /** The kubernetes metastore's API client config (loaded only when used). */
+  kubeConfig: () => KubeConfig = loadKubeConfig,
 ): Promise<Security> {
   const log = logger.child({ component: "security" });
   const sec = config.security;
@@ -66,14 +73,25 @@ export async function openSecurity(
     users = await openUsersStore(path, log, securityPollMs);
     closers.push(() => users?.close());
   }
-  // The Users API's own users: a file next to the metadata on one node. The
-  // kubernetes metastore has no store for them yet (the routes answer 501;
-  // the users file is the way there).
+  // The Users API's own users: a file next to the metadata on one node, a
+  // Secret shared by the brokers on the kubernetes metastore (read fresh
+  // within --users-max-staleness-ms, else its users are refused with 503).
   let apiUsers: ApiUsersStore | undefined;
   if (users !== undefined && config.metastore === "file") {
     apiUsers = await openApiUsersStore(config.dataDir);
-    closers.push(() => void apiUsers?.close());
+  } else if (users !== undefined && config.metastore === "kubernetes") {
+    apiUsers = openKubeUsersStore({
+      kubeConfig: kubeConfig(),
+      namespace: config.namespace,
+      name: resourceNames(config.clusterName).apiUsers,
+      maxStalenessMs: config.usersMaxStalenessMs,
+      pollMs: usersPollMs,
+      requestTimeoutMs: usersRequestTimeoutMs,
+      monoMs: () => performance.now(),
+      logger: log.child({ component: "api-users" }),
+    });
   }
+  if (apiUsers !== undefined) closers.push(() => void apiUsers?.close());
 
   let tls: TlsMaterial | undefined;
   let factory: ReturnType<typeof httpsServerFactory> | undefined;
@@ -122,19 +140,13 @@ export async function openSecurity(
           cacheEntries: 10_000,
           nowMs,
         });
-        const merged = mergedUsers(
-          () => store.current(),
-          () => apiUsers?.db(),
-        );
+        const merged = mergedUsers(() => store.current(), apiUsers);
         const api: UsersApi = {
           file: () => store.current(),
           store: apiUsers,
           passwords,
           nowMs,
         };
-        if (apiUsers === undefined)
-          api.unavailable =
-            "the Users API is not available with the kubernetes metastore yet: manage users in the users file (the operator's Secret)";
         opts.users = api;
         opts.auth = {
           registry,
@@ -166,14 +178,20 @@ export async function openSecurity(
   };
 }
 
-/** Both sources as one (the file wins a clash), rebuilt only when either changed. */
-function mergedUsers(file: () => UsersDb, api: () => UsersDb | undefined): () => UsersDb {
+/**
+ * Both sources as one (the file wins a clash), rebuilt only when either
+ * changed; a store past its freshness bound contributes no users, only the
+ * reason (the authenticator's 503).
+ */
+function mergedUsers(file: () => UsersDb, api: ApiUsersStore | undefined): () => UsersDb {
   let lastFile: UsersDb | undefined;
   let lastApi: UsersDb | undefined;
   let merged: UsersDb | undefined;
   return () => {
     const f = file();
-    const a = api();
+    const stale = api?.staleness();
+    if (stale !== undefined) return mergeUsers(f, undefined, stale);
+    const a = api?.db();
     if (merged === undefined || f !== lastFile || a !== lastApi) {
       merged = mergeUsers(f, a);
       lastFile = f;

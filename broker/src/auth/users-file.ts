@@ -35,6 +35,12 @@ export interface UsersDb {
   users: ReadonlyMap<string, UserRecord>;
   /** sha256(token) hex → user name. */
   tokens: ReadonlyMap<string, string>;
+  /**
+   * Set when some users could not be included (the API users' shared store
+   * is past its freshness bound): a name not found here is then undecidable,
+   * not unknown. Why, for the 503's message.
+   */
+  unavailable?: string;
 }
 
 export class UsersFileError extends Error {}

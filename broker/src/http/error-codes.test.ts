@@ -58,6 +58,8 @@ const notReachedHere: Partial<Record<ApiErrorCode, string>> = {
     "a decommission on a cluster without an operator (in-process test clusters only; core/decommission.test.ts)",
   producer_registry_stale:
     "a registry that cannot be read once the fence lease ran out (a shared store across brokers): broker/test/producer-fence.test.ts",
+  users_unavailable:
+    "the kubernetes metastore's API users Secret past its freshness bound: e2e/metastore/users-secret.e2e.test.ts",
   forward_in_doubt:
     "a draining cluster member's forward failing mid-call; the in-doubt outcome: http/produce-forward.test.ts",
 };

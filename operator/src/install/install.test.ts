@@ -11,7 +11,7 @@ describe("RBAC", () => {
   it("the operator holds every permission it grants brokers (escalation check)", () => {
     const missing = [
       ...BROKER_ROLE_RULES,
-      ...brokerRegistryRules("demo-producers"),
+      ...brokerRegistryRules("demo-producers", "demo-api-users"),
       ...brokerScaleRules("demo"),
     ].flatMap((r) =>
       r.apiGroups.flatMap((g) =>

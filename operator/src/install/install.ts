@@ -43,9 +43,10 @@ export const BROKER_ROLE_RULES: PolicyRule[] = [
  * a resourceVersion-checked patch): create, because a broker creates it on
  * first use (a create cannot be limited to a name), and read/watch/patch of
  * that one ConfigMap only, so brokers cannot read or change the cluster's
- * other ConfigMaps (the operator's broker config among them).
+ * other ConfigMaps (the operator's broker config among them). Also the API
+ * users Secret: get and patch of that name only.
  */
-export function brokerRegistryRules(configMapName: string): PolicyRule[] {
+export function brokerRegistryRules(configMapName: string, apiUsersSecretName: string): PolicyRule[] {
   return [
     { apiGroups: [""], resources: ["configmaps"], verbs: ["create"] },
     {
@@ -53,6 +54,16 @@ export function brokerRegistryRules(configMapName: string): PolicyRule[] {
       resources: ["configmaps"],
       verbs: ["get", "list", "watch", "patch"],
       resourceNames: [configMapName],
+    },
+    // The Users API's store (broker/src/auth/kube-users-store.ts): a quorum
+    // GET and a resourceVersion-checked merge patch of that one Secret,
+    // which the operator creates; no create, list or watch, and no other
+    // Secret (the users file and the cluster secret reach pods as volumes).
+    {
+      apiGroups: [""],
+      resources: ["secrets"],
+      verbs: ["get", "patch"],
+      resourceNames: [apiUsersSecretName],
     },
   ];
 }
@@ -105,7 +116,10 @@ export const OPERATOR_CLUSTER_ROLE_RULES: PolicyRule[] = [
   // "does it exist?") and a create of the generated ones. No list/watch: the
   // operator never caches Secret contents cluster-wide; no update/delete:
   // users own them once created (the garbage collector deletes them).
-  { apiGroups: [""], resources: ["secrets"], verbs: ["get", "create"] },
+  // patch only because the broker Role grants it on the API users Secret
+  // (RBAC lets a Role grant only what its creator holds); the operator itself
+  // never patches a Secret.
+  { apiGroups: [""], resources: ["secrets"], verbs: ["get", "create", "patch"] },
   // The optional per-cluster NetworkPolicy (applied, deleted when disabled).
   {
     apiGroups: ["networking.k8s.io"],

@@ -8,8 +8,9 @@ import { ownedMeta } from "./owner.ts";
 // they watch topics and clusters, create/delete topics for POST/DELETE
 // /v1/topics, and read status (assignments, membership) written only by the
 // operator. They never write status. A decommission request patches their
-// own cluster's scale subresource (brokerScaleRules). They also keep the producer-id
-// registry in one ConfigMap of their own (brokerRegistryRules).
+// own cluster's scale subresource (brokerScaleRules). They also keep the
+// producer-id registry in one ConfigMap of their own and the Users API's
+// users in one Secret (brokerRegistryRules).
 
 export function serviceAccountSpec(cluster: NaradCluster): V1ServiceAccount {
   const names = resourceNames(cluster.metadata.name ?? "");
@@ -30,7 +31,7 @@ export function roleSpec(cluster: NaradCluster): V1Role {
     // which must hold every permission it grants (RBAC escalation check).
     rules: [
       ...BROKER_ROLE_RULES,
-      ...brokerRegistryRules(names.producerRegistry),
+      ...brokerRegistryRules(names.producerRegistry, names.apiUsers),
       ...brokerScaleRules(cluster.metadata.name ?? ""),
     ].map((r) => ({
       ...r,

@@ -65,6 +65,21 @@ export function usersSecretSpec(cluster: NaradCluster, name: string, adminPasswo
   };
 }
 
+/**
+ * The Users API's store on the kubernetes metastore (resourceNames().apiUsers):
+ * created with no users, owned by the cluster; the brokers write it from
+ * then on (broker/src/auth/kube-users-store.ts), the operator never again.
+ */
+export function apiUsersSecretSpec(cluster: NaradCluster, name: string): V1Secret {
+  return {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: ownedMeta(cluster, name),
+    type: "Opaque",
+    stringData: { [BROKER_USERS_KEY]: `${JSON.stringify({ version: 1, users: [] })}\n` },
+  };
+}
+
 /** The cluster RPC secret: key "secret", 32 random bytes as hex. */
 export function clusterSecretSpec(cluster: NaradCluster, name: string, secretHex: string): V1Secret {
   return {

@@ -113,6 +113,15 @@ describe("rbac", () => {
         resourceNames: [cluster.metadata.name],
       },
     ]);
+    // Secrets: get and patch of the API users Secret only.
+    expect(rules.filter((r) => r.resources?.includes("secrets"))).toEqual([
+      {
+        apiGroups: [""],
+        resources: ["secrets"],
+        verbs: ["get", "patch"],
+        resourceNames: [resourceNames("demo").apiUsers],
+      },
+    ]);
     // patch only on naradtopics (spec updates through PATCH /v1/topics/{t}), never on status.
     expect(
       rules.filter((r) => r.resources?.some((x) => x.endsWith("/status"))).flatMap((r) => r.verbs),

@@ -68,7 +68,12 @@ export function registerAuth(app: FastifyInstance, o: AuthPluginOptions): void {
     if (outcome.status === 401) reply.header("www-authenticate", wwwAuthenticate);
     if (outcome.retryAfterSeconds !== undefined)
       reply.header("retry-after", String(outcome.retryAfterSeconds));
-    return refuse(reply, outcome.status, outcome.message);
+    return refuse(
+      reply,
+      outcome.status,
+      outcome.message,
+      outcome.reason === "users_unavailable" ? "users_unavailable" : undefined,
+    );
   });
 
   app.addHook("preHandler", async (request, reply) => {
@@ -109,6 +114,11 @@ const refusalCodes = {
   503: "unavailable",
 } as const satisfies Record<number, ApiErrorCode>;
 
-function refuse(reply: FastifyReply, status: keyof typeof refusalCodes, message: string): FastifyReply {
-  return reply.code(status).send(errorBody(refusalCodes[status], message));
+function refuse(
+  reply: FastifyReply,
+  status: keyof typeof refusalCodes,
+  message: string,
+  code?: ApiErrorCode,
+): FastifyReply {
+  return reply.code(status).send(errorBody(code ?? refusalCodes[status], message));
 }

@@ -55,7 +55,18 @@ describe("security step", () => {
   it("creates the cluster secret and the users Secret once, with random contents, and never overwrites them", async () => {
     const t = setup({ security: { auth: { enabled: true } } });
     await ensureSecurityObjects(t.ctx());
-    expect(t.secretWrites()).toEqual(["create Secret demo-cluster-secret", "create Secret demo-users"]);
+    expect(t.secretWrites()).toEqual([
+      "create Secret demo-cluster-secret",
+      "create Secret demo-users",
+      "create Secret demo-api-users",
+    ]);
+    // The Users API's store: no users yet, owned by the cluster (garbage-collected with it).
+    const apiUsers = await t.kube.getSecret(NS, "demo-api-users");
+    expect(JSON.parse(Buffer.from(apiUsers?.data?.["users.json"] ?? "", "base64").toString())).toEqual({
+      version: 1,
+      users: [],
+    });
+    expect(apiUsers?.metadata?.ownerReferences?.map((r) => r.kind)).toEqual(["NaradCluster"]);
     const rpc = await t.kube.getSecret(NS, "demo-cluster-secret");
     const secret = Buffer.from(rpc?.data?.["secret"] ?? "", "base64").toString();
     expect(secret).toMatch(/^[0-9a-f]{64}$/);
@@ -96,7 +107,8 @@ describe("security step", () => {
     const t = setup({ security: { auth: { enabled: true, usersSecret: "mine" }, clusterSecret: "rpc" } });
     const ctx = t.ctx();
     await ensureSecurityObjects(ctx);
-    expect(t.secretWrites()).toEqual([]);
+    // The API users Secret always has the cluster's name, so it is always created.
+    expect(t.secretWrites()).toEqual(["create Secret demo-api-users"]);
     expect(t.recorder.events.filter((e) => e.reason === "SecretMissing").map((e) => e.type)).toEqual([
       "Warning",
       "Warning",

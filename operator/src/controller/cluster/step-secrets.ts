@@ -3,6 +3,7 @@ import type { V1Secret } from "@kubernetes/client-node";
 import { GENERATED_SECRET_BYTES, SECRET_RECHECK_MS } from "../../constants.ts";
 import { apiMessage } from "../../kube/api.ts";
 import { canonicalJson } from "../../specs/canonical-json.ts";
+import { resourceNames } from "../../specs/labels.ts";
 import {
   NETWORK_POLICY_API_VERSION,
   NETWORK_POLICY_KIND,
@@ -10,6 +11,7 @@ import {
   networkPolicySpec,
 } from "../../specs/network-policy.ts";
 import {
+  apiUsersSecretSpec,
   clusterSecretName,
   clusterSecretSpec,
   usersSecretName,
@@ -66,6 +68,10 @@ export async function ensureSecurityObjects(ctx: ClusterContext): Promise<StepRe
       (n) =>
         // 24 bytes: a 48-character password, easy to paste.
         usersSecretSpec(ctx.cluster, n, generated(24)),
+    );
+    // The Users API's store: always this name, always generated (empty).
+    await ensureSecret(ctx, mem, resourceNames(name).apiUsers, true, (n) =>
+      apiUsersSecretSpec(ctx.cluster, n),
     );
   }
   await ensureNetworkPolicy(ctx, mem);
