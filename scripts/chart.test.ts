@@ -8,6 +8,7 @@ import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadAll } from "js-yaml";
 import { describe, expect, it } from "vitest";
+import { loadConfig } from "../operator/src/config.ts";
 import { OPERATOR_NAMESPACE, OPERATOR_VERSION, renderBundle } from "../operator/src/install/install.ts";
 import { allCrds } from "../packages/api/src/v1alpha1/crds.ts";
 import { REPO_ROOT } from "./gen-crds.ts";
@@ -165,6 +166,25 @@ describe.skipIf(!helm)("helm chart charts/narad-operator", () => {
     expect(pod.containers[0]!.volumeMounts).toEqual([{ name: "ca", mountPath: "/etc/ssl/corp" }]);
   });
 
+  it("extraArgs become the operator container's args, which the operator parses as flags", () => {
+    const container = (set: string[]) =>
+      (
+        render(set).find((o) => o.kind === "Deployment") as unknown as {
+          spec: { template: { spec: { containers: { args?: string[] }[] } } };
+        }
+      ).spec.template.spec.containers[0]!;
+    // None by default: the image's entrypoint runs with no arguments.
+    expect(container([]).args).toBeUndefined();
+    // (--set splits on commas: a literal one is escaped.)
+    const args = container(["extraArgs[0]=--log-level=debug", "extraArgs[1]=--watch-namespaces=a\\,b"]).args;
+    expect(args).toEqual(["--log-level=debug", "--watch-namespaces=a,b"]);
+    // The operator reads them as it would in the container (flags win over the chart's env).
+    expect(loadConfig({ NARAD_OPERATOR_LOG_LEVEL: "info" }, args)).toMatchObject({
+      logLevel: "debug",
+      watchNamespaces: ["a", "b"],
+    });
+  });
+
   it("values.schema.json refuses unknown keys and values of the wrong type", () => {
     const refused = (set: string): string => {
       try {
@@ -178,6 +198,8 @@ describe.skipIf(!helm)("helm chart charts/narad-operator", () => {
     expect(refused("logLevel=loud")).toMatch(/logLevel/);
     expect(refused("replicas=-1")).toMatch(/replicas/);
     expect(refused("podDisruptionBudget.maxUnavailable=half")).toMatch(/maxUnavailable/);
+    expect(refused("extraArgs=--log-level=debug")).toMatch(/extraArgs/);
+    expect(refused("extraArgs[0].name=x")).toMatch(/extraArgs/);
   });
 
   it("helm package makes a chart archive that installs the same objects", () => {

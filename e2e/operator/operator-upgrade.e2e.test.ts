@@ -5,9 +5,8 @@
 // chart; `helm upgrade --set brokerImage=…` restarts it with the new
 // setting. On the local platform an image tag selects nothing (the node
 // agent maps the repository to the working tree's program), so the tags
-// here only have to differ. The cluster that follows has 3 brokers: a
-// 1-broker cluster is not rolled at all (the PodDisruptionBudget refuses the
-// eviction of its only pod, retried every 2 s; docs/operator.md says so).
+// here only have to differ. The cluster that follows has 3 brokers; the
+// roll of a 1-broker cluster is single-broker-roll.e2e.test.ts.
 
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -40,6 +40,35 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ NARAD_OPERATOR_LOG_LEVEL: "loud" })).toThrow(/NARAD_OPERATOR_LOG_LEVEL/);
     expect(() => loadConfig({ NARAD_OPERATOR_ADDR: "nope" })).toThrow(/NARAD_OPERATOR_ADDR/);
   });
+  it("takes every setting as a flag too, the flag winning over its variable", () => {
+    const c = loadConfig({ NARAD_OPERATOR_LOG_LEVEL: "warn", NARAD_OPERATOR_BROKER_IMAGE: "img:env" }, [
+      "--log-level=debug",
+      "--broker-image",
+      "img:flag",
+      "--addr=:9000",
+      "--leader-elect=false",
+      "--watch-namespaces=a,b",
+      "--kubeconfig=/kc",
+    ]);
+    expect(c).toMatchObject({
+      listen: { host: "0.0.0.0", port: 9000 },
+      logLevel: "debug",
+      leaderElect: false,
+      watchNamespaces: ["a", "b"],
+      brokerImage: "img:flag",
+      kubeconfig: "/kc",
+    });
+    expect(loadConfig({ NARAD_OPERATOR_LEADER_ELECT: "false" }, ["--leader-elect"]).leaderElect).toBe(true);
+    // Unset flags leave the variables in charge.
+    expect(loadConfig({ NARAD_OPERATOR_LOG_LEVEL: "warn" }, []).logLevel).toBe("warn");
+  });
+  it("refuses an unknown flag or a positional argument, and names a bad flag value by its flag", () => {
+    expect(() => loadConfig({}, ["--log-levl=debug"])).toThrow(/--log-levl.*flags: --addr, --log-level/);
+    expect(() => loadConfig({}, ["serve"])).toThrow(/serve/);
+    expect(() => loadConfig({}, ["--log-level=loud"])).toThrow(/^--log-level=loud/);
+    expect(() => loadConfig({}, ["--addr=nope"])).toThrow(/^--addr=nope/);
+    expect(() => loadConfig({}, ["--leader-elect=maybe"])).toThrow(/^--leader-elect=maybe/);
+  });
   it("parses addresses", () => {
     expect(parseAddr(":8080")).toEqual({ host: "0.0.0.0", port: 8080 });
     expect(parseAddr("[::1]:8080")).toEqual({ host: "::1", port: 8080 });

@@ -22,7 +22,7 @@ import { systemClock } from "./kube/clock.ts";
 import { LeaderElector } from "./kube/leader-election.ts";
 import { OperatorMetrics } from "./metrics.ts";
 
-const config = loadConfig();
+const config = loadConfig(process.env, process.argv.slice(2));
 const log = pino({ name: "narad-operator", level: config.logLevel });
 
 const kc = new KubeConfig();

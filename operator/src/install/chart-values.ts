@@ -110,6 +110,11 @@ export const chartValueDocs: Record<string, ValueDoc> = {
       "Extra environment variables of the operator container (Kubernetes EnvVar objects). The operator reads its settings from the environment: this is also how to pass one the chart has no value for.",
     schema: kubeList("EnvVar"),
   },
+  extraArgs: {
+    description:
+      "Extra command-line arguments of the operator container, e.g. `--log-level=debug`. Each flag (`--addr`, `--log-level`, `--leader-elect`, `--watch-namespaces`, `--broker-image`, `--kubeconfig`) sets what its environment variable sets and wins over it; an unknown flag stops the operator with an error naming it.",
+    schema: { type: "array", items: { type: "string" } },
+  },
   extraVolumes: { description: "Extra volumes of the operator pods.", schema: kubeList("Volume") },
   extraVolumeMounts: {
     description: "Extra volume mounts of the operator container.",

@@ -225,6 +225,7 @@ export const chartValues = {
     capabilities: { drop: ["ALL"] },
   },
   extraEnv: [] as Record<string, unknown>[],
+  extraArgs: [] as string[],
   extraVolumes: [] as Record<string, unknown>[],
   extraVolumeMounts: [] as Record<string, unknown>[],
   nodeSelector: {} as Record<string, string>,

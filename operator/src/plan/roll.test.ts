@@ -175,7 +175,7 @@ const cases: Array<{ name: string; in: Partial<RollInput>; want: Want; reason?: 
       pods: [pod(0), pod(1), pod(2, { ready: false })],
       members: [member(0), member(1), member(2, "Maintenance")],
     },
-    want: { kind: "deletePod", pod: "demo-2", uid: "uid-2", forced: false },
+    want: { kind: "deletePod", pod: "demo-2", uid: "uid-2", forced: false, soleBroker: false },
   },
   {
     name: "drained but its pod still Ready (the probe has not seen the drain yet): wait, so Services stop routing to it first",
@@ -350,7 +350,7 @@ describe("planRoll", () => {
   it("status.roll: records whether the pod was Ready, starts the gate clock once, drops it when clear", () => {
     const start = nextRollStatus(
       undefined,
-      { kind: "enterMaintenance", pod: "demo-2", reason: "r", podReady: false },
+      { kind: "enterMaintenance", pod: "demo-2", reason: "r", podReady: false, soleBroker: false },
       NOW,
     );
     expect(start).toMatchObject({ podInFlight: "demo-2", podReadyAtStart: false });
@@ -399,6 +399,100 @@ describe("planRoll", () => {
     }
     expect(deleted).toEqual(["demo-2", "demo-1", "demo-0"]);
     expect(pods.every((p) => p.revision === NEW)).toBe(true);
+  });
+});
+
+describe("a 1-broker cluster: the restart is accepted downtime, drained first, never a hang", () => {
+  const one = (over: Partial<RollInput>): RollInput =>
+    input({ replicas: 1, pods: [pod(0)], members: [member(0)], ...over });
+
+  it("starts with nothing else to wait for, and says the cluster will be unavailable", () => {
+    const a = planRoll(one({}));
+    expect(a).toMatchObject({ kind: "enterMaintenance", pod: "demo-0", soleBroker: true, podReady: true });
+    expect("reason" in a ? a.reason : "").toMatch(/only broker.*unavailable until its replacement is Ready/);
+  });
+
+  it("waits while its WAL still holds records, however long the drain takes before the timeout", () => {
+    const inFlight = { roll: roll("demo-0", 59_000), members: [member(0, "Maintenance")] };
+    const a = planRoll(one({ ...inFlight, inFlightBroker: pending(12), pods: [pod(0, { ready: false })] }));
+    expect(a).toMatchObject({ kind: "wait", code: "Draining", pod: "demo-0" });
+    // Past drainTimeoutSeconds a pending WAL is stuck (a reason, no deletion), as for any size.
+    const late = planRoll(
+      one({
+        ...inFlight,
+        roll: roll("demo-0", 61_000),
+        inFlightBroker: pending(12),
+        pods: [pod(0, { ready: false })],
+      }),
+    );
+    expect(late).toMatchObject({ kind: "stuck", pod: "demo-0", pendingRecords: 12 });
+  });
+
+  it("deletes it once drained and not Ready (the state the budget used to refuse)", () => {
+    const a = planRoll(
+      one({
+        roll: roll("demo-0"),
+        members: [member(0, "Maintenance")],
+        inFlightBroker: drained,
+        pods: [pod(0, { ready: false })],
+      }),
+    );
+    expect(a).toMatchObject({
+      kind: "deletePod",
+      pod: "demo-0",
+      uid: "uid-0",
+      forced: false,
+      soleBroker: true,
+    });
+  });
+
+  it("is not a sole broker while a member above spec.replicas still serves (a scale-down to 1 in flight)", () => {
+    const a = planRoll(
+      input({ replicas: 1, pods: [pod(0), pod(1, { revision: NEW })], members: [member(0), member(1)] }),
+    );
+    expect(a).toMatchObject({ kind: "enterMaintenance", pod: "demo-0", soleBroker: false });
+  });
+
+  it("a whole roll, pass by pass: drain, WAL dispatched, delete, replacement Ready, done", () => {
+    let pods = [pod(0)];
+    let members = [member(0)];
+    let current: RollStatus | undefined;
+    let draining = false;
+    let walPending = 0;
+    let now = NOW;
+    const seen: string[] = [];
+    for (let pass = 0; pass < 30; pass++) {
+      now += 1000;
+      const probe: BrokerProbe | undefined =
+        current === undefined ? undefined : { reachable: true, draining, pendingRecords: walPending };
+      const a = planRoll(one({ nowMs: now, pods, members, roll: current, inFlightBroker: probe }));
+      seen.push(a.kind);
+      if (a.kind === "enterMaintenance") {
+        current = nextRollStatus(current, a, now);
+        members = [{ ...members[0]!, state: "Maintenance" }];
+      } else if (a.kind === "drain") {
+        draining = true;
+        walPending = 3; // the dispatcher needs a few passes
+        pods = [{ ...pods[0]!, ready: false }];
+      } else if (a.kind === "wait") {
+        expect(a.code).toMatch(/Draining|NewPodNotReady/);
+        if (walPending > 0) walPending--;
+        else if (!pods[0]!.ready) pods = [{ ...pods[0]!, ready: true }];
+      } else if (a.kind === "deletePod") {
+        expect(walPending).toBe(0);
+        expect(a.soleBroker).toBe(true);
+        pods = [pod(0, { revision: NEW, uid: "new-0", ready: false })];
+        draining = false;
+      } else if (a.kind === "finish") {
+        current = nextRollStatus(current, a, now);
+        members = [member(0)];
+      } else if (a.kind === "none") break;
+      else throw new Error(`unexpected ${JSON.stringify(a)}`);
+    }
+    expect(seen.filter((k) => k === "deletePod")).toHaveLength(1);
+    expect(seen.at(-1)).toBe("none");
+    expect(pods).toMatchObject([{ revision: NEW, ready: true }]);
+    expect(current).toBeUndefined();
   });
 });
 

@@ -92,10 +92,18 @@ export type RollAction =
       /** The pod in flight waits for the others (the clock of gateTimeoutMs runs). */
       gateBlocked?: true;
     }
-  | { kind: "enterMaintenance"; pod: string; reason: string; podReady: boolean; podUid?: string }
+  | {
+      kind: "enterMaintenance";
+      pod: string;
+      reason: string;
+      podReady: boolean;
+      podUid?: string;
+      /** The only broker in service: from its drain until its replacement is Ready nothing serves. */
+      soleBroker: boolean;
+    }
   | { kind: "drain"; pod: string }
   | { kind: "cancelDrain"; pod: string; reason: string }
-  | { kind: "deletePod"; pod: string; uid: string; reason: string; forced: boolean }
+  | { kind: "deletePod"; pod: string; uid: string; reason: string; forced: boolean; soleBroker: boolean }
   | { kind: "stuck"; pod: string; reason: string; pendingRecords: number | undefined }
   /**
    * Another broker stayed unavailable past gateTimeoutMs while this pod was in
@@ -129,12 +137,14 @@ export function planRoll(input: RollInput): RollAction {
   const candidate = rollOrder(outdated)[0]!;
   const blocked = gate(input, candidate.name, candidate.ready);
   if (blocked !== undefined) return blocked;
+  const sole = soleBroker(input, candidate);
   return {
     kind: "enterMaintenance",
     pod: candidate.name,
     podReady: candidate.ready,
     podUid: candidate.uid,
-    reason: `runs revision ${candidate.revision ?? "(none)"}, the StatefulSet wants ${rev}${candidate.ready ? "" : " (not Ready: restarted first)"}`,
+    soleBroker: sole,
+    reason: `runs revision ${candidate.revision ?? "(none)"}, the StatefulSet wants ${rev}${candidate.ready ? "" : " (not Ready: restarted first)"}${sole ? "; it is the only broker, so the cluster is unavailable until its replacement is Ready" : ""}`,
   };
 }
 
@@ -197,6 +207,7 @@ function continueRoll(input: RollInput, roll: RollStatus): RollAction {
         pod: name,
         uid: pod.uid,
         forced: false,
+        soleBroker: soleBroker(input, pod),
         reason: `${name} was not Ready before its restart and its broker ${why}: restarting it without a drain (its WAL stays on its volume)`,
       };
     }
@@ -240,6 +251,7 @@ function continueRoll(input: RollInput, roll: RollStatus): RollAction {
     pod: name,
     uid: pod.uid,
     forced: false,
+    soleBroker: soleBroker(input, pod),
     reason: `${name} drained (0 WAL records pending)`,
   };
 }
@@ -312,6 +324,7 @@ function stuckOrForce(
       pod: pod.name,
       uid: pod.uid,
       forced: true,
+      soleBroker: soleBroker(input, pod),
       reason: `${what}; spec.rollout.force is set: deleting anyway (pending records stay in its WAL on its volume)`,
     };
   }
@@ -343,6 +356,17 @@ export function inServiceOrdinals(input: Pick<RollInput, "replicas" | "pods" | "
   for (const p of input.pods)
     if (p.ordinal >= input.replicas && !p.terminating && !removed.has(p.ordinal)) out.add(p.ordinal);
   return [...out].sort((a, b) => a - b);
+}
+
+/**
+ * `pod` is the only broker in service (a 1-broker cluster, no member above
+ * it still serving): there is no peer to keep serving while it restarts, so
+ * the restart is accepted downtime. It is drained all the same (its WAL is
+ * dispatched before it goes), and the gates are trivially open.
+ */
+function soleBroker(input: RollInput, pod: PodView): boolean {
+  const inService = inServiceOrdinals(input);
+  return inService.length === 1 && inService[0] === pod.ordinal;
 }
 
 /**

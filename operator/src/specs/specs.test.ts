@@ -60,7 +60,7 @@ describe("every owned object", () => {
     headlessServiceSpec(cluster),
     clientServiceSpec(cluster),
     statefulSetSpec({ cluster, spec, configHash: "h" }),
-    podDisruptionBudgetSpec(cluster),
+    podDisruptionBudgetSpec(cluster, 3),
     serviceMonitorSpec(cluster, withClusterDefaults({ metrics: { serviceMonitor: { enabled: true } } }))!,
   ];
   it("lives in the cluster namespace, is owned by it and labelled", () => {
@@ -192,9 +192,19 @@ describe("services", () => {
 
 describe("pdb and service monitor", () => {
   it("allows one voluntary disruption", () => {
-    const p = podDisruptionBudgetSpec(cluster);
+    const p = podDisruptionBudgetSpec(cluster, 3);
     expect(p.spec?.maxUnavailable).toBe(1);
     expect(p.spec?.selector?.matchLabels).toEqual(selectorLabels("demo"));
+    // Two or more brokers: a draining (not Ready) broker is still guarded by the budget.
+    expect(p.spec?.unhealthyPodEvictionPolicy).toBeUndefined();
+    expect(podDisruptionBudgetSpec(cluster, 2).spec?.unhealthyPodEvictionPolicy).toBeUndefined();
+  });
+  it("lets a single broker that is not Ready be evicted (its drained restart, a node drain)", () => {
+    for (const n of [0, 1]) {
+      const p = podDisruptionBudgetSpec(cluster, n);
+      expect(p.spec?.maxUnavailable).toBe(1);
+      expect(p.spec?.unhealthyPodEvictionPolicy).toBe("AlwaysAllow");
+    }
   });
   it("service monitor only when enabled, selecting the client service", () => {
     expect(serviceMonitorSpec(cluster, spec)).toBeUndefined();

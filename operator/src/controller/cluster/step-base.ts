@@ -1,6 +1,7 @@
 import type { KubernetesObject } from "@kubernetes/client-node";
 import { BROKER_CONFIG_FILE } from "../../constants.ts";
 import { apiMessage } from "../../kube/api.ts";
+import { inServiceOrdinals } from "../../plan/roll.ts";
 import { canonicalJson } from "../../specs/canonical-json.ts";
 import { configHash, configMapSpec } from "../../specs/configmap.ts";
 import { resourceNames } from "../../specs/labels.ts";
@@ -16,6 +17,7 @@ import {
 import { clientServiceSpec, headlessServiceSpec } from "../../specs/services.ts";
 import type { OwnedKind } from "../deps.ts";
 import { applyOwned } from "./apply-owned.ts";
+import { clusterPodViews } from "./cluster-pods.ts";
 import { type ClusterContext, NEXT, type StepResult } from "./context.ts";
 
 // Step 1: everything the pods need before they start — RBAC for the
@@ -33,7 +35,7 @@ export async function ensureBaseObjects(ctx: ClusterContext): Promise<StepResult
     ["ConfigMap", configMap],
     ["Service", headlessServiceSpec(cluster)],
     ["Service", clientServiceSpec(cluster)],
-    ["PodDisruptionBudget", podDisruptionBudgetSpec(cluster)],
+    ["PodDisruptionBudget", podDisruptionBudgetSpec(cluster, brokersInService(ctx))],
   ];
   for (const [kind, desired] of objects) {
     const current = ctx.deps.caches.owned.get(kind)?.get(ctx.namespace, desired.metadata?.name ?? "");
@@ -47,6 +49,18 @@ export async function ensureBaseObjects(ctx: ClusterContext): Promise<StepResult
   }
   await ensureServiceMonitor(ctx);
   return NEXT;
+}
+
+/**
+ * Brokers in service now, counted as the roll's gate counts them (members
+ * above spec.replicas still serve until their decommission removes them).
+ */
+function brokersInService(ctx: ClusterContext): number {
+  return inServiceOrdinals({
+    replicas: ctx.spec.replicas,
+    pods: clusterPodViews(ctx),
+    members: ctx.cluster.status?.members ?? [],
+  }).length;
 }
 
 /**

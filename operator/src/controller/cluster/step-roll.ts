@@ -1,7 +1,5 @@
-import type { V1Pod } from "@kubernetes/client-node";
 import type { DrainCancelStatus, RollStatus } from "../../../../packages/api/src/v1alpha1/types.ts";
 import {
-  LABEL_CLUSTER,
   ROLL_ACTION_REQUEUE_MS,
   ROLL_DRAIN_WAIT_MS,
   ROLL_REQUEUE_MS,
@@ -9,7 +7,7 @@ import {
 } from "../../constants.ts";
 import { apiMessage, type EvictionResult } from "../../kube/api.ts";
 import { getCondition } from "../../plan/conditions.ts";
-import { type PodView, podView } from "../../plan/pods.ts";
+import type { PodView } from "../../plan/pods.ts";
 import {
   type BrokerProbe,
   nextRollStatus,
@@ -21,6 +19,7 @@ import {
 } from "../../plan/roll.ts";
 import { resourceNames } from "../../specs/labels.ts";
 import { StepError } from "./apply-owned.ts";
+import { clusterPodViews } from "./cluster-pods.ts";
 import { type ClusterContext, NEXT, type StepResult } from "./context.ts";
 
 // Step 3: the drained rolling restart. The StatefulSet is OnDelete, so its
@@ -39,11 +38,7 @@ export async function rollPods(ctx: ClusterContext): Promise<StepResult> {
   const { cluster, deps } = ctx;
   const stsName = resourceNames(ctx.name).statefulSet;
   const sts = deps.caches.statefulSets.get(ctx.namespace, stsName);
-  const pods = deps.caches.pods
-    .list(ctx.namespace)
-    .filter((p: V1Pod) => p.metadata?.labels?.[LABEL_CLUSTER] === ctx.name)
-    .map((p) => podView(p, stsName))
-    .filter((v): v is PodView => v !== undefined);
+  const pods = clusterPodViews(ctx);
   const updateRevision = sts?.status?.updateRevision;
   const now = deps.clock.now();
   const persistedRoll = cluster.status?.roll ?? undefined;
@@ -99,8 +94,9 @@ export async function rollPods(ctx: ClusterContext): Promise<StepResult> {
       break;
     case "enterMaintenance": {
       const msg = `restarting ${action.pod} (${action.reason}): member → Maintenance, then drain`;
-      log.info(msg);
-      deps.recorder.record(cluster, "Normal", "RollingUpdate", msg);
+      log.info({ soleBroker: action.soleBroker }, msg);
+      // A single broker's restart is downtime: a Warning, so it is seen.
+      deps.recorder.record(cluster, action.soleBroker ? "Warning" : "Normal", "RollingUpdate", msg);
       break;
     }
     case "drain": {
@@ -150,7 +146,7 @@ export async function rollPods(ctx: ClusterContext): Promise<StepResult> {
         action = { kind: "wait", code: "DisruptionBudget", pod: action.pod, reason };
         break;
       }
-      const msg = `evicted pod ${action.pod} for a planned restart: ${action.reason}`;
+      const msg = `evicted pod ${action.pod} for a planned restart: ${action.reason}${action.soleBroker ? "; the only broker: nothing serves until its replacement is Ready" : ""}`;
       log.info({ result: result.kind, forced: action.forced }, msg);
       deps.recorder.record(
         cluster,
