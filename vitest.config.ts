@@ -26,6 +26,7 @@ export default defineConfig({
             "e2e/**/*.unit.test.ts",
             "sim/**/*.test.ts",
             "compat/**/*.test.ts",
+            "bench/**/*.test.ts",
           ],
           testTimeout: 20_000,
         },

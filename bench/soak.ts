@@ -7,15 +7,18 @@
 // rate, p99 latency, the WAL backlog (records not yet dispatched; the mean of
 // one sample a second, a single sample is noise) and the broker's RSS.
 // Reports the first two minutes against the last two: none of backlog, RSS
-// or p99 may grow. 256 connections, so a window's latency spike cannot cap
+// or p99 may grow, and writes the windows (bench/soak-series.json) and their
+// charts (bench/soak-*.svg: rate, p99, RSS, WAL backlog over time) beside
+// bench/soak-results.json. 256 connections, so a window's latency spike cannot cap
 // the offered rate (64 connections at 100 ms each carry only 640 req/s).
 
 import { cpus } from "node:os";
 import { startNarad } from "../broker/test/harness/process.ts";
+import { type SoakWindow, soakCharts } from "./lib/charts.ts";
 import { rssBytes } from "./lib/flood.ts";
 import { load } from "./lib/load.ts";
 import { scrape } from "./lib/metrics.ts";
-import { createTopic, Report } from "./lib/report.ts";
+import { createTopic, Report, runNote, writeCharts, writeSeries } from "./lib/report.ts";
 
 const soakSeconds = Number(process.env.SOAK_SECONDS ?? 600);
 const warmupSeconds = Number(process.env.SOAK_WARMUP_SECONDS ?? 60);
@@ -24,13 +27,7 @@ const connections = 256;
 const MiB = 1 << 20;
 const report = new Report();
 
-interface Window {
-  rate: number;
-  p99: number;
-  backlog: number;
-  rssMiB: number;
-  non2xx: number;
-}
+type Window = SoakWindow;
 
 const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length);
 
@@ -39,6 +36,8 @@ async function main(): Promise<void> {
     `narad soak: ${cpus().length} cpus (${cpus()[0]?.model}), node ${process.version}, ${soakSeconds}s at 70% of the maximum\n`,
   );
   const narad = await startNarad();
+  const windows: Window[] = [];
+  let rate = 0;
   const pid = narad.child.pid as number;
   const body = Buffer.alloc(1024, "s");
   try {
@@ -47,10 +46,9 @@ async function main(): Promise<void> {
     const max = await load({ url, connections: 64, seconds: 20, body, warmupSeconds: 10 });
     report.record("max_req_per_sec", max.requestsPerSec, "req/s");
     report.record("max_p99_ms", max.p99Ms, "ms");
-    const rate = Math.round(max.requestsPerSec * 0.7);
+    rate = Math.round(max.requestsPerSec * 0.7);
     process.stderr.write(`soaking at ${rate} req/s (${warmupSeconds} s warm-up first)\n`);
     await load({ url, connections, seconds: warmupSeconds, body, overallRate: rate });
-    const windows: Window[] = [];
     const n = Math.max(2, Math.round(soakSeconds / windowSeconds));
     for (let i = 0; i < n; i++) {
       const backlog = sampleEverySecond(
@@ -58,6 +56,8 @@ async function main(): Promise<void> {
       );
       const r = await load({ url, connections, seconds: windowSeconds, body, overallRate: rate });
       const w: Window = {
+        t: (i + 1) * windowSeconds,
+        offered: rate,
         rate: r.requestsPerSec,
         p99: r.p99Ms,
         backlog: mean(await backlog.stop()),
@@ -93,11 +93,11 @@ async function main(): Promise<void> {
   } finally {
     await narad.stop();
   }
-  report.write(
-    "soak-results.json",
-    "bench-soak",
-    `${soakSeconds} s (after a ${warmupSeconds} s warm-up) at 70% of the maximum single 1 KiB produce rate; ratios: last window group / first`,
-  );
+  const what = `${soakSeconds} s (after a ${warmupSeconds} s warm-up) at 70% of the maximum single 1 KiB produce rate`;
+  report.write("soak-results.json", "bench-soak", `${what}; ratios: last window group / first`);
+  const note = runNote(`${soakSeconds} s at ${rate} req/s offered (70% of the maximum)`);
+  writeSeries("soak-series.json", note, windows);
+  writeCharts(soakCharts(windows, note));
 }
 
 /** Calls `sample` once a second until stop(), which resolves with every value seen. */

@@ -1,12 +1,15 @@
 // Shared reporting for the benchmark scripts: results as
 // [{name, value, unit, baseline, ratio}] in a JSON file and a markdown table
 // that replaces the text of docs/benchmarks.md between `<!-- <marker>:start -->`
-// and `<!-- <marker>:end -->` (skipped with BENCH_DOCS=0).
+// and `<!-- <marker>:end -->` (skipped with BENCH_DOCS=0); and the series a
+// benchmark recorded over time or size, as JSON and as SVG charts beside it.
 
 import { readFileSync, writeFileSync } from "node:fs";
-import { cpus } from "node:os";
+import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { repoRoot } from "../../broker/test/harness/process.ts";
+import type { NamedChart } from "./charts.ts";
+import { lineChart } from "./line-chart.ts";
 
 export interface Result {
   name: string;
@@ -44,6 +47,28 @@ export class Report {
     writeDocsTable(marker, table);
     console.log(`\nwrote ${out}`);
   }
+}
+
+/** Writes bench/<file> with the raw series a run recorded (what its charts are drawn from). */
+export function writeSeries(file: string, note: string, series: unknown): void {
+  const out = join(repoRoot, "bench", file);
+  writeFileSync(out, `${JSON.stringify({ note, series }, null, 2)}\n`);
+  console.log(`wrote ${out}`);
+}
+
+/** Writes each chart as bench/<file>.svg, where docs/benchmarks.md links it. */
+export function writeCharts(charts: readonly NamedChart[]): void {
+  for (const c of charts) {
+    const out = join(repoRoot, "bench", c.file);
+    writeFileSync(out, lineChart(c.spec));
+    console.log(`wrote ${out}`);
+  }
+}
+
+/** How a run was measured, for chart subtitles: date, machine, load average at the end. */
+export function runNote(what: string): string {
+  const load = loadavg()[0] ?? 0;
+  return `${what}; ${new Date().toISOString().slice(0, 10)}, ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, load average ${load.toFixed(1)}`;
 }
 
 /** The page whose generated tables the benchmarks keep current. */

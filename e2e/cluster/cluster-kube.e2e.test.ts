@@ -13,25 +13,25 @@
 //   - the API server unreachable for 60 s: produce and consume go on, topic
 //     creation is 503, membership does not move; afterwards creation works.
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
+import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { CoreV1Api, CustomObjectsApi, KubeConfig } from "@kubernetes/client-node";
+import { CoreV1Api, CustomObjectsApi, type KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, type RunningNarad, startNarad } from "../../broker/test/harness/process.ts";
 import type { MemberStatus } from "../../packages/api/src/v1alpha1/types.ts";
-import { type ControlPlane, startControlPlane } from "../platform/control-plane.ts";
+import {
+  type KubeBroker,
+  type KubeBrokerSet,
+  type KubePlatform,
+  memberStatus,
+  startKubeBrokers,
+  startKubePlatform,
+} from "../metastore/suite.ts";
 import { waitFor } from "../platform/helpers.ts";
 import { stderrLog } from "../platform/log.ts";
 import {
   type ApiProxy,
-  createCluster,
-  createNamespace,
   GROUP,
-  installCrds,
-  startFakeOperator,
   startProxy,
   VERSION,
   writeKubeconfigVia,
@@ -43,57 +43,28 @@ const CLUSTER = "demo";
 const IDS = ["demo-0", "demo-1", "demo-2"] as const;
 const OUTAGE_MS = 60_000;
 
-interface Broker {
-  id: string;
-  ordinal: number;
-  httpPort: number;
-  dataDir: string;
-  url: string;
-  proc: RunningNarad | undefined;
-}
+type Broker = KubeBroker;
 
-let cp: ControlPlane | undefined;
+let platform: KubePlatform | undefined;
 let dir: string;
 let kc: KubeConfig;
 let namespace: string;
 let proxy: ApiProxy;
 let brokerKubeconfig: string;
-let stopOperator: (() => Promise<void>) | undefined;
+let set: KubeBrokerSet | undefined;
 const brokers: Broker[] = [];
 let epoch = 1;
 const states = new Map<string, MemberStatus["state"]>(IDS.map((id) => [id, "Active"]));
 
 // ------------------------------------------------------------------ setup
 
-/** A free port whose successor is free too (cluster RPC = HTTP port + 1, the operator's convention). */
-async function freePortPair(): Promise<number> {
-  for (;;) {
-    const p = await freePort();
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = createServer();
-      s.once("error", () => resolve(false));
-      s.listen(p + 1, "127.0.0.1", () => s.close(() => resolve(true)));
-    });
-    if (ok && p + 1 < 65535) return p;
-  }
-}
-
-function memberStatus(b: Broker): MemberStatus {
-  return {
-    id: b.id,
-    pod: b.id,
-    ordinal: b.ordinal,
-    address: `127.0.0.1:${b.httpPort}`,
-    state: states.get(b.id) ?? "Active",
-    since: new Date().toISOString(),
-  };
-}
+const member = (b: Broker): MemberStatus => memberStatus(b, states.get(b.id) ?? "Active");
 
 /** The operator's job: set member states, bump the epoch; waits until every running broker saw it. */
 async function setStates(changes: Record<string, MemberStatus["state"]>): Promise<void> {
   for (const [id, st] of Object.entries(changes)) states.set(id, st);
   epoch++;
-  await writeMembers(kc, namespace, CLUSTER, brokers.map(memberStatus), epoch);
+  await writeMembers(kc, namespace, CLUSTER, brokers.map(member), epoch);
   // No HTTP view of membership: give the watches a moment (they deliver in well under 100 ms here).
   await sleep(300);
 }
@@ -113,23 +84,32 @@ async function writeSecurityFiles(): Promise<void> {
   await writeFile(clusterSecretFile(), randomBytes(32).toString("hex"));
 }
 
-async function startBroker(b: Broker): Promise<void> {
-  b.proc = await startNarad({
-    port: b.httpPort,
-    dataDir: b.dataDir,
-    keepData: true,
-    logLevel: process.env.NARAD_TEST_LOG ?? "error",
+/** (Re)starts one broker of the set: a kill -9 test brings its victim back on the same data. */
+const startBroker = (b: Broker): Promise<void> => {
+  if (set === undefined) throw new Error("the brokers were never set up");
+  return set.start(b);
+};
+
+beforeAll(async () => {
+  const started = Date.now();
+  platform = await startKubePlatform({ prefix: "cluster-kube", log });
+  ({ dir, kc } = platform);
+  await writeSecurityFiles();
+  proxy = await startProxy(platform.cp.ports.apiserver);
+  brokerKubeconfig = await writeKubeconfigVia(
+    platform.cp.kubeconfigPath,
+    join(dir, "broker.kubeconfig"),
+    proxy.port,
+  );
+  set = await startKubeBrokers(platform, {
+    prefix: "cluster",
+    cluster: CLUSTER,
+    ids: IDS,
+    epoch,
+    state: (id) => states.get(id) ?? "Active",
+    kubeconfig: brokerKubeconfig,
+    logLevel: "error",
     args: [
-      "--metastore",
-      "kubernetes",
-      "--cluster-name",
-      CLUSTER,
-      "--namespace",
-      namespace,
-      "--node-id",
-      b.id,
-      "--cluster-addr",
-      `127.0.0.1:${b.httpPort + 1}`,
       "--drain-timeout-ms",
       "3000",
       "--auth",
@@ -139,45 +119,18 @@ async function startBroker(b: Broker): Promise<void> {
       "--cluster-secret-file",
       clusterSecretFile(),
     ],
-    env: { KUBECONFIG: brokerKubeconfig, KUBERNETES_SERVICE_HOST: "" },
+    log,
   });
-}
-
-beforeAll(async () => {
-  const started = Date.now();
-  dir = await mkdtemp(join(tmpdir(), "narad-cluster-kube-"));
-  await writeSecurityFiles();
-  cp = await startControlPlane({ dir: join(dir, "cp"), log });
-  kc = new KubeConfig();
-  kc.loadFromFile(cp.kubeconfigPath);
-  await installCrds(kc);
-  namespace = await createNamespace(kc, "cluster");
-  proxy = await startProxy(cp.ports.apiserver);
-  brokerKubeconfig = await writeKubeconfigVia(cp.kubeconfigPath, join(dir, "broker.kubeconfig"), proxy.port);
-  for (const [ordinal, id] of IDS.entries()) {
-    const httpPort = await freePortPair();
-    brokers.push({
-      id,
-      ordinal,
-      httpPort,
-      dataDir: join(dir, id),
-      url: `http://127.0.0.1:${httpPort}`,
-      proc: undefined,
-    });
-  }
-  await createCluster(kc, namespace, CLUSTER, brokers.map(memberStatus), epoch);
-  stopOperator = startFakeOperator(kc, namespace, CLUSTER, IDS, { log });
-  await Promise.all(brokers.map(startBroker));
+  brokers.push(...set.brokers);
+  namespace = set.namespace;
   log(`control plane, CRDs and 3 brokers ready in ${Date.now() - started} ms`);
 });
 
 afterAll(async () => {
   proxy?.set("open");
-  await Promise.all(brokers.map((b) => b.proc?.stop().catch(() => undefined)));
-  await stopOperator?.();
+  await set?.stop();
   await proxy?.close();
-  await cp?.stop();
-  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  await platform?.stop();
 });
 
 // ------------------------------------------------------------------ HTTP helpers

@@ -13,120 +13,53 @@
 //   - delete the parent: its children become standalone (spec.parent gone);
 //   - kubectl: removing spec.parent detaches, setting it again is a fresh
 //     attach (new epoch), deleting the parent object unlinks its children.
-import { mkdtemp, rm } from "node:fs/promises";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
+import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, type RunningNarad, startNarad } from "../../broker/test/harness/process.ts";
-import type { MemberStatus, NaradTopic } from "../../packages/api/src/v1alpha1/types.ts";
-import { type ControlPlane, startControlPlane } from "../platform/control-plane.ts";
+import type { NaradTopic } from "../../packages/api/src/v1alpha1/types.ts";
+import {
+  type KubeBroker,
+  type KubeBrokerSet,
+  type KubePlatform,
+  startKubeBrokers,
+  startKubePlatform,
+} from "../metastore/suite.ts";
 import { waitFor } from "../platform/helpers.ts";
 import { stderrLog } from "../platform/log.ts";
-import {
-  createCluster,
-  createNamespace,
-  GROUP,
-  installCrds,
-  startFakeOperator,
-  VERSION,
-} from "./fake-operator.ts";
+import { GROUP, VERSION } from "./fake-operator.ts";
 
 const log = stderrLog("fanout-kube-test");
 const CLUSTER = "demo";
 const IDS = ["demo-0", "demo-1"] as const;
 
-interface Broker {
-  id: string;
-  httpPort: number;
-  url: string;
-  proc: RunningNarad | undefined;
-}
+type Broker = KubeBroker;
 
-let cp: ControlPlane | undefined;
-let dir: string;
-let kc: KubeConfig;
+let platform: KubePlatform | undefined;
 let objects: CustomObjectsApi;
 let namespace: string;
-let stopOperator: (() => Promise<void>) | undefined;
+let set: KubeBrokerSet | undefined;
 const brokers: Broker[] = [];
-
-/** A free port whose successor is free too (cluster RPC = HTTP port + 1, the operator's convention). */
-async function freePortPair(): Promise<number> {
-  for (;;) {
-    const p = await freePort();
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = createServer();
-      s.once("error", () => resolve(false));
-      s.listen(p + 1, "127.0.0.1", () => s.close(() => resolve(true)));
-    });
-    if (ok && p + 1 < 65535) return p;
-  }
-}
-
-function memberStatus(b: Broker, ordinal: number): MemberStatus {
-  return {
-    id: b.id,
-    pod: b.id,
-    ordinal,
-    address: `127.0.0.1:${b.httpPort}`,
-    state: "Active",
-    since: new Date().toISOString(),
-  };
-}
 
 beforeAll(async () => {
   const started = Date.now();
-  dir = await mkdtemp(join(tmpdir(), "narad-fanout-kube-"));
-  cp = await startControlPlane({ dir: join(dir, "cp"), log });
-  kc = new KubeConfig();
-  kc.loadFromFile(cp.kubeconfigPath);
-  objects = kc.makeApiClient(CustomObjectsApi);
-  await installCrds(kc);
-  namespace = await createNamespace(kc, "fanout");
-  for (const id of IDS) {
-    const httpPort = await freePortPair();
-    brokers.push({ id, httpPort, url: `http://127.0.0.1:${httpPort}`, proc: undefined });
-  }
-  await createCluster(kc, namespace, CLUSTER, brokers.map(memberStatus), 1);
-  stopOperator = startFakeOperator(kc, namespace, CLUSTER, IDS, { log });
-  await Promise.all(
-    brokers.map(async (b) => {
-      b.proc = await startNarad({
-        port: b.httpPort,
-        dataDir: join(dir, b.id),
-        keepData: true,
-        logLevel: process.env.NARAD_TEST_LOG ?? "warn",
-        args: [
-          "--metastore",
-          "kubernetes",
-          "--cluster-name",
-          CLUSTER,
-          "--namespace",
-          namespace,
-          "--node-id",
-          b.id,
-          "--cluster-addr",
-          `127.0.0.1:${b.httpPort + 1}`,
-          "--auth",
-          "off",
-          "--drain-timeout-ms",
-          "3000",
-        ],
-        env: { KUBECONFIG: cp?.kubeconfigPath ?? "", KUBERNETES_SERVICE_HOST: "" },
-      });
-    }),
-  );
+  platform = await startKubePlatform({ prefix: "fanout-kube", log });
+  objects = platform.kc.makeApiClient(CustomObjectsApi);
+  set = await startKubeBrokers(platform, {
+    prefix: "fanout",
+    cluster: CLUSTER,
+    ids: IDS,
+    logLevel: "warn",
+    args: ["--auth", "off", "--drain-timeout-ms", "3000"],
+    log,
+  });
+  brokers.push(...set.brokers);
+  namespace = set.namespace;
   log(`control plane, CRDs and 2 brokers ready in ${Date.now() - started} ms`);
 });
 
 afterAll(async () => {
-  await Promise.all(brokers.map((b) => b.proc?.stop().catch(() => undefined)));
-  await stopOperator?.();
-  await cp?.stop();
-  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  await set?.stop();
+  await platform?.stop();
 });
 
 // ------------------------------------------------------------------ helpers

@@ -7,9 +7,6 @@
 // for new NaradTopics of cluster "demo". The broker's metastore reaches the
 // API server through a TCP proxy the tests can freeze (connections stay open,
 // nothing flows: a stale watch) or cut (every connection reset: API down).
-import { mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import {
   CoreV1Api,
@@ -27,20 +24,10 @@ import {
   openKubeMetastore,
 } from "../../broker/src/meta/kube-metastore.ts";
 import type { MemberStatus, NaradTopic } from "../../packages/api/src/v1alpha1/types.ts";
-import {
-  type ApiProxy,
-  createCluster,
-  createNamespace,
-  GROUP,
-  installCrds,
-  startFakeOperator,
-  startProxy,
-  VERSION,
-  writeMembers,
-} from "../cluster/fake-operator.ts";
-import { type ControlPlane, startControlPlane } from "../platform/control-plane.ts";
+import { type ApiProxy, GROUP, startProxy, VERSION, writeMembers } from "../cluster/fake-operator.ts";
 import { waitFor } from "../platform/helpers.ts";
 import { stderrLog } from "../platform/log.ts";
+import { type KubePlatform, startFakeCluster, startKubePlatform } from "./suite.ts";
 
 const log = stderrLog("kube-metastore-test");
 const CLUSTER = "demo";
@@ -66,34 +53,25 @@ const quietLogger = {
 
 // ------------------------------------------------------------------ platform
 
-let cp: ControlPlane | undefined;
-let starting: Promise<ControlPlane> | undefined;
+let platform: KubePlatform | undefined;
+let starting: Promise<KubePlatform> | undefined;
 
 /** One control plane for the file, shared by the contract and the kube-specific suite. */
-function controlPlane(): Promise<ControlPlane> {
-  starting ??= (async () => {
-    const started = Date.now();
-    cp = await startControlPlane({ dir: await mkdtemp(join(tmpdir(), "narad-kube-meta-")), log });
-    await installCrds(adminConfig(cp));
-    log(`control plane + CRDs ready in ${Date.now() - started} ms`);
-    return cp;
-  })();
+function controlPlane(): Promise<KubePlatform> {
+  starting ??= startKubePlatform({ prefix: "kube-meta", log }).then((p) => {
+    platform = p;
+    return p;
+  });
   return starting;
 }
 
 afterAll(async () => {
-  await cp?.stop();
+  await platform?.stop();
 });
 
-function adminConfig(c: ControlPlane): KubeConfig {
-  const kc = new KubeConfig();
-  kc.loadFromFile(c.kubeconfigPath);
-  return kc;
-}
-
 /** The same identity, reaching the API server at another address (the proxy). */
-function configVia(c: ControlPlane, port: number): KubeConfig {
-  const kc = adminConfig(c);
+function configVia(c: KubePlatform, port: number): KubeConfig {
+  const kc = c.adminConfig();
   const cluster = kc.getCurrentCluster();
   if (cluster === null) throw new Error("kubeconfig has no current cluster");
   const out = new KubeConfig();
@@ -143,22 +121,18 @@ describeMetastoreContract(
   "kubernetes",
   async () => {
     const c = await controlPlane();
-    const kc = adminConfig(c);
-    const namespace = await createNamespace(kc, "contract");
-    await createCluster(
-      kc,
-      namespace,
-      CLUSTER,
-      MEMBER_IDS.map((id, i) => member(id, "Active", i)),
-      1,
-    );
-    const stopOperator = startFakeOperator(kc, namespace, CLUSTER, MEMBER_IDS, {
+    const kc = c.adminConfig();
+    const { namespace, stop: stopOperator } = await startFakeCluster(kc, {
+      prefix: "contract",
+      cluster: CLUSTER,
+      members: MEMBER_IDS.map((id, i) => member(id, "Active", i)),
+      epoch: 1,
       pollMs: FAKE_OPERATOR_POLL_MS,
     });
     return {
       open: () =>
         openKubeMetastore({
-          kubeConfig: adminConfig(c),
+          kubeConfig: c.adminConfig(),
           namespace,
           clusterName: CLUSTER,
           logger: quietLogger,
@@ -176,7 +150,7 @@ describeMetastoreContract(
 // ------------------------------------------------------------------ kubernetes-only behaviour
 
 describe("kubernetes metastore", () => {
-  let c: ControlPlane;
+  let c: KubePlatform;
   let kc: KubeConfig;
   let objects: CustomObjectsApi;
   let namespace: string;
@@ -195,18 +169,17 @@ describe("kubernetes metastore", () => {
 
   beforeAll(async () => {
     c = await controlPlane();
-    kc = adminConfig(c);
+    kc = c.adminConfig();
     objects = kc.makeApiClient(CustomObjectsApi);
-    namespace = await createNamespace(kc, "kube-meta");
-    await createCluster(
-      kc,
-      namespace,
-      CLUSTER,
-      [member("demo-0", "Active", 0), member("demo-1", "Joining", 1)],
-      4,
-    );
-    stopOperator = startFakeOperator(kc, namespace, CLUSTER, MEMBER_IDS, { pollMs: FAKE_OPERATOR_POLL_MS });
-    proxy = await startProxy(c.ports.apiserver);
+    ({ namespace, stop: stopOperator } = await startFakeCluster(kc, {
+      prefix: "kube-meta",
+      cluster: CLUSTER,
+      members: [member("demo-0", "Active", 0), member("demo-1", "Joining", 1)],
+      epoch: 4,
+      assignTo: MEMBER_IDS,
+      pollMs: FAKE_OPERATOR_POLL_MS,
+    }));
+    proxy = await startProxy(c.cp.ports.apiserver);
     store = await openKubeMetastore({
       kubeConfig: configVia(c, proxy.port),
       namespace,
@@ -308,7 +281,7 @@ describe("kubernetes metastore", () => {
 
   it("returns a created topic with unknown owners when no operator assigns it in time", async () => {
     const lonely = await openKubeMetastore({
-      kubeConfig: adminConfig(c),
+      kubeConfig: c.adminConfig(),
       namespace,
       clusterName: "no-operator",
       logger: quietLogger,

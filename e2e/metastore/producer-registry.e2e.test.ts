@@ -17,11 +17,7 @@
 //     still fenced after the restart; one broker frozen (SIGSTOP) while the
 //     name is taken through the other: the re-init waits out the lease and
 //     the zombie is fenced on the first request after the freeze.
-import { mkdtemp, rm } from "node:fs/promises";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { CoreV1Api, KubeConfig } from "@kubernetes/client-node";
+import { CoreV1Api, type KubeConfig } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { kubeRegistryStore, registryDataKey } from "../../broker/src/producers/kube-registry-store.ts";
 import {
@@ -32,12 +28,16 @@ import {
   type RegistryStore,
 } from "../../broker/src/producers/registry.ts";
 import { idNumber, type RegistryState } from "../../broker/src/producers/registry-state.ts";
-import { freePort, type RunningNarad, startNarad } from "../../broker/test/harness/process.ts";
-import type { MemberStatus } from "../../packages/api/src/v1alpha1/types.ts";
-import { createCluster, createNamespace, installCrds, startFakeOperator } from "../cluster/fake-operator.ts";
-import { type ControlPlane, startControlPlane } from "../platform/control-plane.ts";
+import { createNamespace } from "../cluster/fake-operator.ts";
 import { waitFor } from "../platform/helpers.ts";
 import { stderrLog } from "../platform/log.ts";
+import {
+  type KubeBroker,
+  type KubeBrokerSet,
+  type KubePlatform,
+  startKubeBrokers,
+  startKubePlatform,
+} from "./suite.ts";
 
 const log = stderrLog("producer-registry-test");
 const quiet = {
@@ -53,30 +53,30 @@ const timing = {
   maxSilenceMs: 45_000,
 };
 
-let cp: ControlPlane;
-let dir: string;
+let platform: KubePlatform;
 let kc: KubeConfig;
 const open: ProducerRegistry[] = [];
 
 beforeAll(async () => {
-  dir = await mkdtemp(join(tmpdir(), "narad-producer-registry-"));
-  cp = await startControlPlane({ dir: join(dir, "cp"), log });
-  kc = new KubeConfig();
-  kc.loadFromFile(cp.kubeconfigPath);
-  await installCrds(kc);
+  platform = await startKubePlatform({ prefix: "producer-registry", log });
+  kc = platform.kc;
 });
 
 afterAll(async () => {
   await Promise.all(open.map((r) => r.close().catch(() => undefined)));
-  await cp?.stop();
-  if (dir !== undefined) await rm(dir, { recursive: true, force: true });
+  await platform?.stop();
 });
 
 /** A store with its own API client, as a separate broker has. */
 async function storeIn(namespace: string, name: string, block: number): Promise<RegistryStore> {
-  const own = new KubeConfig();
-  own.loadFromFile(cp.kubeconfigPath);
-  return kubeRegistryStore({ kubeConfig: own, namespace, name, block, logger: quiet, timing });
+  return kubeRegistryStore({
+    kubeConfig: platform.adminConfig(),
+    namespace,
+    name,
+    block,
+    logger: quiet,
+    timing,
+  });
 }
 
 async function registryIn(namespace: string, name: string, block: number): Promise<ProducerRegistry> {
@@ -257,56 +257,15 @@ const IDS = ["demo-0", "demo-1"] as const;
 /** --producer-fence-lease-ms of both brokers: short, so a re-init that waits it out stays quick. */
 const FENCE_LEASE_MS = 1_500;
 
-interface Broker {
-  id: string;
-  ordinal: number;
-  httpPort: number;
-  dataDir: string;
-  url: string;
-  proc: RunningNarad | undefined;
-}
-
-async function freePortPair(): Promise<number> {
-  for (;;) {
-    const p = await freePort();
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = createServer();
-      s.once("error", () => resolve(false));
-      s.listen(p + 1, "127.0.0.1", () => s.close(() => resolve(true)));
-    });
-    if (ok && p + 1 < 65535) return p;
-  }
-}
+type Broker = KubeBroker;
 
 describe("two narad processes on the kubernetes metastore", () => {
   const brokers: Broker[] = [];
-  let namespace: string;
-  let stopOperator: (() => Promise<void>) | undefined;
+  let set: KubeBrokerSet | undefined;
 
-  const start = async (b: Broker): Promise<void> => {
-    b.proc = await startNarad({
-      port: b.httpPort,
-      dataDir: b.dataDir,
-      keepData: true,
-      logLevel: process.env.NARAD_TEST_LOG ?? "error",
-      args: [
-        "--metastore",
-        "kubernetes",
-        "--cluster-name",
-        CLUSTER,
-        "--namespace",
-        namespace,
-        "--node-id",
-        b.id,
-        "--cluster-addr",
-        `127.0.0.1:${b.httpPort + 1}`,
-        "--auth",
-        "off",
-        "--producer-fence-lease-ms",
-        String(FENCE_LEASE_MS),
-      ],
-      env: { KUBECONFIG: cp.kubeconfigPath, KUBERNETES_SERVICE_HOST: "" },
-    });
+  const start = (b: Broker): Promise<void> => {
+    if (set === undefined) throw new Error("the brokers were never set up");
+    return set.start(b);
   };
 
   const http = async (b: Broker, method: string, path: string, body?: object, headers = {}) => {
@@ -340,29 +299,15 @@ describe("two narad processes on the kubernetes metastore", () => {
     );
 
   beforeAll(async () => {
-    namespace = await createNamespace(kc, "brokers");
-    for (const [ordinal, id] of IDS.entries()) {
-      const httpPort = await freePortPair();
-      brokers.push({
-        id,
-        ordinal,
-        httpPort,
-        dataDir: join(dir, id),
-        url: `http://127.0.0.1:${httpPort}`,
-        proc: undefined,
-      });
-    }
-    const members: MemberStatus[] = brokers.map((b) => ({
-      id: b.id,
-      pod: b.id,
-      ordinal: b.ordinal,
-      address: `127.0.0.1:${b.httpPort}`,
-      state: "Active",
-      since: new Date().toISOString(),
-    }));
-    await createCluster(kc, namespace, CLUSTER, members, 1);
-    stopOperator = startFakeOperator(kc, namespace, CLUSTER, IDS, { log });
-    await Promise.all(brokers.map(start));
+    set = await startKubeBrokers(platform, {
+      prefix: "brokers",
+      cluster: CLUSTER,
+      ids: IDS,
+      logLevel: "error",
+      args: ["--auth", "off", "--producer-fence-lease-ms", String(FENCE_LEASE_MS)],
+      log,
+    });
+    brokers.push(...set.brokers);
     const r = await http(brokers[0]!, "POST", "/v1/topics", { name: "orders", partitions: 2 });
     expect(r.status, r.text).toBe(201);
     for (const b of brokers)
@@ -379,8 +324,7 @@ describe("two narad processes on the kubernetes metastore", () => {
   }, 180_000);
 
   afterAll(async () => {
-    await Promise.all(brokers.map((b) => b.proc?.stop().catch(() => undefined)));
-    await stopOperator?.();
+    await set?.stop();
   });
 
   it("ids through both brokers at once are distinct; an id from one is accepted by the other at once", async () => {
