@@ -18,6 +18,7 @@ import { join } from "node:path";
 import { CoreV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type E2EPlatform, getPlatform } from "../harness/index.ts";
+import { adminCredentials } from "../operator/credentials.ts";
 import { listBrokerPods } from "../operator/load.ts";
 import { createKindCluster, type KindCluster } from "./cluster.ts";
 import { brokerImage, repoRoot } from "./docker.ts";
@@ -295,10 +296,17 @@ describe("NetworkPolicy on kind", () => {
     // Produce through broker-0 and consume through broker-1, from the allowed
     // client: records keyed to broker-1's partitions go over the RPC, and
     // broker-1 fetches broker-0's partitions over it.
+    // The users Secret may not have existed when the probe pods started
+    // (their env refs are optional): pass the admin's credentials explicitly.
+    const creds = await adminCredentials(p.kubectl, NS, CLUSTER);
+    const auth = ["--user", creds.username, "--password", creds.password];
     const cli = (url: string, args: string[]) =>
-      p.kubectl(["-n", NS, "exec", "labelled", "-c", "probe", "--", ...NARAD, ...args, "--url", url], {
-        timeoutMs: 120_000,
-      });
+      p.kubectl(
+        ["-n", NS, "exec", "labelled", "-c", "probe", "--", ...NARAD, ...args, "--url", url, ...auth],
+        {
+          timeoutMs: 120_000,
+        },
+      );
     const url0 = `http://${brokerIps[0]}:${API}`;
     const url1 = `http://${ip1}:${API}`;
     await cli(url0, ["topic", "add", "np-rpc", "--partitions", "4"]);
