@@ -10,6 +10,13 @@
 #                             e2e/kind/node-image/ (Kubernetes v1.36.3, nothing pulled)
 #   NARAD_KIND_NODE=upstream  kind-config.yaml's kindest/node image (needs a registry)
 #   NARAD_IMAGES=local|upstream   how Narad's images are built (scripts/docker/build-images.sh)
+#   NARAD_KIND_NETPOL=agent   (default with the local node image) deploys the
+#                             NetworkPolicy agent e2e/kind/netpol/ (kube-network-policies,
+#                             built offline); the static bridge CNI enforces nothing
+#   NARAD_KIND_NETPOL=none    (default with upstream) no agent
+#   NARAD_KIND_ROUTE=0        no host route to the pod CIDR (a second cluster beside
+#                             one whose suites dial pods from the host: both have
+#                             10.244.0.0/24, the route would be taken from the other)
 #
 # The kind CLI is `kind` from PATH when it is v0.33.0, else built from the Go
 # module proxy into ~/.cache/narad-kind/kind-v0.33.0/ (e2e/kind/node-image/build-go.sh kind).
@@ -19,6 +26,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 command -v kubectl >/dev/null 2>&1 || export PATH="$PATH:${NARAD_K8S_CACHE:-$HOME/.cache/narad-k8s}/kubernetes-v1.36.3"
 CLUSTER="${KIND_CLUSTER:-narad-e2e}"
 NODE_MODE="${NARAD_KIND_NODE:-local}"
+NETPOL_MODE="${NARAD_KIND_NETPOL:-$([ "$NODE_MODE" = local ] && echo agent || echo none)}"
 KIND_VERSION=v0.33.0
 STATE="${NARAD_KIND_STATE:-$HOME/.cache/narad-kind/clusters/$CLUSTER}"
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo -n "$@"; fi; }
@@ -87,13 +95,29 @@ fi
 "$KIND" get kubeconfig --name "$CLUSTER" >"$STATE/kubeconfig"
 chmod 600 "$STATE/kubeconfig"
 
+# The NetworkPolicy agent (see e2e/kind/netpol/kube-network-policies.yaml).
+# Its init container runs iptables from the preloaded kube-proxy image (the
+# node's Debian root), so the agent's own image is only its static binary.
+if [ "$NETPOL_MODE" = agent ]; then
+  [ "$NODE_MODE" = local ] || die "NARAD_KIND_NETPOL=agent needs NARAD_KIND_NODE=local (the init container uses its kube-proxy image)"
+  netpol_image=$(bash e2e/kind/node-image/build-netpol-image.sh)
+  "$KIND" load docker-image --name "$CLUSTER" "$netpol_image" >&2
+  sed -e "s#image: narad-agent-image\$#image: $netpol_image#" -e "s#image: narad-iptables-image\$#image: registry.k8s.io/kube-proxy:v1.36.3#" \
+    e2e/kind/netpol/kube-network-policies.yaml | KUBECONFIG="$STATE/kubeconfig" kubectl apply -f - >&2
+  KUBECONFIG="$STATE/kubeconfig" kubectl -n kube-system rollout status ds/kube-network-policies --timeout=180s >&2
+  step "NetworkPolicy agent $netpol_image running"
+elif [ "$NETPOL_MODE" != none ]; then
+  die "NARAD_KIND_NETPOL must be agent or none, not $NETPOL_MODE"
+fi
+
 bash scripts/docker/build-images.sh
 "$KIND" load docker-image --name "$CLUSTER" ghcr.io/narad/narad:0.1.0 ghcr.io/narad/narad-operator:0.1.0 >&2
 step "images loaded"
 
 # Suites dial pod IPs: route each node's pod CIDR through its container.
 : >"$STATE/routes"
-for node in $("$KIND" get nodes --name "$CLUSTER"); do
+[ "${NARAD_KIND_ROUTE:-1}" = 0 ] && step "NARAD_KIND_ROUTE=0: no route to the pod CIDR"
+for node in $([ "${NARAD_KIND_ROUTE:-1}" = 0 ] || "$KIND" get nodes --name "$CLUSTER"); do
   ip=$(docker inspect -f '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}' "$node")
   cidr=$(KUBECONFIG="$STATE/kubeconfig" kubectl get node "$node" -o jsonpath='{.spec.podCIDR}' 2>/dev/null || true)
   [ -n "$cidr" ] || cidr=10.244.0.0/24

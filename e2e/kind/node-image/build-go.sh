@@ -7,6 +7,7 @@
 #   kubelet, kubeadm, kube-scheduler, kube-proxy    e2e/platform/build-binaries.sh node
 #   coredns         github.com/coredns/coredns      the version kubeadm v1.36 deploys
 #   local-path-provisioner  github.com/rancher/local-path-provisioner (StorageClass standard)
+#   kube-network-policies   sigs.k8s.io/kube-network-policies (the NetworkPolicy agent, e2e/kind/netpol/)
 # Holds ~/.cache/narad-k8s/.build.lock while compiling, so it never runs beside
 # the control-plane build (2 cores). Prints NAME=path lines.
 set -euo pipefail
@@ -18,7 +19,8 @@ KIND_VERSION="${NARAD_KIND_VERSION:-v0.33.0}"
 CRICTL_VERSION="${NARAD_CRICTL_VERSION:-v1.37.0}"
 COREDNS_VERSION="${NARAD_COREDNS_VERSION:-v1.14.2}"
 LOCALPATH_VERSION="${NARAD_LOCALPATH_VERSION:-v0.0.30}"
-ONLY="${1:-all}"   # all | kind
+NETPOL_VERSION="${NARAD_NETPOL_VERSION:-v0.8.0}"
+ONLY="${1:-all}"   # all | kind | netpol
 log() { printf '[kind-go %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 
 # gobuild NAME VERSION MODULE PACKAGE: a throwaway module requiring MODULE@VERSION
@@ -46,6 +48,10 @@ log "waiting for $K8S_CACHE/.build.lock"
 flock 9
 gobuild kind "$KIND_VERSION" sigs.k8s.io/kind sigs.k8s.io/kind
 [ "$ONLY" = kind ] && exit 0
+netpol() {
+  gobuild kube-network-policies "$NETPOL_VERSION" sigs.k8s.io/kube-network-policies sigs.k8s.io/kube-network-policies/cmd
+}
+if [ "$ONLY" = netpol ]; then netpol; exit 0; fi
 gobuild crictl "$CRICTL_VERSION" sigs.k8s.io/cri-tools sigs.k8s.io/cri-tools/cmd/crictl
 # build-binaries.sh takes the same lock: release it for the call.
 exec 9>&-
@@ -54,3 +60,4 @@ exec 9>"$K8S_CACHE/.build.lock"
 flock 9
 gobuild coredns "$COREDNS_VERSION" github.com/coredns/coredns github.com/coredns/coredns
 gobuild local-path-provisioner "$LOCALPATH_VERSION" github.com/rancher/local-path-provisioner github.com/rancher/local-path-provisioner
+netpol
