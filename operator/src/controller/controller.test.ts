@@ -102,8 +102,9 @@ describe("NaradCluster reconcile", () => {
     expect(cond(c, "Ready")?.status).toBe("False");
     expect(cond(c, "Progressing")?.reason).toBe("CreatingPods");
     expect(r.requeueAfterMs).toBe(5000);
-    // 8 owned objects + the generated cluster secret and users Secret (auth on by default).
-    expect(t.recorder.reasons().filter((x) => x === "Created")).toHaveLength(10);
+    // 8 owned objects + the generated cluster secret, users Secret and the (empty) API users
+    // Secret the Users API keeps on the kubernetes metastore (auth on by default).
+    expect(t.recorder.reasons().filter((x) => x === "Created")).toHaveLength(11);
   });
 
   it("becomes Ready once pods are ready, then a quiet reconcile writes nothing", async () => {
