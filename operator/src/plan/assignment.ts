@@ -75,7 +75,7 @@ export function sameAssignments(
 }
 
 /** Member ids in ordinal order when they end in -<n>, else lexicographic. */
-function sortIds(ids: readonly string[]): string[] {
+export function sortIds(ids: readonly string[]): string[] {
   const ord = (id: string) => {
     const m = /-(\d+)$/.exec(id);
     return m ? Number(m[1]) : Number.POSITIVE_INFINITY;
@@ -83,14 +83,14 @@ function sortIds(ids: readonly string[]): string[] {
   return [...new Set(ids)].sort((a, b) => ord(a) - ord(b) || (a < b ? -1 : a > b ? 1 : 0));
 }
 
-function rotate<T>(list: T[], by: number): T[] {
+export function rotate<T>(list: T[], by: number): T[] {
   if (list.length === 0) return list;
   const k = by % list.length;
   return [...list.slice(k), ...list.slice(0, k)];
 }
 
 /** 32-bit FNV-1a of the UTF-16 code units; only used for a stable tie-break offset. */
-function fnv1a(s: string): number {
+export function fnv1a(s: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < s.length; i++) {
     h ^= s.charCodeAt(i);

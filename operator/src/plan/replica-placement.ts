@@ -1,4 +1,5 @@
 import type { ReplicaAssignment } from "../../../packages/api/src/v1alpha1/replication.ts";
+import { fnv1a, rotate, sortIds } from "./assignment.ts";
 
 // Replica placement for one replicated topic (ADR 0007 "Settings and
 // placement"). Properties (tested):
@@ -181,29 +182,4 @@ export function sameReplicaAssignments(
   const s = (x: readonly ReplicaAssignment[]) =>
     JSON.stringify([...x].sort((p, q) => p.partition - q.partition));
   return s(a) === s(b);
-}
-
-/** Member ids in ordinal order when they end in -<n>, else lexicographic. */
-function sortIds(ids: readonly string[]): string[] {
-  const ord = (id: string) => {
-    const m = /-(\d+)$/.exec(id);
-    return m ? Number(m[1]) : Number.POSITIVE_INFINITY;
-  };
-  return [...new Set(ids)].sort((a, b) => ord(a) - ord(b) || (a < b ? -1 : a > b ? 1 : 0));
-}
-
-function rotate<T>(list: T[], by: number): T[] {
-  if (list.length === 0) return list;
-  const k = by % list.length;
-  return [...list.slice(k), ...list.slice(0, k)];
-}
-
-/** 32-bit FNV-1a of the UTF-16 code units; only used for a stable tie-break offset. */
-function fnv1a(s: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < s.length; i++) {
-    h ^= s.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return h;
 }
