@@ -107,7 +107,7 @@ export interface KubeBroker {
 }
 
 /** A free port whose successor is free too (cluster RPC = HTTP port + 1, the operator's convention). */
-async function freePortPair(): Promise<number> {
+export async function freePortPair(): Promise<number> {
   for (;;) {
     const p = await freePort();
     const ok = await new Promise<boolean>((resolve) => {

@@ -16,7 +16,6 @@
 //     503 once the bound ran out (users-file users still log in), and come
 //     back when it is started again.
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -33,7 +32,7 @@ import { type KubeUsersStore, openKubeUsersStore } from "../../broker/src/auth/k
 import { hashPassword } from "../../broker/src/auth/passwords.ts";
 import { decodeUsersDocument, usersDocumentKey } from "../../broker/src/auth/users-document.ts";
 import { NaradError } from "../../broker/src/errors.ts";
-import { freePort, type RunningNarad, startNarad } from "../../broker/test/harness/process.ts";
+import { startNarad } from "../../broker/test/harness/process.ts";
 import { roleSpec } from "../../operator/src/specs/rbac.ts";
 import { apiUsersSecretSpec } from "../../operator/src/specs/secrets.ts";
 import { resourceNames } from "../../packages/api/src/v1alpha1/names.ts";
@@ -50,6 +49,7 @@ import {
 import { type ControlPlane, startControlPlane } from "../platform/control-plane.ts";
 import { waitFor } from "../platform/helpers.ts";
 import { stderrLog } from "../platform/log.ts";
+import { freePortPair, type KubeBroker } from "./suite.ts";
 
 const log = stderrLog("users-secret-test");
 const quiet = {
@@ -259,26 +259,7 @@ describe("the Secret store, two brokers' stores in this process", () => {
 
 const IDS = ["demo-0", "demo-1"] as const;
 
-interface Broker {
-  id: string;
-  ordinal: number;
-  httpPort: number;
-  url: string;
-  dataDir: string;
-  proc: RunningNarad | undefined;
-}
-
-async function freePortPair(): Promise<number> {
-  for (;;) {
-    const p = await freePort();
-    const ok = await new Promise<boolean>((resolve) => {
-      const s = createServer();
-      s.once("error", () => resolve(false));
-      s.listen(p + 1, "127.0.0.1", () => s.close(() => resolve(true)));
-    });
-    if (ok && p + 1 < 65535) return p;
-  }
-}
+type Broker = KubeBroker;
 
 describe("two narad processes on the kubernetes metastore, auth on", () => {
   const brokers: Broker[] = [];
