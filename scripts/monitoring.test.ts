@@ -1,8 +1,9 @@
 // The monitoring pack: the alert rules (operator/src/install/alerts.ts,
 // rendered to charts/narad-operator/files/narad-alerts.yaml), their
 // runbooks, the chart's PrometheusRule and dashboard ConfigMap, and
-// `promtool check rules` on the rule file (promtool is built on first use
-// by scripts/promtool.ts; skipped, saying why, only where Go is missing).
+// promtool's `check rules` on the rule file (tools/metricslint, built on
+// first use by scripts/metricslint.ts; skipped, saying why, only where Go
+// is missing).
 
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -13,13 +14,13 @@ import { alertRuleGroups, alertRules, RUNBOOK_BASE, runbookAnchor } from "../ope
 import { OPERATOR_NAMESPACE } from "../operator/src/install/install.ts";
 import { anchorsOf } from "./docs-check.ts";
 import { REPO_ROOT } from "./gen-crds.ts";
-import { ensurePromtool, PROMTOOL_BUILD_TIMEOUT_MS } from "./promtool.ts";
+import { checkRules, ensureMetricslint, METRICSLINT_BUILD_TIMEOUT_MS } from "./metricslint.ts";
 
 const rulesFile = join(REPO_ROOT, "charts/narad-operator/files/narad-alerts.yaml");
-let promtool: string | undefined;
+let metricslint: string | undefined;
 beforeAll(async () => {
-  promtool = await ensurePromtool((line) => console.log(`monitoring.test.ts: ${line}`));
-}, PROMTOOL_BUILD_TIMEOUT_MS);
+  metricslint = await ensureMetricslint((line) => console.log(`monitoring.test.ts: ${line}`));
+}, METRICSLINT_BUILD_TIMEOUT_MS);
 
 describe("alert rules", () => {
   it("cover what the issue asks for", () => {
@@ -60,10 +61,12 @@ describe("alert rules", () => {
     expect(load(readFileSync(rulesFile, "utf8"))).toEqual(alertRuleGroups());
   });
 
-  it("promtool check rules accepts the rule file", (ctx) => {
-    if (promtool === undefined) return ctx.skip("promtool cannot be built here (see the log above)");
-    const out = execFileSync(promtool, ["check", "rules", rulesFile], { encoding: "utf8" });
-    expect(out).toContain(`SUCCESS: ${alertRules.length} rules found`);
+  it("promtool's check rules accepts the rule file", (ctx) => {
+    if (metricslint === undefined) return ctx.skip("metricslint cannot be built here (see the log above)");
+    const r = checkRules(metricslint, [rulesFile]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`SUCCESS: ${alertRules.length} rules found`);
   });
 });
 

@@ -1,20 +1,20 @@
 // A real broker's /metrics as Prometheus sees it: the standard process and
 // Node.js names without a prefix, narad_build_info, the scrape-time gauges,
-// and Prometheus's own conventions check over the whole exposition (promtool,
-// built on first use by scripts/promtool.ts).
+// and Prometheus's own conventions check over the whole exposition (promlint,
+// as `promtool check metrics` runs it, through tools/metricslint, built on
+// first use by scripts/metricslint.ts).
 
-import { spawnSync } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ensurePromtool, PROMTOOL_BUILD_TIMEOUT_MS } from "../../scripts/promtool.ts";
+import { checkMetrics, ensureMetricslint, METRICSLINT_BUILD_TIMEOUT_MS } from "../../scripts/metricslint.ts";
 import { NARAD_VERSION } from "../src/metrics.ts";
 import { type RunningNarad, startNarad } from "./harness/process.ts";
 
 let narad: RunningNarad;
 let text: string;
-let promtool: string | undefined;
+let metricslint: string | undefined;
 beforeAll(async () => {
-  promtool = await ensurePromtool((line) => console.log(`metrics.test.ts: ${line}`));
-}, PROMTOOL_BUILD_TIMEOUT_MS);
+  metricslint = await ensureMetricslint((line) => console.log(`metrics.test.ts: ${line}`));
+}, METRICSLINT_BUILD_TIMEOUT_MS);
 
 beforeAll(async () => {
   narad = await startNarad();
@@ -62,18 +62,19 @@ describe("/metrics of a running broker", () => {
     expect(available).toBeLessThanOrEqual(capacity);
   });
 
-  it("promtool check metrics finds no problem in Narad's own metrics", (ctx) => {
-    if (promtool === undefined) return ctx.skip("promtool cannot be built here (see the log above)");
-    const r = spawnSync(promtool, ["check", "metrics"], { input: text, encoding: "utf8" });
-    // promtool prints one line per problem. prom-client's standard Node.js
-    // gauges nodejs_active_{handles,requests,resources}_total carry a _total
-    // suffix promtool objects to; they keep the names every Node.js exporter
-    // uses. Anything else is a problem.
-    const problems = (r.stdout + r.stderr)
-      .split("\n")
-      .filter((l) => l.trim() !== "")
-      .filter((l) => !/^nodejs_active_(handles|requests|resources)_total non-counter metrics/.test(l));
+  it("promtool's check metrics finds no problem in Narad's own metrics", (ctx) => {
+    if (metricslint === undefined) return ctx.skip("metricslint cannot be built here (see the log above)");
+    const r = checkMetrics(metricslint, text);
+    // prom-client's standard Node.js gauges
+    // nodejs_active_{handles,requests,resources}_total carry a _total suffix
+    // promlint objects to; they keep the names every Node.js exporter uses.
+    // Anything else is a problem.
+    const problems = r.problems.filter(
+      (l) => !/^nodejs_active_(handles|requests|resources)_total non-counter metrics/.test(l),
+    );
     expect(problems).toEqual([]);
+    // Exit 3 (lint problems) only for those exceptions; never 1 (unparsable).
+    expect(r.code).toBe(r.problems.length === 0 ? 0 : 3);
     expect(text).toMatch(/^narad_/m);
   });
 });
