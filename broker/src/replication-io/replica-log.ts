@@ -212,6 +212,10 @@ export class ReplicaLog {
     if (offset > this.endOffset || offset < this.startOffset)
       throw new RangeError(`truncateTo(${offset}) outside [${this.startOffset}, ${this.endOffset}]`);
     if (offset === this.endOffset) return;
+    // Checked before anything is deleted: a cut inside a frame changes nothing.
+    const holder = [...this.#segments].reverse().find((s) => s.base <= offset)!;
+    if (offset !== holder.base && !holder.frames.some((f) => f.baseOffset === offset))
+      throw new RangeError(`truncateTo(${offset}): not a frame boundary of ${holder.path}`);
     // Newest first, so every crash point leaves a contiguous prefix.
     while (this.#segments.length > 1 && this.#segments[this.#segments.length - 1]!.base >= offset) {
       const seg = this.#segments[this.#segments.length - 1]!;
