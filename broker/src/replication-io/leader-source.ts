@@ -30,7 +30,10 @@ function isOpened(log: PartitionLog): log is OpenedPartitionLog {
 /** The leader's epoch history: its file, or epoch 0 from the oldest offset when it has none. */
 async function leaderHistory(dir: string, log: PartitionLog): Promise<EpochHistory> {
   const st = log.stats();
-  const loaded = await readEpochFile(dir, st.nextOffset);
+  // A live leader's file, not a recovery: an epoch that starts at the log end
+  // (elected, nothing written yet) is its current one and stays; only
+  // entries beyond the end (which cannot be right) are dropped.
+  const loaded = await readEpochFile(dir, st.nextOffset + 1);
   if (!loaded.ok) throw new Error(`${dir}: ${loaded.reason}`);
   return loaded.history.length > 0 ? loaded.history : [{ epoch: 0, startOffset: st.oldestOffset }];
 }
