@@ -341,4 +341,19 @@ describe("replica fetch on the cluster RPC", () => {
     const after = await ReplicaLog.open({ dir: copy2, segmentBytes: 16 * 1024, maxFrameBytes: 1 << 24 });
     expect(after.endOffset).toBe(93); // nothing was cut
   });
+
+  it("each broker writes a volume-id marker on its first start, finds it again after a restart, and reports it in /admin/v1/status", async () => {
+    const tc = clusters.create();
+    const [a] = await tc.startAll(["a"]);
+    const first = await req(a!, "GET", "/admin/v1/status");
+    expect(first.status, first.text).toBe(200);
+    const v1 = first.json().volume;
+    expect(v1).toMatchObject({ state: "created", memberId: "a" });
+    expect(v1.uuid).toMatch(/^[0-9a-f-]{36}$/);
+    const marker = JSON.parse(await readFile(join(a!.dir, "volume-id"), "utf8"));
+    expect(marker).toEqual({ uuid: v1.uuid, clusterUid: "", memberId: "a" });
+    const again = await tc.restart("a");
+    const v2 = (await req(again, "GET", "/admin/v1/status")).json().volume;
+    expect(v2).toEqual({ state: "own", uuid: v1.uuid, memberId: "a" });
+  });
 });
