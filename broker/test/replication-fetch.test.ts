@@ -9,9 +9,12 @@
 // refusal to truncate below the known HWM.
 
 import { type ChildProcess, spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
+import { status } from "@grpc/grpc-js";
 import { afterEach, describe, expect, it } from "vitest";
+import { clusterRpcToken } from "../src/auth/cluster-secret.ts";
 import { encodeFrame } from "../src/core/log-codec.ts";
 import { ReplicaLog, scanFrames } from "../src/replication-io/replica-log.ts";
 import {
@@ -20,6 +23,7 @@ import {
   readEpochFile,
   writeCheckpoint,
 } from "../src/replication-io/replica-state-files.ts";
+import { clusterAuthClientInterceptor } from "../src/rpc/auth.ts";
 import { repoRoot } from "./harness/process.ts";
 import type { FollowerArgs } from "./harness/replica-follower.ts";
 import {
@@ -355,5 +359,50 @@ describe("replica fetch on the cluster RPC", () => {
     const again = await tc.restart("a");
     const v2 = (await req(again, "GET", "/admin/v1/status")).json().volume;
     expect(v2).toEqual({ state: "own", uuid: v1.uuid, memberId: "a" });
+  });
+
+  it("is authenticated like every cluster call: without the cluster secret's token, UNAUTHENTICATED", async () => {
+    const tc = clusters.create();
+    const secretFile = join(tc.tempDir("narad-repl-secret"), "cluster-secret");
+    writeFileSync(secretFile, "replication-test-cluster-secret-01");
+    const a = await tc.start("a", { args: ["--cluster-secret-file", secretFile] });
+    const r = await req(a, "POST", "/v1/topics", { name: topic, partitions: 1 });
+    expect(r.status, r.text).toBe(201);
+    const request = {
+      topic,
+      partition: 0,
+      fetch_offset: 0,
+      leader_epoch: 0,
+      max_bytes: 1024,
+      max_wait_ms: 0,
+      replica_id: "t",
+    };
+    const anonymous = testPeerPool();
+    const signed = testPeerPool({
+      interceptors: [
+        clusterAuthClientInterceptor(() => clusterRpcToken("replication-test-cluster-secret-01")),
+      ],
+    });
+    pools.push(anonymous, signed);
+    const refused = await anonymous
+      .peer(a.clusterAddress)
+      .replicaFetch(request)
+      .then(
+        () => undefined,
+        (e: unknown) => e as { cause?: { code?: number } },
+      );
+    expect(refused?.cause?.code).toBe(status.UNAUTHENTICATED);
+    const refusedOfe = await anonymous
+      .peer(a.clusterAddress)
+      .offsetForLeaderEpoch({ topic, partition: 0, epoch: 0, leader_epoch: 0 })
+      .then(
+        () => undefined,
+        (e: unknown) => e as { cause?: { code?: number } },
+      );
+    expect(refusedOfe?.cause?.code).toBe(status.UNAUTHENTICATED);
+    expect(await signed.peer(a.clusterAddress).replicaFetch(request)).toMatchObject({
+      error: "",
+      leader_epoch: 0,
+    });
   });
 });
