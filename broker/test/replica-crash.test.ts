@@ -21,13 +21,18 @@ afterAll(async () => {
 });
 
 /** Runs the writer until it acknowledged at least `minAcks`, waits a random while more, kill -9s it. */
-async function crashWriter(mode: string, dir: string, seed: number): Promise<{ lastAck: number }> {
+async function crashWriter(
+  mode: string,
+  dir: string,
+  seed: number,
+): Promise<{ lastAck: number; lastLine: string }> {
   const child: ChildProcess = spawn(
     process.execPath,
     [join(repoRoot, "broker/test/harness/replica-state-writer.ts"), mode, dir],
     { stdio: ["ignore", "pipe", "inherit"] },
   );
   let lastAck = -1;
+  let lastLine = "";
   let buf = "";
   let acks = 0;
   const exited = new Promise<void>((r) => child.once("exit", () => r()));
@@ -38,7 +43,8 @@ async function crashWriter(mode: string, dir: string, seed: number): Promise<{ l
       const lines = buf.split("\n");
       buf = lines.pop()!;
       for (const l of lines) {
-        lastAck = Number(l);
+        lastLine = l;
+        lastAck = Number.parseInt(l, 10);
         acks++;
       }
       if (acks >= 3) resolve();
@@ -49,8 +55,13 @@ async function crashWriter(mode: string, dir: string, seed: number): Promise<{ l
   child.kill("SIGKILL");
   await exited;
   // Acks that were already in the pipe when the kill landed.
-  for (const l of buf.split("\n")) if (l !== "") lastAck = Number(l);
-  return { lastAck };
+  // (A line still without its newline was cut by the kill: the op it reports is the one in flight.)
+  for (const l of buf.split("\n").slice(0, -1))
+    if (l !== "") {
+      lastLine = l;
+      lastAck = Number.parseInt(l, 10);
+    }
+  return { lastAck, lastLine };
 }
 
 describe("replica state under kill -9", () => {
@@ -113,6 +124,35 @@ describe("replica state under kill -9", () => {
       expect(again.endOffset).toBe(log.endOffset);
     }
     console.log(`follower log rounds: ${JSON.stringify(found)}`);
+  });
+
+  it(`follower log truncation: ${rounds} rounds of append/truncate across segments, each reload within the op in flight`, async () => {
+    const found: string[] = [];
+    for (let round = 0; round < rounds; round++) {
+      const dir = await mkdtemp(join(tmpdir(), "narad-crash-trunc-"));
+      dirs.push(dir);
+      const { lastAck, lastLine } = await crashWriter("truncate", dir, round);
+      const next = lastLine.split(" ")[1];
+      const log = await ReplicaLog.open({
+        dir: join(dir, "p00000"),
+        segmentBytes: 4 * 1024,
+        maxFrameBytes: 1 << 20,
+      });
+      // An append in flight ends at lastAck or 9 past it (or is cut back to a frame);
+      // a truncation in flight leaves anything from its target up to where it started.
+      const [lo, hi] = next === "t" ? [lastAck - 6, lastAck] : [lastAck, lastAck + 9];
+      expect(log.endOffset, lastLine).toBeGreaterThanOrEqual(lo);
+      expect(log.endOffset, lastLine).toBeLessThanOrEqual(hi);
+      // Contiguous segments of whole CRC-valid frames (open() refuses a damaged sealed segment).
+      const again = await ReplicaLog.open({
+        dir: join(dir, "p00000"),
+        segmentBytes: 4 * 1024,
+        maxFrameBytes: 1 << 20,
+      });
+      expect(again.endOffset).toBe(log.endOffset);
+      found.push(`${lastAck}${next}->${log.endOffset}`);
+    }
+    console.log(`truncation rounds (last ack, next op -> reloaded end): ${found.join(" ")}`);
   });
 
   it(`volume-id: ${rounds} rounds, every marker dir holds a whole marker or none`, async () => {

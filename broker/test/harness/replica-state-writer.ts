@@ -2,7 +2,7 @@
 // replica state into a directory and prints "<i>\n" after write i has
 // returned (durable). The test kill -9s it at a random moment and checks
 // what a reload finds against the acknowledged index.
-//   node replica-state-writer.ts <checkpoint|epochs|log|volume> <dir>
+//   node replica-state-writer.ts <checkpoint|epochs|log|truncate|volume> <dir>
 
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
@@ -50,6 +50,22 @@ if (mode === "checkpoint") {
   for (;;) {
     const end = await log.append(writerFrame(log.endOffset, 3));
     ack(end);
+  }
+} else if (mode === "truncate") {
+  // Alternates: append 9 records (3 frames, one write), then truncate 6 back;
+  // small segments so truncations unlink segments as well as cut one.
+  // Prints "<end> <next op>" after each op ("a": append next, "t": truncate next).
+  const log = await ReplicaLog.open({
+    dir: join(dir, "p00000"),
+    segmentBytes: 4 * 1024,
+    maxFrameBytes: 1 << 20,
+  });
+  for (;;) {
+    const e = log.endOffset;
+    await log.append(Buffer.concat([writerFrame(e, 3), writerFrame(e + 3, 3), writerFrame(e + 6, 3)]));
+    process.stdout.write(`${log.endOffset} t\n`);
+    await log.truncateTo(log.endOffset - 6);
+    process.stdout.write(`${log.endOffset} a\n`);
   }
 } else if (mode === "volume") {
   // A fresh volume each round: the marker either exists whole or not at all.
