@@ -33,6 +33,7 @@ import { startRetentionTimer } from "./node/retention.ts";
 import { nodeStop } from "./node/shutdown.ts";
 import { openNodeLogs, openNodeWal } from "./node/storage.ts";
 import type { RegistryStore } from "./producers/registry.ts";
+import { ensureVolumeId } from "./replication-io/volume-id-file.ts";
 import { createRpcMetrics } from "./rpc/metrics.ts";
 import { createPartitionAccess } from "./rpc/partition-access.ts";
 import type { ClusterServer, ClusterServerHooks } from "./rpc/server.ts";
@@ -84,6 +85,12 @@ export async function startBroker(
   const monoMs = () => performance.timeOrigin + performance.now();
   await mkdir(config.dataDir, { recursive: true });
   const lock = await acquireDataDirLock(config.dataDir);
+  // Replication's volume identity (ADR 0007): written on a volume's first
+  // start, reported in /admin/v1/status. Nothing acts on it yet; the
+  // cluster uid comes from the operator once replication is wired ("" now).
+  const volume = await ensureVolumeId(config.dataDir, { clusterUid: "", memberId: config.nodeId });
+  if (volume.kind === "foreign")
+    logger.warn({ reason: volume.reason }, "data dir holds a foreign volume-id marker");
   const metrics = createBrokerMetrics({ defaultMetrics: true, dataDir: config.dataDir });
   const metastore = await openNodeMetastore(config, logger, opts.metastore);
   // Cluster mode: peers own partitions. The file metastore is one node, so it
@@ -184,6 +191,7 @@ export async function startBroker(
       : {}),
     ...(moves !== undefined ? { moves: moves.service } : {}),
     lifecycle: state.lifecycle,
+    volume,
     dispatch: dispatcher,
     metrics,
     nowMs,

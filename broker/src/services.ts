@@ -15,6 +15,7 @@ import type { Metastore } from "./meta/types.ts";
 import type { BrokerMetrics } from "./metrics.ts";
 import type { MoveStatus } from "./moves/destination.ts";
 import type { ProducerRegistry } from "./producers/registry.ts";
+import type { VolumeAtStart } from "./replication-io/volume-id-file.ts";
 import type { WalStats } from "./wal/types.ts";
 
 export interface Ingress {
@@ -90,6 +91,8 @@ export interface BrokerServices {
   /** Owner-routed reads (local log or peer RPC); produce stays local (WAL-first on any node). */
   partitions: Partitions;
   lifecycle: Lifecycle;
+  /** The data dir's volume-id marker as found (or written) at start; reported in /admin/v1/status. */
+  volume?: VolumeAtStart;
   /**
    * Cluster mode: where produce goes while this node drains or is
    * decommissioned (http/produce-forward.ts): a healthy peer's WAL. Absent

@@ -7,6 +7,8 @@ export type LogErrorCode =
   | "COMMIT_VERIFY_FAILED"
   /** read() below the oldest retained offset (410). */
   | "OFFSET_EXPIRED"
+  /** A replica fetch at an offset that is not a frame boundary at or below the HWM (replication). */
+  | "OFFSET_OUT_OF_RANGE"
   /** The log was closed (5xx, retry after reopen). */
   | "LOG_CLOSED"
   /** A failed commit could not be rolled back; the log refuses commits until reopened (5xx). */

@@ -152,6 +152,22 @@ export interface OpenedPartitionLog extends PartitionLog {
    * copy keeps it as its floor: the segments alone may no longer say it.
    */
   committedSeqs(): Map<string, number>;
+  /**
+   * Replication (ADR 0007): the raw frames, exactly as stored, that start at
+   * `fromOffset` (which must be a frame boundary below the HWM), up to about
+   * `maxBytes` (at least one frame), never at or past the HWM. Read-only.
+   */
+  readRawFrames(fromOffset: number, maxBytes: number): Promise<RawFrames>;
+  /** Resolves once the HWM is above `offset`, after `ms`, or on abort (whichever is first). */
+  waitForHwmAbove(offset: number, ms: number, signal?: AbortSignal): Promise<void>;
+}
+
+/** Raw frames of a partition log (readRawFrames). */
+export interface RawFrames {
+  /** Whole frames, concatenated as on disk. Empty at the HWM. */
+  frames: Buffer;
+  /** First offset after the last frame returned (fromOffset when empty). */
+  nextOffset: number;
 }
 
 const partitionDirPattern = /^p(\d{5})$/;
@@ -301,6 +317,8 @@ class PartitionLogImpl implements OpenedPartitionLog {
   #lastEvictMs = 0;
   readonly #recent = new RecentOffsets();
   readonly #handles: SegmentHandles;
+  /** Long polls of replica fetches, woken when the HWM moves (waitForHwmAbove). */
+  readonly #hwmWaiters = new Set<() => void>();
 
   constructor(
     opts: OpenPartitionLogOptions,
@@ -638,6 +656,7 @@ class PartitionLogImpl implements OpenedPartitionLog {
     this.#nextOffset = seg.endOffset;
     this.#hwm = this.#nextOffset;
     this.#scheduleHwmPersist();
+    if (this.#hwmWaiters.size > 0) for (const wake of [...this.#hwmWaiters]) wake();
   }
 
   #scheduleHwmPersist(): void {
@@ -704,6 +723,74 @@ class PartitionLogImpl implements OpenedPartitionLog {
       }
     }
     return out;
+  }
+
+  async readRawFrames(fromOffset: number, maxBytes: number): Promise<RawFrames> {
+    if (this.#closed) throw new LogError("LOG_CLOSED", this.#opts.dir);
+    if (!Number.isSafeInteger(fromOffset) || fromOffset < 0)
+      throw new RangeError("readRawFrames: bad fromOffset");
+    const hwm = this.#hwm;
+    const segs = this.#segments.slice();
+    if (fromOffset < segs[0]!.baseOffset || fromOffset > hwm) {
+      throw new LogError(
+        "OFFSET_OUT_OF_RANGE",
+        `offset ${fromOffset} is outside [${segs[0]!.baseOffset}, ${hwm}] of ${this.#opts.dir}`,
+      );
+    }
+    if (fromOffset === hwm) return { frames: Buffer.alloc(0), nextOffset: fromOffset };
+    let i = segs.length - 1;
+    while (i > 0 && segs[i]!.baseOffset > fromOffset) i--;
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    let next = fromOffset;
+    for (; i < segs.length && segs[i]!.baseOffset < hwm && bytes < maxBytes; i++) {
+      const seg = segs[i]!;
+      const lease = await seg.acquireRead();
+      if (lease === null) {
+        if (chunks.length === 0)
+          throw new LogError("OFFSET_EXPIRED", `offset ${fromOffset} was just deleted`);
+        break;
+      }
+      try {
+        const r = await seg.readRawFrames(lease.file, {
+          fromOffset: next,
+          hwm,
+          maxBytes: Math.max(1, maxBytes - bytes),
+          maxFrameBytes: this.#opts.maxFrameBytes,
+          chunkBytes: 2 * this.#opts.indexIntervalBytes,
+        });
+        if (r.kind === "misaligned")
+          throw new LogError("OFFSET_OUT_OF_RANGE", `offset ${next} is not a frame boundary in ${seg.path}`);
+        for (const f of r.frames) chunks.push(f);
+        bytes += r.bytes;
+        next = r.nextOffset;
+        // A gap (corruption skipped at recovery) ends the contiguous run: stop before it.
+        if (r.kind === "gap" || next < seg.endOffset) break;
+      } finally {
+        lease.release();
+      }
+    }
+    return { frames: Buffer.concat(chunks), nextOffset: next };
+  }
+
+  waitForHwmAbove(offset: number, ms: number, signal?: AbortSignal): Promise<void> {
+    if (this.#closed || this.#hwm > offset || ms <= 0 || signal?.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        if (this.#hwm <= offset && !timedOut && !signal?.aborted && !this.#closed) return;
+        clearTimeout(timer);
+        signal?.removeEventListener("abort", done);
+        this.#hwmWaiters.delete(done);
+        resolve();
+      };
+      let timedOut = false;
+      const timer = setTimeout(() => {
+        timedOut = true;
+        done();
+      }, ms);
+      signal?.addEventListener("abort", done, { once: true });
+      this.#hwmWaiters.add(done);
+    });
   }
 
   get frozen(): boolean {
@@ -800,6 +887,7 @@ class PartitionLogImpl implements OpenedPartitionLog {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    for (const wake of [...this.#hwmWaiters]) wake();
     if (this.#hwmTimer !== null) clearTimeout(this.#hwmTimer);
     this.#hwmTimer = null;
     // Wait for the in-flight commit, then force the hwm file.

@@ -83,6 +83,22 @@ export interface SegmentReadLimits {
   chunkBytes: number;
 }
 
+export interface RawReadLimits {
+  /** Must be the base offset of a frame of this segment (or its end). */
+  fromOffset: number;
+  hwm: number;
+  /** Stop once this many bytes were collected (the first frame is always taken). */
+  maxBytes: number;
+  maxFrameBytes: number;
+  chunkBytes: number;
+}
+
+export type RawReadResult =
+  /** Frames from fromOffset; "gap": a corrupt range follows the last frame (the run ends there). */
+  | { kind: "ok" | "gap"; frames: Buffer[]; bytes: number; nextOffset: number }
+  /** fromOffset lies inside a frame, or in a gap: no contiguous run starts there. */
+  | { kind: "misaligned" };
+
 export class Segment {
   readonly baseOffset: number;
   readonly path: string;
@@ -196,6 +212,48 @@ export class Segment {
       () => done?.(),
       () => done?.(),
     );
+  }
+
+  /**
+   * Raw frames (CRC-checked again, copied out) starting exactly at
+   * limits.fromOffset: what a follower appends byte for byte (replication).
+   */
+  async readRawFrames(file: LogFile, limits: RawReadLimits): Promise<RawReadResult> {
+    const win = new FrameWindow(file, this.verifiedEnd, limits.chunkBytes);
+    let pos = this.index.seek(limits.fromOffset);
+    const frames: Buffer[] = [];
+    let bytes = 0;
+    let next = limits.fromOffset;
+    while (pos < this.verifiedEnd && bytes < limits.maxBytes) {
+      const gapEnd = this.gaps.get(pos);
+      if (gapEnd !== undefined) {
+        // A gap before the wanted offset is skipped (a frame after it that
+        // starts above fromOffset answers "misaligned"); one after frames
+        // were taken ends the contiguous run.
+        if (frames.length > 0) return { kind: "gap", frames, bytes, nextOffset: next };
+        pos = gapEnd;
+        continue;
+      }
+      if (!(await win.ensure(pos, frameHeaderBytes))) break;
+      const parsed = parseFrameHeader(win.buf, pos - win.start, limits.maxFrameBytes);
+      if (!parsed.ok) throw new Error(`segment ${this.path}: bad frame at ${pos} (${parsed.problem})`);
+      const h = parsed.header;
+      const size = frameBytes(h);
+      if (h.baseOffset >= limits.hwm) break;
+      if (h.baseOffset + h.count <= next) {
+        pos += size;
+        continue;
+      }
+      if (h.baseOffset !== next) return { kind: "misaligned" };
+      if (!(await win.ensure(pos, size))) break;
+      const at = pos - win.start;
+      if (!verifyFrameCrc(win.buf, at, h)) throw new Error(`segment ${this.path}: CRC mismatch at ${pos}`);
+      frames.push(Buffer.from(win.buf.subarray(at, at + size)));
+      bytes += size;
+      next = h.baseOffset + h.count;
+      pos += size;
+    }
+    return { kind: "ok", frames, bytes, nextOffset: next };
   }
 
   /**

@@ -11,6 +11,7 @@ import type { LogStore } from "../log/log-store.ts";
 import type { Metastore } from "../meta/types.ts";
 import type { MoveSource } from "../moves/source.ts";
 import type { ProducerRegistry } from "../producers/registry.ts";
+import { leaderSource } from "../replication-io/leader-source.ts";
 import type { RpcMetrics } from "../rpc/metrics.ts";
 import type { PbAdminStatusResponse, PbIngestRequest } from "../rpc/proto.ts";
 import { type ClusterServer, type ClusterServerHooks, startClusterServer } from "../rpc/server.ts";
@@ -42,6 +43,12 @@ export async function startNodeClusterServer(d: {
       consumers: d.consumers,
       consumeMaxWaitMs: config.consume.maxWaitMs,
       ...(d.moveSource !== undefined ? { moves: d.moveSource } : {}),
+      // Replication's leader side (ReplicaFetch, OffsetForLeaderEpoch): read-only on the logs.
+      replicas: leaderSource({
+        partitionDir: (topic, partition) => d.logs.partitionDir(topic, partition),
+        maxFetchBytes: Math.floor(k.rpcMaxMessageBytes / 2),
+        maxWaitMs: config.consume.maxWaitMs,
+      }),
       ...(producerRegistry !== undefined
         ? { confirmProducerEpoch: confirmProducerEpochHandler({ producerRegistry, metastore, logger }) }
         : {}),

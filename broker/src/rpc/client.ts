@@ -33,9 +33,13 @@ import {
   type PbMoveUnfreezeRequest,
   type PbMoveVerifyRequest,
   type PbMoveVerifyResponse,
+  type PbOffsetForLeaderEpochRequest,
+  type PbOffsetForLeaderEpochResponse,
   type PbPartitionStats,
   type PbReadRequest,
   type PbReadResponse,
+  type PbReplicaFetchRequest,
+  type PbReplicaFetchResponse,
   type PbSeekGroupRequest,
   type PbSeekGroupResponse,
 } from "./proto.ts";
@@ -98,6 +102,9 @@ export interface PeerClient {
   moveUnfreeze(req: PbMoveUnfreezeRequest): Promise<void>;
   /** CRC-32C of segment prefixes of the node's copy (moves/checksum.ts). */
   moveVerify(req: PbMoveVerifyRequest): Promise<PbMoveVerifyResponse>;
+  /** Replication: a follower's long poll for raw frames (deadline: max_wait_ms + readTimeoutMs). */
+  replicaFetch(req: PbReplicaFetchRequest, signal?: AbortSignal): Promise<PbReplicaFetchResponse>;
+  offsetForLeaderEpoch(req: PbOffsetForLeaderEpochRequest): Promise<PbOffsetForLeaderEpochResponse>;
   /** Produce forwarded to this peer's WAL; resolves once the peer fsynced every record. */
   ingest(req: PbIngestRequest, deadlineMs: number): Promise<number>;
   /** The re-init barrier: the peer holds (producer id, epoch) in its registry view once this resolves. */
@@ -218,6 +225,10 @@ export function createPeerPool(o: PeerPoolOptions): PeerPool {
     moveUnfreeze: async (req) => {
       await unary(client, address, "MoveUnfreeze", req, nowMs() + o.readTimeoutMs);
     },
+    replicaFetch: (req, signal) =>
+      unary(client, address, "ReplicaFetch", req, nowMs() + req.max_wait_ms + o.readTimeoutMs, signal),
+    offsetForLeaderEpoch: (req) =>
+      unary(client, address, "OffsetForLeaderEpoch", req, nowMs() + o.readTimeoutMs),
     ingest: async (req, deadlineMs) => (await unary(client, address, "Ingest", req, deadlineMs)).appended,
     confirmProducerEpoch: (req, deadlineMs) =>
       unary(client, address, "ConfirmProducerEpoch", req, deadlineMs),

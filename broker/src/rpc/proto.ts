@@ -254,6 +254,51 @@ export interface PbConfirmProducerEpochResponse {
   membership_epoch: number;
 }
 
+export type ReplicaErrorCode =
+  | ""
+  | "fenced_leader_epoch"
+  | "unknown_leader_epoch"
+  | "not_leader"
+  | "offset_out_of_range"
+  | "unknown_topic";
+
+export interface PbReplicaFetchRequest {
+  topic: string;
+  partition: number;
+  fetch_offset: number;
+  leader_epoch: number;
+  max_bytes: number;
+  max_wait_ms: number;
+  replica_id: string;
+}
+
+export interface PbReplicaFetchResponse {
+  /** A ReplicaErrorCode (a string on the wire). */
+  error: string;
+  message: string;
+  frames: Buffer;
+  leader_hwm: number;
+  leader_epoch: number;
+  log_start_offset: number;
+  log_end_offset: number;
+  epoch_starts: Array<{ epoch: number; start_offset: number }>;
+}
+
+export interface PbOffsetForLeaderEpochRequest {
+  topic: string;
+  partition: number;
+  epoch: number;
+  leader_epoch: number;
+}
+
+export interface PbOffsetForLeaderEpochResponse {
+  error: string;
+  message: string;
+  epoch: number;
+  end_offset: number;
+  leader_epoch: number;
+}
+
 /** Request and response type of each method of the Cluster service. */
 export interface ClusterMethods {
   CommitBatch: { req: PbCommitBatchRequest; res: PbCommitBatchResponse };
@@ -272,6 +317,8 @@ export interface ClusterMethods {
   MoveVerify: { req: PbMoveVerifyRequest; res: PbMoveVerifyResponse };
   Ingest: { req: PbIngestRequest; res: PbIngestResponse };
   ConfirmProducerEpoch: { req: PbConfirmProducerEpochRequest; res: PbConfirmProducerEpochResponse };
+  ReplicaFetch: { req: PbReplicaFetchRequest; res: PbReplicaFetchResponse };
+  OffsetForLeaderEpoch: { req: PbOffsetForLeaderEpochRequest; res: PbOffsetForLeaderEpochResponse };
 }
 export type ClusterMethod = keyof ClusterMethods;
 

@@ -40,8 +40,30 @@ import {
   type PbConfirmProducerEpochRequest,
   type PbConfirmProducerEpochResponse,
   type PbIngestRequest,
+  type PbOffsetForLeaderEpochRequest,
+  type PbOffsetForLeaderEpochResponse,
+  type PbReplicaFetchRequest,
+  type PbReplicaFetchResponse,
+  type ReplicaErrorCode,
 } from "./proto.ts";
 import { NotOwnerError, toRpcFailure, toServiceError } from "./status.ts";
+
+/** What the ReplicaFetch / OffsetForLeaderEpoch handlers call once the partition is known to be led here. */
+export interface ReplicaLeaderService {
+  fetch(
+    log: PartitionLog,
+    dir: string,
+    req: PbReplicaFetchRequest,
+    signal: AbortSignal,
+  ): Promise<PbReplicaFetchResponse>;
+  offsetForLeaderEpoch(
+    log: PartitionLog,
+    dir: string,
+    req: PbOffsetForLeaderEpochRequest,
+  ): Promise<PbOffsetForLeaderEpochResponse>;
+  /** The partition's directory (the leader-epochs file lives there). */
+  partitionDir(topic: string, partition: number): string;
+}
 
 /** Test-only fault injection (never set in production wiring). */
 export interface ClusterServerHooks {
@@ -79,6 +101,12 @@ export interface ClusterServerDeps {
    * ConfirmProducerEpoch answers UNAVAILABLE.
    */
   confirmProducerEpoch?: (req: PbConfirmProducerEpochRequest) => Promise<PbConfirmProducerEpochResponse>;
+  /**
+   * Leader side of replication (replication-io/leader-source.ts): ReplicaFetch
+   * and OffsetForLeaderEpoch. Absent, both answer UNAVAILABLE. The handler
+   * checks ownership first (not_leader) with the same rule as commits.
+   */
+  replicas?: ReplicaLeaderService;
   /** Source side of partition moves; absent, the Move* calls answer UNAVAILABLE. */
   moves?: Pick<MoveSource, "manifest" | "fetch" | "freeze" | "unfreeze" | "verify">;
   readMaxRecords: number;
@@ -204,7 +232,57 @@ export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementat
     return d.moves;
   };
 
+  const replicas = () => {
+    if (d.replicas === undefined)
+      throw new NaradError("UNAVAILABLE", `node ${d.nodeId} serves no replica fetches`);
+    return d.replicas;
+  };
+  /**
+   * The led partition's log, or the refusal the follower acts on (in the
+   * answer, not a gRPC status: "not leader" and "unknown topic" are normal
+   * replication states, not failures of the call).
+   */
+  const ledLog = async (
+    topic: string,
+    partition: number,
+  ): Promise<{ log: PartitionLog } | { error: ReplicaErrorCode; message: string }> => {
+    try {
+      return { log: await ownedLog(topic, partition) };
+    } catch (err) {
+      if (err instanceof NotOwnerError) return { error: "not_leader", message: err.message };
+      if (err instanceof NaradError && err.apiCode === "topic_not_found")
+        return { error: "unknown_topic", message: err.message };
+      throw err;
+    }
+  };
+  const noFrames = Buffer.alloc(0);
+
   return {
+    ReplicaFetch: unary("ReplicaFetch", async (req, _cancelled, signal) => {
+      const r = replicas();
+      const led = await ledLog(req.topic, req.partition);
+      if ("error" in led)
+        return {
+          error: led.error,
+          message: led.message,
+          frames: noFrames,
+          leader_hwm: 0,
+          leader_epoch: -1,
+          log_start_offset: 0,
+          log_end_offset: 0,
+          epoch_starts: [],
+        };
+      return r.fetch(led.log, r.partitionDir(req.topic, req.partition), req, signal);
+    }),
+
+    OffsetForLeaderEpoch: unary("OffsetForLeaderEpoch", async (req) => {
+      const r = replicas();
+      const led = await ledLog(req.topic, req.partition);
+      if ("error" in led)
+        return { error: led.error, message: led.message, epoch: -1, end_offset: 0, leader_epoch: -1 };
+      return r.offsetForLeaderEpoch(led.log, r.partitionDir(req.topic, req.partition), req);
+    }),
+
     MoveManifest: unary("MoveManifest", async (req) => moves().manifest(req.topic, req.partition)),
 
     MoveFetch: unary("MoveFetch", async (req) =>

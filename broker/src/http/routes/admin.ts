@@ -30,6 +30,19 @@ export function adminRoutes(s: BrokerServices) {
       ownedPartitions: ownedPartitions(),
       // Moved-away partitions still kept here (the new owner has not installed them yet): keep the volume.
       movedAwayCopies: s.moves?.heldCopies() ?? 0,
+      // The volume identity (replication, ADR 0007): "created" on a volume's first start, "foreign" never served once wired.
+      ...(s.volume === undefined
+        ? {}
+        : {
+            volume:
+              s.volume.kind === "foreign"
+                ? { state: "foreign", reason: s.volume.reason, uuid: s.volume.found?.uuid ?? null }
+                : {
+                    state: s.volume.kind,
+                    uuid: s.volume.identity.uuid,
+                    memberId: s.volume.identity.memberId,
+                  },
+          }),
       ready: s.lifecycle.ready(),
       draining: s.lifecycle.draining(),
       drained: wal.pendingRecords + parked === 0,

@@ -1,0 +1,161 @@
+// A follower's fetch loop for one partition (ADR 0007), the I/O around
+// replication/replica.ts: on start it recovers its copy, fences and
+// persists the epoch it follows, truncates a divergent tail with
+// OffsetForLeaderEpoch (never below its known HWM), then fetches from its
+// end: frames are CRC-checked on arrival, appended, fsynced and read back,
+// epoch starts are written before the frames they start, and the
+// checkpoint (epoch, HWM) is rewritten after each append. Not yet started
+// by the broker for live topics (docs/replication.md, "What is built").
+
+import type { EpochHistory } from "../replication/epoch-history.ts";
+import { lastEpoch, startEpoch, truncateHistory } from "../replication/epoch-history.ts";
+import {
+  fenceReplica,
+  followerHwm,
+  planTruncation,
+  type ReplicaLog as ReplicaLogState,
+  truncationQuery,
+} from "../replication/replica.ts";
+import type { PeerClient } from "../rpc/client.ts";
+import { ReplicaLog } from "./replica-log.ts";
+import {
+  appendEpoch,
+  readCheckpoint,
+  readEpochFile,
+  rewriteEpochFile,
+  writeCheckpoint,
+} from "./replica-state-files.ts";
+
+export interface FollowerOptions {
+  leader: Pick<PeerClient, "replicaFetch" | "offsetForLeaderEpoch">;
+  topic: string;
+  partition: number;
+  replicaId: string;
+  /** This replica's partition directory (pNNNNN). */
+  dir: string;
+  /** The epoch of the leader this replica follows (from the partition's assignment record). */
+  leaderEpoch: number;
+  segmentBytes: number;
+  maxFrameBytes: number;
+  maxBytes: number;
+  maxWaitMs: number;
+  signal: AbortSignal;
+  /** After each durable append (and once after truncation). */
+  onProgress?: (p: { logEnd: number; hwm: number; leaderEnd: number }) => void;
+  /** After the start-up truncation step. */
+  onTruncated?: (t: { from: number; to: number }) => void;
+}
+
+export type FollowerStop =
+  | { reason: "aborted"; logEnd: number; hwm: number }
+  /** A refusal from the leader (or our own fencing): the follower stops and waits for a new assignment. */
+  | {
+      reason:
+        | "fenced_leader_epoch"
+        | "unknown_leader_epoch"
+        | "not_leader"
+        | "unknown_topic"
+        | "offset_out_of_range";
+      message: string;
+      logEnd: number;
+      hwm: number;
+    };
+
+/** Thrown instead of truncating below the known HWM (an acknowledged record would go). */
+export class TruncationRefusedError extends Error {}
+
+export async function runFollower(o: FollowerOptions): Promise<FollowerStop> {
+  const cp = await readCheckpoint(o.dir);
+  if (!cp.ok) throw new Error(`${o.dir}: ${cp.reason}`);
+  let knownEpoch = cp.checkpoint?.leaderEpoch ?? -1;
+  let hwm = cp.checkpoint?.hwm ?? 0;
+  const log = await ReplicaLog.open(
+    { dir: o.dir, segmentBytes: o.segmentBytes, maxFrameBytes: o.maxFrameBytes },
+    hwm,
+  );
+  const loaded = await readEpochFile(o.dir, log.endOffset);
+  if (!loaded.ok) throw new Error(`${o.dir}: ${loaded.reason}`);
+  let history: EpochHistory = loaded.history;
+  if (loaded.dropped > 0) await rewriteEpochFile(o.dir, history);
+  if (hwm > log.endOffset)
+    throw new Error(`${o.dir}: the checkpoint's HWM ${hwm} is above the recovered log end ${log.endOffset}`);
+
+  const stop = (reason: Exclude<FollowerStop["reason"], "aborted">, message: string): FollowerStop => ({
+    reason,
+    message,
+    logEnd: log.endOffset,
+    hwm,
+  });
+
+  const fence = fenceReplica(knownEpoch, o.leaderEpoch);
+  if (!fence.ok)
+    return stop(fence.code, `asked to follow epoch ${o.leaderEpoch}; this replica has seen ${knownEpoch}`);
+  if (o.leaderEpoch > knownEpoch) {
+    // Persisted before acting on it: after a crash, a lower epoch is still refused.
+    knownEpoch = o.leaderEpoch;
+    await writeCheckpoint(o.dir, { leaderEpoch: knownEpoch, hwm });
+  }
+
+  // Epoch-based truncation, at every start (a crash mid-truncation re-runs it).
+  const before = log.endOffset;
+  for (;;) {
+    const state: ReplicaLogState = { logEnd: log.endOffset, hwm, history };
+    const asked = truncationQuery(state);
+    const res = await o.leader.offsetForLeaderEpoch({
+      topic: o.topic,
+      partition: o.partition,
+      epoch: asked,
+      leader_epoch: o.leaderEpoch,
+    });
+    if (res.error !== "") return stop(res.error as Exclude<FollowerStop["reason"], "aborted">, res.message);
+    const step = planTruncation(state, asked, { epoch: res.epoch, endOffset: res.end_offset });
+    if (step.kind === "refuse") throw new TruncationRefusedError(`${o.dir}: ${step.reason}`);
+    if (step.truncateTo < log.endOffset) {
+      await log.truncateTo(step.truncateTo);
+      history = truncateHistory(history, log.endOffset);
+      await rewriteEpochFile(o.dir, history);
+    }
+    if (step.kind === "follow") break;
+  }
+  o.onTruncated?.({ from: before, to: log.endOffset });
+
+  while (!o.signal.aborted) {
+    let res: Awaited<ReturnType<FollowerOptions["leader"]["replicaFetch"]>>;
+    try {
+      res = await o.leader.replicaFetch(
+        {
+          topic: o.topic,
+          partition: o.partition,
+          fetch_offset: log.endOffset,
+          leader_epoch: o.leaderEpoch,
+          max_bytes: o.maxBytes,
+          max_wait_ms: o.maxWaitMs,
+          replica_id: o.replicaId,
+        },
+        o.signal,
+      );
+    } catch (err) {
+      if (o.signal.aborted) break;
+      throw err;
+    }
+    if (res.error !== "") return stop(res.error as Exclude<FollowerStop["reason"], "aborted">, res.message);
+    if (res.frames.length > 0) {
+      const from = log.endOffset;
+      // Epoch starts first (fsynced): the load rule drops any at or above the log end after a crash.
+      for (const e of res.epoch_starts) {
+        if (e.epoch <= lastEpoch(history)) continue;
+        const at = Math.max(e.start_offset, from);
+        history = startEpoch(history, e.epoch, at);
+        await appendEpoch(o.dir, e.epoch, at);
+      }
+      await log.append(res.frames);
+    }
+    const next = followerHwm(hwm, res.leader_hwm, log.endOffset);
+    if (next !== hwm || res.frames.length > 0) {
+      hwm = next;
+      await writeCheckpoint(o.dir, { leaderEpoch: knownEpoch, hwm });
+    }
+    o.onProgress?.({ logEnd: log.endOffset, hwm, leaderEnd: res.log_end_offset });
+  }
+  return { reason: "aborted", logEnd: log.endOffset, hwm };
+}
