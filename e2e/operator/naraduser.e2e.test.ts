@@ -11,6 +11,8 @@
 //   4. a NaradUser naming a user the API created is a conflict (Ready
 //      False, UserExists) and the API user keeps working;
 //   5. deleting a CR-managed NaradUser deletes its user: login refused.
+//   6. NaradUsers applied while users are created through the API (both
+//      writing the users Secret at once): every user survives and logs in.
 // Timings go to console.log ("naraduser-e2e:").
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stderrLog } from "../platform/log.ts";
@@ -287,6 +289,54 @@ describe("NaradUser", () => {
       "--timeout=60s",
     ]);
     expect((await produce("orders", auth)).status).toBe(202);
+  });
+
+  it("racing writers: NaradUsers applied while users are created through the API all survive, every password intact", async () => {
+    const crNames = Array.from({ length: 4 }, (_, i) => `race-cr-${i}`);
+    const apiNames = Array.from({ length: 8 }, (_, i) => `race-api-${i}`);
+    const t0 = performance.now();
+    const [, created] = await Promise.all([
+      Promise.all(
+        crNames.map((n) =>
+          s.platform.applyYaml(naradUser(n, { grants: [{ action: "produce", topics: "orders" }] })),
+        ),
+      ),
+      Promise.all(
+        apiNames.map((n) =>
+          call("POST", "/v1/users", s.headers(), {
+            username: n,
+            password: `password-of-${n}`,
+            grants: [{ action: "produce", patterns: ["orders"] }],
+          }),
+        ),
+      ),
+    ]);
+    expect(created.map((r) => r.status)).toEqual(apiNames.map(() => 201));
+    for (const n of crNames) {
+      const password = await waitFor(() => secretValue(n, "password"), {
+        timeoutMs: 60_000,
+        what: `Secret ${n}`,
+      });
+      await until(202, `${n} logs in`, () => produce("orders", basicAuth(n, password)));
+    }
+    for (const n of apiNames)
+      expect((await produce("orders", basicAuth(n, `password-of-${n}`))).status).toBe(202);
+    // Every API user mirrored, none of the NaradUsers' users duplicated as a mirror.
+    await waitFor(
+      async () => {
+        const list = await getJson<{ items: UserView[] }>(s.platform.kubectl, ["-n", NS, "naradusers"]);
+        const mirrors = (list?.items ?? []).filter(
+          (u) => u.metadata.annotations?.["narad.dev/managed-by"] === "api",
+        );
+        return mirrors.length >= apiNames.length;
+      },
+      { timeoutMs: 60_000, what: "every API user mirrored" },
+    );
+    for (const n of crNames)
+      expect((await user(n))?.metadata.annotations?.["narad.dev/managed-by"]).toBeUndefined();
+    console.log(
+      `naraduser-e2e: ${crNames.length} NaradUsers + ${apiNames.length} API creates racing → all usable in ${Math.round(performance.now() - t0)} ms`,
+    );
   });
 
   it("deleting a CR-managed NaradUser deletes its user: login refused", async () => {
