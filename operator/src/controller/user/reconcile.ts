@@ -9,7 +9,7 @@
 import type { Logger } from "pino";
 import { userName } from "../../../../packages/api/src/v1alpha1/defaults.ts";
 import type { NaradUser } from "../../../../packages/api/src/v1alpha1/types.ts";
-import { hashPassword, passwordMatches } from "../../../../packages/users/src/scrypt.ts";
+import { hashPassword } from "../../../../packages/users/src/scrypt.ts";
 import {
   API_GROUP_VERSION,
   FINALIZER_USER,
@@ -24,6 +24,7 @@ import { syncMirror } from "./mirror.ts";
 import { passwordOf } from "./password-secret.ts";
 import { writeUserStatus } from "./status.ts";
 import { changeUsers } from "./users-secret.ts";
+import { passwordMatchesCached } from "./verified.ts";
 
 export async function reconcileUser(key: string, deps: ReconcileDeps): Promise<ReconcileResult> {
   const { namespace, name } = splitKey(key);
@@ -82,7 +83,7 @@ export async function reconcileUser(key: string, deps: ReconcileDeps): Promise<R
     async (users) => {
       const existing = users.get(username);
       const matches =
-        existing === undefined ? false : await passwordMatches(existing.passwordHash, source.password);
+        existing === undefined ? false : await passwordMatchesCached(existing.passwordHash, source.password);
       const plan: EntryPlan = planEntry({
         existing,
         grants,
@@ -146,7 +147,7 @@ async function removeUser(user: NaradUser, deps: ReconcileDeps, log: Logger): Pr
     const matches =
       existing === undefined || password === undefined
         ? false
-        : await passwordMatches(existing.passwordHash, password);
+        : await passwordMatchesCached(existing.passwordHash, password);
     return {
       next: removeOwnEntry(users, username, user.status?.userCreatedAtMs, matches),
       result: undefined,
