@@ -33,10 +33,11 @@ describe("generated files match packages/api and operator/src/install", () => {
     expect(schema.properties.replicas?.default).toBe(chartValues.replicas);
   });
 
-  it("the bundle parses and holds Namespace, 2 CRDs, RBAC, Service, PodDisruptionBudget, Deployment", () => {
+  it("the bundle parses and holds Namespace, 3 CRDs, RBAC, Service, PodDisruptionBudget, Deployment", () => {
     const docs = loadAll(generated.get("deploy/narad-operator.yaml")!) as { kind: string }[];
     expect(docs.map((d) => d.kind)).toEqual([
       "Namespace",
+      "CustomResourceDefinition",
       "CustomResourceDefinition",
       "CustomResourceDefinition",
       "ServiceAccount",

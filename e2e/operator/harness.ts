@@ -146,6 +146,7 @@ export async function prepareCluster(
     "--for=condition=Established",
     "crd/naradclusters.narad.dev",
     "crd/naradtopics.narad.dev",
+    "crd/naradusers.narad.dev",
   ]);
   for (const ns of namespaces) await kubectl(["create", "namespace", ns]);
 }

@@ -47,6 +47,7 @@ beforeAll(async () => {
     "--for=condition=Established",
     "crd/naradclusters.narad.dev",
     "crd/naradtopics.narad.dev",
+    "crd/naradusers.narad.dev",
   ]);
   for (const ns of ["narad-system", "team-a", "team-b"]) await kubectl(["create", "namespace", ns]);
 });

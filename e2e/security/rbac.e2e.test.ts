@@ -141,7 +141,7 @@ describe("operator RBAC", () => {
   });
 
   it("and nothing more: no Secret listing, no exec, no cluster-scoped writes, no leases elsewhere", async () => {
-    // patch on Secrets it holds only to grant it on the API users Secret (the broker Role).
+    // patch on Secrets: the API users Secret (NaradUsers; and the broker Role grants it).
     const denied: Ask[] = [
       ...["list", "watch", "update", "delete"].map((verb) => ({
         verb,

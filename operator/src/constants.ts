@@ -9,6 +9,8 @@ export const CLUSTER_KIND = "NaradCluster";
 export const CLUSTER_PLURAL = "naradclusters";
 export const TOPIC_KIND = "NaradTopic";
 export const TOPIC_PLURAL = "naradtopics";
+export const USER_KIND = "NaradUser";
+export const USER_PLURAL = "naradusers";
 
 /** fieldManager for every server-side apply and status write by the operator. */
 export const FIELD_MANAGER = "narad-operator";
@@ -56,6 +58,16 @@ export const FINALIZER_TOPIC_DATA = "narad.dev/topic-data";
  * docs/failure-handling.md before reusing the topic name).
  */
 export const ANNOTATION_FORCE_DELETE = "narad.dev/force-delete";
+/** Set on a NaradUser the operator wrote into the API users Secret, until its entry is removed. */
+export const FINALIZER_USER = "narad.dev/user";
+/** On a NaradUser: "api" marks a mirror of a user created through the Users API (docs/users.md). */
+export const ANNOTATION_USER_MANAGED_BY = "narad.dev/managed-by";
+/** On a mirrored NaradUser: the grants last synced both ways (canonical JSON), the base of the 3-way merge. */
+export const ANNOTATION_SYNCED_GRANTS = "narad.dev/synced-grants";
+/** How often the API users Secret of each cluster is read for users to mirror as NaradUsers. */
+export const USER_MIRROR_INTERVAL_MS = 5_000;
+/** Attempts of one users-Secret write against the brokers' writes (409 on resourceVersion). */
+export const USER_WRITE_ATTEMPTS = 10;
 /** A topic deletion still waiting on members after this long reports Degraded (DeletionBlocked). */
 export const TOPIC_DELETE_BLOCKED_AFTER_MS = 10 * 60_000;
 

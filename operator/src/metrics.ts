@@ -1,6 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 
-export type ReconcileKind = "NaradCluster" | "NaradTopic";
+export type ReconcileKind = "NaradCluster" | "NaradTopic" | "NaradUser" | "NaradUserMirror";
 export type ReconcileOutcome = "success" | "requeue" | "error";
 
 /** The operator's Prometheus metrics, on their own registry (no globals). */

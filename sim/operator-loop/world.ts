@@ -146,6 +146,7 @@ export class OperatorLoopWorld {
     this.caches = {
       clusters: lag(this.kube.clusters),
       topics: lag(this.kube.topics),
+      users: lag(this.kube.users),
       statefulSets: lag(this.kube.statefulSets),
       pods: lag(this.kube.pods),
       owned,

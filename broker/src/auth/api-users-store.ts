@@ -10,18 +10,11 @@
 
 import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
+import type { ApiUser } from "../../../packages/users/src/document.ts";
 import { writeDurably } from "../meta/file-metastore.ts";
-import type { Grant } from "./grants.ts";
 import { parseUsersFile, type UserRecord, type UsersDb, UsersFileError } from "./users-file.ts";
 
-export interface ApiUser {
-  name: string;
-  /** "scrypt$..." (passwords.ts hashPassword); never leaves the broker. */
-  passwordHash: string;
-  grants: Grant[];
-  created_at_ms: number;
-  updated_at_ms: number;
-}
+export type { ApiUser };
 
 export interface ApiUsersStore {
   /** list, get and db throw a 503 (users_unavailable) NaradError while staleness() says why. */

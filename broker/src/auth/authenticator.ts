@@ -17,8 +17,8 @@
 // answer time does not tell which names exist.
 
 import { randomBytes, timingSafeEqual } from "node:crypto";
+import { allows, type Grant, rootUser } from "../../../packages/users/src/grants.ts";
 import { parseAuthorization } from "./credentials.ts";
-import { allows, type Grant, rootUser } from "./grants.ts";
 import { BusyError, type PasswordChecker } from "./passwords.ts";
 import type { LoginThrottle } from "./throttle.ts";
 import { type ScryptHash, sha256, type UserRecord, type UsersDb } from "./users-file.ts";

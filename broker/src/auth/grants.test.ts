@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { allows, patternMatches } from "./grants.ts";
+import { allows, patternMatches } from "../../../packages/users/src/grants.ts";
 import { requiredAccess } from "./route-policy.ts";
 
 describe("patternMatches", () => {

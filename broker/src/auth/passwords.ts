@@ -8,8 +8,9 @@
 // running share one hash (a burst of connections with the same credentials
 // at startup costs one scrypt, not one each).
 
-import { randomBytes, scrypt, timingSafeEqual } from "node:crypto";
-import { type ScryptHash, type StoredPassword, sha256 } from "./users-file.ts";
+import { timingSafeEqual } from "node:crypto";
+import { hashPassword, type ScryptHash, scryptKey } from "../../../packages/users/src/scrypt.ts";
+import { type StoredPassword, sha256 } from "./users-file.ts";
 
 export interface PasswordCheckerOptions {
   concurrency: number;
@@ -21,25 +22,7 @@ export interface PasswordCheckerOptions {
 
 export class BusyError extends Error {}
 
-function scryptAsync(password: string, h: ScryptHash): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    scrypt(
-      password,
-      h.salt,
-      h.key.length,
-      { N: h.n, r: h.r, p: h.p, maxmem: 300 * 1024 * 1024 },
-      (err, key) => (err ? reject(err) : resolve(key)),
-    );
-  });
-}
-
-/** "scrypt$N$r$p$salt$key" for `password` (the users file's passwordHash). */
-export async function hashPassword(password: string, n = 16384, r = 8, p = 1): Promise<string> {
-  const salt = randomBytes(16);
-  const h: ScryptHash = { kind: "scrypt", n, r, p, salt, key: Buffer.alloc(32), encoded: "" };
-  const key = await scryptAsync(password, h);
-  return `scrypt$${n}$${r}$${p}$${salt.toString("base64")}$${key.toString("base64")}`;
-}
+export { hashPassword };
 
 export class PasswordChecker {
   readonly #o: PasswordCheckerOptions;
@@ -66,7 +49,7 @@ export class PasswordChecker {
   }
 
   async #check(stored: ScryptHash, password: string, cacheKey: string): Promise<boolean> {
-    const key = await this.#limited(() => scryptAsync(password, stored));
+    const key = await this.#limited(() => scryptKey(password, stored));
     const ok = key.length === stored.key.length && timingSafeEqual(key, stored.key);
     if (ok) {
       this.#verified.delete(cacheKey);

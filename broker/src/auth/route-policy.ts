@@ -4,7 +4,7 @@
 // route that is not listed here needs authentication plus the admin action
 // (fail closed) until someone decides otherwise.
 
-import type { Action } from "./grants.ts";
+import type { Action } from "../../../packages/users/src/grants.ts";
 
 export type Access =
   | { kind: "open" }

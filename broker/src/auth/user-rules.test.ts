@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
+import type { Grant } from "../../../packages/users/src/grants.ts";
 import { mergeUsers } from "./api-users-store.ts";
 import type { Principal } from "./authenticator.ts";
-import type { Grant } from "./grants.ts";
 import {
   covers,
   createRefusal,

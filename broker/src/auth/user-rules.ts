@@ -10,11 +10,13 @@
 // - Users from the operator's users file are read-only through the API.
 // - Whoever created a topic owns it; the owner or an admin alters and deletes it.
 
+import { apiUsernamePattern } from "../../../packages/users/src/document.ts";
+import { allows, type Grant, isAction, rootUser } from "../../../packages/users/src/grants.ts";
 import type { Principal } from "./authenticator.ts";
-import { allows, type Grant, isAction, rootUser } from "./grants.ts";
 
-/** Narad's username charset: one path- and log-safe segment. */
-export const apiUsernamePattern = /^[A-Za-z0-9._-]{1,64}$/;
+/** Narad's username charset: one path- and log-safe segment (shared with the operator). */
+export { apiUsernamePattern };
+
 /** A grant pattern: topic-name characters, an optional single trailing "*". */
 const grantPatternRe = /^[A-Za-z0-9._-]{0,255}\*?$/;
 /** Bounds a body's grants so a hostile request cannot make the store (or every check) large. */

@@ -9,19 +9,14 @@
 //            "tokens":["..."],"grants":[{"action":"produce","topics":"orders-*"}]}]}
 
 import { createHash } from "node:crypto";
-import { type Grant, isAction } from "./grants.ts";
+import { type Grant, GrantError, parseGrant } from "../../../packages/users/src/grants.ts";
+import {
+  PasswordHashError,
+  parseScryptHash as parseScryptHashFormat,
+  type ScryptHash,
+} from "../../../packages/users/src/scrypt.ts";
 
-export interface ScryptHash {
-  kind: "scrypt";
-  /** CPU/memory cost (a power of two), block size, parallelism. */
-  n: number;
-  r: number;
-  p: number;
-  salt: Buffer;
-  key: Buffer;
-  /** The encoded form, to key the verification cache. */
-  encoded: string;
-}
+export type { ScryptHash };
 
 export type StoredPassword = { kind: "plain"; digest: Buffer } | ScryptHash;
 
@@ -48,32 +43,19 @@ export class UsersFileError extends Error {}
 /** Names go in Basic credentials (user:password), so no colon; printable and short. */
 const namePattern = /^[A-Za-z0-9._@-]{1,128}$/;
 const minTokenLength = 16;
-const topicPatternRe = /^[A-Za-z0-9._-]*\*?$/;
 
 export function sha256(value: string | Buffer): Buffer {
   return createHash("sha256").update(value).digest();
 }
 
-/**
- * "scrypt$N$r$p$<salt base64>$<key base64>". Bounds keep a hostile file from
- * making one check cost seconds or gigabytes.
- */
+/** The scrypt format's parser (packages/users), failing as the users file does. */
 export function parseScryptHash(encoded: string): ScryptHash {
-  const parts = encoded.split("$");
-  if (parts.length !== 6 || parts[0] !== "scrypt")
-    throw new UsersFileError('passwordHash must look like "scrypt$N$r$p$<salt base64>$<key base64>"');
-  const [n, r, p] = [Number(parts[1]), Number(parts[2]), Number(parts[3])];
-  if (!Number.isInteger(n) || n < 2 || n > 1 << 20 || (n & (n - 1)) !== 0)
-    throw new UsersFileError("passwordHash: N must be a power of two between 2 and 1048576");
-  if (!Number.isInteger(r) || r < 1 || r > 32) throw new UsersFileError("passwordHash: r must be 1..32");
-  if (!Number.isInteger(p) || p < 1 || p > 16) throw new UsersFileError("passwordHash: p must be 1..16");
-  if (128 * n * r > 256 * 1024 * 1024) throw new UsersFileError("passwordHash: N*r needs more than 256 MiB");
-  const salt = Buffer.from(parts[4] ?? "", "base64");
-  const key = Buffer.from(parts[5] ?? "", "base64");
-  if (salt.length < 8) throw new UsersFileError("passwordHash: salt must be at least 8 bytes");
-  if (key.length < 16 || key.length > 128)
-    throw new UsersFileError("passwordHash: key must be 16..128 bytes");
-  return { kind: "scrypt", n, r, p, salt, key, encoded };
+  try {
+    return parseScryptHashFormat(encoded);
+  } catch (err) {
+    if (err instanceof PasswordHashError) throw new UsersFileError(err.message);
+    throw err;
+  }
 }
 
 function fail(where: string, what: string): never {
@@ -90,18 +72,13 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-function parseGrant(raw: unknown, where: string): Grant {
-  if (!isObject(raw)) fail(where, "must be an object {action, topics}");
-  checkKeys(raw, ["action", "topics", "groups"], where);
-  if (!isAction(raw.action)) fail(where, "action must be produce, consume, create or admin");
-  const topics = raw.topics;
-  if (typeof topics !== "string" || topics === "" || !topicPatternRe.test(topics))
-    fail(where, 'topics must be a topic name or a prefix ending in "*"');
-  if (raw.groups === undefined) return { action: raw.action, topics };
-  const groups = raw.groups;
-  if (typeof groups !== "string" || groups === "" || !topicPatternRe.test(groups))
-    fail(where, 'groups must be a group name or a prefix ending in "*"');
-  return { action: raw.action, topics, groups };
+function parseGrantAt(raw: unknown, where: string): Grant {
+  try {
+    return parseGrant(raw);
+  } catch (err) {
+    if (err instanceof GrantError) fail(where, err.message);
+    throw err;
+  }
 }
 
 export function parseUsersFile(text: string): UsersDb {
@@ -152,7 +129,7 @@ export function parseUsersFile(text: string): UsersDb {
       fail(where, "needs a password, a passwordHash or tokens");
     const rawGrants = raw.grants ?? [];
     if (!Array.isArray(rawGrants)) fail(where, "grants must be an array");
-    const grants = rawGrants.map((g: unknown, j: number) => parseGrant(g, `${where}.grants[${j}]`));
+    const grants = rawGrants.map((g: unknown, j: number) => parseGrantAt(g, `${where}.grants[${j}]`));
     users.set(name, { name, password, grants });
   });
   return { users, tokens };

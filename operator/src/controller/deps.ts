@@ -1,6 +1,6 @@
 import type { KubernetesObject, V1Pod, V1StatefulSet } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import type { NaradCluster, NaradTopic } from "../../../packages/api/src/v1alpha1/types.ts";
+import type { NaradCluster, NaradTopic, NaradUser } from "../../../packages/api/src/v1alpha1/types.ts";
 import type { BrokerClient } from "../broker-client/types.ts";
 import type { KubeApi } from "../kube/api.ts";
 import type { Clock } from "../kube/clock.ts";
@@ -21,6 +21,7 @@ export type OwnedKind =
 export interface Caches {
   clusters: KindCache<NaradCluster>;
   topics: KindCache<NaradTopic>;
+  users: KindCache<NaradUser>;
   statefulSets: KindCache<V1StatefulSet>;
   pods: KindCache<V1Pod>;
   owned: ReadonlyMap<OwnedKind, KindCache<KubernetesObject>>;

@@ -1,6 +1,6 @@
 import type { CoreV1Event, KubernetesObject, V1Pod, V1Secret, V1StatefulSet } from "@kubernetes/client-node";
-import type { NaradCluster, NaradTopic } from "../../../packages/api/src/v1alpha1/types.ts";
-import { CLUSTER_PLURAL, TOPIC_PLURAL } from "../constants.ts";
+import type { NaradCluster, NaradTopic, NaradUser } from "../../../packages/api/src/v1alpha1/types.ts";
+import { CLUSTER_PLURAL, TOPIC_PLURAL, USER_PLURAL } from "../constants.ts";
 import type { CustomRef, EvictionResult, KubeApi, ObjectRef } from "../kube/api.ts";
 import type { KindCache, KindSpec } from "../kube/informers.ts";
 import type { CacheHealth } from "../plan/observation.ts";
@@ -56,6 +56,7 @@ export class ApiError extends Error {
 export class FakeKube implements KubeApi {
   readonly clusters = new MemoryKind<NaradCluster>("NaradCluster");
   readonly topics = new MemoryKind<NaradTopic>("NaradTopic");
+  readonly users = new MemoryKind<NaradUser>("NaradUser");
   readonly statefulSets = new MemoryKind<V1StatefulSet>("StatefulSet");
   readonly pods = new MemoryKind<V1Pod>("Pod");
   readonly owned = new Map<OwnedKind, MemoryKind<KubernetesObject>>(OWNED.map((k) => [k, new MemoryKind(k)]));
@@ -76,6 +77,7 @@ export class FakeKube implements KubeApi {
     return {
       clusters: this.clusters,
       topics: this.topics,
+      users: this.users,
       statefulSets: this.statefulSets,
       pods: this.pods,
       owned: this.owned,
@@ -129,6 +131,7 @@ export class FakeKube implements KubeApi {
   #custom(plural: string): MemoryKind<KubernetesObject> {
     if (plural === CLUSTER_PLURAL) return this.clusters as unknown as MemoryKind<KubernetesObject>;
     if (plural === TOPIC_PLURAL) return this.topics as unknown as MemoryKind<KubernetesObject>;
+    if (plural === USER_PLURAL) return this.users as unknown as MemoryKind<KubernetesObject>;
     throw new Error(`unknown plural ${plural}`);
   }
 
@@ -205,6 +208,26 @@ export class FakeKube implements KubeApi {
     return next as unknown as T;
   }
 
+  async patchObject<T extends KubernetesObject>(
+    ref: CustomRef,
+    patch: { metadata?: { annotations?: Record<string, string> }; spec?: object },
+    resourceVersion: string,
+  ): Promise<T> {
+    const store = this.#custom(ref.plural);
+    const obj = store.get(ref.namespace, ref.name) as (KubernetesObject & { spec?: object }) | undefined;
+    if (obj === undefined) throw new ApiError(404, "not found");
+    if (obj.metadata?.resourceVersion !== resourceVersion) throw new ApiError(409, "conflict");
+    this.writes.push(`patch ${ref.plural} ${ref.name}`);
+    const annotations = { ...obj.metadata?.annotations, ...patch.metadata?.annotations };
+    const next = {
+      ...obj,
+      metadata: { ...obj.metadata, annotations, resourceVersion: this.nextRv() },
+      ...(patch.spec === undefined ? {} : { spec: { ...obj.spec, ...patch.spec } }),
+    };
+    store.put(next);
+    return next as unknown as T;
+  }
+
   async setFinalizers<T extends KubernetesObject>(
     ref: CustomRef,
     finalizers: string[],
@@ -247,6 +270,26 @@ export class FakeKube implements KubeApi {
     const data: Record<string, string> = { ...s.data };
     for (const [k, v] of Object.entries(s.stringData ?? {})) data[k] = Buffer.from(v).toString("base64");
     return { ...structuredClone(s), stringData: undefined, data };
+  }
+
+  async patchSecretData(
+    namespace: string,
+    name: string,
+    data: Record<string, string>,
+    resourceVersion: string,
+  ): Promise<V1Secret> {
+    const key = `Secret/${namespace}/${name}`;
+    const s = this.other.get(key) as V1Secret | undefined;
+    if (s === undefined) throw new ApiError(404, `secret ${name} not found`);
+    if ((s.metadata?.resourceVersion ?? "") !== resourceVersion) throw new ApiError(409, "conflict");
+    this.writes.push(`patch Secret ${name}`);
+    const next: V1Secret = {
+      ...structuredClone(s),
+      metadata: { ...s.metadata, resourceVersion: String(++this.#rv) },
+      data: { ...s.data, ...data },
+    };
+    this.other.set(key, next);
+    return structuredClone(next);
   }
 
   async createEvent(_ns: string, event: CoreV1Event): Promise<CoreV1Event> {

@@ -1,6 +1,6 @@
 import type { KubeConfig, KubernetesObject, V1Pod, V1StatefulSet } from "@kubernetes/client-node";
 import type { Logger } from "pino";
-import type { NaradCluster, NaradTopic } from "../../../packages/api/src/v1alpha1/types.ts";
+import type { NaradCluster, NaradTopic, NaradUser } from "../../../packages/api/src/v1alpha1/types.ts";
 import { guardedBrokerClient } from "../broker-client/guarded.ts";
 import type { BrokerClient } from "../broker-client/types.ts";
 import {
@@ -19,6 +19,8 @@ import {
   TOPIC_KIND,
   TOPIC_PLURAL,
   UNSYNCED_REQUEUE_MS,
+  USER_KIND,
+  USER_PLURAL,
 } from "../constants.ts";
 import { AbortedError, apiMessage, guardedApi, type KubeApi } from "../kube/api.ts";
 import type { Clock, TimerHandle } from "../kube/clock.ts";
@@ -33,6 +35,8 @@ import { reconcileCluster } from "./cluster/reconcile.ts";
 import { type Caches, ControllerMemory, type OwnedKind, objectKey, type ReconcileDeps } from "./deps.ts";
 import { type ClusterSeen, route } from "./routing.ts";
 import { reconcileTopic } from "./topic/reconcile.ts";
+import { mirrorCluster } from "./user/mirror.ts";
+import { reconcileUser } from "./user/reconcile.ts";
 
 // Wires informers to two keyed work queues (clusters, topics) and runs the
 // reconcilers. Informers run on every replica (so a standby has warm caches
@@ -51,6 +55,7 @@ const KINDS = {
     plural: CLUSTER_PLURAL,
   },
   topics: { name: "naradtopics", apiVersion: API_GROUP_VERSION, kind: TOPIC_KIND, plural: TOPIC_PLURAL },
+  users: { name: "naradusers", apiVersion: API_GROUP_VERSION, kind: USER_KIND, plural: USER_PLURAL },
   statefulSets: {
     name: "statefulsets",
     apiVersion: "apps/v1",
@@ -106,6 +111,10 @@ interface Term {
   ac: AbortController;
   clusters: WorkQueue;
   topics: WorkQueue;
+  /** NaradUsers. */
+  users: WorkQueue;
+  /** NaradClusters whose API users are mirrored as NaradUsers (controller/user/mirror.ts). */
+  mirrors: WorkQueue;
   done: Promise<void>;
   resync: TimerHandle | undefined;
 }
@@ -143,6 +152,7 @@ export class Manager {
     this.caches = {
       clusters: make<NaradCluster>(KINDS.clusters),
       topics: make<NaradTopic>(KINDS.topics),
+      users: make<NaradUser>(KINDS.users),
       statefulSets: make<V1StatefulSet>(KINDS.statefulSets),
       pods: make<V1Pod>(KINDS.pods),
       owned,
@@ -187,7 +197,13 @@ export class Manager {
     this.#memory.startTerm();
     const { clock, metrics } = this.#o;
     const ac = new AbortController();
-    const depth = () => metrics.queueDepth.set((term?.clusters.depth ?? 0) + (term?.topics.depth ?? 0));
+    const depth = () =>
+      metrics.queueDepth.set(
+        (term?.clusters.depth ?? 0) +
+          (term?.topics.depth ?? 0) +
+          (term?.users.depth ?? 0) +
+          (term?.mirrors.depth ?? 0),
+      );
     const queue = (name: string) =>
       new WorkQueue({
         clock,
@@ -200,6 +216,8 @@ export class Manager {
       });
     const clusters = queue("clusters");
     const topics = queue("topics");
+    const users = queue("users");
+    const mirrors = queue("mirrors");
     const deps: ReconcileDeps = {
       caches: this.caches,
       api: guardedApi(this.#o.api, ac.signal),
@@ -231,8 +249,24 @@ export class Manager {
           onResult: (key, ms, err, retry) => this.#observe("NaradTopic", key, ms, err, retry),
         },
       ),
+      runWorkers(
+        users,
+        QUEUE_WORKERS,
+        (key) => this.#whenSynced(key, () => reconcileUser(key, deps)),
+        ac.signal,
+        {
+          onResult: (key, ms, err, retry) => this.#observe("NaradUser", key, ms, err, retry),
+        },
+      ),
+      runWorkers(
+        mirrors,
+        1,
+        (key) => this.#whenSynced(key, () => mirrorCluster(key, deps, (k) => users.add(k))),
+        ac.signal,
+        { onResult: (key, ms, err, retry) => this.#observe("NaradUserMirror", key, ms, err, retry) },
+      ),
     ]).then(() => undefined);
-    const term: Term = { ac, clusters, topics, done, resync: undefined };
+    const term: Term = { ac, clusters, topics, users, mirrors, done, resync: undefined };
     this.#term = term;
     metrics.leader.set(1);
     this.#log.info("leading: reconciling");
@@ -249,6 +283,8 @@ export class Manager {
     term.resync?.cancel();
     term.clusters.shutDown();
     term.topics.shutDown();
+    term.users.shutDown();
+    term.mirrors.shutDown();
     this.#o.metrics.leader.set(0);
     this.#o.metrics.queueDepth.set(0);
     this.#log.info("not leading: reconciling stopped");
@@ -277,7 +313,11 @@ export class Manager {
   /** Enqueue everything cached, now and every RESYNC_INTERVAL_MS (level-triggered safety net). */
   #resync(term: Term): void {
     if (this.#term !== term) return;
-    for (const c of this.caches.clusters.list()) term.clusters.add(keyOf(c));
+    for (const c of this.caches.clusters.list()) {
+      term.clusters.add(keyOf(c));
+      term.mirrors.add(keyOf(c));
+    }
+    for (const u of this.caches.users.list()) term.users.add(keyOf(u));
     for (const t of this.caches.topics.list()) term.topics.add(keyOf(t));
     term.resync = this.#o.clock.after(RESYNC_INTERVAL_MS, () => this.#resync(term));
   }
@@ -305,6 +345,10 @@ export class Manager {
     }
     const obj = ev.object;
     const key = keyOf(obj);
+    if (spec.kind === USER_KIND) {
+      this.#term?.users.add(key);
+      return;
+    }
     const r = route(spec.kind, ev.type, obj, this.#seen.get(key), (ns, cluster) =>
       this.caches.topics.list(ns).filter((t) => t.spec?.cluster === cluster),
     );
@@ -316,6 +360,7 @@ export class Manager {
     if (term === undefined) return;
     for (const k of r.clusters) term.clusters.add(k);
     for (const k of r.topics) term.topics.add(k);
+    if (spec.kind === CLUSTER_KIND) term.mirrors.add(key);
   }
 }
 

@@ -98,27 +98,33 @@ export const OPERATOR_CLUSTER_ROLE_RULES: PolicyRule[] = [
   },
   {
     apiGroups: [GROUP],
-    resources: ["naradclusters/status", "naradtopics/status"],
+    resources: ["naradclusters/status", "naradtopics/status", "naradusers/status"],
     verbs: ["get", "update", "patch"],
+  },
+  // NaradUsers: read and finalizers; create/patch/delete for the mirrors of
+  // users created through the Users API (controller/user/mirror.ts).
+  {
+    apiGroups: [GROUP],
+    resources: ["naradusers"],
+    verbs: ["get", "list", "watch", "create", "patch", "delete"],
   },
   // Only because the broker Role grants it (brokerScaleRules); the operator never scales.
   { apiGroups: [GROUP], resources: ["naradclusters/scale"], verbs: ["patch"] },
   {
     apiGroups: [GROUP],
-    resources: ["naradclusters/finalizers", "naradtopics/finalizers"],
+    resources: ["naradclusters/finalizers", "naradtopics/finalizers", "naradusers/finalizers"],
     verbs: ["update"],
   },
   { apiGroups: ["apps"], resources: ["statefulsets"], verbs: OWNED },
   { apiGroups: [""], resources: ["services", "configmaps", "serviceaccounts"], verbs: OWNED },
   { apiGroups: ["rbac.authorization.k8s.io"], resources: ["roles", "rolebindings"], verbs: OWNED },
   { apiGroups: ["policy"], resources: ["poddisruptionbudgets"], verbs: OWNED },
-  // Secrets: only a GET by name (the cluster secret for admin calls, and
-  // "does it exist?") and a create of the generated ones. No list/watch: the
-  // operator never caches Secret contents cluster-wide; no update/delete:
-  // users own them once created (the garbage collector deletes them).
-  // patch only because the broker Role grants it on the API users Secret
-  // (RBAC lets a Role grant only what its creator holds); the operator itself
-  // never patches a Secret.
+  // Secrets: only a GET by name (the cluster secret for admin calls, "does
+  // it exist?", a NaradUser's password) and a create of the generated ones.
+  // No list/watch: the operator never caches Secret contents cluster-wide;
+  // no update/delete: users own them once created (the garbage collector
+  // deletes them). patch: the API users Secret, where NaradUsers are written
+  // (a merge patch guarded by resourceVersion, as the brokers write it).
   { apiGroups: [""], resources: ["secrets"], verbs: ["get", "create", "patch"] },
   // The optional per-cluster NetworkPolicy (applied, deleted when disabled).
   {

@@ -49,6 +49,16 @@ export interface KubeApi {
     status: object,
     resourceVersion: string,
   ): Promise<T>;
+  /**
+   * Merge patch of a custom resource's annotations and spec, guarded by
+   * resourceVersion (the mirrors of Users API users: not a server-side
+   * apply, which would prune what an earlier apply set and this one omits).
+   */
+  patchObject<T extends KubernetesObject>(
+    ref: CustomRef,
+    patch: { metadata?: { annotations?: Record<string, string> }; spec?: object },
+    resourceVersion: string,
+  ): Promise<T>;
   /** Merge patch of metadata.finalizers, guarded by resourceVersion. */
   setFinalizers<T extends KubernetesObject>(
     ref: CustomRef,
@@ -68,6 +78,17 @@ export interface KubeApi {
   getTopic(namespace: string, name: string): Promise<NaradTopic | undefined>;
   /** GET of one Secret (not cached: the operator may not list or watch Secrets); undefined on 404. */
   getSecret(namespace: string, name: string): Promise<V1Secret | undefined>;
+  /**
+   * Merge patch of a Secret's data (base64 values), guarded by
+   * resourceVersion: 409 when the Secret changed since it was read (the
+   * caller reads again and recomputes). The API users Secret only.
+   */
+  patchSecretData(
+    namespace: string,
+    name: string,
+    data: Record<string, string>,
+    resourceVersion: string,
+  ): Promise<V1Secret>;
   createEvent(namespace: string, event: CoreV1Event): Promise<CoreV1Event>;
   patchEventCount(namespace: string, name: string, count: number, lastTimestamp: Date): Promise<void>;
 }
@@ -133,6 +154,10 @@ export function guardedApi(api: KubeApi, signal: AbortSignal): KubeApi {
       check(`status ${ref.plural}/${ref.name}`);
       return api.patchStatus(ref, status, rv);
     },
+    patchObject: (ref, patch, rv) => {
+      check(`patch ${ref.plural}/${ref.name}`);
+      return api.patchObject(ref, patch, rv);
+    },
     setFinalizers: (ref, f, rv) => {
       check(`finalizers ${ref.plural}/${ref.name}`);
       return api.setFinalizers(ref, f, rv);
@@ -140,6 +165,10 @@ export function guardedApi(api: KubeApi, signal: AbortSignal): KubeApi {
     createIfAbsent: (obj) => {
       check(`create ${obj.kind}/${obj.metadata?.name}`);
       return api.createIfAbsent(obj);
+    },
+    patchSecretData: (ns, name, data, rv) => {
+      check(`patch Secret/${name}`);
+      return api.patchSecretData(ns, name, data, rv);
     },
     // A read: no leadership check.
     getSecret: (ns, name) => api.getSecret(ns, name),

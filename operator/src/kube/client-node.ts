@@ -103,6 +103,25 @@ export class ClientNodeApi implements KubeApi {
     )) as T;
   }
 
+  async patchObject<T extends KubernetesObject>(
+    ref: CustomRef,
+    patch: { metadata?: { annotations?: Record<string, string> }; spec?: object },
+    resourceVersion: string,
+  ): Promise<T> {
+    return (await this.#custom.patchNamespacedCustomObject(
+      {
+        group: API_GROUP,
+        version: API_VERSION,
+        namespace: ref.namespace,
+        plural: ref.plural,
+        name: ref.name,
+        body: { ...patch, metadata: { ...patch.metadata, resourceVersion } },
+        fieldManager: FIELD_MANAGER,
+      },
+      mergePatch,
+    )) as T;
+  }
+
   async setFinalizers<T extends KubernetesObject>(
     ref: CustomRef,
     finalizers: string[],
@@ -154,6 +173,18 @@ export class ClientNodeApi implements KubeApi {
       if (httpStatus(err) === 404) return undefined;
       throw err;
     }
+  }
+
+  async patchSecretData(
+    namespace: string,
+    name: string,
+    data: Record<string, string>,
+    resourceVersion: string,
+  ): Promise<V1Secret> {
+    return this.#core.patchNamespacedSecret(
+      { namespace, name, body: { metadata: { resourceVersion }, data }, fieldManager: FIELD_MANAGER },
+      mergePatch,
+    );
   }
 
   async createEvent(namespace: string, event: CoreV1Event): Promise<CoreV1Event> {

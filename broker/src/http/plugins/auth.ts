@@ -9,9 +9,9 @@
 
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { Counter, type Registry } from "prom-client";
+import type { Action } from "../../../../packages/users/src/grants.ts";
 import { type ApiErrorCode, errorBody } from "../../api-errors.ts";
 import { type Authenticator, type Principal, principalAllows } from "../../auth/authenticator.ts";
-import type { Action } from "../../auth/grants.ts";
 import { requiredAccess } from "../../auth/route-policy.ts";
 
 declare module "fastify" {

@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { load } from "js-yaml";
+import { load, loadAll } from "js-yaml";
 import { describe, expect, it } from "vitest";
 import { allCrds } from "./crds.ts";
 import {
@@ -11,7 +11,7 @@ import {
   withClusterDefaults,
   withTopicDefaults,
 } from "./defaults.ts";
-import { type JSONSchemaProps, naradClusterSchema, naradTopicSchema } from "./schema.ts";
+import { type JSONSchemaProps, naradClusterSchema, naradTopicSchema, naradUserSchema } from "./schema.ts";
 import type {
   BrokerConfigFile,
   BrokerSpec,
@@ -344,6 +344,26 @@ describe("examples", () => {
     ["examples/naradtopic.yaml", naradTopicSchema],
   ])("%s validates", (file, schema) => {
     expect(validate(applyDefaults(readYaml(file), schema), schema)).toEqual([]);
+  });
+
+  it("examples/naraduser.yaml: every NaradUser validates, with grants, a generated and a given password", () => {
+    const docs = loadAll(readFileSync(join(root, "examples/naraduser.yaml"), "utf8")) as Array<
+      Record<string, unknown> & { kind: string; spec?: Record<string, unknown> }
+    >;
+    const users = docs.filter((d) => d.kind === "NaradUser");
+    expect(users).toHaveLength(2);
+    for (const u of users) expect(validate(applyDefaults(u, naradUserSchema), naradUserSchema)).toEqual([]);
+    expect(users.some((u) => u.spec?.["passwordSecret"] !== undefined)).toBe(true);
+    expect(users.some((u) => u.spec?.["passwordSecret"] === undefined)).toBe(true);
+  });
+
+  it("a NaradUser grant with an unknown action or a bad pattern is refused", () => {
+    const bad = (grant: object) =>
+      validate({ spec: { cluster: "c", grants: [grant] } }, naradUserSchema).length > 0;
+    expect(bad({ action: "fly", topics: "x" })).toBe(true);
+    expect(bad({ action: "produce", topics: "a*b" })).toBe(true);
+    expect(bad({ action: "produce" })).toBe(true);
+    expect(bad({ action: "produce", topics: "orders-*", groups: "g" })).toBe(false);
   });
 
   it("the full example shows every knob (equals the all-fields fixture)", () => {

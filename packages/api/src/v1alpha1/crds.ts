@@ -1,13 +1,15 @@
-// The two CustomResourceDefinitions, built from schema.ts. scripts/gen-crds.ts
+// The CustomResourceDefinitions, built from schema.ts. scripts/gen-crds.ts
 // writes them to crds/ (and the chart and bundle); nothing edits those files by hand.
 
-import { type JSONSchemaProps, naradClusterSchema, naradTopicSchema } from "./schema.ts";
+import { type JSONSchemaProps, naradClusterSchema, naradTopicSchema, naradUserSchema } from "./schema.ts";
 import {
   GROUP,
   NARAD_CLUSTER_KIND,
   NARAD_CLUSTER_PLURAL,
   NARAD_TOPIC_KIND,
   NARAD_TOPIC_PLURAL,
+  NARAD_USER_KIND,
+  NARAD_USER_PLURAL,
   VERSION,
 } from "./types.ts";
 
@@ -150,6 +152,52 @@ export function naradTopicCrd(): CustomResourceDefinition {
   };
 }
 
+export function naradUserCrd(): CustomResourceDefinition {
+  return {
+    apiVersion: "apiextensions.k8s.io/v1",
+    kind: "CustomResourceDefinition",
+    metadata: { name: `${NARAD_USER_PLURAL}.${GROUP}`, labels },
+    spec: {
+      group: GROUP,
+      names: {
+        kind: NARAD_USER_KIND,
+        listKind: `${NARAD_USER_KIND}List`,
+        plural: NARAD_USER_PLURAL,
+        singular: "naraduser",
+        shortNames: ["nu"],
+        categories: ["narad"],
+      },
+      scope: "Namespaced",
+      versions: [
+        {
+          name: VERSION,
+          served: true,
+          storage: true,
+          schema: { openAPIV3Schema: naradUserSchema },
+          subresources: { status: {} },
+          additionalPrinterColumns: [
+            { name: "Cluster", type: "string", jsonPath: ".spec.cluster", description: "NaradCluster" },
+            { name: "Username", type: "string", jsonPath: ".status.username", description: "Users API name" },
+            {
+              name: "Managed-By",
+              type: "string",
+              jsonPath: ".metadata.annotations.narad\\.dev/managed-by",
+              description: "api: created through the Users API and mirrored here",
+            },
+            {
+              name: "Ready",
+              type: "string",
+              jsonPath: '.status.conditions[?(@.type=="Ready")].status',
+              description: "Ready condition",
+            },
+            age,
+          ],
+        },
+      ],
+    },
+  };
+}
+
 export function allCrds(): CustomResourceDefinition[] {
-  return [naradClusterCrd(), naradTopicCrd()];
+  return [naradClusterCrd(), naradTopicCrd(), naradUserCrd()];
 }

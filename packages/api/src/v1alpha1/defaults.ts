@@ -8,6 +8,7 @@ import type {
   NaradClusterSpec,
   NaradTopic,
   NaradTopicSpec,
+  NaradUser,
   Quantity,
   ResolvedNaradClusterSpec,
   ResolvedNaradTopicSpec,
@@ -197,4 +198,20 @@ export function brokerConfigFromSpec(spec: ResolvedNaradClusterSpec): BrokerConf
     retentionCheckIntervalMs: b.retentionCheckIntervalMs,
     drainTimeoutMs: spec.rollout.drainTimeoutSeconds * 1000,
   });
+}
+
+// ---------------------------------------------------------------- NaradUser
+
+/** The Users API's username rule (packages/users apiUsernamePattern, as a CRD pattern). */
+export const USER_NAME_PATTERN = "^[A-Za-z0-9._-]{1,64}$";
+/** The Users API's grant pattern: topic-name characters and an optional trailing "*". */
+export const USER_GRANT_PATTERN = "^[A-Za-z0-9._-]{0,255}\\*?$";
+/** The Users API's bound on grants per user. */
+export const USER_GRANTS_MAX = 256;
+/** The key of a passwordSecret read when spec.passwordSecret.key is unset, and of the generated Secret. */
+export const USER_PASSWORD_KEY = "password";
+
+/** The user's name in the Users API: spec.username if set, else metadata.name. */
+export function userName(user: Pick<NaradUser, "metadata" | "spec">): string {
+  return user.spec.username ?? user.metadata.name ?? "";
 }

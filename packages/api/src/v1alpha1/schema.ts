@@ -14,6 +14,10 @@ import {
   TOPIC_PARTITIONS_MIN,
   TOPIC_SUBSCRIPTIONS_MAX,
   topicDefaults,
+  USER_GRANT_PATTERN,
+  USER_GRANTS_MAX,
+  USER_NAME_PATTERN,
+  USER_PASSWORD_KEY,
 } from "./defaults.ts";
 
 /** A CEL validation rule (x-kubernetes-validations entry). */
@@ -712,4 +716,111 @@ export const naradTopicSchema: JSONSchemaProps = obj(
     status: topicStatus,
   },
   { required: ["spec"] },
+);
+
+// ---------------------------------------------------------------- NaradUser
+
+const userGrant = obj(
+  "One grant, as the Users API takes it: an action on topics matching a pattern.",
+  {
+    action: str("produce, consume (also ack), create, or admin (everything on the matching topics).", {
+      enum: ["produce", "consume", "create", "admin"],
+    }),
+    topics: str('An exact topic name, or a prefix ending in "*" ("*" alone: every topic).', {
+      pattern: USER_GRANT_PATTERN,
+      minLength: 1,
+      maxLength: 256,
+    }),
+    groups: str(
+      "Consumer groups this grant covers, same pattern syntax; absent: every group. Only consume requests name a group.",
+      { pattern: USER_GRANT_PATTERN, minLength: 1, maxLength: 256 },
+    ),
+  },
+  { required: ["action", "topics"] },
+);
+
+const userSpec: JSONSchemaProps = obj(
+  "Desired state of a Users API user of one NaradCluster. The user's name is spec.username if set, else metadata.name.",
+  {
+    cluster: str("Name of the NaradCluster (same namespace) whose Users API holds this user. Immutable.", {
+      minLength: 1,
+      maxLength: 253,
+      "x-kubernetes-validations": [{ rule: "self == oldSelf", message: "cluster is immutable" }],
+    }),
+    username: str(
+      "The user's name in the Users API, when it must differ from metadata.name (Kubernetes names are lowercase). Immutable. admin (root) cannot be declared.",
+      {
+        pattern: USER_NAME_PATTERN,
+        minLength: 1,
+        maxLength: 64,
+        "x-kubernetes-validations": [
+          { rule: "self == oldSelf", message: "username is immutable" },
+          { rule: "self != 'admin'", message: "admin is root; it cannot be declared as a NaradUser" },
+        ],
+      },
+    ),
+    grants: arr(
+      "What the user may do, in the Users API's shape (the same list as POST /v1/users).",
+      userGrant,
+      {
+        maxItems: USER_GRANTS_MAX,
+      },
+    ),
+    passwordSecret: obj(
+      "Take the password from this Secret (same namespace) instead of generating one. Changing its value changes the password.",
+      {
+        name: secretName("Secret name."),
+        key: str(`Key holding the password. Default: ${USER_PASSWORD_KEY}.`, {
+          minLength: 1,
+          maxLength: 253,
+          pattern: "^[-._a-zA-Z0-9]+$",
+        }),
+      },
+      { required: ["name"] },
+    ),
+  },
+  {
+    required: ["cluster"],
+    "x-kubernetes-validations": [
+      {
+        rule: "has(self.username) == has(oldSelf.username)",
+        message: "username is immutable (it may be neither added nor removed after creation)",
+        fieldPath: ".username",
+      },
+    ],
+  },
+);
+
+const userStatus = obj("Observed state, written by the operator.", {
+  observedGeneration: int64("metadata.generation this status reflects.", { minimum: 0 }),
+  conditions: conditions("Ready"),
+  username: str("The user's name in the Users API."),
+  secret: str(
+    "The Secret holding the password: the generated one (keys username and password) or spec.passwordSecret.name. Unset for users created through the Users API.",
+  ),
+  userCreatedAtMs: int64(
+    "created_at_ms of the Users API entry this NaradUser created; it marks the entry as this NaradUser's own.",
+    { minimum: 0 },
+  ),
+});
+
+export const naradUserSchema: JSONSchemaProps = obj(
+  "A Users API user of a NaradCluster in the same namespace, kept in sync both ways with the API (docs/users.md).",
+  {
+    apiVersion: str("Versioned schema of this object (narad.dev/v1alpha1)."),
+    kind: str("NaradUser."),
+    // Only `type` is allowed here: the API server owns the metadata schema.
+    metadata: { type: "object" },
+    spec: userSpec,
+    status: userStatus,
+  },
+  {
+    required: ["spec"],
+    "x-kubernetes-validations": [
+      {
+        rule: "has(self.spec.username) || (self.metadata.name.size() <= 64 && self.metadata.name != 'admin')",
+        message: "metadata.name is the username: at most 64 characters and not admin (or set spec.username)",
+      },
+    ],
+  },
 );

@@ -31,6 +31,8 @@ export const NARAD_CLUSTER_KIND = "NaradCluster";
 export const NARAD_CLUSTER_PLURAL = "naradclusters";
 export const NARAD_TOPIC_KIND = "NaradTopic";
 export const NARAD_TOPIC_PLURAL = "naradtopics";
+export const NARAD_USER_KIND = "NaradUser";
+export const NARAD_USER_PLURAL = "naradusers";
 
 /** A Kubernetes resource quantity as users write it: "500m", "1Gi" or a bare number. */
 export type Quantity = string | number;
@@ -497,6 +499,67 @@ export interface NaradTopic {
   metadata: V1ObjectMeta;
   spec: NaradTopicSpec;
   status?: NaradTopicStatus;
+}
+
+// ---------------------------------------------------------------- NaradUser
+
+/** What a grant allows (the Users API's actions). */
+export type NaradUserAction = "produce" | "consume" | "create" | "admin";
+
+/** One grant, in the shape the Users API takes (POST /v1/users `grants`). */
+export interface NaradUserGrant {
+  action: NaradUserAction;
+  /** Exact topic name, or a prefix followed by "*" ("*": every topic). */
+  topics: string;
+  /** Consumer groups covered (same pattern syntax); absent: every group. */
+  groups?: string;
+}
+
+/** A key of a Secret in the NaradUser's namespace. */
+export interface NaradUserPasswordSecret {
+  name: string;
+  /** Default "password". */
+  key?: string;
+}
+
+export interface NaradUserSpec {
+  /** Name of the NaradCluster in the same namespace. Required, immutable. */
+  cluster: string;
+  /**
+   * The user's name in the Users API, when it must differ from
+   * metadata.name (e.g. upper case). Immutable. userName() reads the
+   * effective name.
+   */
+  username?: string;
+  /** What the user may do; at most 256. */
+  grants?: NaradUserGrant[];
+  /**
+   * Take the password from this Secret (the user's own). Absent: the
+   * operator generates one into a Secret named after the NaradUser.
+   */
+  passwordSecret?: NaradUserPasswordSecret;
+}
+
+export interface NaradUserStatus {
+  observedGeneration?: number;
+  conditions?: Condition[];
+  /** The user's name in the Users API. */
+  username?: string;
+  /** The Secret holding the password (keys username, password), or the passwordSecret's name. */
+  secret?: string;
+  /**
+   * created_at_ms of the users-Secret entry this NaradUser created: the
+   * proof that the entry is its own (docs/adr/0009-naraduser.md).
+   */
+  userCreatedAtMs?: number;
+}
+
+export interface NaradUser {
+  apiVersion: typeof API_VERSION;
+  kind: typeof NARAD_USER_KIND;
+  metadata: V1ObjectMeta;
+  spec: NaradUserSpec;
+  status?: NaradUserStatus;
 }
 
 // ---------------------------------------------------------------- resolved (defaulted) views

@@ -48,3 +48,32 @@ export function allows(
       (group === undefined || g.groups === undefined || patternMatches(g.groups, group)),
   );
 }
+
+export class GrantError extends Error {}
+
+const patternRe = /^[A-Za-z0-9._-]*\*?$/;
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/**
+ * One grant checked as input (a users file, the users document, a NaradUser's
+ * spec): unknown fields, actions and malformed patterns are refused with a
+ * GrantError saying what is wrong.
+ */
+export function parseGrant(raw: unknown): Grant {
+  if (!isObject(raw)) throw new GrantError("must be an object {action, topics}");
+  for (const key of Object.keys(raw))
+    if (key !== "action" && key !== "topics" && key !== "groups")
+      throw new GrantError(`unknown field "${key}"`);
+  if (!isAction(raw.action)) throw new GrantError("action must be produce, consume, create or admin");
+  const topics = raw.topics;
+  if (typeof topics !== "string" || topics === "" || !patternRe.test(topics))
+    throw new GrantError('topics must be a topic name or a prefix ending in "*"');
+  if (raw.groups === undefined) return { action: raw.action, topics };
+  const groups = raw.groups;
+  if (typeof groups !== "string" || groups === "" || !patternRe.test(groups))
+    throw new GrantError('groups must be a group name or a prefix ending in "*"');
+  return { action: raw.action, topics, groups };
+}
