@@ -39,6 +39,8 @@ describe("produce: order of checks and answer shapes", () => {
       body: res.body === "" ? undefined : JSON.parse(res.body),
     };
   };
+  const post = (url: string, payload: string, headers: Record<string, string> = {}) =>
+    ask({ method: "POST", url, payload, headers });
   const refusal = (a: Answer) => ({ status: a.status, code: (a.body as { code?: unknown })?.code });
   const message = (a: Answer): string => String((a.body as { error?: unknown }).error);
   const idHeaders = (seq: number, epoch = producer.epoch) => ({
@@ -47,11 +49,8 @@ describe("produce: order of checks and answer shapes", () => {
     "narad-producer-seq": String(seq),
   });
   const createTopic = async (name: string, extra: object = {}) => {
-    const r = await ask({
-      method: "POST",
-      url: "/v1/topics",
-      payload: JSON.stringify({ name, partitions: 2, ...extra }),
-      headers: { "content-type": "application/json" },
+    const r = await post("/v1/topics", JSON.stringify({ name, partitions: 2, ...extra }), {
+      "content-type": "application/json",
     });
     expect(r.status).toBe(201);
   };
@@ -92,116 +91,75 @@ describe("produce: order of checks and answer shapes", () => {
   });
 
   it("the body limit wins over an unknown topic and a bad acks (413 before the handler)", async () => {
-    const a = await ask({
-      method: "POST",
-      url: "/v1/topics/missing/produce?acks=2",
-      payload: "x".repeat(5000),
-    });
+    const a = await post("/v1/topics/missing/produce?acks=2", "x".repeat(5000));
     expect(refusal(a)).toEqual({ status: 413, code: "payload_too_large" });
   });
 
   for (const route of ["produce", "produce-batch"]) {
     it(`${route}: acks is parsed before the producer headers and the topic`, async () => {
-      const a = await ask({
-        method: "POST",
-        url: `/v1/topics/missing/${route}?acks=2`,
-        payload: "m",
-        headers: { ...ndjson, "narad-producer-id": "bad id!" },
+      const a = await post(`/v1/topics/missing/${route}?acks=2`, "m", {
+        ...ndjson,
+        "narad-producer-id": "bad id!",
       });
       expect(refusal(a)).toEqual({ status: 400, code: "invalid_acks" });
     });
 
     it(`${route}: malformed producer headers come before the topic lookup`, async () => {
-      const a = await ask({
-        method: "POST",
-        url: `/v1/topics/missing/${route}?acks=all`,
-        payload: "m",
-        headers: { ...ndjson, "narad-producer-id": "p-1" },
+      const a = await post(`/v1/topics/missing/${route}?acks=all`, "m", {
+        ...ndjson,
+        "narad-producer-id": "p-1",
       });
       expect(refusal(a)).toEqual({ status: 400, code: "bad_request" });
       expect(message(a)).toMatch(/must be sent together/);
     });
 
     it(`${route}: producer headers without acks=all, then an unissued id, come before the topic lookup`, async () => {
-      const wal = await ask({
-        method: "POST",
-        url: `/v1/topics/missing/${route}`,
-        payload: "m",
-        headers: { ...ndjson, ...idHeaders(0) },
-      });
+      const wal = await post(`/v1/topics/missing/${route}`, "m", { ...ndjson, ...idHeaders(0) });
       expect(refusal(wal)).toEqual({ status: 400, code: "acks_all_required" });
-      const unknown = await ask({
-        method: "POST",
-        url: `/v1/topics/missing/${route}?acks=all`,
-        payload: "m",
-        headers: { ...ndjson, ...idHeaders(0), "narad-producer-id": "p-999999" },
+      const unknown = await post(`/v1/topics/missing/${route}?acks=all`, "m", {
+        ...ndjson,
+        ...idHeaders(0),
+        "narad-producer-id": "p-999999",
       });
       expect(refusal(unknown)).toEqual({ status: 400, code: "unknown_producer_id" });
-      const future = await ask({
-        method: "POST",
-        url: `/v1/topics/missing/${route}?acks=all`,
-        payload: "m",
-        headers: { ...ndjson, ...idHeaders(0, producer.epoch + 1) },
+      const future = await post(`/v1/topics/missing/${route}?acks=all`, "m", {
+        ...ndjson,
+        ...idHeaders(0, producer.epoch + 1),
       });
       expect(refusal(future)).toEqual({ status: 400, code: "invalid_producer_epoch" });
     });
   }
 
   it("produce: the topic lookup comes before the partition parameter and the payload", async () => {
-    const a = await ask({ method: "POST", url: "/v1/topics/missing/produce?partition=-1", payload: "" });
+    const a = await post("/v1/topics/missing/produce?partition=-1", "");
     expect(refusal(a)).toEqual({ status: 404, code: "topic_not_found" });
   });
 
   it("produce: stable partition, then partition range, then the empty message", async () => {
-    const unpinned = await ask({
-      method: "POST",
-      url: "/v1/topics/t/produce?acks=all",
-      payload: "",
-      headers: idHeaders(0),
-    });
+    const unpinned = await post("/v1/topics/t/produce?acks=all", "", idHeaders(0));
     expect(refusal(unpinned)).toEqual({ status: 400, code: "bad_request" });
     expect(message(unpinned)).toMatch(/needs a key or an explicit partition/);
-    const outOfRange = await ask({ method: "POST", url: "/v1/topics/t/produce?partition=7", payload: "" });
+    const outOfRange = await post("/v1/topics/t/produce?partition=7", "");
     expect(refusal(outOfRange)).toEqual({ status: 400, code: "bad_request" });
     expect(message(outOfRange)).not.toMatch(/message required/);
-    const empty = await ask({ method: "POST", url: "/v1/topics/typed/produce", payload: "" });
+    const empty = await post("/v1/topics/typed/produce", "");
     expect(refusal(empty)).toEqual({ status: 400, code: "bad_request" });
     expect(message(empty)).toBe("message required");
   });
 
   it("produce-batch: the topic lookup comes before the content type, the content type before decoding", async () => {
-    const missing = await ask({
-      method: "POST",
-      url: "/v1/topics/missing/produce-batch",
-      payload: "m",
-      headers: { "content-type": "text/plain" },
-    });
+    const missing = await post("/v1/topics/missing/produce-batch", "m", { "content-type": "text/plain" });
     expect(refusal(missing)).toEqual({ status: 404, code: "topic_not_found" });
-    const type = await ask({
-      method: "POST",
-      url: "/v1/topics/t/produce-batch",
-      payload: "",
-      headers: { "content-type": "text/plain" },
-    });
+    const type = await post("/v1/topics/t/produce-batch", "", { "content-type": "text/plain" });
     expect(refusal(type)).toEqual({ status: 415, code: "unsupported_media_type" });
-    const empty = await ask({
-      method: "POST",
-      url: "/v1/topics/t/produce-batch",
-      payload: "",
-      headers: ndjson,
-    });
+    const empty = await post("/v1/topics/t/produce-batch", "", ndjson);
     expect(refusal(empty)).toEqual({ status: 400, code: "bad_request" });
     expect(message(empty)).toBe("batch holds no records");
   });
 
   it("produce-batch: over --batch-max-records is 413 and counted as a batch_records refusal", async () => {
     const recs = [1, 2, 3, 4, 5].map((i) => ({ key: `k${i}`, payload: "x" }));
-    const a = await ask({
-      method: "POST",
-      url: "/v1/topics/t/produce-batch",
-      payload: lines(...recs),
-      headers: ndjson,
-    });
+    const a = await post("/v1/topics/t/produce-batch", lines(...recs), ndjson);
     expect(refusal(a)).toEqual({ status: 413, code: "payload_too_large" });
     const metrics = await broker.app.inject({ method: "GET", url: "/metrics" });
     expect(metrics.body).toMatch(/narad_limit_refusals_total\{limit="batch_records"\} [1-9]/);
@@ -210,19 +168,9 @@ describe("produce: order of checks and answer shapes", () => {
   it("produce-batch: records are checked in order, each for a stable partition, then its partition", async () => {
     const h = { ...ndjson, ...idHeaders(0) };
     const url = "/v1/topics/idem/produce-batch?acks=all";
-    const unpinnedFirst = await ask({
-      method: "POST",
-      url,
-      payload: lines({ payload: "a" }, { partition: 9, payload: "b" }),
-      headers: h,
-    });
+    const unpinnedFirst = await post(url, lines({ payload: "a" }, { partition: 9, payload: "b" }), h);
     expect(message(unpinnedFirst)).toMatch(/needs a key or an explicit partition/);
-    const rangeFirst = await ask({
-      method: "POST",
-      url,
-      payload: lines({ partition: 9, payload: "a" }, { payload: "b" }),
-      headers: h,
-    });
+    const rangeFirst = await post(url, lines({ partition: 9, payload: "a" }, { payload: "b" }), h);
     expect(refusal(rangeFirst)).toEqual({ status: 400, code: "bad_request" });
     expect(message(rangeFirst)).not.toMatch(/needs a key/);
   });
@@ -232,44 +180,27 @@ describe("produce: order of checks and answer shapes", () => {
     const good = { payload: { id: 1 } };
     // The topic's bucket (burst 12, 1/s) is emptied by valid records, then a batch that also breaks the schema comes.
     for (let i = 0; i < 3; i++) {
-      const spent = await ask({
-        method: "POST",
-        url: "/v1/topics/typed/produce-batch",
-        payload: lines(good, good, good, good),
-        headers: ndjson,
-      });
+      const spent = await post("/v1/topics/typed/produce-batch", lines(good, good, good, good), ndjson);
       expect(spent.status).toBe(202);
     }
-    const limited = await ask({
-      method: "POST",
-      url: "/v1/topics/typed/produce-batch",
-      payload: lines(bad, bad),
-      headers: ndjson,
-    });
+    const limited = await post("/v1/topics/typed/produce-batch", lines(bad, bad), ndjson);
     expect(refusal(limited)).toEqual({ status: 429, code: "rate_limited" });
     expect(limited.headers["retry-after"]).toBeDefined();
-    const named = await ask({
-      method: "POST",
-      url: "/v1/topics/typed2/produce-batch",
-      payload: lines(good, bad),
-      headers: ndjson,
-    });
+    const named = await post("/v1/topics/typed2/produce-batch", lines(good, bad), ndjson);
     expect(refusal(named)).toEqual({ status: 400, code: "schema_violation" });
     expect(message(named)).toMatch(/^batch record 2 of 2 does not match the schema of topic "typed2"/);
-    const single = await ask({ method: "POST", url: "/v1/topics/typed2/produce", payload: '{"id":"x"}' });
+    const single = await post("/v1/topics/typed2/produce", '{"id":"x"}');
     expect(message(single)).toMatch(/^message does not match the schema of topic "typed2"/);
   });
 
   it("answers each acks mode in its route's shape", async () => {
-    const one = (acks: string) =>
-      ask({ method: "POST", url: `/v1/topics/shapes/produce?key=k&acks=${acks}`, payload: "m" });
+    const one = (acks: string) => post(`/v1/topics/shapes/produce?key=k&acks=${acks}`, "m");
     const two = (acks: string) =>
-      ask({
-        method: "POST",
-        url: `/v1/topics/shapes/produce-batch?acks=${acks}`,
-        payload: lines({ partition: 0, payload: "a" }, { partition: 1, payload: "b" }),
-        headers: ndjson,
-      });
+      post(
+        `/v1/topics/shapes/produce-batch?acks=${acks}`,
+        lines({ partition: 0, payload: "a" }, { partition: 1, payload: "b" }),
+        ndjson,
+      );
     for (const acks of ["0", "wal"]) {
       const a = await one(acks);
       expect({ status: a.status, raw: a.raw }).toEqual({ status: 202, raw: "" });
@@ -290,47 +221,26 @@ describe("produce: order of checks and answer shapes", () => {
   });
 
   it("an idempotent batch takes sequences per partition, from the header's seq", async () => {
-    const batch = await ask({
-      method: "POST",
-      url: "/v1/topics/limits/produce-batch?acks=all",
-      payload: lines(
-        { partition: 0, payload: "a" },
-        { partition: 1, payload: "b" },
-        { partition: 0, payload: "c" },
-      ),
-      headers: { ...ndjson, ...idHeaders(0) },
-    });
+    const batch3 = lines(
+      { partition: 0, payload: "a" },
+      { partition: 1, payload: "b" },
+      { partition: 0, payload: "c" },
+    );
+    const sendBatch = () =>
+      post("/v1/topics/limits/produce-batch?acks=all", batch3, { ...ndjson, ...idHeaders(0) });
+    const batch = await sendBatch();
     expect(batch.status).toBe(200);
     const results = (batch.body as { results: Array<{ partition: number; offset: number }> }).results;
     expect(results.map((r) => r.partition)).toEqual([0, 1, 0]);
     expect(results[2]!.offset).toBe(results[0]!.offset + 1);
     // Partition 0 used seqs 0 and 1, partition 1 only 0: seq 2 is next on 0, a gap on 1.
-    const next0 = await ask({
-      method: "POST",
-      url: "/v1/topics/limits/produce?partition=0&acks=all",
-      payload: "d",
-      headers: idHeaders(2),
-    });
+    const next0 = await post("/v1/topics/limits/produce?partition=0&acks=all", "d", idHeaders(2));
     expect(next0.status).toBe(200);
     expect(next0.body).toEqual({ partition: 0, offset: results[2]!.offset + 1 });
-    const gap1 = await ask({
-      method: "POST",
-      url: "/v1/topics/limits/produce?partition=1&acks=all",
-      payload: "e",
-      headers: idHeaders(2),
-    });
+    const gap1 = await post("/v1/topics/limits/produce?partition=1&acks=all", "e", idHeaders(2));
     expect(refusal(gap1)).toEqual({ status: 409, code: "out_of_order_sequence" });
     // A retry of the batch is answered with its original result, nothing stored twice.
-    const retry = await ask({
-      method: "POST",
-      url: "/v1/topics/limits/produce-batch?acks=all",
-      payload: lines(
-        { partition: 0, payload: "a" },
-        { partition: 1, payload: "b" },
-        { partition: 0, payload: "c" },
-      ),
-      headers: { ...ndjson, ...idHeaders(0) },
-    });
+    const retry = await sendBatch();
     expect(retry.status).toBe(200);
     expect((retry.body as { results: unknown[] }).results).toEqual(results);
   });
@@ -338,11 +248,9 @@ describe("produce: order of checks and answer shapes", () => {
   it("a draining node without peers refuses first, before acks, identity and topic", async () => {
     expect((await ask({ method: "POST", url: "/admin/v1/drain" })).status).toBe(200);
     for (const route of ["produce", "produce-batch"]) {
-      const a = await ask({
-        method: "POST",
-        url: `/v1/topics/missing/${route}?acks=2`,
-        payload: "m",
-        headers: { ...ndjson, "narad-producer-id": "p-1" },
+      const a = await post(`/v1/topics/missing/${route}?acks=2`, "m", {
+        ...ndjson,
+        "narad-producer-id": "p-1",
       });
       expect(refusal(a)).toEqual({ status: 503, code: "draining" });
     }
