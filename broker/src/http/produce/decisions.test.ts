@@ -13,19 +13,28 @@ import {
 
 describe("admissionRoute", () => {
   it("forwards a draining node's produce when it can, refuses it otherwise", () => {
-    expect(admissionRoute({ draining: true, canForward: true, walPoisoned: false })).toBe("forward");
-    expect(admissionRoute({ draining: true, canForward: false, walPoisoned: false })).toBe("draining");
+    expect(admissionRoute({ draining: true, canForward: true, walPoisoned: () => false })).toBe("forward");
+    expect(admissionRoute({ draining: true, canForward: false, walPoisoned: () => false })).toBe("draining");
   });
 
   it("checks draining before the WAL: a forward does not touch a poisoned WAL", () => {
-    expect(admissionRoute({ draining: true, canForward: true, walPoisoned: true })).toBe("forward");
-    expect(admissionRoute({ draining: true, canForward: false, walPoisoned: true })).toBe("draining");
-    expect(admissionRoute({ draining: false, canForward: true, walPoisoned: true })).toBe("wal_poisoned");
+    expect(admissionRoute({ draining: true, canForward: true, walPoisoned: () => true })).toBe("forward");
+    expect(admissionRoute({ draining: true, canForward: false, walPoisoned: () => true })).toBe("draining");
+    expect(admissionRoute({ draining: false, canForward: true, walPoisoned: () => true })).toBe(
+      "wal_poisoned",
+    );
+  });
+
+  it("does not read the WAL's state on a draining node", () => {
+    const unread = () => {
+      throw new Error("read");
+    };
+    expect(admissionRoute({ draining: true, canForward: true, walPoisoned: unread })).toBe("forward");
   });
 
   it("is local on a healthy node, forwarder or not", () => {
-    expect(admissionRoute({ draining: false, canForward: true, walPoisoned: false })).toBe("local");
-    expect(admissionRoute({ draining: false, canForward: false, walPoisoned: false })).toBe("local");
+    expect(admissionRoute({ draining: false, canForward: true, walPoisoned: () => false })).toBe("local");
+    expect(admissionRoute({ draining: false, canForward: false, walPoisoned: () => false })).toBe("local");
   });
 });
 

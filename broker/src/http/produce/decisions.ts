@@ -14,14 +14,14 @@ export interface NodeState {
   draining: boolean;
   /** This node can forward produce to a peer (a cluster member). */
   canForward: boolean;
-  /** The ingress WAL failed a write or fsync. */
-  walPoisoned: boolean;
+  /** The ingress WAL failed a write or fsync; asked only when not draining (it reads the WAL's stats). */
+  walPoisoned: () => boolean;
 }
 
 /** Draining wins over a poisoned WAL: a draining node forwards, and a forward does not touch this WAL. */
 export function admissionRoute(n: NodeState): Route | "draining" | "wal_poisoned" {
   if (n.draining) return n.canForward ? "forward" : "draining";
-  if (n.walPoisoned) return "wal_poisoned";
+  if (n.walPoisoned()) return "wal_poisoned";
   return "local";
 }
 

@@ -95,7 +95,7 @@ export function createProducePipeline(s: BrokerServices) {
     const route = admissionRoute({
       draining: s.lifecycle.draining(),
       canForward: s.forwardProduce !== undefined,
-      walPoisoned: s.ingress.stats().poisoned,
+      walPoisoned: () => s.ingress.stats().poisoned,
     });
     if (route === "draining") return refuseDraining();
     if (route === "wal_poisoned") {
