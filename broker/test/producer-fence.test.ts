@@ -186,6 +186,7 @@ describe("fencing across brokers with a lagging registry watch", () => {
     expect((await produce(b, p, 1, 0)).status).toBe(200);
     bStore.failReads(true);
     await new Promise((r) => setTimeout(r, leaseMs + 100));
+    const tFailedRead = Date.now(); // the failed read below happens after this
     const r = await produce(b, p, 1, 1);
     expect(r.status, r.body).toBe(503);
     expect(r.json().code).toBe("producer_registry_stale");
@@ -195,10 +196,14 @@ describe("fencing across brokers with a lagging registry watch", () => {
     // A plain produce does not depend on the registry.
     const plain = await call(b, "/v1/topics/r/produce?acks=all&partition=1", { plain: true });
     expect(plain.status, plain.body).toBe(200);
-    // Requests right after a failed read are refused without reading again (the store is failing).
+    // Requests right after a failed read are refused without reading again (the store is failing):
+    // at most one read per hold window. On a quiet machine all five fall in the first window (no
+    // read at all); on a loaded one the window can pass meanwhile, and one read per window is
+    // what the rule allows.
     const loads = bStore.loads();
     for (let i = 0; i < 5; i++) expect((await produce(b, p, 1, 1)).status).toBe(503);
-    expect(bStore.loads()).toBe(loads);
+    const windows = Math.floor((Date.now() - tFailedRead) / readFailureHoldMs(leaseMs));
+    expect(bStore.loads() - loads).toBeLessThanOrEqual(windows);
     bStore.failReads(false);
     await new Promise((r) => setTimeout(r, readFailureHoldMs(leaseMs) + 20));
     const again = await produce(b, p, 1, 1);
