@@ -2,7 +2,7 @@
 // reads it, a few GETs and one merge patch, and the port-forward listener.
 
 import { existsSync } from "node:fs";
-import { createServer, type Server } from "node:net";
+import { createServer, type Socket } from "node:net";
 import { delimiter } from "node:path";
 import {
   CoreV1Api,
@@ -144,6 +144,8 @@ export class PluginKube {
   /**
    * Listens on address:localPort; each connection is a port-forward stream
    * to the pod's port through the API server. Resolves once listening.
+   * `close` stops listening and cuts the open connections: a client's
+   * kept-alive connection would otherwise hold the close open for good.
    */
   async forward(
     namespace: string,
@@ -152,9 +154,12 @@ export class PluginKube {
     address: string,
     localPort: number,
     onError: (message: string) => void,
-  ): Promise<{ server: Server; port: number }> {
+  ): Promise<{ port: number; close: () => Promise<void> }> {
     const pf = new PortForward(this.#kc);
+    const open = new Set<Socket>();
     const server = createServer((socket) => {
+      open.add(socket);
+      socket.once("close", () => open.delete(socket));
       pf.portForward(namespace, pod, [podPort], socket, null, socket).catch((err: unknown) => {
         onError(`forwarding to ${namespace}/${pod}: ${apiMessage(err)}`);
         socket.destroy();
@@ -168,7 +173,14 @@ export class PluginKube {
       });
     });
     const bound = server.address();
-    return { server, port: typeof bound === "object" && bound !== null ? bound.port : localPort };
+    return {
+      port: typeof bound === "object" && bound !== null ? bound.port : localPort,
+      close: () =>
+        new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          for (const socket of open) socket.destroy();
+        }),
+    };
   }
 }
 

@@ -111,7 +111,7 @@ async function execute(command: Command, kube: PluginKube, namespace: string, io
       const cluster = await kube.cluster(namespace, command.cluster);
       const choice = choosePod(cluster, await kube.pods(namespace, command.cluster), command.pod);
       if (!choice.ok) throw new PluginError(choice.error);
-      const { server, port } = await kube.forward(
+      const { port, close } = await kube.forward(
         namespace,
         choice.pod,
         BROKER_HTTP_PORT,
@@ -125,7 +125,7 @@ async function execute(command: Command, kube: PluginKube, namespace: string, io
         `Forwarding ${scheme}://${host}:${port} -> ${namespace}/${choice.pod}:${BROKER_HTTP_PORT} (Ctrl-C to stop)\n`,
       );
       await io.interrupted();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await close();
       return 0;
     }
   }
