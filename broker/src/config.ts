@@ -315,9 +315,9 @@ Topic defaults (for a create that leaves the field out or 0), as Narad's NARAD_T
   --tls-dir DIR               serve HTTPS with DIR/tls.crt + DIR/tls.key     NARAD_TLS_DIR
   --cluster-tls-dir DIR       mutual TLS on the cluster RPC (ca.crt, tls.crt, tls.key) NARAD_CLUSTER_TLS_DIR
   --metrics-auth on|off       /metrics needs authentication (it names topics and groups)
+                                                         NARAD_METRICS_AUTH  (default: the --auth setting)
   --loopback-forward on|off   also accept on 127.0.0.1:<HTTP port> when --addr is another IP
                               (kubectl port-forward into a pod)  NARAD_LOOPBACK_FORWARD (default off)
-                                                         NARAD_METRICS_AUTH  (default: the --auth setting)
 Limits against hostile clients (docs/security.md; a refusal counts in narad_limit_refusals_total):
   --batch-max-records N       records per produce-batch  NARAD_BATCH_MAX_RECORDS (default ${k.batchMaxRecords})
   --max-topics N              topics in the cluster      NARAD_MAX_TOPICS    (default ${k.maxTopics})
