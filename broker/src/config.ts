@@ -12,6 +12,8 @@ import type { DispatcherOptions } from "./dispatch/types.ts";
 export interface Config {
   dev: boolean;
   http: { host: string; port: number };
+  /** Also accept on 127.0.0.1:<HTTP port>, forwarded to the HTTP listener (http/loopback-forward.ts). */
+  loopbackForward: boolean;
   cluster: { host: string; port: number };
   dataDir: string;
   nodeId: string;
@@ -247,6 +249,7 @@ const settings = {
   "body-min-rate": { env: "NARAD_BODY_MIN_RATE", file: "bodyMinRate" },
   "body-grace-ms": { env: "NARAD_BODY_GRACE_MS", file: "bodyGraceMs" },
   "metrics-auth": { env: "NARAD_METRICS_AUTH", file: "metricsAuth" },
+  "loopback-forward": { env: "NARAD_LOOPBACK_FORWARD", file: "loopbackForward" },
   "login-free-attempts": { env: "NARAD_LOGIN_FREE_ATTEMPTS", file: "loginFreeAttempts" },
   "login-interval-ms": { env: "NARAD_LOGIN_INTERVAL_MS", file: "loginIntervalMs" },
   "hash-concurrency": { env: "NARAD_HASH_CONCURRENCY", file: "hashConcurrency" },
@@ -313,6 +316,8 @@ Topic defaults (for a create that leaves the field out or 0), as Narad's NARAD_T
   --cluster-tls-dir DIR       mutual TLS on the cluster RPC (ca.crt, tls.crt, tls.key) NARAD_CLUSTER_TLS_DIR
   --metrics-auth on|off       /metrics needs authentication (it names topics and groups)
                                                          NARAD_METRICS_AUTH  (default: the --auth setting)
+  --loopback-forward on|off   also accept on 127.0.0.1:<HTTP port> when --addr is another IP
+                              (kubectl port-forward into a pod)  NARAD_LOOPBACK_FORWARD (default off)
 Limits against hostile clients (docs/security.md; a refusal counts in narad_limit_refusals_total):
   --batch-max-records N       records per produce-batch  NARAD_BATCH_MAX_RECORDS (default ${k.batchMaxRecords})
   --max-topics N              topics in the cluster      NARAD_MAX_TOPICS    (default ${k.maxTopics})
@@ -451,6 +456,9 @@ export function loadConfig(
     throw new ConfigError(
       `--unknown-query-params must be typos, refuse or ignore, got "${unknownQueryParams}"`,
     );
+  const loopbackForward = get("loopback-forward") ?? "off";
+  if (loopbackForward !== "on" && loopbackForward !== "off")
+    throw new ConfigError(`--loopback-forward must be on or off, got "${loopbackForward}"`);
   const metricsAuth = get("metrics-auth") ?? auth;
   if (metricsAuth !== "on" && metricsAuth !== "off")
     throw new ConfigError(`--metrics-auth must be on or off, got "${metricsAuth}"`);
@@ -460,6 +468,7 @@ export function loadConfig(
       get("addr") ?? (dev ? `127.0.0.1:${k.httpPortDefault}` : `:${k.httpPortDefault}`),
       "--addr",
     ),
+    loopbackForward: loopbackForward === "on",
     cluster: parseHostPort(
       get("cluster-addr") ?? (dev ? `127.0.0.1:${k.clusterPortDefault}` : `:${k.clusterPortDefault}`),
       "--cluster-addr",

@@ -15,6 +15,7 @@ import type { ClusterDestinationHooks } from "./dispatch/cluster-destinations.ts
 import { CommitWaiters } from "./dispatch/commit-waiters.ts";
 import { FanoutEngine } from "./fanout/engine.ts";
 import { buildApp } from "./http/app.ts";
+import { needsLoopbackForward, startLoopbackForward } from "./http/loopback-forward.ts";
 import type { Metastore } from "./meta/types.ts";
 import { createBrokerMetrics } from "./metrics.ts";
 import { adminStatusOf } from "./node/admin-status.ts";
@@ -246,6 +247,10 @@ export async function startBroker(
   const addr = app.server.address();
   const httpAddress =
     typeof addr === "object" && addr !== null ? `${addr.address}:${addr.port}` : String(addr);
+  const loopback =
+    config.loopbackForward && typeof addr === "object" && addr !== null && needsLoopbackForward(addr.address)
+      ? await startLoopbackForward({ host: addr.address, port: addr.port }, logger)
+      : undefined;
   security.startTlsReload();
   state.markReady();
   fanout.start();
@@ -259,6 +264,7 @@ export async function startBroker(
     cluster,
     consumers,
     app,
+    loopback,
     peers,
     logs,
     wal,

@@ -35,6 +35,8 @@ export interface E2EPlatform {
   kubeconfigPath: string;
   kubeConfig: KubeConfig;
   kubectl: CommandRunner;
+  /** The kubectl binary, for long-running commands such as port-forward. */
+  kubectlBinary: string;
   helm: CommandRunner;
   /** Server-side apply of a (multi-document) YAML or JSON string. */
   applyYaml(yaml: string): Promise<string>;
@@ -77,6 +79,7 @@ function handle(
     kubeconfigPath: client.kubeconfigPath,
     kubeConfig: client.kubeConfig,
     kubectl: client.kubectl,
+    kubectlBinary: client.kubectlBinary,
     helm: client.helm,
     applyYaml: client.applyYaml,
     waitFor,

@@ -132,6 +132,68 @@ class CrashLoop {
   }
 }
 
+/** A port-forward child process (kubectl's or the plugin's), up once it printed its local port. */
+class PortForward {
+  exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  readonly match: RegExpExecArray;
+  readonly #child: ReturnType<typeof spawn>;
+  readonly #exited: Promise<void>;
+
+  private constructor(child: ReturnType<typeof spawn>, match: RegExpExecArray, exited: Promise<void>) {
+    this.#child = child;
+    this.match = match;
+    this.#exited = exited;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.match[1]}`;
+  }
+
+  static async start(
+    binary: string,
+    args: string[],
+    ready: RegExp,
+    env: NodeJS.ProcessEnv = {},
+  ): Promise<PortForward> {
+    const child = spawn(binary, args, { env: { ...process.env, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    child.stdout.setEncoding("utf8").on("data", (d: string) => {
+      out += d;
+    });
+    child.stderr.setEncoding("utf8").on("data", (d: string) => {
+      err += d;
+    });
+    let handle: PortForward | undefined;
+    const exited = new Promise<void>((resolve) =>
+      child.on("exit", (code, signal) => {
+        if (handle !== undefined) handle.exit = { code, signal };
+        resolve();
+      }),
+    );
+    try {
+      const match = await p.waitFor(async () => ready.exec(out) ?? undefined, {
+        timeoutMs: 60_000,
+        intervalMs: 200,
+        what: `${binary} ${args.join(" ")} to listen (stdout ${JSON.stringify(out)}, stderr ${JSON.stringify(err)})`,
+      });
+      handle = new PortForward(child, match, exited);
+      return handle;
+    } catch (e) {
+      child.kill("SIGKILL");
+      throw e;
+    }
+  }
+
+  /** SIGINT (Ctrl-C), as a user stops it; SIGKILL if it has not exited within 10 s. */
+  async stop(): Promise<void> {
+    this.#child.kill("SIGINT");
+    const timer = setTimeout(() => this.#child.kill("SIGKILL"), 10_000);
+    await this.#exited;
+    clearTimeout(timer);
+  }
+}
+
 describe("operator on kind", () => {
   beforeAll(async () => {
     kind = await createKindCluster(process.env["KIND_CLUSTER"] ?? "narad-e2e");
@@ -308,6 +370,71 @@ spec:
       });
     process.stderr.write(`[operator-kind] consumed in the client pod: ${JSON.stringify(got)}\n`);
     expect(got.sort()).toEqual(["hello-0", "hello-1", "hello-2", "hello-3", "hello-4"]);
+  });
+
+  it("kubectl port-forward and kubectl narad port-forward stream produce and consume from the host", async () => {
+    const pf = "pf-smoke";
+    const auth = { ...headers(), "content-type": "application/json" };
+    // The standard route first: kubectl port-forward to the Service (kubectl picks one of its pods).
+    const svc = await PortForward.start(
+      p.kubectlBinary,
+      ["--kubeconfig", p.kubeconfigPath, "-n", NS, "port-forward", `svc/${CLUSTER}`, `:${BROKER_PORT}`],
+      /Forwarding from 127\.0\.0\.1:(\d+) -> \d+/,
+    );
+    try {
+      const created = await fetch(`${svc.url}/v1/topics`, {
+        method: "POST",
+        headers: auth,
+        body: JSON.stringify({ name: pf, partitions: 2 }),
+      });
+      expect(created.status, await created.text()).toBe(201);
+      for (let i = 0; i < 20; i++) {
+        const r = await fetch(`${svc.url}/v1/topics/${pf}/produce?key=pf-${i}`, {
+          method: "POST",
+          headers: headers(),
+          body: `through-kubectl-${i}`,
+        });
+        expect(r.status).toBe(202);
+      }
+    } finally {
+      await svc.stop();
+    }
+    expect(svc.exit).toEqual({ code: 0, signal: null });
+
+    // Then the plugin (client-node's port-forward, no kubectl needed): consume all 20 with receipt handles.
+    const plugin = await PortForward.start(
+      process.execPath,
+      [join(repoRoot, "bin/kubectl-narad.js"), "port-forward", CLUSTER, "0", "-n", NS],
+      /Forwarding http:\/\/127\.0\.0\.1:(\d+) -> (\S+)/,
+      { KUBECONFIG: p.kubeconfigPath },
+    );
+    const got: string[] = [];
+    try {
+      expect(plugin.match[2]).toMatch(new RegExp(`^${NS}/${CLUSTER}-\\d+:${BROKER_PORT}$`));
+      const deadline = Date.now() + 120_000;
+      while (got.length < 20 && Date.now() < deadline) {
+        const r = await fetch(`${plugin.url}/v1/topics/${pf}/consume?group=pf&wait=2s`, {
+          headers: headers(),
+        });
+        if (r.status === 204) continue;
+        expect(r.status).toBe(200);
+        const m = (await r.json()) as { payload: string; receipt_handle: string; payload_encoding?: string };
+        got.push(
+          m.payload_encoding === "base64" ? Buffer.from(m.payload, "base64").toString("utf8") : m.payload,
+        );
+        const ack = await fetch(
+          `${plugin.url}/v1/topics/${pf}/ack?receipt_handle=${encodeURIComponent(m.receipt_handle)}`,
+          { method: "POST", headers: headers() },
+        );
+        expect(ack.status).toBe(204);
+      }
+    } finally {
+      await plugin.stop();
+    }
+    process.stderr.write(`[operator-kind] through port-forward: 20 produced, ${got.length} consumed\n`);
+    expect(got.sort()).toEqual([...Array(20).keys()].map((i) => `through-kubectl-${i}`).sort());
+    // The plugin stops on SIGINT with 0, as its docs say.
+    expect(plugin.exit).toEqual({ code: 0, signal: null });
   });
 
   it("kill -9 of a broker's container process → Down → reroute → Active; every acknowledged record read back once", async () => {

@@ -49,6 +49,8 @@ export interface PlatformClient {
   kubeConfig: KubeConfig;
   /** kubectl bound to this cluster's kubeconfig. */
   kubectl: CommandRunner;
+  /** The kubectl binary itself, for long-running commands (port-forward) a runner cannot hold. */
+  kubectlBinary: string;
   helm: CommandRunner;
   /** Server-side `kubectl apply` of a (multi-document) YAML string; returns kubectl's output. */
   applyYaml(yaml: string): Promise<string>;
@@ -74,6 +76,7 @@ function clientFor(kubeconfigPath: string, binaries: { kubectl: string; helm: st
     kubeconfigPath,
     kubeConfig,
     kubectl,
+    kubectlBinary: binaries.kubectl,
     helm: commandRunner(binaries.helm, kubeconfigPath),
     applyYaml: (yaml) => applyYamlWith(kubectl, yaml),
   };

@@ -9,6 +9,7 @@ import type { ConsumerManager } from "../consumer/manager.ts";
 import type { Dispatcher } from "../dispatch/types.ts";
 import type { FanoutEngine } from "../fanout/engine.ts";
 import { closeHttp } from "../http/close.ts";
+import type { LoopbackForward } from "../http/loopback-forward.ts";
 import type { LogStore } from "../log/log-store.ts";
 import type { Metastore } from "../meta/types.ts";
 import type { ProducerRegistry } from "../producers/registry.ts";
@@ -27,6 +28,8 @@ export interface NodeParts {
   cluster: ClusterServer | undefined;
   consumers: ConsumerManager;
   app: FastifyInstance;
+  /** The 127.0.0.1 forward to the HTTP listener (--loopback-forward), if it runs. */
+  loopback: LoopbackForward | undefined;
   peers: PeerPool;
   logs: LogStore;
   wal: IngressWal;
@@ -69,6 +72,8 @@ export function nodeStop(p: NodeParts): NodeStop {
     // final frontier flush runs once no request can settle a lease any more.
     p.consumers.beginClose();
     await closeHttp(p.app);
+    // After the HTTP close: forwarded requests in flight were answered there.
+    await p.loopback?.close();
     // Only now: produce still arriving while the HTTP server closed was
     // forwarded to a peer over these channels.
     p.peers.close();

@@ -302,6 +302,7 @@ describe("statefulset", () => {
       "POD_IP",
       "POD_NAMESPACE",
       "NARAD_CLUSTER_NAME",
+      "NARAD_LOOPBACK_FORWARD",
       "NARAD_AUTH",
       "NARAD_CLUSTER_SECRET_FILE",
       ...(spec.security.auth.enabled ? ["NARAD_AUTH_FILE", "NARAD_METRICS_AUTH"] : []),

@@ -199,5 +199,9 @@ function brokerEnv(clusterName: string): V1EnvVar[] {
     { name: "POD_IP", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "status.podIP" } } },
     { name: "POD_NAMESPACE", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.namespace" } } },
     { name: "NARAD_CLUSTER_NAME", value: clusterName },
+    // The kubelet's port-forward dials localhost in the pod, and --addr is the
+    // pod IP: accept on 127.0.0.1 too. An environment variable, not a flag, so
+    // a cluster pinned to an older image that lacks the setting still starts.
+    { name: "NARAD_LOOPBACK_FORWARD", value: "on" },
   ];
 }
