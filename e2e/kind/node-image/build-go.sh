@@ -5,7 +5,8 @@
 #   kind            sigs.k8s.io/kind               the CLI
 #   crictl          sigs.k8s.io/cri-tools           in the node (kind load, the harness)
 #   kubelet, kubeadm, kube-scheduler, kube-proxy    e2e/platform/build-binaries.sh node
-#   coredns         github.com/coredns/coredns      the version kubeadm v1.36 deploys
+#   coredns         github.com/coredns/coredns      the version kubeadm v1.36 deploys, with
+#                   only the plugins kubeadm's Corefile uses (coredns/main.go)
 #   local-path-provisioner  github.com/rancher/local-path-provisioner (StorageClass standard)
 #   kube-network-policies   sigs.k8s.io/kube-network-policies (the NetworkPolicy agent, e2e/kind/netpol/)
 # Holds ~/.cache/narad-k8s/.build.lock while compiling, so it never runs beside
@@ -42,6 +43,31 @@ gobuild() {
   echo "$name=$out/$name"
 }
 
+# gobuild_main NAME VERSION MODULE MAIN_GO: like gobuild, for our own main
+# package MAIN_GO against MODULE@VERSION. The cache dir carries a hash of
+# MAIN_GO, so editing it builds afresh.
+gobuild_main() {
+  local name=$1 version=$2 module=$3 main=$4
+  local hash; hash=$(sha256sum "$main" | cut -c1-12)
+  local out="$CACHE/$name-$version-$hash"
+  if [ -x "$out/$name" ]; then log "$name $version ($hash) cached"; echo "$name=$out/$name"; return; fi
+  log "building $name $version from $(basename "$(dirname "$main")")/main.go ($hash)"
+  local t0=$SECONDS src="$CACHE/src/$name-$version-$hash"
+  rm -rf "$src" && mkdir -p "$src" && cd "$src"
+  go mod init "local/$name" >/dev/null 2>&1
+  cp "$main" main.go
+  # go get of the imported packages (not go mod tidy): it records the sums of
+  # just the modules they need, for this platform.
+  local pkgs; pkgs=$(grep -o "\"$module/[^\"]*\"" main.go | tr -d '"' | sed "s|\$|@$version|")
+  # shellcheck disable=SC2086 # one word per package
+  go get $pkgs >&2
+  mkdir -p "$out.tmp"
+  CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out.tmp/$name" . >&2
+  rm -rf "$out" && mv "$out.tmp" "$out"
+  log "$name $version built in $((SECONDS - t0)) s"
+  echo "$name=$out/$name"
+}
+
 mkdir -p "$CACHE" "$K8S_CACHE"
 exec 9>"$K8S_CACHE/.build.lock"
 log "waiting for $K8S_CACHE/.build.lock"
@@ -58,6 +84,6 @@ exec 9>&-
 bash "$ROOT/e2e/platform/build-binaries.sh" node | grep '^K8S'
 exec 9>"$K8S_CACHE/.build.lock"
 flock 9
-gobuild coredns "$COREDNS_VERSION" github.com/coredns/coredns github.com/coredns/coredns
+gobuild_main coredns "$COREDNS_VERSION" github.com/coredns/coredns "$HERE/coredns/main.go"
 gobuild local-path-provisioner "$LOCALPATH_VERSION" github.com/rancher/local-path-provisioner github.com/rancher/local-path-provisioner
 netpol

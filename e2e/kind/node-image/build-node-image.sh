@@ -22,6 +22,9 @@ K8S_CACHE="${NARAD_K8S_CACHE:-$HOME/.cache/narad-k8s}"
 K8S_VERSION=1.36.3
 ETCD_VERSION=3.6.16
 COREDNS_VERSION=v1.14.2
+# build-go.sh keys the CoreDNS build by its main.go (only kubeadm's plugins).
+COREDNS_KEY="$COREDNS_VERSION-$(sha256sum "$HERE/coredns/main.go" | cut -c1-12)"
+COREDNS_BIN="$CACHE/coredns-$COREDNS_KEY/coredns"
 PAUSE_TAG=3.10.2
 LOCALPATH_VERSION=v0.0.30
 NODE_IMAGE="${NARAD_KIND_NODE_IMAGE:-narad.local/kind-node:v$K8S_VERSION}"
@@ -36,7 +39,7 @@ NODE="$K8S_CACHE/kubernetes-v$K8S_VERSION-node"
 ETCD="$K8S_CACHE/etcd-v$ETCD_VERSION/etcd"
 for f in "$CP/kube-apiserver" "$CP/kube-controller-manager" "$CP/kubectl" "$NODE/kubelet" "$NODE/kubeadm" \
   "$NODE/kube-scheduler" "$NODE/kube-proxy" "$ETCD" "$CACHE/crictl-v1.37.0/crictl" \
-  "$CACHE/coredns-$COREDNS_VERSION/coredns" "$CACHE/local-path-provisioner-$LOCALPATH_VERSION/local-path-provisioner"; do
+  "$COREDNS_BIN" "$CACHE/local-path-provisioner-$LOCALPATH_VERSION/local-path-provisioner"; do
   [ -x "$f" ] || die "$f missing: run e2e/kind/node-image/build-go.sh (and e2e/platform/build-binaries.sh) first"
 done
 ROOTFS=$("$HERE/build-rootfs.sh")
@@ -95,12 +98,12 @@ ENTRYPOINT [\"/usr/local/bin/etcd\"]" "$ETCD"
 # NET_BIND_SERVICE, which a non-root process only gets through a file
 # capability on the binary (as upstream's image sets). BuildKit's COPY drops
 # xattrs, so this image is a `docker import` of a tar that keeps them.
-coredns_tar="$CACHE/images/coredns-fcap-$COREDNS_VERSION.tar"
+coredns_tar="$CACHE/images/coredns-fcap-$COREDNS_KEY.tar"
 TARS+=("$coredns_tar")
 if [ -s "$coredns_tar" ]; then log "registry.k8s.io/coredns/coredns:$COREDNS_VERSION cached"; else
   log "building registry.k8s.io/coredns/coredns:$COREDNS_VERSION"
   mkdir -p "$work/dns"
-  cp "$CACHE/coredns-$COREDNS_VERSION/coredns" "$work/dns/coredns"
+  cp "$COREDNS_BIN" "$work/dns/coredns"
   setcap cap_net_bind_service=+ep "$work/dns/coredns" || die "setcap failed (needs libcap2-bin and CAP_SETFCAP)"
   tar --xattrs --xattrs-include=security.capability -C "$work/dns" -cf "$work/dns.tar" coredns
   docker import -c 'USER 65532:65532' -c 'EXPOSE 53 53/udp' -c 'ENTRYPOINT ["/coredns"]' \
