@@ -252,14 +252,7 @@ describe("decommission through the cluster API", () => {
     await s.platform.kubectl(["-n", NS, "scale", "naradcluster", NAME, "--replicas=3"]);
     await s.waitSettled(3, 240_000, "3 Active members again");
     const leaving = `${NAME}-2`;
-    await waitFor(
-      async () => (await s.owners()).includes(leaving) && (await cluster()).status?.scale === undefined,
-      {
-        timeoutMs: 180_000,
-        what: `partitions rebalanced onto ${leaving}`,
-        intervalMs: 500,
-      },
-    );
+    await s.waitOwnsPartitions(leaving, 180_000);
     const sampler = new PodSampler(() => 3, s.pods, log);
     const producer = new LoadProducer({
       tag: "d2",

@@ -170,15 +170,7 @@ describe("scaling", () => {
   it("scaling back up during a decommission cancels it cleanly", async () => {
     await s.patchSpec({ replicas: 3 });
     await s.waitSettled(3, 180_000, "3 Active members");
-    await waitFor(
-      async () =>
-        (await s.owners()).includes(`${NAME}-2`) && (await s.cluster())?.status?.scale === undefined,
-      {
-        timeoutMs: 120_000,
-        what: `partitions rebalanced onto ${NAME}-2`,
-        intervalMs: 500,
-      },
-    );
+    await s.waitOwnsPartitions(`${NAME}-2`, 120_000);
     const sampler = new PodSampler(() => 3, s.pods, log);
     const live = new LoadProducer({
       tag: "s2",
@@ -266,11 +258,7 @@ describe("scaling", () => {
 
   it("#21.1: a decommissioning member whose pod is force-deleted after its moves is not Removed until its new pod passes the gate; its PVC survives", async () => {
     await s.patchSpec({ replicas: 3 });
-    await waitFor(
-      async () =>
-        (await s.owners()).includes(`${NAME}-2`) && (await s.cluster())?.status?.scale === undefined,
-      { timeoutMs: 180_000, what: `${NAME}-2 back with partitions rebalanced onto it`, intervalMs: 500 },
-    );
+    await s.waitOwnsPartitions(`${NAME}-2`, 180_000, `${NAME}-2 back with partitions rebalanced onto it`);
     const leaving = `${NAME}-2`;
     const pvc = `data-${leaving}`;
     const pvcUid = async () =>

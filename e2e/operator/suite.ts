@@ -83,6 +83,8 @@ export interface SuiteCluster {
    * members 0..n-1 all Active, no scale work left, n Ready pods, Ready=True.
    */
   waitSettled(n: number, timeoutMs: number, what: string): Promise<ClusterView>;
+  /** Waits until `member` owns at least one partition and no scale work is left (the rebalance onto it done). */
+  waitOwnsPartitions(member: string, timeoutMs: number, what?: string): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -236,6 +238,12 @@ export async function startSuiteCluster(o: SuiteClusterOptions): Promise<SuiteCl
     eventText: async (reason) =>
       (await platform.kubectl(["-n", ns, "get", "events", "--field-selector", `reason=${reason}`])).stdout,
     waitSettled,
+    waitOwnsPartitions: async (member, timeoutMs, what = `partitions rebalanced onto ${member}`) => {
+      await waitFor(
+        async () => (await owners()).includes(member) && (await cluster())?.status?.scale === undefined,
+        { timeoutMs, what, intervalMs: 500 },
+      );
+    },
     stop: async () => {
       for (const x of operators) await x.kill("SIGKILL");
       const keep = process.env["NARAD_KEEP"] === "1";
