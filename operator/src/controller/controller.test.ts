@@ -53,7 +53,38 @@ function setup(spec: NaradCluster["spec"] = { replicas: 3, image: "ghcr.io/narad
       await reconcile();
     }
   };
-  return { clock, kube, recorder, brokers, deps, ac, cluster, reconcile, storage, passes };
+  /** The first pass, three Ready pods at rev-1, a second pass: a Running cluster of demo-0..2. */
+  const runningAtRev1 = async () => {
+    await reconcile();
+    for (const i of [0, 1, 2]) kube.addPod(NS, "demo", i, true);
+    kube.setStatefulSetStatus(NS, "demo", "rev-1");
+    await reconcile();
+  };
+  /** spec.image changed and applied (the template), and the StatefulSet reporting the new revision rev-2. */
+  const rollTo = async (image: string) => {
+    kube.updateSpec(kube.clusters, NS, "demo", (s) => {
+      s.image = image;
+    });
+    await reconcile();
+    kube.setStatefulSetStatus(NS, "demo", "rev-2");
+  };
+  /** Up to 20 one-second passes, stopping once the roll has deleted this pod. */
+  const untilPodDeleted = (pod: string) => passes(20, 1000, () => kube.pods.get(NS, pod) !== undefined);
+  return {
+    clock,
+    kube,
+    recorder,
+    brokers,
+    deps,
+    ac,
+    cluster,
+    reconcile,
+    storage,
+    passes,
+    runningAtRev1,
+    rollTo,
+    untilPodDeleted,
+  };
 }
 
 function memberState(c: NaradCluster, id: string) {
@@ -145,10 +176,7 @@ describe("NaradCluster reconcile", () => {
 
   it("an image change with the rollout paused updates the template and restarts no pod", async () => {
     const t = setup();
-    await t.reconcile();
-    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
-    await t.reconcile();
+    await t.runningAtRev1();
     t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
       s.image = "ghcr.io/narad/narad:2.0";
       s.rollout = { paused: true };
@@ -179,15 +207,8 @@ describe("NaradCluster reconcile", () => {
 
   it("an image change rolls the pods one at a time: Maintenance, drain, delete, Ready, Active", async () => {
     const t = setup();
-    await t.reconcile();
-    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
-    await t.reconcile();
-    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
-      s.image = "ghcr.io/narad/narad:2.0";
-    });
-    await t.reconcile();
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
+    await t.runningAtRev1();
+    await t.rollTo("ghcr.io/narad/narad:2.0");
     const epochs: number[] = [t.cluster().status?.membershipEpoch ?? 0];
     const trace: string[] = [];
     for (let pass = 0; pass < 40; pass++) {
@@ -239,10 +260,7 @@ describe("NaradCluster reconcile", () => {
 
   it("a drain that cannot finish blocks the roll with RollBlocked and deletes nothing until it drains", async () => {
     const t = setup({ replicas: 3, image: "ghcr.io/narad/narad:1.0", rollout: { drainTimeoutSeconds: 10 } });
-    await t.reconcile();
-    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
-    await t.reconcile();
+    await t.runningAtRev1();
     t.brokers.stuckDrain.set("demo-2", 42);
     t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
     await t.passes(15);
@@ -268,10 +286,7 @@ describe("NaradCluster reconcile", () => {
       image: "ghcr.io/narad/narad:1.0",
       rollout: { drainTimeoutSeconds: 5, force: true },
     });
-    await t.reconcile();
-    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
-    await t.reconcile();
+    await t.runningAtRev1();
     t.brokers.stuckDrain.set("demo-2", 3);
     t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
     await t.passes(10);
@@ -281,10 +296,7 @@ describe("NaradCluster reconcile", () => {
 
   it("a restarted operator (no memory) resumes the roll from status.roll", async () => {
     const t = setup();
-    await t.reconcile();
-    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
-    await t.reconcile();
+    await t.runningAtRev1();
     t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
     await t.reconcile(); // enter Maintenance for demo-2
     expect(t.cluster().status?.roll?.podInFlight).toBe("demo-2");
@@ -306,10 +318,7 @@ describe("NaradCluster reconcile", () => {
 
   /** Three Ready pods at rev-1, then the StatefulSet wants rev-2: demo-2 is in flight after one more pass. */
   async function rollStarted(t: ReturnType<typeof setup>) {
-    await t.reconcile();
-    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
-    await t.reconcile();
+    await t.runningAtRev1();
     t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
     await t.reconcile(); // enterMaintenance demo-2
     expect(t.cluster().status?.roll).toMatchObject({ podInFlight: "demo-2", podReadyAtStart: true });
@@ -964,10 +973,7 @@ describe("Scaling", () => {
 describe("issue #21: never declare Down falsely, never stall silently", () => {
   async function running(spec: NaradCluster["spec"]) {
     const t = setup(spec);
-    await t.reconcile();
-    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
-    await t.reconcile();
+    await t.runningAtRev1();
     expect(t.cluster().status?.members?.map((m) => m.state)).toEqual(["Active", "Active", "Active"]);
     return t;
   }
@@ -1083,17 +1089,10 @@ describe("issue #21 item 9: a replacement that never becomes Ready", () => {
       image: "ghcr.io/narad/narad:1.0",
       rollout: { downGraceSeconds: 10, replacementTimeoutSeconds: 20 },
     });
-    await t.reconcile();
-    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
-    await t.reconcile();
-    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
-      s.image = "ghcr.io/narad/narad:broken";
-    });
-    await t.reconcile();
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
+    await t.runningAtRev1();
+    await t.rollTo("ghcr.io/narad/narad:broken");
     // Run the roll until it deletes its first pod; the replacement crash-loops.
-    await t.passes(20, 1000, () => t.kube.pods.get(NS, "demo-2") !== undefined);
+    await t.untilPodDeleted("demo-2");
     expect(t.kube.pods.get(NS, "demo-2")).toBeUndefined();
     t.kube.addPod(NS, "demo", 2, false, "rev-2");
     const p = t.kube.pods.get(NS, "demo-2")!;
@@ -1152,16 +1151,9 @@ describe("issue #21 item 9: a replacement that never becomes Ready", () => {
       image: "ghcr.io/narad/narad:1.0",
       rollout: { downGraceSeconds: 10, replacementTimeoutSeconds: 20, releaseStuckReplacement: false },
     });
-    await t.reconcile();
-    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
-    await t.reconcile();
-    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
-      s.image = "ghcr.io/narad/narad:broken";
-    });
-    await t.reconcile();
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
-    await t.passes(20, 1000, () => t.kube.pods.get(NS, "demo-2") !== undefined);
+    await t.runningAtRev1();
+    await t.rollTo("ghcr.io/narad/narad:broken");
+    await t.untilPodDeleted("demo-2");
     t.kube.addPod(NS, "demo", 2, false, "rev-2");
     t.brokers.unreachable.add("demo-2");
     for (let s = 0; s < 40; s++) {
@@ -1260,16 +1252,9 @@ describe("review-op: a stuck replacement across a new term and a fixed image", (
       image: "ghcr.io/narad/narad:1.0",
       rollout: { downGraceSeconds: 10, replacementTimeoutSeconds: 20 },
     });
-    await t.reconcile();
-    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
-    await t.reconcile();
-    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
-      s.image = "ghcr.io/narad/narad:broken";
-    });
-    await t.reconcile();
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
-    await t.passes(20, 1000, () => t.kube.pods.get(NS, "demo-2") !== undefined);
+    await t.runningAtRev1();
+    await t.rollTo("ghcr.io/narad/narad:broken");
+    await t.untilPodDeleted("demo-2");
     expect(t.kube.pods.get(NS, "demo-2")).toBeUndefined();
     t.kube.addPod(NS, "demo", 2, false, "rev-2");
     t.brokers.unreachable.add("demo-2");
@@ -1313,15 +1298,8 @@ describe("review-op: an evicted pod that stays Terminating (its node is gone)", 
       image: "ghcr.io/narad/narad:1.0",
       rollout: { downGraceSeconds: 10, replacementTimeoutSeconds: 20, drainTimeoutSeconds: 30 },
     });
-    await t.reconcile();
-    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
-    await t.reconcile();
-    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
-      s.image = "ghcr.io/narad/narad:1.1";
-    });
-    await t.reconcile();
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
+    await t.runningAtRev1();
+    await t.rollTo("ghcr.io/narad/narad:1.1");
     // The eviction is accepted but the kubelet never confirms: the pod stays Terminating.
     const evict = t.kube.evictPod.bind(t.kube);
     t.kube.evictPod = async (ns, name, uid) => {
