@@ -87,6 +87,20 @@ function setup(spec: NaradCluster["spec"] = { replicas: 3, image: "ghcr.io/narad
   };
 }
 
+/**
+ * A 3-broker cluster rolling to an image that crash-loops: the roll has
+ * deleted demo-2 and its replacement (rev-2) is there but not Ready.
+ */
+async function brokenReplacement(rollout: NonNullable<NaradCluster["spec"]["rollout"]>) {
+  const t = setup({ replicas: 3, image: "ghcr.io/narad/narad:1.0", rollout });
+  await t.runningAtRev1();
+  await t.rollTo("ghcr.io/narad/narad:broken");
+  await t.untilPodDeleted("demo-2");
+  expect(t.kube.pods.get(NS, "demo-2")).toBeUndefined();
+  t.kube.addPod(NS, "demo", 2, false, "rev-2");
+  return t;
+}
+
 function memberState(c: NaradCluster, id: string) {
   return c.status?.members?.find((m) => m.id === id)?.state;
 }
@@ -1084,17 +1098,7 @@ describe("issue #21: never declare Down falsely, never stall silently", () => {
 
 describe("issue #21 item 9: a replacement that never becomes Ready", () => {
   it("makes the cluster Degraded naming the pod and its container state, warns once, and hands the member to the Down rules", async () => {
-    const t = setup({
-      replicas: 3,
-      image: "ghcr.io/narad/narad:1.0",
-      rollout: { downGraceSeconds: 10, replacementTimeoutSeconds: 20 },
-    });
-    await t.runningAtRev1();
-    await t.rollTo("ghcr.io/narad/narad:broken");
-    // Run the roll until it deletes its first pod; the replacement crash-loops.
-    await t.untilPodDeleted("demo-2");
-    expect(t.kube.pods.get(NS, "demo-2")).toBeUndefined();
-    t.kube.addPod(NS, "demo", 2, false, "rev-2");
+    const t = await brokenReplacement({ downGraceSeconds: 10, replacementTimeoutSeconds: 20 });
     const p = t.kube.pods.get(NS, "demo-2")!;
     t.kube.pods.put({
       ...p,
@@ -1146,15 +1150,11 @@ describe("issue #21 item 9: a replacement that never becomes Ready", () => {
   });
 
   it("with releaseStuckReplacement false the member stays in Maintenance, still Degraded", async () => {
-    const t = setup({
-      replicas: 3,
-      image: "ghcr.io/narad/narad:1.0",
-      rollout: { downGraceSeconds: 10, replacementTimeoutSeconds: 20, releaseStuckReplacement: false },
+    const t = await brokenReplacement({
+      downGraceSeconds: 10,
+      replacementTimeoutSeconds: 20,
+      releaseStuckReplacement: false,
     });
-    await t.runningAtRev1();
-    await t.rollTo("ghcr.io/narad/narad:broken");
-    await t.untilPodDeleted("demo-2");
-    t.kube.addPod(NS, "demo", 2, false, "rev-2");
     t.brokers.unreachable.add("demo-2");
     for (let s = 0; s < 40; s++) {
       await t.clock.advance(1000);
@@ -1247,16 +1247,7 @@ describe("issue #21 items 11 and 12: drift and needless writes", () => {
 
 describe("review-op: a stuck replacement across a new term and a fixed image", () => {
   async function stuck() {
-    const t = setup({
-      replicas: 3,
-      image: "ghcr.io/narad/narad:1.0",
-      rollout: { downGraceSeconds: 10, replacementTimeoutSeconds: 20 },
-    });
-    await t.runningAtRev1();
-    await t.rollTo("ghcr.io/narad/narad:broken");
-    await t.untilPodDeleted("demo-2");
-    expect(t.kube.pods.get(NS, "demo-2")).toBeUndefined();
-    t.kube.addPod(NS, "demo", 2, false, "rev-2");
+    const t = await brokenReplacement({ downGraceSeconds: 10, replacementTimeoutSeconds: 20 });
     t.brokers.unreachable.add("demo-2");
     t.brokers.draining.delete("demo-2");
     for (let s = 0; s < 40; s++) {
