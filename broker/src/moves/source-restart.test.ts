@@ -10,7 +10,13 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { fakeFrozenLog } from "../testing/fake-frozen-log.ts";
-import { quietSourceDeps, removeTempDirs, tempDir, twoNodesWithTopic } from "../testing/move-source-world.ts";
+import {
+  oneLogStore,
+  quietSourceDeps,
+  removeTempDirs,
+  tempDir,
+  twoNodesWithTopic,
+} from "../testing/move-source-world.ts";
 import { MoveSource } from "./source.ts";
 
 afterEach(removeTempDirs);
@@ -26,12 +32,7 @@ async function restartedSource(mark: string, ownerInView: string) {
   const source = new MoveSource(
     quietSourceDeps({
       metastore,
-      logs: {
-        get: async () => log,
-        removePartition: async () => {},
-        exists: async () => true,
-        partitionDir,
-      },
+      logs: oneLogStore(log, partitionDir),
       maxFreezeTtlMs: 60_000,
     }),
   );

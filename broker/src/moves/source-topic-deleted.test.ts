@@ -8,7 +8,13 @@ import { topicFixture } from "../meta/contract.ts";
 import type { PbMoveVerifyResponse } from "../rpc/proto.ts";
 import { fakeFrozenLog } from "../testing/fake-frozen-log.ts";
 import { createMemoryCluster } from "../testing/memory-metastore.ts";
-import { quietSourceDeps, removeTempDirs, tempDir } from "../testing/move-source-world.ts";
+import {
+  oneLogStore,
+  quietSourceDeps,
+  recordingConsumers,
+  removeTempDirs,
+  tempDir,
+} from "../testing/move-source-world.ts";
 import { MoveSource } from "./source.ts";
 
 afterEach(removeTempDirs);
@@ -26,27 +32,13 @@ function setup() {
   const source = new MoveSource(
     quietSourceDeps({
       metastore,
-      logs: {
-        get: async () => log,
-        removePartition: async () => {},
-        exists: async () => true,
-        // The log store creates a partition's directory when it opens the log.
-        partitionDir: (t, p) => {
-          const dir = join(root, t, String(p));
-          mkdirSync(dir, { recursive: true });
-          return dir;
-        },
-      },
-      consumers: {
-        freezePartition: async (t, p) => {
-          consumerFrozen.add(`${t}/${p}`);
-        },
-        unfreezePartition: (t, p) => {
-          consumerFrozen.delete(`${t}/${p}`);
-        },
-        dropPartition: () => {},
-        frontiers: async () => [],
-      },
+      // The log store creates a partition's directory when it opens the log.
+      logs: oneLogStore(log, (t, p) => {
+        const dir = join(root, t, String(p));
+        mkdirSync(dir, { recursive: true });
+        return dir;
+      }),
+      consumers: recordingConsumers(consumerFrozen),
       ownerVerify: async () => ({ segments: [] }) as unknown as PbMoveVerifyResponse,
       maxFreezeTtlMs: 60_000,
     }),

@@ -7,6 +7,7 @@
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { OpenedPartitionLog } from "../log/partition-log.ts";
 import { topicFixture } from "../meta/contract.ts";
 import type { AuthoritativeOwner } from "../meta/types.ts";
 import { MoveSource, type MoveSourceDeps } from "../moves/source.ts";
@@ -52,6 +53,28 @@ export function quietSourceDeps(
   };
 }
 
+/** A log store that hands out this one log for every partition, each with a directory from partitionDir. */
+export function oneLogStore(
+  log: OpenedPartitionLog,
+  partitionDir: (topic: string, partition: number) => string,
+): MoveSourceDeps["logs"] {
+  return { get: async () => log, removePartition: async () => {}, exists: async () => true, partitionDir };
+}
+
+/** Queue consumers that record which partitions are frozen ("topic/partition") in `frozen`. */
+export function recordingConsumers(frozen: Set<string>): MoveSourceDeps["consumers"] {
+  return {
+    freezePartition: async (t, p) => {
+      frozen.add(`${t}/${p}`);
+    },
+    unfreezePartition: (t, p) => {
+      frozen.delete(`${t}/${p}`);
+    },
+    dropPartition: () => {},
+    frontiers: async () => [],
+  };
+}
+
 /** Nodes n0 and n1 (Active), topic "t" with one partition owned by `owner` in the view. */
 export async function twoNodesWithTopic(owner: string) {
   const cluster = createMemoryCluster([
@@ -91,22 +114,8 @@ export async function freezeWorld(o: { tmpPrefix: string; deleteDelayMs?: number
     const source = new MoveSource(
       quietSourceDeps({
         metastore,
-        logs: {
-          get: async () => log,
-          removePartition: async () => {},
-          exists: async () => true,
-          partitionDir,
-        },
-        consumers: {
-          freezePartition: async (t: string, p: number) => {
-            queueFrozen.add(`${t}/${p}`);
-          },
-          unfreezePartition: (t: string, p: number) => {
-            queueFrozen.delete(`${t}/${p}`);
-          },
-          dropPartition: () => {},
-          frontiers: async () => [],
-        },
+        logs: oneLogStore(log, partitionDir),
+        consumers: recordingConsumers(queueFrozen),
         maxFreezeTtlMs: 1_000,
         lapseRetryMs: 100,
         deleteDelayMs: o.deleteDelayMs ?? 60_000,
