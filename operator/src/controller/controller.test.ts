@@ -53,6 +53,12 @@ function setup(spec: NaradCluster["spec"] = { replicas: 3, image: "ghcr.io/narad
       await reconcile();
     }
   };
+  /** The writes of one pass alone (kube.writes cleared before it, holding them after). */
+  const writesOfOnePass = async () => {
+    kube.writes.length = 0;
+    await reconcile();
+    return [...kube.writes];
+  };
   /** The first pass, three Ready pods at rev-1, a second pass: a Running cluster of demo-0..2. */
   const runningAtRev1 = async () => {
     await reconcile();
@@ -84,6 +90,7 @@ function setup(spec: NaradCluster["spec"] = { replicas: 3, image: "ghcr.io/narad
     runningAtRev1,
     rollTo,
     untilPodDeleted,
+    writesOfOnePass,
   };
 }
 
@@ -183,9 +190,7 @@ describe("NaradCluster reconcile", () => {
     expect(c.status?.selector).toContain("narad.dev/cluster=demo");
     expect(r.requeueAfterMs).toBeUndefined();
 
-    t.kube.writes.length = 0;
-    await t.reconcile();
-    expect(t.kube.writes).toEqual([]);
+    expect(await t.writesOfOnePass()).toEqual([]);
   });
 
   it("an image change with the rollout paused updates the template and restarts no pod", async () => {
@@ -195,11 +200,9 @@ describe("NaradCluster reconcile", () => {
       s.image = "ghcr.io/narad/narad:2.0";
       s.rollout = { paused: true };
     });
-    t.kube.writes.length = 0;
-    await t.reconcile();
-    expect(t.kube.writes.filter((w) => w.startsWith("apply") || w.startsWith("delete"))).toEqual([
-      "apply StatefulSet demo",
-    ]);
+    expect(
+      (await t.writesOfOnePass()).filter((w) => w.startsWith("apply") || w.startsWith("delete")),
+    ).toEqual(["apply StatefulSet demo"]);
     expect(t.kube.statefulSets.get(NS, "demo")?.spec?.template.spec?.containers[0]?.image).toBe(
       "ghcr.io/narad/narad:2.0",
     );
@@ -546,9 +549,7 @@ describe("NaradCluster reconcile", () => {
     const t = setup();
     await t.reconcile();
     t.kube.owned.get("Service")?.remove(NS, "demo");
-    t.kube.writes.length = 0;
-    await t.reconcile();
-    expect(t.kube.writes).toContain("apply Service demo");
+    expect(await t.writesOfOnePass()).toContain("apply Service demo");
   });
 
   it("a member whose pod stays unready past the grace goes Down", async () => {
@@ -747,17 +748,13 @@ describe("ServiceMonitor", () => {
     t.kube.failApply = () => undefined;
     await t.reconcile();
     expect(monitors()).toEqual(["ServiceMonitor/ns1/demo"]);
-    t.kube.writes.length = 0;
-    await t.reconcile();
-    expect(t.kube.writes.filter((w) => w.includes("ServiceMonitor"))).toEqual([]);
+    expect((await t.writesOfOnePass()).filter((w) => w.includes("ServiceMonitor"))).toEqual([]);
     t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
       s.metrics = { serviceMonitor: { enabled: false } };
     });
     await t.reconcile();
     expect(monitors()).toEqual([]);
-    t.kube.writes.length = 0;
-    await t.reconcile();
-    expect(t.kube.writes.filter((w) => w.includes("ServiceMonitor"))).toEqual([]);
+    expect((await t.writesOfOnePass()).filter((w) => w.includes("ServiceMonitor"))).toEqual([]);
   });
 });
 
@@ -767,9 +764,7 @@ describe("PodMonitor", () => {
     await t.reconcile();
     const monitors = () => [...t.kube.other.keys()].filter((k) => k.includes("Monitor/")).sort();
     expect(monitors()).toEqual(["PodMonitor/ns1/demo"]);
-    t.kube.writes.length = 0;
-    await t.reconcile();
-    expect(t.kube.writes.filter((w) => w.includes("PodMonitor"))).toEqual([]);
+    expect((await t.writesOfOnePass()).filter((w) => w.includes("PodMonitor"))).toEqual([]);
     t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
       s.metrics = { podMonitor: { enabled: false } };
     });
