@@ -53,6 +53,14 @@ function setup(spec: NaradCluster["spec"] = { replicas: 3, image: "ghcr.io/narad
       await reconcile();
     }
   };
+  /** A NaradTopic of the demo cluster (the topic reconcile is the test's to run). */
+  const createTopic = (name: string, partitions: number) =>
+    kube.create(kube.topics, {
+      apiVersion: "narad.dev/v1alpha1",
+      kind: "NaradTopic",
+      metadata: { name, namespace: NS },
+      spec: { cluster: "demo", partitions },
+    } satisfies NaradTopic);
   /** The writes of one pass alone (kube.writes cleared before it, holding them after). */
   const writesOfOnePass = async () => {
     kube.writes.length = 0;
@@ -91,6 +99,7 @@ function setup(spec: NaradCluster["spec"] = { replicas: 3, image: "ghcr.io/narad
     rollTo,
     untilPodDeleted,
     writesOfOnePass,
+    createTopic,
   };
 }
 
@@ -594,12 +603,7 @@ describe("NaradTopic reconcile", () => {
   async function withTopic(partitions = 5) {
     const t = setup();
     await t.reconcile();
-    t.kube.create(t.kube.topics, {
-      apiVersion: "narad.dev/v1alpha1",
-      kind: "NaradTopic",
-      metadata: { name: "orders", namespace: NS },
-      spec: { cluster: "demo", partitions },
-    } satisfies NaradTopic);
+    t.createTopic("orders", partitions);
     const topic = () => t.kube.topics.get(NS, "orders")!;
     const reconcileT = () => reconcileTopic(`${NS}/orders`, t.deps);
     return { ...t, topic, reconcileT };
@@ -687,12 +691,7 @@ describe("issue #21 item 10: a topic deletion behind a Down member", () => {
   it("reports Degraded=DeletionBlocked after the bound, and narad.dev/force-delete releases it", async () => {
     const t = setup();
     await t.reconcile();
-    t.kube.create(t.kube.topics, {
-      apiVersion: "narad.dev/v1alpha1",
-      kind: "NaradTopic",
-      metadata: { name: "orders", namespace: NS },
-      spec: { cluster: "demo", partitions: 3 },
-    } satisfies NaradTopic);
+    t.createTopic("orders", 3);
     const topic = () => t.kube.topics.get(NS, "orders");
     const reconcileT = () => reconcileTopic(`${NS}/orders`, t.deps);
     for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
@@ -780,12 +779,7 @@ describe("Scaling", () => {
     await t.reconcile();
     for (let i = 0; i < 3; i++) t.kube.addPod(NS, "demo", i, true);
     await t.reconcile();
-    t.kube.create(t.kube.topics, {
-      apiVersion: "narad.dev/v1alpha1",
-      kind: "NaradTopic",
-      metadata: { name: "orders", namespace: NS },
-      spec: { cluster: "demo", partitions: 6 },
-    } satisfies NaradTopic);
+    t.createTopic("orders", 6);
     await reconcileTopic(`${NS}/orders`, t.deps);
     await reconcileTopic(`${NS}/orders`, t.deps);
     const owners = () => (t.kube.topics.get(NS, "orders")?.status?.assignments ?? []).map((a) => a.owner);
