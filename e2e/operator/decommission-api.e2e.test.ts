@@ -16,92 +16,30 @@
 //      cancels it (DecommissionCancelled), members all Active again.
 // Numbers go to console.log ("decommission-api-e2e:").
 import { setTimeout as sleep } from "node:timers/promises";
-import { type CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { kubeClusterScale, observationOf } from "../../broker/src/node/decommission.ts";
 import type { NaradCluster } from "../../packages/api/src/v1alpha1/types.ts";
 import { stderrLog } from "../platform/log.ts";
-import type { Platform } from "../platform/platform.ts";
 import { basicAuth } from "./credentials.ts";
-import { getJson, type OperatorProcess, startOperator, startSuitePlatform, waitFor } from "./harness.ts";
-import {
-  BROKER_PORT,
-  checkLedger,
-  type HeaderSource,
-  LoadProducer,
-  listBrokerPods,
-  type PodInfo,
-  PodSampler,
-  readTopic,
-} from "./load.ts";
+import { expectEveryAckReadableOnce } from "./expect-ledger.ts";
+import { waitFor } from "./harness.ts";
+import { BROKER_PORT, checkLedger, type HeaderSource, LoadProducer, PodSampler } from "./load.ts";
+import { type SuiteCluster, startSuiteCluster } from "./suite.ts";
 
 const log = stderrLog("decommission-api-e2e");
 const NS = "decom";
-const LEASE_NS = "narad-system";
 const NAME = "dc";
 const TOPIC = "events";
 const PARTITIONS = 6;
 const ADMIN = { user: "admin", password: "admin-secret-for-the-decommission-suite" };
 const READER = { user: "reader", password: "reader-secret-for-the-decommission-suite" };
 
-let platform: Platform;
-let core: CoreV1Api;
-let logDir: string;
-let op: OperatorProcess;
+let s: SuiteCluster;
 const admin: HeaderSource = () => basicAuth(ADMIN.user, ADMIN.password);
 const reader: HeaderSource = () => basicAuth(READER.user, READER.password);
 
-const cluster = async (): Promise<NaradCluster> => {
-  const custom = platform.kubeConfig.makeApiClient(CustomObjectsApi);
-  return (await custom.getNamespacedCustomObject({
-    group: "narad.dev",
-    version: "v1alpha1",
-    namespace: NS,
-    plural: "naradclusters",
-    name: NAME,
-  })) as NaradCluster;
-};
+const cluster = (): Promise<NaradCluster> => s.resource();
 const state = (c: NaradCluster, id: string) => c.status?.members?.find((m) => m.id === id)?.state;
-const pods = (): Promise<PodInfo[]> => listBrokerPods(core, NS, NAME);
-
-async function owners(): Promise<string[]> {
-  const list = await getJson<{ items: Array<{ status?: { assignments?: Array<{ owner: string }> } }> }>(
-    platform.kubectl,
-    ["-n", NS, "naradtopics"],
-  );
-  return (list?.items ?? []).flatMap((t) => (t.status?.assignments ?? []).map((a) => a.owner));
-}
-
-async function stsReplicas(): Promise<number | undefined> {
-  const s = await getJson<{ spec?: { replicas?: number } }>(platform.kubectl, [
-    "-n",
-    NS,
-    "statefulset",
-    NAME,
-  ]);
-  return s?.spec?.replicas;
-}
-
-/** Settled at n: StatefulSet n, members 0..n-1 all Active, no scale work, n Ready pods. */
-async function waitSettled(n: number, timeoutMs: number, what: string): Promise<void> {
-  await waitFor(
-    async () => {
-      const c = await cluster();
-      const list = await pods();
-      const ids = (c.status?.members ?? []).map((m) => m.id).sort();
-      const want = Array.from({ length: n }, (_, i) => `${NAME}-${i}`).sort();
-      return (
-        (await stsReplicas()) === n &&
-        JSON.stringify(ids) === JSON.stringify(want) &&
-        (c.status?.members ?? []).every((m) => m.state === "Active") &&
-        c.status?.scale === undefined &&
-        list.length === n &&
-        list.every((p) => p.ready)
-      );
-    },
-    { timeoutMs, what, intervalMs: 500 },
-  );
-}
 
 /** One call to a broker (the first Ready pod unless `ip`): status and parsed JSON body (undefined when empty). */
 async function call(
@@ -110,7 +48,7 @@ async function call(
   headers: Record<string, string>,
   ip?: string,
 ): Promise<{ status: number; body: { error?: string; code?: string } | undefined; type: string }> {
-  const target = ip ?? (await pods()).find((p) => p.ready && p.ip)?.ip;
+  const target = ip ?? (await s.pods()).find((p) => p.ready && p.ip)?.ip;
   const r = await fetch(`http://${target}:${BROKER_PORT}${path}`, {
     method,
     headers,
@@ -128,7 +66,6 @@ const decommission = (id: string, method: "POST" | "DELETE", headers = admin(), 
 
 describe("decommission through the cluster API", () => {
   beforeAll(async () => {
-    ({ logDir, platform, core } = await startSuitePlatform("decommission-api", log, [NS, LEASE_NS]));
     // Our own users Secret: the operator's generated one has only the admin.
     const users = {
       users: [
@@ -136,52 +73,39 @@ describe("decommission through the cluster API", () => {
         { name: READER.user, password: READER.password, grants: [{ action: "consume", topics: TOPIC }] },
       ],
     };
-    await platform.applyYaml(
-      JSON.stringify({
-        apiVersion: "v1",
-        kind: "Secret",
-        metadata: { name: `${NAME}-own-users`, namespace: NS },
-        stringData: { "users.json": JSON.stringify(users) },
-      }),
-    );
-    op = await startOperator({ kubeconfig: platform.kubeconfigPath, identity: "decom-a", logDir });
-    // Generous: on a loaded 2-core machine the operator's start alone can pass a minute.
-    await op.waitForLine((l) => l.msg === "leading: reconciling", "leadership", 240_000);
-    await platform.applyYaml(
-      JSON.stringify({
-        apiVersion: "narad.dev/v1alpha1",
-        kind: "NaradCluster",
-        metadata: { name: NAME, namespace: NS },
-        spec: {
-          replicas: 3,
-          image: "ghcr.io/narad/narad:0.1.0",
-          rebalance: true,
-          storage: { reclaimPolicy: { whenScaled: "Delete" } },
-          rollout: { downGraceSeconds: 120 },
-          security: { auth: { enabled: true, usersSecret: `${NAME}-own-users` } },
+    s = await startSuiteCluster({
+      suite: "decommission-api",
+      log,
+      namespace: NS,
+      name: NAME,
+      applyFirst: [
+        {
+          apiVersion: "v1",
+          kind: "Secret",
+          metadata: { name: `${NAME}-own-users`, namespace: NS },
+          stringData: { "users.json": JSON.stringify(users) },
         },
-      }),
-    );
-    await waitSettled(3, 240_000, "the cluster to be Ready at 3");
-    const ip = (await pods())[0]!.ip!;
-    const r = await fetch(`http://${ip}:${BROKER_PORT}/v1/topics`, {
-      method: "POST",
-      headers: { ...admin(), "content-type": "application/json" },
-      body: JSON.stringify({ name: TOPIC, partitions: PARTITIONS }),
-    });
-    expect(r.status).toBe(201);
-    await waitFor(async () => (await owners()).length === PARTITIONS, {
-      timeoutMs: 60_000,
-      what: "the topic's partitions to be assigned",
-      intervalMs: 500,
+      ],
+      operatorIdentity: "decom-a",
+      // Generous: on a loaded 2-core machine the operator's start alone can pass a minute.
+      leadershipTimeoutMs: 240_000,
+      spec: {
+        replicas: 3,
+        image: "ghcr.io/narad/narad:0.1.0",
+        rebalance: true,
+        storage: { reclaimPolicy: { whenScaled: "Delete" } },
+        rollout: { downGraceSeconds: 120 },
+        security: { auth: { enabled: true, usersSecret: `${NAME}-own-users` } },
+      },
+      ready: { settled: 3, timeoutMs: 240_000 },
+      headers: admin,
+      topic: { name: TOPIC, partitions: PARTITIONS, assigned: true },
     });
     // The binaries' build lock may be held by another suite's build: the wait counts here.
   }, 2_400_000);
 
   afterAll(async () => {
-    await op?.kill("SIGKILL");
-    if (process.env["NARAD_KEEP"] === "1") log(`kept ${logDir} (operator logs, platform state)`);
-    await platform?.stop({ keep: process.env["NARAD_KEEP"] === "1" });
+    await s?.stop();
   });
 
   it("hostile and refused requests: JSON 4xx, nothing changed", async () => {
@@ -229,7 +153,7 @@ describe("decommission through the cluster API", () => {
     // The conditional write itself, against the API server: from a stale
     // resourceVersion it is refused and nothing changes.
     const scale = kubeClusterScale({
-      kubeConfig: platform.kubeConfig,
+      kubeConfig: s.platform.kubeConfig,
       namespace: NS,
       clusterName: NAME,
       requestTimeoutMs: 5_000,
@@ -237,7 +161,7 @@ describe("decommission through the cluster API", () => {
     });
     const seen = await scale.read();
     expect(seen).toMatchObject({ replicas: 3 });
-    await platform.kubectl([
+    await s.platform.kubectl([
       "-n",
       NS,
       "annotate",
@@ -255,7 +179,7 @@ describe("decommission through the cluster API", () => {
   });
 
   it("POST for the highest member scales down by one; its partitions move; every acknowledged record stays readable", async () => {
-    const sampler = new PodSampler(() => 3, pods, log);
+    const sampler = new PodSampler(() => 3, s.pods, log);
     const producer = new LoadProducer({
       tag: "d1",
       topic: TOPIC,
@@ -264,7 +188,7 @@ describe("decommission through the cluster API", () => {
     });
     await sleep(3_000);
     const leaving = `${NAME}-2`;
-    const ownedBefore = (await owners()).filter((o) => o === leaving).length;
+    const ownedBefore = (await s.owners()).filter((o) => o === leaving).length;
     const t0 = Date.now();
     const r = await decommission(leaving, "POST");
     expect(r.status).toBe(204);
@@ -296,7 +220,7 @@ describe("decommission through the cluster API", () => {
     // At 2: member 0 is still not the highest.
     const zero = await decommission(`${NAME}-0`, "POST");
     expect(zero.status).toBe(409);
-    await waitSettled(2, 300_000, "the cluster settled at 2");
+    await s.waitSettled(2, 300_000, "the cluster settled at 2");
     const tookMs = Date.now() - t0;
     await sleep(1_000);
     await producer.stop();
@@ -308,42 +232,28 @@ describe("decommission through the cluster API", () => {
     expect(sawDecommissioning).toBe(true);
     if (ownedBefore > 0) expect(sawMoves).toBeGreaterThan(0);
     expect(sawGone).toBe(true);
-    expect(new Set(await owners())).toEqual(new Set([`${NAME}-0`, `${NAME}-1`]));
+    expect(new Set(await s.owners())).toEqual(new Set([`${NAME}-0`, `${NAME}-1`]));
     // The removed member: unknown now.
     expect((await decommission(leaving, "DELETE")).status).toBe(404);
 
-    const ips = (await pods()).filter((p) => p.ready && p.ip).map((p) => p.ip as string);
-    const report = await checkLedger(producer, {
-      ip: ips[0]!,
+    const report = await expectEveryAckReadableOnce(producer, {
+      pods: s.pods,
       topic: TOPIC,
       partitions: PARTITIONS,
       headers: admin,
+      logPrefix: "decommission-api-e2e",
       timeoutMs: 90_000,
+      throughOthers: "all",
     });
-    console.log(`decommission-api-e2e: ${report.line}`);
     expect(report.acked).toBeGreaterThan(0);
-    expect(report.lost.slice(0, 10)).toEqual([]);
-    expect(report.duplicated.slice(0, 10)).toEqual([]);
-    expect(report.unknown.slice(0, 10)).toEqual([]);
-    for (const ip of ips.slice(1)) {
-      const other = await readTopic(ip, TOPIC, PARTITIONS, admin);
-      expect([...producer.acked].filter((id) => !other?.has(id))).toEqual([]);
-    }
   });
 
   it("DELETE during a decommission scales back up and the operator cancels it", async () => {
-    await platform.kubectl(["-n", NS, "scale", "naradcluster", NAME, "--replicas=3"]);
-    await waitSettled(3, 240_000, "3 Active members again");
+    await s.platform.kubectl(["-n", NS, "scale", "naradcluster", NAME, "--replicas=3"]);
+    await s.waitSettled(3, 240_000, "3 Active members again");
     const leaving = `${NAME}-2`;
-    await waitFor(
-      async () => (await owners()).includes(leaving) && (await cluster()).status?.scale === undefined,
-      {
-        timeoutMs: 180_000,
-        what: `partitions rebalanced onto ${leaving}`,
-        intervalMs: 500,
-      },
-    );
-    const sampler = new PodSampler(() => 3, pods, log);
+    await s.waitOwnsPartitions(leaving, 180_000);
+    const sampler = new PodSampler(() => 3, s.pods, log);
     const producer = new LoadProducer({
       tag: "d2",
       topic: TOPIC,
@@ -359,31 +269,23 @@ describe("decommission through the cluster API", () => {
       { timeoutMs: 60_000, what: `${leaving} Decommissioning with moves in flight`, intervalMs: 100 },
     );
     // Ask another broker than the leaving one: any member carries it out.
-    const other = (await pods()).find((p) => p.name === `${NAME}-1`)?.ip;
+    const other = (await s.pods()).find((p) => p.name === `${NAME}-1`)?.ip;
     const cancel = await decommission(leaving, "DELETE", admin(), other);
     expect(cancel.status).toBe(204);
     expect((await cluster()).spec.replicas).toBe(3);
     await waitFor(
       async () => {
-        const ev = await platform.kubectl([
-          "-n",
-          NS,
-          "get",
-          "events",
-          "--field-selector",
-          "reason=DecommissionCancelled",
-        ]);
-        return ev.stdout.includes(`decommission of ${leaving} cancelled`);
+        return (await s.eventText("DecommissionCancelled")).includes(`decommission of ${leaving} cancelled`);
       },
       { timeoutMs: 60_000, what: "DecommissionCancelled", intervalMs: 300 },
     );
-    await waitSettled(3, 180_000, "back to 3 Active members");
+    await s.waitSettled(3, 180_000, "back to 3 Active members");
     // Nothing to cancel any more: 204 with nothing changed.
     expect((await decommission(leaving, "DELETE")).status).toBe(204);
     expect((await cluster()).spec.replicas).toBe(3);
     await producer.stop();
     await sampler.stop();
-    const ips = (await pods()).filter((p) => p.ready && p.ip).map((p) => p.ip as string);
+    const ips = (await s.pods()).filter((p) => p.ready && p.ip).map((p) => p.ip as string);
     const report = await checkLedger(producer, {
       ip: ips[0]!,
       topic: TOPIC,

@@ -23,69 +23,28 @@
 // Numbers are printed with console.log ("failure-e2e:") for the README.
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { CoreV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { partitionForKey } from "../../broker/src/core/partitioner.ts";
 import { stderrLog } from "../platform/log.ts";
 import { podProcessPid } from "../platform/node-agent/pids.ts";
-import type { Platform } from "../platform/platform.ts";
-import { clusterCredentials } from "./credentials.ts";
-import { getJson, type OperatorProcess, startOperator, startSuitePlatform, waitFor } from "./harness.ts";
-import {
-  BROKER_PORT,
-  checkLedger,
-  type HeaderSource,
-  LoadProducer,
-  listBrokerPods,
-  type PodInfo,
-  PodSampler,
-  readTopic,
-} from "./load.ts";
+import { getJson, waitFor } from "./harness.ts";
+import { BROKER_PORT, checkLedger, LoadProducer, metricSum, PodSampler, readTopic } from "./load.ts";
+import { condition as cond, memberOf as member, type SuiteCluster, startSuiteCluster } from "./suite.ts";
 
 const log = stderrLog("failure-e2e");
 const NS = "failures";
-const LEASE_NS = "narad-system";
 const NAME = "fail";
 const TOPIC = "events";
 const PARTITIONS = 6;
 /** Short for the test, long enough that an ordinary restart (~1 s backoff + startup) stays within it. */
 const DOWN_GRACE_SECONDS = 10;
 const VICTIM = `${NAME}-1`;
-/** Admin credentials from the operator-created users Secret (set once the cluster exists). */
-let headers: HeaderSource = () => ({});
 
-interface Member {
-  id: string;
-  state: string;
-  since?: string;
-}
-interface Cluster {
-  status?: {
-    phase?: string;
-    conditions?: Array<{ type: string; status: string; reason: string; message: string }>;
-    members?: Member[];
-    membershipEpoch?: number;
-  };
-}
-
-let platform: Platform;
-let core: CoreV1Api;
-let logDir: string;
-let op: OperatorProcess | undefined;
-
-async function cluster(): Promise<Cluster | undefined> {
-  return getJson<Cluster>(platform.kubectl, ["-n", NS, "naradcluster", NAME]);
-}
-const member = (c: Cluster | undefined, id: string) => c?.status?.members?.find((m) => m.id === id);
-const cond = (c: Cluster | undefined, type: string) => c?.status?.conditions?.find((x) => x.type === type);
-
-async function pods(): Promise<PodInfo[]> {
-  return listBrokerPods(core, NS, NAME);
-}
+let s: SuiteCluster;
 
 async function assignments(): Promise<Array<{ partition: number; owner: string }>> {
   const t = await getJson<{ status?: { assignments?: Array<{ partition: number; owner: string }> } }>(
-    platform.kubectl,
+    s.platform.kubectl,
     ["-n", NS, "naradtopic", TOPIC],
   );
   return t?.status?.assignments ?? [];
@@ -99,7 +58,7 @@ async function readPartitions(ip: string, partitions: readonly number[]): Promis
     for (;;) {
       const r = await fetch(
         `http://${ip}:${BROKER_PORT}/v1/topics/${TOPIC}/records?partition=${p}&offset=${offset}&limit=1000`,
-        { headers: headers(), signal: AbortSignal.timeout(10_000) },
+        { headers: s.headers(), signal: AbortSignal.timeout(10_000) },
       );
       if (r.status !== 200) {
         await r.body?.cancel();
@@ -114,21 +73,7 @@ async function readPartitions(ip: string, partitions: readonly number[]): Promis
   return seen;
 }
 
-/** Sum of a metric over its labels, from one broker's /metrics. */
-async function metricSum(ip: string, name: string): Promise<number> {
-  const r = await fetch(`http://${ip}:${BROKER_PORT}/metrics`, {
-    headers: headers(),
-    signal: AbortSignal.timeout(5_000),
-  });
-  const text = await r.text();
-  let sum = 0;
-  for (const line of text.split("\n")) {
-    if (line.startsWith(`${name} `) || line.startsWith(`${name}{`)) sum += Number(line.split(" ").pop());
-  }
-  return sum;
-}
-
-const reroutedRecords = (ip: string) => metricSum(ip, "narad_dispatch_rerouted_records_total");
+const reroutedRecords = (ip: string) => metricSum(ip, "narad_dispatch_rerouted_records_total", s.headers);
 
 /**
  * SIGKILLs the container's process now and every process the node agent
@@ -142,7 +87,7 @@ class CrashLoop {
   constructor(pod: string) {
     this.#loop = (async () => {
       while (this.#running) {
-        const pid = podProcessPid(join(platform.dir, "node"), NS, pod, "narad");
+        const pid = podProcessPid(join(s.platform.dir, "node"), NS, pod, "narad");
         if (pid !== null) {
           try {
             process.kill(pid, "SIGKILL");
@@ -163,42 +108,23 @@ class CrashLoop {
 }
 
 beforeAll(async () => {
-  ({ logDir, platform, core } = await startSuitePlatform("failure", log, [NS, LEASE_NS]));
-  op = await startOperator({ kubeconfig: platform.kubeconfigPath, identity: "fail-a", logDir });
-  await op.waitForLine((l) => l.msg === "leading: reconciling", "leadership");
-  await platform.applyYaml(
-    JSON.stringify({
-      apiVersion: "narad.dev/v1alpha1",
-      kind: "NaradCluster",
-      metadata: { name: NAME, namespace: NS },
-      spec: {
-        replicas: 3,
-        rollout: { downGraceSeconds: DOWN_GRACE_SECONDS },
-        security: { auth: { enabled: true } },
-      },
-    }),
-  );
-  await waitFor(
-    async () => {
-      const c = await cluster();
-      return cond(c, "Ready")?.status === "True" && c?.status?.phase === "Running";
+  s = await startSuiteCluster({
+    suite: "failure",
+    log,
+    namespace: NS,
+    name: NAME,
+    operatorIdentity: "fail-a",
+    spec: {
+      replicas: 3,
+      rollout: { downGraceSeconds: DOWN_GRACE_SECONDS },
+      security: { auth: { enabled: true } },
     },
-    { timeoutMs: 180_000, what: "the cluster to be Ready", intervalMs: 1000 },
-  );
-  headers = await clusterCredentials(platform.kubectl, NS, NAME);
-  const ip = (await pods())[0]!.ip!;
-  const created = await fetch(`http://${ip}:${BROKER_PORT}/v1/topics`, {
-    method: "POST",
-    headers: { ...headers(), "content-type": "application/json" },
-    body: JSON.stringify({ name: TOPIC, partitions: PARTITIONS }),
+    topic: { name: TOPIC, partitions: PARTITIONS },
   });
-  expect(created.status).toBe(201);
 }, 600_000);
 
 afterAll(async () => {
-  await op?.kill("SIGKILL");
-  if (process.env["NARAD_KEEP"] === "1") log(`kept ${logDir} (operator logs, platform state)`);
-  await platform?.stop({ keep: process.env["NARAD_KEEP"] === "1" });
+  await s?.stop();
 });
 
 describe("unplanned broker failure", () => {
@@ -206,17 +132,24 @@ describe("unplanned broker failure", () => {
     const owned = (await assignments()).filter((a) => a.owner === VICTIM).map((a) => a.partition);
     expect(owned.length).toBeGreaterThan(0);
     const survivorPartitions = [...Array(PARTITIONS).keys()].filter((p) => !owned.includes(p));
-    const before = await cluster();
+    const before = await s.cluster();
     expect(member(before, VICTIM)?.state).toBe("Active");
     const epoch0 = before?.status?.membershipEpoch ?? 0;
     // Ids acknowledged up to a second after the kill: the only ones whose
     // commit to the dead owner can have had an unknown outcome.
     let inFlightAtKill = new Set<string>();
 
-    const sampler = new PodSampler(() => 3, pods, log);
-    const producer = new LoadProducer({ tag: "f1", topic: TOPIC, ips: () => sampler.readyIps, headers });
+    const sampler = new PodSampler(() => 3, s.pods, log);
+    const producer = new LoadProducer({
+      tag: "f1",
+      topic: TOPIC,
+      ips: () => sampler.readyIps,
+      headers: s.headers,
+    });
     await sleep(3_000); // traffic before the failure
-    const survivorIps = (await pods()).filter((p) => p.name !== VICTIM && p.ready).map((p) => p.ip as string);
+    const survivorIps = (await s.pods())
+      .filter((p) => p.name !== VICTIM && p.ready)
+      .map((p) => p.ip as string);
     expect(survivorIps).toHaveLength(2);
     const reroutedBefore = (await Promise.all(survivorIps.map(reroutedRecords))).reduce((a, b) => a + b, 0);
 
@@ -226,7 +159,7 @@ describe("unplanned broker failure", () => {
     let released = false;
     try {
       await waitFor(async () => crash.kills.length > 0, { timeoutMs: 10_000, what: "the first kill" });
-      await waitFor(async () => (await pods()).find((p) => p.name === VICTIM)?.ready === false, {
+      await waitFor(async () => (await s.pods()).find((p) => p.name === VICTIM)?.ready === false, {
         timeoutMs: 30_000,
         what: `${VICTIM} not Ready`,
         intervalMs: 100,
@@ -250,13 +183,13 @@ describe("unplanned broker failure", () => {
       let reroutedInGrace = reroutedBefore;
       let stateInGrace: string | undefined;
       for (;;) {
-        const state = member(await cluster(), VICTIM)?.state;
+        const state = member(await s.cluster(), VICTIM)?.state;
         // A read that returns after the grace ended may rightly say Down (the
         // grace starts from a timestamp with one-second resolution).
         if (Date.now() >= t0 + (DOWN_GRACE_SECONDS - 1) * 1000) break;
         stateInGrace = state;
         const pending = (
-          await Promise.all(survivorIps.map((ip) => metricSum(ip, "narad_wal_pending_records")))
+          await Promise.all(survivorIps.map((ip) => metricSum(ip, "narad_wal_pending_records", s.headers)))
         ).reduce((a, b) => a + b, 0);
         pendingInGrace = Math.max(pendingInGrace, pending);
         reroutedInGrace = (await Promise.all(survivorIps.map(reroutedRecords))).reduce((a, b) => a + b, 0);
@@ -275,7 +208,7 @@ describe("unplanned broker failure", () => {
       // 2. Down after the grace period, epoch bumped, a MemberDown Event
       const down = await waitFor(
         async () => {
-          const c = await cluster();
+          const c = await s.cluster();
           return member(c, VICTIM)?.state === "Down" ? c : undefined;
         },
         { timeoutMs: 90_000, what: `${VICTIM} to be Down`, intervalMs: 200 },
@@ -292,14 +225,14 @@ describe("unplanned broker failure", () => {
       expect(tDown - t0).toBeGreaterThanOrEqual(DOWN_GRACE_SECONDS * 1000 - 1000);
       // The Degraded condition and the MemberDown Event are written by the
       // operator beside the member change, not necessarily in the same write.
-      await waitFor(async () => cond(await cluster(), "Degraded")?.status === "True", {
+      await waitFor(async () => cond(await s.cluster(), "Degraded")?.status === "True", {
         timeoutMs: 30_000,
         what: "Degraded=True while a member is Down",
         intervalMs: 250,
       });
       await waitFor(
         async () => {
-          const events = await platform.kubectl([
+          const events = await s.platform.kubectl([
             "-n",
             NS,
             "get",
@@ -348,7 +281,7 @@ describe("unplanned broker failure", () => {
       }
       expect(missing.slice(0, 10)).toEqual([]);
       expect(meantForVictim.length).toBeGreaterThan(0);
-      const stillDown = await cluster();
+      const stillDown = await s.cluster();
       expect(member(stillDown, VICTIM)?.state).toBe("Down");
       const attemptsDown = producer.attempts - attemptsAtDown;
       const errorsDown = producer.errors - errorsAtDown;
@@ -357,7 +290,7 @@ describe("unplanned broker failure", () => {
       await crash.stop();
       released = true;
       const tRelease = Date.now();
-      await waitFor(async () => podProcessPid(join(platform.dir, "node"), NS, VICTIM, "narad") !== null, {
+      await waitFor(async () => podProcessPid(join(s.platform.dir, "node"), NS, VICTIM, "narad") !== null, {
         timeoutMs: 60_000,
         what: `the node agent to restart ${VICTIM}`,
         intervalMs: 50,
@@ -365,19 +298,19 @@ describe("unplanned broker failure", () => {
       const tStarted = Date.now();
       const up = await waitFor(
         async () => {
-          const c = await cluster();
+          const c = await s.cluster();
           return member(c, VICTIM)?.state === "Active" ? c : undefined;
         },
         { timeoutMs: 120_000, what: `${VICTIM} to be Active again`, intervalMs: 200 },
       );
       const tActive = Date.now();
       expect(up.status?.membershipEpoch ?? 0).toBeGreaterThan(epochDown);
-      await waitFor(async () => cond(await cluster(), "Ready")?.status === "True", {
+      await waitFor(async () => cond(await s.cluster(), "Ready")?.status === "True", {
         timeoutMs: 60_000,
         what: "the cluster Ready again",
         intervalMs: 500,
       });
-      const changed = await platform.kubectl([
+      const changed = await s.platform.kubectl([
         "-n",
         NS,
         "get",
@@ -401,12 +334,12 @@ describe("unplanned broker failure", () => {
     }
 
     // 5. the ledger: every 202 read back exactly once, through two brokers
-    const ips = (await pods()).filter((p) => p.ready && p.ip).map((p) => p.ip as string);
+    const ips = (await s.pods()).filter((p) => p.ready && p.ip).map((p) => p.ip as string);
     const report = await checkLedger(producer, {
       ip: ips[0]!,
       topic: TOPIC,
       partitions: PARTITIONS,
-      headers,
+      headers: s.headers,
       timeoutMs: 90_000,
     });
     console.log(`failure-e2e: ${report.line}`);
@@ -420,7 +353,7 @@ describe("unplanned broker failure", () => {
     );
     expect(dupIds).toEqual([]);
     expect(report.unknown.slice(0, 10)).toEqual([]);
-    const other = await readTopic(ips[1]!, TOPIC, PARTITIONS, headers);
+    const other = await readTopic(ips[1]!, TOPIC, PARTITIONS, s.headers);
     expect([...producer.acked].filter((id) => !other?.has(id))).toEqual([]);
   });
 });

@@ -13,119 +13,50 @@
 //      is drained, then evicted (#21 item 2).
 // The three rolls run on one cluster, in order. Numbers are printed with
 // console.log ("roll-e2e:") for the README.
-import { readFile } from "node:fs/promises";
-import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { CoreV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stderrLog } from "../platform/log.ts";
-import type { Platform } from "../platform/platform.ts";
-import { clusterCredentials } from "./credentials.ts";
-import { getJson, type OperatorProcess, startOperator, startSuitePlatform, waitFor } from "./harness.ts";
-import {
-  checkLedger,
-  type HeaderSource,
-  LoadProducer,
-  listBrokerPods,
-  type PodInfo,
-  PodSampler,
-  readTopic,
-} from "./load.ts";
+import { expectEveryAckReadableOnce } from "./expect-ledger.ts";
+import { waitFor } from "./harness.ts";
+import { BROKER_PORT, LoadProducer, PodSampler } from "./load.ts";
+import { type ClusterView, condition as cond, type SuiteCluster, startSuiteCluster } from "./suite.ts";
 
 const log = stderrLog("roll-e2e");
 const NS = "rolls";
-const LEASE_NS = "narad-system";
 const NAME = "roll";
 const TOPIC = "events";
 const PARTITIONS = 6;
 const IMAGE = (tag: string) => `ghcr.io/narad/narad:${tag}`;
 
-interface Condition {
-  type: string;
-  status: string;
-  reason: string;
-  message: string;
-}
-interface Cluster {
-  metadata: { generation?: number };
-  status?: {
-    phase?: string;
-    observedGeneration?: number;
-    conditions?: Condition[];
-    members?: Array<{ id: string; state: string }>;
-    roll?: { podInFlight: string; startedAt: string; reason: string };
-    updateRevision?: string;
-  };
-}
-
-let platform: Platform;
-let core: CoreV1Api;
-let logDir: string;
-const operators: OperatorProcess[] = [];
-/** Admin credentials from the operator-created users Secret (set once the cluster exists). */
-let headers: HeaderSource = () => ({});
-
-async function cluster(): Promise<Cluster | undefined> {
-  return getJson<Cluster>(platform.kubectl, ["-n", NS, "naradcluster", NAME]);
-}
-const cond = (c: Cluster | undefined, type: string) => c?.status?.conditions?.find((x) => x.type === type);
-
-async function pods(): Promise<PodInfo[]> {
-  return listBrokerPods(core, NS, NAME);
-}
+let s: SuiteCluster;
 
 async function pvcUids(): Promise<Record<string, string>> {
-  const list = await core.listNamespacedPersistentVolumeClaim({ namespace: NS });
+  const list = await s.core.listNamespacedPersistentVolumeClaim({ namespace: NS });
   return Object.fromEntries(list.items.map((p) => [p.metadata?.name ?? "", p.metadata?.uid ?? ""]));
-}
-
-async function patch(spec: Record<string, unknown>): Promise<void> {
-  await platform.kubectl([
-    "-n",
-    NS,
-    "patch",
-    "naradcluster",
-    NAME,
-    "--type=merge",
-    "-p",
-    JSON.stringify({ spec }),
-  ]);
-}
-
-async function brokerPid(pod: string): Promise<number> {
-  return Number(
-    (await readFile(join(platform.dir, "node", "pods", `${NS}_${pod}`, "narad.pid"), "utf8")).trim(),
-  );
 }
 
 /** Waits until every acked id is readable, then checks: none lost, none twice, also through a second broker. */
 async function verify(producer: LoadProducer, prefix: string): Promise<void> {
-  const ips = (await pods()).filter((p) => p.ready && p.ip).map((p) => p.ip as string);
-  const report = await checkLedger(producer, {
-    ip: ips[0]!,
+  expect(producer.tag).toBe(prefix);
+  await expectEveryAckReadableOnce(producer, {
+    pods: s.pods,
     topic: TOPIC,
     partitions: PARTITIONS,
-    headers,
+    headers: s.headers,
+    logPrefix: "roll-e2e",
+    throughOthers: "second",
   });
-  console.log(`roll-e2e: ${report.line}`);
-  expect(producer.tag).toBe(prefix);
-  expect(report.lost.slice(0, 10)).toEqual([]);
-  expect(report.duplicated.slice(0, 10)).toEqual([]);
-  expect(report.unknown.slice(0, 10)).toEqual([]);
-  // the same through another broker (reads cross the cluster RPC)
-  const other = await readTopic(ips[1]!, TOPIC, PARTITIONS, headers);
-  expect([...producer.acked].filter((id) => !other?.has(id))).toEqual([]);
 }
 
 /**
  * Waits for every pod at the StatefulSet's update revision (a new one, not
  * fromRevision), the roll cleared, and the cluster settled.
  */
-async function waitRolled(generation: number, fromRevision: string, timeoutMs: number): Promise<Cluster> {
+async function waitRolled(generation: number, fromRevision: string, timeoutMs: number): Promise<ClusterView> {
   return waitFor(
     async () => {
-      const c = await cluster();
-      const list = await pods();
+      const c = await s.cluster();
+      const list = await s.pods();
       const rev = c?.status?.updateRevision;
       const done =
         c?.status?.observedGeneration === generation &&
@@ -142,65 +73,44 @@ async function waitRolled(generation: number, fromRevision: string, timeoutMs: n
   );
 }
 
-async function operator(identity: string): Promise<OperatorProcess> {
-  const op = await startOperator({ kubeconfig: platform.kubeconfigPath, identity, logDir });
-  operators.push(op);
-  return op;
-}
-
 beforeAll(async () => {
-  ({ logDir, platform, core } = await startSuitePlatform("roll", log, [NS, LEASE_NS]));
-  const a = await operator("roll-a");
-  await a.waitForLine((l) => l.msg === "leading: reconciling", "leadership");
-  await platform.applyYaml(
-    JSON.stringify({
-      apiVersion: "narad.dev/v1alpha1",
-      kind: "NaradCluster",
-      metadata: { name: NAME, namespace: NS },
-      spec: {
-        replicas: 3,
-        image: IMAGE("0.1.0"),
-        // short drain bound for the blocked-drain test; a frozen peer must not go Down meanwhile
-        rollout: { drainTimeoutSeconds: 5, downGraceSeconds: 120, gateTimeoutSeconds: 10 },
-        security: { auth: { enabled: true } },
-      },
-    }),
-  );
-  await waitFor(
-    async () => {
-      const c = await cluster();
-      return cond(c, "Ready")?.status === "True" && c?.status?.phase === "Running";
+  s = await startSuiteCluster({
+    suite: "roll",
+    log,
+    namespace: NS,
+    name: NAME,
+    spec: {
+      replicas: 3,
+      image: IMAGE("0.1.0"),
+      // short drain bound for the blocked-drain test; a frozen peer must not go Down meanwhile
+      rollout: { drainTimeoutSeconds: 5, downGraceSeconds: 120, gateTimeoutSeconds: 10 },
+      security: { auth: { enabled: true } },
     },
-    { timeoutMs: 180_000, what: "the cluster to be Ready", intervalMs: 1000 },
-  );
-  headers = await clusterCredentials(platform.kubectl, NS, NAME);
-  const ip = (await pods())[0]!.ip!;
-  const created = await fetch(`http://${ip}:7942/v1/topics`, {
-    method: "POST",
-    headers: { ...headers(), "content-type": "application/json" },
-    body: JSON.stringify({ name: TOPIC, partitions: PARTITIONS }),
+    topic: { name: TOPIC, partitions: PARTITIONS },
   });
-  expect(created.status).toBe(201);
 }, 600_000);
 
 afterAll(async () => {
-  for (const op of operators) await op.kill("SIGKILL");
-  if (process.env["NARAD_KEEP"] === "1") log(`kept ${logDir} (operator logs, platform state)`);
-  await platform?.stop({ keep: process.env["NARAD_KEEP"] === "1" });
+  await s?.stop();
 });
 
 describe("drained rolling restart", () => {
   it("an image change rolls all three pods one at a time: ≤1 unavailable, zero loss, zero duplicates, PVCs kept", async () => {
-    const before = await pods();
+    const before = await s.pods();
     const pvcs = await pvcUids();
     expect(Object.keys(pvcs)).toHaveLength(3);
-    const sampler = new PodSampler(() => 3, pods, log);
-    const producer = new LoadProducer({ tag: "r1", topic: TOPIC, ips: () => sampler.readyIps, headers });
+    const sampler = new PodSampler(() => 3, s.pods, log);
+    const producer = new LoadProducer({
+      tag: "r1",
+      topic: TOPIC,
+      ips: () => sampler.readyIps,
+      headers: s.headers,
+    });
     await sleep(2_000); // traffic before the roll
-    const gen = ((await cluster())?.metadata.generation ?? 0) + 1;
-    const fromRevision = (await cluster())?.status?.updateRevision ?? "";
+    const gen = ((await s.cluster())?.metadata?.generation ?? 0) + 1;
+    const fromRevision = (await s.cluster())?.status?.updateRevision ?? "";
     const t0 = Date.now();
-    await patch({ image: IMAGE("0.1.1") });
+    await s.patchSpec({ image: IMAGE("0.1.1") });
     await waitRolled(gen, fromRevision, 150_000);
     const rollMs = Date.now() - t0;
     await sleep(1_000); // traffic after the roll
@@ -217,45 +127,42 @@ describe("drained rolling restart", () => {
     expect(producer.applicationErrors(), producer.summary()).toBeLessThanOrEqual(
       Math.floor(producer.attempts / 1000),
     );
-    const after = await pods();
+    const after = await s.pods();
     for (const p of before) expect(after.find((x) => x.name === p.name)?.uid).not.toBe(p.uid);
     expect(await pvcUids()).toEqual(pvcs);
-    const a = operators.find((o) => o.identity === "roll-a")!;
+    const a = s.operators.find((o) => o.identity === "roll-a")!;
     const deletions = a
       .lines()
       .filter((l) => l.msg.startsWith("evicted pod "))
       .map((l) => l.msg.split(" ")[2]);
     expect(deletions).toEqual([`${NAME}-2`, `${NAME}-1`, `${NAME}-0`]);
-    const events = await platform.kubectl([
-      "-n",
-      NS,
-      "get",
-      "events",
-      "--field-selector",
-      "reason=RollComplete",
-    ]);
-    expect(events.stdout).toContain("every pod runs it now");
+    expect(await s.eventText("RollComplete")).toContain("every pod runs it now");
     await verify(producer, "r1");
   });
 
   it("an operator SIGKILLed mid-roll is replaced and the new one finishes the roll", async () => {
-    const sampler = new PodSampler(() => 3, pods, log);
-    const producer = new LoadProducer({ tag: "r2", topic: TOPIC, ips: () => sampler.readyIps, headers });
-    const gen = ((await cluster())?.metadata.generation ?? 0) + 1;
-    const fromRevision = (await cluster())?.status?.updateRevision ?? "";
+    const sampler = new PodSampler(() => 3, s.pods, log);
+    const producer = new LoadProducer({
+      tag: "r2",
+      topic: TOPIC,
+      ips: () => sampler.readyIps,
+      headers: s.headers,
+    });
+    const gen = ((await s.cluster())?.metadata?.generation ?? 0) + 1;
+    const fromRevision = (await s.cluster())?.status?.updateRevision ?? "";
     const t0 = Date.now();
-    await patch({ image: IMAGE("0.1.2") });
+    await s.patchSpec({ image: IMAGE("0.1.2") });
     // kill once the second pod is in flight (the first is done)
-    await waitFor(async () => (await cluster())?.status?.roll?.podInFlight === `${NAME}-1`, {
+    await waitFor(async () => (await s.cluster())?.status?.roll?.podInFlight === `${NAME}-1`, {
       timeoutMs: 90_000,
       what: "the roll to reach the second pod",
       intervalMs: 200,
     });
-    const a = operators.find((o) => o.identity === "roll-a")!;
+    const a = s.operators.find((o) => o.identity === "roll-a")!;
     await a.kill("SIGKILL");
     const killedAt = Date.now();
-    const inFlight = (await cluster())?.status?.roll;
-    const b = await operator("roll-b");
+    const inFlight = (await s.cluster())?.status?.roll;
+    const b = await s.startOperator("roll-b");
     await b.waitForLine((l) => l.msg === "leading: reconciling", "roll-b to lead", 60_000);
     await waitRolled(gen, fromRevision, 150_000);
     const rollMs = Date.now() - t0;
@@ -272,47 +179,52 @@ describe("drained rolling restart", () => {
   });
 
   it("#21.3: another broker failing mid-roll: no deletion; past gateTimeoutSeconds the drain is cancelled and the roll cleared (RollAborted)", async () => {
-    const sampler = new PodSampler(() => 3, pods, log);
-    const producer = new LoadProducer({ tag: "r3", topic: TOPIC, ips: () => sampler.readyIps, headers });
+    const sampler = new PodSampler(() => 3, s.pods, log);
+    const producer = new LoadProducer({
+      tag: "r3",
+      topic: TOPIC,
+      ips: () => sampler.readyIps,
+      headers: s.headers,
+    });
     // Stage the new template while paused, so the roll starts the moment we unpause.
-    const gen = ((await cluster())?.metadata.generation ?? 0) + 2;
-    const fromRevision = (await cluster())?.status?.updateRevision ?? "";
-    await patch({ image: IMAGE("0.1.3"), rollout: { paused: true } });
-    await waitFor(async () => cond(await cluster(), "Progressing")?.reason === "RolloutPaused", {
+    const gen = ((await s.cluster())?.metadata?.generation ?? 0) + 2;
+    const fromRevision = (await s.cluster())?.status?.updateRevision ?? "";
+    await s.patchSpec({ image: IMAGE("0.1.3"), rollout: { paused: true } });
+    await waitFor(async () => cond(await s.cluster(), "Progressing")?.reason === "RolloutPaused", {
       timeoutMs: 60_000,
       what: "Progressing=RolloutPaused",
       intervalMs: 300,
     });
     const frozenPod = `${NAME}-0`; // owner of some of ${NAME}-2's records; rolled last
     const inFlight = `${NAME}-2`;
-    const frozenIp = (await pods()).find((p) => p.name === frozenPod)!.ip!;
-    const inFlightBefore = (await pods()).find((p) => p.name === inFlight)!;
+    const frozenIp = (await s.pods()).find((p) => p.name === frozenPod)!.ip!;
+    const inFlightBefore = (await s.pods()).find((p) => p.name === inFlight)!;
     producer.exclude.add(frozenIp);
     await sleep(1_000); // let requests already sent to it finish
-    const pid = await brokerPid(frozenPod);
-    const a = operators.find((o) => o.identity === "roll-b") ?? operators.at(-1)!;
+    const pid = await s.brokerPid(frozenPod);
+    const a = s.operators.find((o) => o.identity === "roll-b") ?? s.operators.at(-1)!;
     const linesBefore = a.lines().length;
     process.kill(pid, "SIGSTOP");
     let resumedAt = 0;
     try {
-      await patch({ rollout: { paused: false } });
-      await waitFor(async () => (await cluster())?.status?.roll?.podInFlight === inFlight, {
+      await s.patchSpec({ rollout: { paused: false } });
+      await waitFor(async () => (await s.cluster())?.status?.roll?.podInFlight === inFlight, {
         timeoutMs: 30_000,
         what: `${inFlight} in flight`,
         intervalMs: 200,
       });
       const frozenNotReady = await waitFor(
         async () =>
-          (await pods()).find((p) => p.name === frozenPod)?.ready === false ? Date.now() : undefined,
+          (await s.pods()).find((p) => p.name === frozenPod)?.ready === false ? Date.now() : undefined,
         { timeoutMs: 60_000, what: `${frozenPod} not Ready`, intervalMs: 200 },
       );
       let conditionSeen = "";
       const aborted = await waitFor(
         async () => {
-          const c = await cluster();
+          const c = await s.cluster();
           const p = cond(c, "Progressing");
           if (p?.reason === "RollAborted") conditionSeen = p.message;
-          const ev = await platform.kubectl([
+          const ev = await s.platform.kubectl([
             "-n",
             NS,
             "get",
@@ -337,10 +249,10 @@ describe("drained rolling restart", () => {
       expect(aborted).toMatch(/drain cancelled/);
       expect(abortMs).toBeLessThan(25_000);
       // the drained broker was never deleted, and accepts produce again
-      const now = (await pods()).find((p) => p.name === inFlight);
+      const now = (await s.pods()).find((p) => p.name === inFlight);
       expect(now?.uid).toBe(inFlightBefore.uid);
       const st = (await (
-        await fetch(`http://${inFlightBefore.ip}:7942/admin/v1/status`, { headers: headers() })
+        await fetch(`http://${inFlightBefore.ip}:${BROKER_PORT}/admin/v1/status`, { headers: s.headers() })
       ).json()) as { draining: boolean };
       expect(st.draining).toBe(false);
       expect(
@@ -349,7 +261,7 @@ describe("drained rolling restart", () => {
           .slice(linesBefore)
           .filter((l) => l.msg.startsWith(`evicted pod ${inFlight}`)),
       ).toEqual([]);
-      const p = cond(await cluster(), "Progressing");
+      const p = cond(await s.cluster(), "Progressing");
       console.log(`roll-e2e: after the abort: Progressing ${p?.reason}: ${p?.message}`);
     } finally {
       try {
@@ -370,48 +282,53 @@ describe("drained rolling restart", () => {
   });
 
   it("#21.2: the broker in flight stops answering and turns not Ready: its pod is not deleted until a confirmed drain", async () => {
-    const sampler = new PodSampler(() => 3, pods, log);
-    const producer = new LoadProducer({ tag: "r4", topic: TOPIC, ips: () => sampler.readyIps, headers });
-    const gen = ((await cluster())?.metadata.generation ?? 0) + 2;
-    const fromRevision = (await cluster())?.status?.updateRevision ?? "";
-    await patch({ image: IMAGE("0.1.4"), rollout: { paused: true } });
-    await waitFor(async () => cond(await cluster(), "Progressing")?.reason === "RolloutPaused", {
+    const sampler = new PodSampler(() => 3, s.pods, log);
+    const producer = new LoadProducer({
+      tag: "r4",
+      topic: TOPIC,
+      ips: () => sampler.readyIps,
+      headers: s.headers,
+    });
+    const gen = ((await s.cluster())?.metadata?.generation ?? 0) + 2;
+    const fromRevision = (await s.cluster())?.status?.updateRevision ?? "";
+    await s.patchSpec({ image: IMAGE("0.1.4"), rollout: { paused: true } });
+    await waitFor(async () => cond(await s.cluster(), "Progressing")?.reason === "RolloutPaused", {
       timeoutMs: 60_000,
       what: "Progressing=RolloutPaused",
       intervalMs: 300,
     });
     const inFlight = `${NAME}-2`; // all Ready: the highest ordinal goes first
-    const before = (await pods()).find((p) => p.name === inFlight)!;
+    const before = (await s.pods()).find((p) => p.name === inFlight)!;
     producer.exclude.add(before.ip!);
     await sleep(1_000);
-    const pid = await brokerPid(inFlight);
-    const a = operators.at(-1)!;
+    const pid = await s.brokerPid(inFlight);
+    const a = s.operators.at(-1)!;
     const linesBefore = a.lines().length;
     // Frozen just before the roll names it: still Ready then (readiness fails
     // after ~3 probes of 2 s), so the roll records it Ready at start.
     process.kill(pid, "SIGSTOP");
     let resumedAt = 0;
     try {
-      await patch({ rollout: { paused: false } });
+      await s.patchSpec({ rollout: { paused: false } });
       const c = await waitFor(
         async () => {
-          const x = await cluster();
+          const x = await s.cluster();
           return x?.status?.roll?.podInFlight === inFlight ? x : undefined;
         },
         { timeoutMs: 30_000, what: `${inFlight} in flight`, intervalMs: 200 },
       );
-      expect((c.status?.roll as { podReadyAtStart?: boolean } | undefined)?.podReadyAtStart).toBe(true);
-      await waitFor(async () => (await pods()).find((p) => p.name === inFlight)?.ready === false, {
+      expect(c.status?.roll?.podReadyAtStart).toBe(true);
+      await waitFor(async () => (await s.pods()).find((p) => p.name === inFlight)?.ready === false, {
         timeoutMs: 60_000,
         what: `${inFlight} not Ready`,
         intervalMs: 200,
       });
       // Not Ready and unreachable: before #21 item 2 this pod was deleted at once.
       await sleep(8_000);
-      const still = (await pods()).find((p) => p.name === inFlight);
+      const still = (await s.pods()).find((p) => p.name === inFlight);
       expect(still?.uid).toBe(before.uid);
       expect(still?.terminating).not.toBe(true);
-      const p = cond(await cluster(), "Progressing");
+      const p = cond(await s.cluster(), "Progressing");
       console.log(
         `roll-e2e: frozen broker in flight, 8 s not Ready: Progressing ${p?.reason}: ${p?.message}`,
       );

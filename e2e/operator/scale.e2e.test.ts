@@ -15,178 +15,48 @@
 //      Removed on its stale WAL count, its PVC survives, the recreated pod
 //      goes through the removal gate; zero lost.
 // All on one cluster, in order. Numbers go to console.log ("scale-e2e:").
-import { readFile } from "node:fs/promises";
-import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { type CoreV1Api, CustomObjectsApi } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stderrLog } from "../platform/log.ts";
-import type { Platform } from "../platform/platform.ts";
-import { clusterCredentials } from "./credentials.ts";
-import { getJson, type OperatorProcess, startOperator, startSuitePlatform, waitFor } from "./harness.ts";
+import { expectEveryAckReadableOnce } from "./expect-ledger.ts";
+import { waitFor } from "./harness.ts";
+import { LoadProducer, PodSampler } from "./load.ts";
 import {
-  checkLedger,
-  type HeaderSource,
-  LoadProducer,
-  listBrokerPods,
-  type PodInfo,
-  PodSampler,
-  readTopic,
-} from "./load.ts";
+  type ClusterView,
+  condition as cond,
+  memberOf,
+  type SuiteCluster,
+  startSuiteCluster,
+} from "./suite.ts";
 
 const log = stderrLog("scale-e2e");
 const NS = "scaling";
-const LEASE_NS = "narad-system";
 const NAME = "sc";
 const TOPIC = "events";
 const PARTITIONS = 6;
 
-interface Condition {
-  type: string;
-  status: string;
-  reason: string;
-  message: string;
-}
-interface Member {
-  id: string;
-  state: string;
-}
-interface Cluster {
-  metadata: { generation?: number };
-  spec: { replicas?: number };
-  status?: {
-    phase?: string;
-    conditions?: Condition[];
-    members?: Member[];
-    membershipEpoch?: number;
-    scale?: { decommissioning?: string; moves?: Array<{ partition: number; from: string; to: string }> };
-  };
-}
-interface Topic {
-  status?: { assignments?: Array<{ partition: number; owner: string }> };
-}
-
-let platform: Platform;
-let core: CoreV1Api;
-let logDir: string;
-let op: OperatorProcess;
-/** Broker credentials; empty while auth is off (the security work wires them in). */
-let headers: HeaderSource = () => ({});
-
-async function cluster(): Promise<Cluster | undefined> {
-  return getJson<Cluster>(platform.kubectl, ["-n", NS, "naradcluster", NAME]);
-}
-const cond = (c: Cluster | undefined, type: string) => c?.status?.conditions?.find((x) => x.type === type);
-const state = (c: Cluster | undefined, id: string) => c?.status?.members?.find((m) => m.id === id)?.state;
-
-async function owners(): Promise<string[]> {
-  const list = await getJson<{ items: Topic[] }>(platform.kubectl, ["-n", NS, "naradtopics"]);
-  return (list?.items ?? []).flatMap((t) => (t.status?.assignments ?? []).map((a) => a.owner));
-}
-
-async function pods(): Promise<PodInfo[]> {
-  return listBrokerPods(core, NS, NAME);
-}
-
-async function stsReplicas(): Promise<number | undefined> {
-  const s = await getJson<{ spec?: { replicas?: number } }>(platform.kubectl, [
-    "-n",
-    NS,
-    "statefulset",
-    NAME,
-  ]);
-  return s?.spec?.replicas;
-}
+let s: SuiteCluster;
+const state = (c: ClusterView | undefined, id: string) => memberOf(c, id)?.state;
 
 async function pvcNames(): Promise<string[]> {
-  const list = await core.listNamespacedPersistentVolumeClaim({ namespace: NS });
+  const list = await s.core.listNamespacedPersistentVolumeClaim({ namespace: NS });
   return list.items
     .filter((p) => !p.metadata?.deletionTimestamp)
     .map((p) => p.metadata?.name ?? "")
     .sort();
 }
 
-async function patch(spec: Record<string, unknown>): Promise<void> {
-  await platform.kubectl([
-    "-n",
-    NS,
-    "patch",
-    "naradcluster",
-    NAME,
-    "--type=merge",
-    "-p",
-    JSON.stringify({ spec }),
-  ]);
-}
-
-async function events(reason: string): Promise<string> {
-  return (await platform.kubectl(["-n", NS, "get", "events", "--field-selector", `reason=${reason}`])).stdout;
-}
-
-async function brokerPid(pod: string): Promise<number> {
-  return Number(
-    (await readFile(join(platform.dir, "node", "pods", `${NS}_${pod}`, "narad.pid"), "utf8")).trim(),
-  );
-}
-
-/** Settled at n brokers: StatefulSet n, exactly members 0..n-1 all Active, no scale work left, n Ready pods. */
-async function waitSettled(n: number, timeoutMs: number, what: string): Promise<Cluster> {
-  return waitFor(
-    async () => {
-      const c = await cluster();
-      const list = await pods();
-      const ids = (c?.status?.members ?? []).map((m) => m.id).sort();
-      const want = Array.from({ length: n }, (_, i) => `${NAME}-${i}`).sort();
-      const ok =
-        (await stsReplicas()) === n &&
-        JSON.stringify(ids) === JSON.stringify(want) &&
-        (c?.status?.members ?? []).every((m) => m.state === "Active") &&
-        c?.status?.scale === undefined &&
-        list.length === n &&
-        list.every((p) => p.ready) &&
-        cond(c, "Ready")?.status === "True";
-      return ok ? c : undefined;
-    },
-    { timeoutMs, what, intervalMs: 500 },
-  );
-}
-
 /** Every acked id readable exactly once, through each remaining broker. */
-async function verify(producer: LoadProducer): Promise<void> {
-  const ips = (await pods()).filter((p) => p.ready && p.ip).map((p) => p.ip as string);
-  const report = await checkLedger(producer, {
-    ip: ips[0]!,
+const verify = (producer: LoadProducer) =>
+  expectEveryAckReadableOnce(producer, {
+    pods: s.pods,
     topic: TOPIC,
     partitions: PARTITIONS,
-    headers,
+    headers: s.headers,
+    logPrefix: "scale-e2e",
     timeoutMs: 90_000,
+    throughOthers: "all",
   });
-  console.log(`scale-e2e: ${report.line}`);
-  if (report.lost.length > 0) {
-    for (const id of report.lost.slice(0, 5)) {
-      const via = producer.ackedVia.get(id);
-      console.log(`scale-e2e: lost ${id} was acknowledged by ${via?.ip} at ${via?.at}`);
-    }
-    // Where is it? Read through every broker, so the report says whether the
-    // record is missing everywhere or only through one node.
-    for (const ip of ips) {
-      const seen = await readTopic(ip, TOPIC, PARTITIONS, headers);
-      console.log(
-        `scale-e2e: lost ${report.lost.slice(0, 5).join(",")} via ${ip}: ${report.lost
-          .slice(0, 5)
-          .map((id) => seen?.has(id) ?? "unreadable")
-          .join(",")}`,
-      );
-    }
-  }
-  expect(report.lost.slice(0, 10)).toEqual([]);
-  expect(report.duplicated.slice(0, 10)).toEqual([]);
-  expect(report.unknown.slice(0, 10)).toEqual([]);
-  for (const ip of ips.slice(1)) {
-    const other = await readTopic(ip, TOPIC, PARTITIONS, headers);
-    expect([...producer.acked].filter((id) => !other?.has(id))).toEqual([]);
-  }
-}
 
 // Part of `npm test` (also alone: npm run e2e:scale). It was quarantined
 // after two runs each lost one acknowledged record in 3 → 5 → 2; the fixes
@@ -197,72 +67,60 @@ async function verify(producer: LoadProducer): Promise<void> {
 // retried into green.
 describe("scaling", () => {
   beforeAll(async () => {
-    ({ logDir, platform, core } = await startSuitePlatform("scale", log, [NS, LEASE_NS]));
-    op = await startOperator({ kubeconfig: platform.kubeconfigPath, identity: "scale-a", logDir });
-    await op.waitForLine((l) => l.msg === "leading: reconciling", "leadership");
-    await platform.applyYaml(
-      JSON.stringify({
-        apiVersion: "narad.dev/v1alpha1",
-        kind: "NaradCluster",
-        metadata: { name: NAME, namespace: NS },
-        spec: {
-          replicas: 3,
-          image: "ghcr.io/narad/narad:0.1.0",
-          rebalance: true,
-          storage: { reclaimPolicy: { whenScaled: "Delete" } },
-          rollout: { downGraceSeconds: 120 },
-        },
-      }),
-    );
-    await waitSettled(3, 180_000, "the cluster to be Ready at 3");
-    // Admin credentials when the cluster has auth on (none while it is off).
-    headers = await clusterCredentials(platform.kubectl, NS, NAME);
-    const ip = (await pods())[0]!.ip!;
-    const created = await fetch(`http://${ip}:7942/v1/topics`, {
-      method: "POST",
-      headers: { ...headers(), "content-type": "application/json" },
-      body: JSON.stringify({ name: TOPIC, partitions: PARTITIONS }),
-    });
-    expect(created.status).toBe(201);
-    await waitFor(async () => (await owners()).length === PARTITIONS, {
-      timeoutMs: 60_000,
-      what: "the topic's partitions to be assigned",
-      intervalMs: 500,
+    s = await startSuiteCluster({
+      suite: "scale",
+      log,
+      namespace: NS,
+      name: NAME,
+      spec: {
+        replicas: 3,
+        image: "ghcr.io/narad/narad:0.1.0",
+        rebalance: true,
+        storage: { reclaimPolicy: { whenScaled: "Delete" } },
+        rollout: { downGraceSeconds: 120 },
+      },
+      ready: { settled: 3, timeoutMs: 180_000 },
+      topic: { name: TOPIC, partitions: PARTITIONS, assigned: true },
     });
   }, 600_000);
 
   afterAll(async () => {
-    await op?.kill("SIGKILL");
-    if (process.env["NARAD_KEEP"] === "1") log(`kept ${logDir} (operator logs, platform state)`);
-    await platform?.stop({ keep: process.env["NARAD_KEEP"] === "1" });
+    await s?.stop();
   });
 
   it("3 → 5 (rebalance onto the new members) → 2 (three decommissions) under load: zero lost, zero duplicated", async () => {
     let replicas = 3;
-    const sampler = new PodSampler(() => replicas, pods, log);
-    const producer = new LoadProducer({ tag: "s1", topic: TOPIC, ips: () => sampler.readyIps, headers });
+    const sampler = new PodSampler(() => replicas, s.pods, log);
+    const producer = new LoadProducer({
+      tag: "s1",
+      topic: TOPIC,
+      ips: () => sampler.readyIps,
+      headers: s.headers,
+    });
     await sleep(2_000);
 
     const t0 = Date.now();
     replicas = 5;
-    await patch({ replicas: 5 });
-    await waitSettled(5, 180_000, "5 Active members");
+    await s.patchSpec({ replicas: 5 });
+    await s.waitSettled(5, 180_000, "5 Active members");
     // rebalance: the new members own partitions now
     await waitFor(
       async () => {
-        const o = await owners();
+        const o = await s.owners();
         return (
-          o.includes(`${NAME}-3`) && o.includes(`${NAME}-4`) && (await cluster())?.status?.scale === undefined
+          o.includes(`${NAME}-3`) &&
+          o.includes(`${NAME}-4`) &&
+          (await s.cluster())?.status?.scale === undefined
         );
       },
       { timeoutMs: 120_000, what: "partitions rebalanced onto the new members", intervalMs: 500 },
     );
     const upMs = Date.now() - t0;
-    const spread = await owners();
+    const spread = await s.owners();
     console.log(
       `scale-e2e: 3 → 5 with rebalance took ${(upMs / 1000).toFixed(1)} s; owners ${spread.join(",")}`,
     );
-    expect(await events("Rebalanced")).toContain("partitions balanced over 5 member(s)");
+    expect(await s.eventText("Rebalanced")).toContain("partitions balanced over 5 member(s)");
     await sleep(2_000); // traffic on 5
 
     const t1 = Date.now();
@@ -270,7 +128,7 @@ describe("scaling", () => {
     const removedAt: Record<string, number> = {};
     const watch = (async () => {
       while (Object.keys(removedAt).length < 3 && Date.now() - t1 < 400_000) {
-        const c = await cluster();
+        const c = await s.cluster();
         for (const m of c?.status?.members ?? [])
           if (m.state === "Removed" && removedAt[m.id] === undefined) removedAt[m.id] = Date.now() - t1;
         // never two members leaving at once
@@ -279,8 +137,8 @@ describe("scaling", () => {
         await sleep(300);
       }
     })();
-    await patch({ replicas: 2 });
-    await waitSettled(2, 400_000, "the cluster settled at 2");
+    await s.patchSpec({ replicas: 2 });
+    await s.waitSettled(2, 400_000, "the cluster settled at 2");
     await watch;
     const downMs = Date.now() - t1;
     await sleep(1_000);
@@ -296,55 +154,54 @@ describe("scaling", () => {
       .sort((a, b) => a[1] - b[1])
       .map(([id]) => id);
     expect(order).toEqual([`${NAME}-4`, `${NAME}-3`, `${NAME}-2`]);
-    expect(new Set(await owners())).toEqual(new Set([`${NAME}-0`, `${NAME}-1`]));
-    expect(await stsReplicas()).toBe(2);
+    expect(new Set(await s.owners())).toEqual(new Set([`${NAME}-0`, `${NAME}-1`]));
+    expect(await s.stsReplicas()).toBe(2);
     // whenScaled: Delete → the removed members' PVCs go
     await waitFor(
       async () => JSON.stringify(await pvcNames()) === JSON.stringify([`data-${NAME}-0`, `data-${NAME}-1`]),
       { timeoutMs: 60_000, what: "PVCs of removed members deleted", intervalMs: 500 },
     );
     for (const reason of ["Decommissioning", "MovePlanned", "PartitionMoved", "MemberRemoved"])
-      expect(await events(reason), reason).not.toBe("");
-    expect(await events("OwnerSwapped")).toContain("destination ready");
+      expect(await s.eventText(reason), reason).not.toBe("");
+    expect(await s.eventText("OwnerSwapped")).toContain("destination ready");
     await verify(producer);
   });
 
   it("scaling back up during a decommission cancels it cleanly", async () => {
-    await patch({ replicas: 3 });
-    await waitSettled(3, 180_000, "3 Active members");
-    await waitFor(
-      async () => (await owners()).includes(`${NAME}-2`) && (await cluster())?.status?.scale === undefined,
-      {
-        timeoutMs: 120_000,
-        what: `partitions rebalanced onto ${NAME}-2`,
-        intervalMs: 500,
-      },
-    );
-    const sampler = new PodSampler(() => 3, pods, log);
-    const live = new LoadProducer({ tag: "s2", topic: TOPIC, ips: () => sampler.readyIps, headers });
-    await patch({ replicas: 2 });
+    await s.patchSpec({ replicas: 3 });
+    await s.waitSettled(3, 180_000, "3 Active members");
+    await s.waitOwnsPartitions(`${NAME}-2`, 120_000);
+    const sampler = new PodSampler(() => 3, s.pods, log);
+    const live = new LoadProducer({
+      tag: "s2",
+      topic: TOPIC,
+      ips: () => sampler.readyIps,
+      headers: s.headers,
+    });
+    await s.patchSpec({ replicas: 2 });
     // wait until moves are in flight (persisted), so the cancel has something to cancel
     await waitFor(
       async () => {
-        const c = await cluster();
+        const c = await s.cluster();
         return state(c, `${NAME}-2`) === "Decommissioning" && (c?.status?.scale?.moves ?? []).length > 0;
       },
       { timeoutMs: 60_000, what: `${NAME}-2 Decommissioning with moves in flight`, intervalMs: 100 },
     );
-    const c = await cluster();
+    const c = await s.cluster();
     console.log(
       `scale-e2e: cancelling with moves in flight: ${JSON.stringify(c?.status?.scale?.moves ?? [])}`,
     );
-    await patch({ replicas: 3 });
+    await s.patchSpec({ replicas: 3 });
     await waitFor(
-      async () => (await events("DecommissionCancelled")).includes(`decommission of ${NAME}-2 cancelled`),
+      async () =>
+        (await s.eventText("DecommissionCancelled")).includes(`decommission of ${NAME}-2 cancelled`),
       {
         timeoutMs: 60_000,
         what: "DecommissionCancelled",
         intervalMs: 300,
       },
     );
-    await waitSettled(3, 120_000, "back to 3 Active members");
+    await s.waitSettled(3, 120_000, "back to 3 Active members");
     await live.stop();
     await sampler.stop();
     console.log(`scale-e2e: cancel: produce: ${live.summary()}`);
@@ -353,7 +210,7 @@ describe("scaling", () => {
   });
 
   it("an unsafe scale-down is refused (Degraded=ScaleDownBlocked, StatefulSet unchanged) and proceeds once safe", async () => {
-    const bad = await platform.kubectl(
+    const bad = await s.platform.kubectl(
       [
         "-n",
         NS,
@@ -370,18 +227,18 @@ describe("scaling", () => {
     expect(bad.stderr).toMatch(/replicas/);
 
     const stopped = `${NAME}-1`;
-    const pid = await brokerPid(stopped);
+    const pid = await s.brokerPid(stopped);
     process.kill(pid, "SIGSTOP");
     try {
-      await waitFor(async () => (await pods()).find((p) => p.name === stopped)?.ready === false, {
+      await waitFor(async () => (await s.pods()).find((p) => p.name === stopped)?.ready === false, {
         timeoutMs: 60_000,
         what: `${stopped} not Ready`,
         intervalMs: 300,
       });
-      await patch({ replicas: 2 });
+      await s.patchSpec({ replicas: 2 });
       const blocked = await waitFor(
         async () => {
-          const d = cond(await cluster(), "Degraded");
+          const d = cond(await s.cluster(), "Degraded");
           return d?.reason === "ScaleDownBlocked" ? d : undefined;
         },
         { timeoutMs: 60_000, what: "Degraded=ScaleDownBlocked", intervalMs: 300 },
@@ -389,44 +246,37 @@ describe("scaling", () => {
       console.log(`scale-e2e: refused: ${blocked.message}`);
       expect(blocked.message).toContain(`${stopped}'s pod is not Ready`);
       await sleep(3_000);
-      expect(await stsReplicas()).toBe(3);
-      expect(state(await cluster(), `${NAME}-2`)).toBe("Active");
-      expect(await events("ScaleDownBlocked")).toContain("scale-down to 2 refused");
+      expect(await s.stsReplicas()).toBe(3);
+      expect(state(await s.cluster(), `${NAME}-2`)).toBe("Active");
+      expect(await s.eventText("ScaleDownBlocked")).toContain("scale-down to 2 refused");
     } finally {
       process.kill(pid, "SIGCONT");
     }
-    await waitSettled(2, 240_000, "the scale-down to finish once every remaining broker is back");
-    expect(new Set(await owners())).toEqual(new Set([`${NAME}-0`, `${NAME}-1`]));
+    await s.waitSettled(2, 240_000, "the scale-down to finish once every remaining broker is back");
+    expect(new Set(await s.owners())).toEqual(new Set([`${NAME}-0`, `${NAME}-1`]));
   });
 
   it("#21.1: a decommissioning member whose pod is force-deleted after its moves is not Removed until its new pod passes the gate; its PVC survives", async () => {
-    const custom = platform.kubeConfig.makeApiClient(CustomObjectsApi);
-    const fast = async () =>
-      (await custom.getNamespacedCustomObject({
-        group: "narad.dev",
-        version: "v1alpha1",
-        namespace: NS,
-        plural: "naradclusters",
-        name: NAME,
-      })) as Cluster;
-    await patch({ replicas: 3 });
-    await waitFor(
-      async () => (await owners()).includes(`${NAME}-2`) && (await cluster())?.status?.scale === undefined,
-      { timeoutMs: 180_000, what: `${NAME}-2 back with partitions rebalanced onto it`, intervalMs: 500 },
-    );
+    await s.patchSpec({ replicas: 3 });
+    await s.waitOwnsPartitions(`${NAME}-2`, 180_000, `${NAME}-2 back with partitions rebalanced onto it`);
     const leaving = `${NAME}-2`;
     const pvc = `data-${leaving}`;
     const pvcUid = async () =>
-      (await core.listNamespacedPersistentVolumeClaim({ namespace: NS })).items.find(
+      (await s.core.listNamespacedPersistentVolumeClaim({ namespace: NS })).items.find(
         (p) => p.metadata?.name === pvc && !p.metadata?.deletionTimestamp,
       )?.metadata?.uid;
     const uid = await pvcUid();
     expect(uid).toBeDefined();
-    const sampler = new PodSampler(() => 2, pods, log);
-    const producer = new LoadProducer({ tag: "s4", topic: TOPIC, ips: () => sampler.readyIps, headers });
+    const sampler = new PodSampler(() => 2, s.pods, log);
+    const producer = new LoadProducer({
+      tag: "s4",
+      topic: TOPIC,
+      ips: () => sampler.readyIps,
+      headers: s.headers,
+    });
     await sleep(2_000);
-    const pid = await brokerPid(leaving);
-    await patch({ replicas: 2 });
+    const pid = await s.brokerPid(leaving);
+    await s.patchSpec({ replicas: 2 });
     // The moment its last partition has moved: freeze it (so no pass can
     // confirm its WAL), then force-delete its pod, as a lost node would.
     let frozen = false;
@@ -434,11 +284,11 @@ describe("scaling", () => {
     try {
       await waitFor(
         async () => {
-          const c = await fast();
+          const c = await s.resource();
           const moved =
             c.status?.scale?.decommissioning === leaving &&
             (c.status.scale.moves ?? []).length === 0 &&
-            !(await owners()).includes(leaving);
+            !(await s.owners()).includes(leaving);
           if (!moved && state(c, leaving) !== "Removed") return undefined;
           process.kill(pid, "SIGSTOP");
           frozen = true;
@@ -446,14 +296,14 @@ describe("scaling", () => {
         },
         { timeoutMs: 180_000, what: `${leaving}'s partitions to move away`, intervalMs: 50 },
       );
-      const at = await cluster();
+      const at = await s.cluster();
       console.log(
         `scale-e2e: ${leaving} frozen ${((Date.now() - t0) / 1000).toFixed(1)} s after the scale-down, member ${state(at, leaving)}`,
       );
       expect(state(at, leaving), "froze too late: the removal gate had already passed").toBe(
         "Decommissioning",
       );
-      await platform.kubectl([
+      await s.platform.kubectl([
         "-n",
         NS,
         "delete",
@@ -467,10 +317,10 @@ describe("scaling", () => {
       // While its pod is missing or not yet answering: still Decommissioning, StatefulSet 3, PVC the same.
       const seen = new Set<string>();
       while (Date.now() - deletedAt < 8_000) {
-        const c = await cluster();
+        const c = await s.cluster();
         seen.add(cond(c, "Progressing")?.message ?? "");
         expect(state(c, leaving)).toBe("Decommissioning");
-        expect(await stsReplicas()).toBe(3);
+        expect(await s.stsReplicas()).toBe(3);
         expect(await pvcUid()).toBe(uid);
         await sleep(500);
       }
@@ -485,11 +335,11 @@ describe("scaling", () => {
           // the force-deleted pod's process is gone
         }
     }
-    await waitSettled(2, 240_000, `${leaving} removed through its recreated pod`);
+    await s.waitSettled(2, 240_000, `${leaving} removed through its recreated pod`);
     console.log(
       `scale-e2e: force-deleted decommission finished in ${((Date.now() - t0) / 1000).toFixed(1)} s; produce: ${producer.summary()}`,
     );
-    const removed = await events("MemberRemoved");
+    const removed = await s.eventText("MemberRemoved");
     expect(removed).toMatch(new RegExp(`${leaving} decommissioned \\(`));
     // neither the old stale-count shortcut nor the never-ran one took it
     expect(removed).not.toContain(`${leaving} decommissioned (no pod`);

@@ -20,6 +20,7 @@ import { topicFixture } from "../meta/contract.ts";
 import type { PeerClient } from "../rpc/client.ts";
 import { clusterService, type PbMoveManifest } from "../rpc/proto.ts";
 import { createMemoryCluster } from "../testing/memory-metastore.ts";
+import { quietSourceDeps } from "../testing/move-source-world.ts";
 import { MoveManager } from "./destination.ts";
 import { MoveSource } from "./source.ts";
 
@@ -89,24 +90,17 @@ describe("partition move and the dedup floor", () => {
     // The source itself still drops a re-send of seq 3 (its floor file).
     expect((await log.commitDurable(recs(3, 1))).appended).toBe(0);
 
-    const source = new MoveSource({
-      nodeId: "n0",
-      metastore: meta,
-      logs: store,
-      consumers: {
-        freezePartition: async () => {},
-        unfreezePartition: () => {},
-        dropPartition: () => {},
-        frontiers: async () => [],
-      },
-      ownerVerify: async () => {
-        throw new Error("not used: the source's copy outlives this test");
-      },
-      maxFreezeTtlMs: 30_000,
-      maxFetchBytes: 1 << 20,
-      deleteDelayMs: 600_000,
-      logger: { info() {}, warn() {} },
-    });
+    const source = new MoveSource(
+      quietSourceDeps({
+        metastore: meta,
+        logs: store,
+        ownerVerify: async () => {
+          throw new Error("not used: the source's copy outlives this test");
+        },
+        maxFreezeTtlMs: 30_000,
+        deleteDelayMs: 600_000,
+      }),
+    );
     const peer = {
       moveManifest: async (t: string, p: number) => overTheWire(await source.manifest(t, p)),
       moveFetch: (r: {

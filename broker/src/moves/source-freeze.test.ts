@@ -10,94 +10,14 @@
 //   reopen the given-away copy: the lapse now asks the authority.
 // - A handoff of a stale move (the partition moved back and was installed
 //   afresh here) used to freeze the live partition for good: it is refused.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { topicFixture } from "../meta/contract.ts";
-import type { AuthoritativeOwner, Metastore } from "../meta/types.ts";
-import { fakeFrozenLog } from "../testing/fake-frozen-log.ts";
-import { createMemoryCluster } from "../testing/memory-metastore.ts";
-import { MoveSource } from "./source.ts";
+import { freezeWorld, removeTempDirs, until } from "../testing/move-source-world.ts";
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+afterEach(removeTempDirs);
 
-async function world(deleteDelayMs = 60_000) {
-  const root = mkdtempSync(join(tmpdir(), "narad-source-freeze-"));
-  dirs.push(root);
-  const cluster = createMemoryCluster([
-    { id: "n0", address: "127.0.0.1:7942", state: "Active" },
-    { id: "n1", address: "127.0.0.1:7943", state: "Active" },
-  ]);
-  const base = cluster.metastore();
-  await base.createTopic(topicFixture("t", { partitions: 1 }));
-  cluster.setOwner("t", 0, "n0");
-  const { log, state } = fakeFrozenLog();
-  // The authority's answer, separate from the view (which keeps naming n0: it lags).
-  let authority: AuthoritativeOwner | Error = { kind: "owner", node: "n0" };
-  const metastore: Pick<
-    Metastore,
-    "getTopic" | "ownerOf" | "onChange" | "listTopics" | "authoritativeOwner"
-  > = {
-    getTopic: (n) => base.getTopic(n),
-    ownerOf: (t, p) => base.ownerOf(t, p),
-    onChange: (l) => base.onChange(l),
-    listTopics: () => base.listTopics(),
-    authoritativeOwner: async () => {
-      if (authority instanceof Error) throw authority;
-      return authority;
-    },
-  };
-  const partitionDir = (t: string, p: number) => join(root, t, String(p));
-  const start = async () => {
-    const source = new MoveSource({
-      nodeId: "n0",
-      metastore,
-      logs: {
-        get: async () => log,
-        removePartition: async () => {},
-        exists: async () => true,
-        partitionDir,
-      },
-      consumers: {
-        freezePartition: async () => {},
-        unfreezePartition: () => {},
-        dropPartition: () => {},
-        frontiers: async () => [],
-      },
-      ownerVerify: async () => {
-        throw new Error("PARTITION_MOVING");
-      },
-      maxFreezeTtlMs: 1_000,
-      lapseRetryMs: 100,
-      maxFetchBytes: 1 << 20,
-      deleteDelayMs,
-      logger: { info() {}, warn() {} },
-    });
-    await source.resume();
-    return source;
-  };
-  mkdirSync(partitionDir("t", 0), { recursive: true });
-  return {
-    start,
-    state,
-    dir: partitionDir("t", 0),
-    setAuthority: (a: AuthoritativeOwner | Error) => {
-      authority = a;
-    },
-  };
-}
-
-async function until(cond: () => boolean, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+const world = (deleteDelayMs = 60_000) => freezeWorld({ tmpPrefix: "narad-source-freeze-", deleteDelayMs });
 
 describe("move source freeze", () => {
   it("is on disk before the freeze is answered, and a restarted source holds it again under the same token", async () => {

@@ -6,73 +6,36 @@
 // and when its view still lags the swap. A CONFLICT there either wedged the
 // move (destination already owner: retried forever) or failed it (not yet
 // owner: released the partition, later served as an empty log).
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { OpenedPartitionLog } from "../log/partition-log.ts";
-import { topicFixture } from "../meta/contract.ts";
-import { createMemoryCluster } from "../testing/memory-metastore.ts";
+import { fakeFrozenLog } from "../testing/fake-frozen-log.ts";
+import {
+  oneLogStore,
+  quietSourceDeps,
+  removeTempDirs,
+  tempDir,
+  twoNodesWithTopic,
+} from "../testing/move-source-world.ts";
 import { MoveSource } from "./source.ts";
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+afterEach(removeTempDirs);
 
 async function restartedSource(mark: string, ownerInView: string) {
-  const root = mkdtempSync(join(tmpdir(), "narad-source-restart-"));
-  dirs.push(root);
-  const cluster = createMemoryCluster([
-    { id: "n0", address: "127.0.0.1:7942", state: "Active" },
-    { id: "n1", address: "127.0.0.1:7943", state: "Active" },
-  ]);
-  const metastore = cluster.metastore();
-  await metastore.createTopic(topicFixture("t", { partitions: 1 }));
-  cluster.setOwner("t", 0, ownerInView);
+  const root = tempDir("narad-source-restart-");
+  const { cluster, metastore } = await twoNodesWithTopic(ownerInView);
   const partitionDir = (t: string, p: number) => join(root, t, String(p));
   mkdirSync(partitionDir("t", 0), { recursive: true });
   writeFileSync(join(partitionDir("t", 0), "moved-away"), mark);
-  let logFrozen = false;
-  const log = {
-    freeze: async () => {
-      logFrozen = true;
-    },
-    unfreeze: () => {
-      logFrozen = false;
-    },
-    get frozen() {
-      return logFrozen;
-    },
-    stats: () => ({ highWatermark: 7, oldestOffset: 0 }),
-    segmentExtents: () => [{ base: 0, bytes: 100 }],
-    committedSeqs: () => new Map(),
-    readSegmentBytes: async () => null,
-  } as unknown as OpenedPartitionLog;
-  const source = new MoveSource({
-    nodeId: "n0",
-    metastore,
-    logs: {
-      get: async () => log,
-      removePartition: async () => {},
-      exists: async () => true,
-      partitionDir,
-    },
-    consumers: {
-      freezePartition: async () => {},
-      unfreezePartition: () => {},
-      dropPartition: () => {},
-      frontiers: async () => [],
-    },
-    // The new owner has not installed yet: the copy is never deleted here.
-    ownerVerify: async () => {
-      throw new Error("PARTITION_MOVING");
-    },
-    maxFreezeTtlMs: 60_000,
-    maxFetchBytes: 1 << 20,
-    deleteDelayMs: 60_000,
-    logger: { info() {}, warn() {} },
-  });
+  const { log } = fakeFrozenLog({ highWatermark: 7, segments: [{ base: 0, bytes: 100 }] });
+  // The new owner has not installed yet (quietSourceDeps): the copy is never deleted here.
+  const source = new MoveSource(
+    quietSourceDeps({
+      metastore,
+      logs: oneLogStore(log, partitionDir),
+      maxFreezeTtlMs: 60_000,
+    }),
+  );
   await source.resume();
   return { source, log, cluster };
 }

@@ -3,99 +3,14 @@
 // change promises and fails on abc807a. Same harness as source-freeze.test.ts
 // (a fake log that only records whether it is frozen; the view and the
 // authority are set separately).
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { topicFixture } from "../meta/contract.ts";
-import type { AuthoritativeOwner, Metastore } from "../meta/types.ts";
-import { fakeFrozenLog } from "../testing/fake-frozen-log.ts";
-import { createMemoryCluster } from "../testing/memory-metastore.ts";
-import { MoveSource } from "./source.ts";
+import { freezeWorld, removeTempDirs, until } from "../testing/move-source-world.ts";
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+afterEach(removeTempDirs);
 
-async function world() {
-  const root = mkdtempSync(join(tmpdir(), "narad-source-review-"));
-  dirs.push(root);
-  const cluster = createMemoryCluster([
-    { id: "n0", address: "127.0.0.1:7942", state: "Active" },
-    { id: "n1", address: "127.0.0.1:7943", state: "Active" },
-  ]);
-  const base = cluster.metastore();
-  await base.createTopic(topicFixture("t", { partitions: 1 }));
-  cluster.setOwner("t", 0, "n0");
-  const { log, state } = fakeFrozenLog();
-  const queueFrozen = new Set<string>();
-  let authority: AuthoritativeOwner | Error = { kind: "owner", node: "n0" };
-  const metastore: Pick<
-    Metastore,
-    "getTopic" | "ownerOf" | "onChange" | "listTopics" | "authoritativeOwner"
-  > = {
-    getTopic: (n) => base.getTopic(n),
-    ownerOf: (t, p) => base.ownerOf(t, p),
-    onChange: (l) => base.onChange(l),
-    listTopics: () => base.listTopics(),
-    authoritativeOwner: async () => {
-      if (authority instanceof Error) throw authority;
-      return authority;
-    },
-  };
-  const partitionDir = (t: string, p: number) => join(root, t, String(p));
-  const start = async () => {
-    const source = new MoveSource({
-      nodeId: "n0",
-      metastore,
-      logs: {
-        get: async () => log,
-        removePartition: async () => {},
-        exists: async () => true,
-        partitionDir,
-      },
-      consumers: {
-        freezePartition: async (t: string, p: number) => {
-          queueFrozen.add(`${t}/${p}`);
-        },
-        unfreezePartition: (t: string, p: number) => {
-          queueFrozen.delete(`${t}/${p}`);
-        },
-        dropPartition: () => {},
-        frontiers: async () => [],
-      },
-      ownerVerify: async () => {
-        throw new Error("PARTITION_MOVING");
-      },
-      maxFreezeTtlMs: 1_000,
-      lapseRetryMs: 100,
-      maxFetchBytes: 1 << 20,
-      deleteDelayMs: 60_000,
-      logger: { info() {}, warn() {} },
-    });
-    await source.resume();
-    return source;
-  };
-  mkdirSync(partitionDir("t", 0), { recursive: true });
-  return {
-    start,
-    state,
-    queueFrozen,
-    dir: partitionDir("t", 0),
-    setAuthority: (a: AuthoritativeOwner | Error) => {
-      authority = a;
-    },
-  };
-}
-
-async function until(cond: () => boolean, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error("condition not met in time");
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+const world = () => freezeWorld({ tmpPrefix: "narad-source-review-" });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

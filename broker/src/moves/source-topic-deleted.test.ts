@@ -1,18 +1,26 @@
 // Issue #13 item 7: a topic deleted while one of its partitions is frozen for
 // a move must not leave queue consumers frozen (503 on consume/ack until a
 // restart), neither for the deleted topic nor for a namesake created later.
-import { mkdirSync, mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
-import type { OpenedPartitionLog } from "../log/partition-log.ts";
+import { afterEach, describe, expect, it } from "vitest";
 import { topicFixture } from "../meta/contract.ts";
 import type { PbMoveVerifyResponse } from "../rpc/proto.ts";
+import { fakeFrozenLog } from "../testing/fake-frozen-log.ts";
 import { createMemoryCluster } from "../testing/memory-metastore.ts";
+import {
+  oneLogStore,
+  quietSourceDeps,
+  recordingConsumers,
+  removeTempDirs,
+  tempDir,
+} from "../testing/move-source-world.ts";
 import { MoveSource } from "./source.ts";
 
+afterEach(removeTempDirs);
+
 function setup() {
-  const root = mkdtempSync(join(tmpdir(), "narad-source-deleted-"));
+  const root = tempDir("narad-source-deleted-");
   const cluster = createMemoryCluster([{ id: "n0", address: "127.0.0.1:7942", state: "Active" }]);
   const shared = cluster.metastore();
   // A replica can apply a delete and a re-create in one change notification
@@ -20,51 +28,21 @@ function setup() {
   const gate = { muted: false };
   const metastore = { ...shared, onChange: (l: () => void) => shared.onChange(() => gate.muted || l()) };
   const consumerFrozen = new Set<string>();
-  let logFrozen = false;
-  const log = {
-    freeze: async () => {
-      logFrozen = true;
-    },
-    unfreeze: () => {
-      logFrozen = false;
-    },
-    get frozen() {
-      return logFrozen;
-    },
-    stats: () => ({ highWatermark: 0, oldestOffset: 0 }),
-    segmentExtents: () => [],
-    committedSeqs: () => new Map(),
-  } as unknown as OpenedPartitionLog;
-  const source = new MoveSource({
-    nodeId: "n0",
-    metastore,
-    logs: {
-      get: async () => log,
-      removePartition: async () => {},
-      exists: async () => true,
+  const { log } = fakeFrozenLog({ highWatermark: 0, segments: [] });
+  const source = new MoveSource(
+    quietSourceDeps({
+      metastore,
       // The log store creates a partition's directory when it opens the log.
-      partitionDir: (t, p) => {
+      logs: oneLogStore(log, (t, p) => {
         const dir = join(root, t, String(p));
         mkdirSync(dir, { recursive: true });
         return dir;
-      },
-    },
-    consumers: {
-      freezePartition: async (t, p) => {
-        consumerFrozen.add(`${t}/${p}`);
-      },
-      unfreezePartition: (t, p) => {
-        consumerFrozen.delete(`${t}/${p}`);
-      },
-      dropPartition: () => {},
-      frontiers: async () => [],
-    },
-    ownerVerify: async () => ({ segments: [] }) as unknown as PbMoveVerifyResponse,
-    maxFreezeTtlMs: 60_000,
-    maxFetchBytes: 1 << 20,
-    deleteDelayMs: 60_000,
-    logger: { info() {}, warn() {} },
-  });
+      }),
+      consumers: recordingConsumers(consumerFrozen),
+      ownerVerify: async () => ({ segments: [] }) as unknown as PbMoveVerifyResponse,
+      maxFreezeTtlMs: 60_000,
+    }),
+  );
   return { metastore, source, consumerFrozen, gate };
 }
 

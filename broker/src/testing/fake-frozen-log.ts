@@ -3,7 +3,13 @@
 // tested there).
 import type { OpenedPartitionLog } from "../log/partition-log.ts";
 
-export function fakeFrozenLog(): { log: OpenedPartitionLog; state: { frozen: boolean } } {
+/** What the manifest reports: by default a 3-record log in one 10-byte segment. */
+export function fakeFrozenLog(
+  shape: { highWatermark: number; segments: Array<{ base: number; bytes: number }> } = {
+    highWatermark: 3,
+    segments: [{ base: 0, bytes: 10 }],
+  },
+): { log: OpenedPartitionLog; state: { frozen: boolean } } {
   const state = { frozen: false };
   const log = {
     freeze: async () => {
@@ -15,8 +21,8 @@ export function fakeFrozenLog(): { log: OpenedPartitionLog; state: { frozen: boo
     get frozen() {
       return state.frozen;
     },
-    stats: () => ({ highWatermark: 3, oldestOffset: 0 }),
-    segmentExtents: () => [{ base: 0, bytes: 10 }],
+    stats: () => ({ highWatermark: shape.highWatermark, oldestOffset: 0 }),
+    segmentExtents: () => shape.segments,
     readSegmentBytes: async () => null,
     committedSeqs: () => new Map<string, number>(),
   } as unknown as OpenedPartitionLog;

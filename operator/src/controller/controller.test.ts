@@ -53,7 +53,68 @@ function setup(spec: NaradCluster["spec"] = { replicas: 3, image: "ghcr.io/narad
       await reconcile();
     }
   };
-  return { clock, kube, recorder, brokers, deps, ac, cluster, reconcile, storage, passes };
+  /** A NaradTopic of the demo cluster (the topic reconcile is the test's to run). */
+  const createTopic = (name: string, partitions: number) =>
+    kube.create(kube.topics, {
+      apiVersion: "narad.dev/v1alpha1",
+      kind: "NaradTopic",
+      metadata: { name, namespace: NS },
+      spec: { cluster: "demo", partitions },
+    } satisfies NaradTopic);
+  /** The writes of one pass alone (kube.writes cleared before it, holding them after). */
+  const writesOfOnePass = async () => {
+    kube.writes.length = 0;
+    await reconcile();
+    return [...kube.writes];
+  };
+  /** The first pass, three Ready pods at rev-1, a second pass: a Running cluster of demo-0..2. */
+  const runningAtRev1 = async () => {
+    await reconcile();
+    for (const i of [0, 1, 2]) kube.addPod(NS, "demo", i, true);
+    kube.setStatefulSetStatus(NS, "demo", "rev-1");
+    await reconcile();
+  };
+  /** spec.image changed and applied (the template), and the StatefulSet reporting the new revision rev-2. */
+  const rollTo = async (image: string) => {
+    kube.updateSpec(kube.clusters, NS, "demo", (s) => {
+      s.image = image;
+    });
+    await reconcile();
+    kube.setStatefulSetStatus(NS, "demo", "rev-2");
+  };
+  /** Up to 20 one-second passes, stopping once the roll has deleted this pod. */
+  const untilPodDeleted = (pod: string) => passes(20, 1000, () => kube.pods.get(NS, pod) !== undefined);
+  return {
+    clock,
+    kube,
+    recorder,
+    brokers,
+    deps,
+    ac,
+    cluster,
+    reconcile,
+    storage,
+    passes,
+    runningAtRev1,
+    rollTo,
+    untilPodDeleted,
+    writesOfOnePass,
+    createTopic,
+  };
+}
+
+/**
+ * A 3-broker cluster rolling to an image that crash-loops: the roll has
+ * deleted demo-2 and its replacement (rev-2) is there but not Ready.
+ */
+async function brokenReplacement(rollout: NonNullable<NaradCluster["spec"]["rollout"]>) {
+  const t = setup({ replicas: 3, image: "ghcr.io/narad/narad:1.0", rollout });
+  await t.runningAtRev1();
+  await t.rollTo("ghcr.io/narad/narad:broken");
+  await t.untilPodDeleted("demo-2");
+  expect(t.kube.pods.get(NS, "demo-2")).toBeUndefined();
+  t.kube.addPod(NS, "demo", 2, false, "rev-2");
+  return t;
 }
 
 function memberState(c: NaradCluster, id: string) {
@@ -138,26 +199,19 @@ describe("NaradCluster reconcile", () => {
     expect(c.status?.selector).toContain("narad.dev/cluster=demo");
     expect(r.requeueAfterMs).toBeUndefined();
 
-    t.kube.writes.length = 0;
-    await t.reconcile();
-    expect(t.kube.writes).toEqual([]);
+    expect(await t.writesOfOnePass()).toEqual([]);
   });
 
   it("an image change with the rollout paused updates the template and restarts no pod", async () => {
     const t = setup();
-    await t.reconcile();
-    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
-    await t.reconcile();
+    await t.runningAtRev1();
     t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
       s.image = "ghcr.io/narad/narad:2.0";
       s.rollout = { paused: true };
     });
-    t.kube.writes.length = 0;
-    await t.reconcile();
-    expect(t.kube.writes.filter((w) => w.startsWith("apply") || w.startsWith("delete"))).toEqual([
-      "apply StatefulSet demo",
-    ]);
+    expect(
+      (await t.writesOfOnePass()).filter((w) => w.startsWith("apply") || w.startsWith("delete")),
+    ).toEqual(["apply StatefulSet demo"]);
     expect(t.kube.statefulSets.get(NS, "demo")?.spec?.template.spec?.containers[0]?.image).toBe(
       "ghcr.io/narad/narad:2.0",
     );
@@ -179,15 +233,8 @@ describe("NaradCluster reconcile", () => {
 
   it("an image change rolls the pods one at a time: Maintenance, drain, delete, Ready, Active", async () => {
     const t = setup();
-    await t.reconcile();
-    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
-    await t.reconcile();
-    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
-      s.image = "ghcr.io/narad/narad:2.0";
-    });
-    await t.reconcile();
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
+    await t.runningAtRev1();
+    await t.rollTo("ghcr.io/narad/narad:2.0");
     const epochs: number[] = [t.cluster().status?.membershipEpoch ?? 0];
     const trace: string[] = [];
     for (let pass = 0; pass < 40; pass++) {
@@ -239,10 +286,7 @@ describe("NaradCluster reconcile", () => {
 
   it("a drain that cannot finish blocks the roll with RollBlocked and deletes nothing until it drains", async () => {
     const t = setup({ replicas: 3, image: "ghcr.io/narad/narad:1.0", rollout: { drainTimeoutSeconds: 10 } });
-    await t.reconcile();
-    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
-    await t.reconcile();
+    await t.runningAtRev1();
     t.brokers.stuckDrain.set("demo-2", 42);
     t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
     await t.passes(15);
@@ -268,10 +312,7 @@ describe("NaradCluster reconcile", () => {
       image: "ghcr.io/narad/narad:1.0",
       rollout: { drainTimeoutSeconds: 5, force: true },
     });
-    await t.reconcile();
-    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
-    await t.reconcile();
+    await t.runningAtRev1();
     t.brokers.stuckDrain.set("demo-2", 3);
     t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
     await t.passes(10);
@@ -281,10 +322,7 @@ describe("NaradCluster reconcile", () => {
 
   it("a restarted operator (no memory) resumes the roll from status.roll", async () => {
     const t = setup();
-    await t.reconcile();
-    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
-    await t.reconcile();
+    await t.runningAtRev1();
     t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
     await t.reconcile(); // enter Maintenance for demo-2
     expect(t.cluster().status?.roll?.podInFlight).toBe("demo-2");
@@ -306,10 +344,7 @@ describe("NaradCluster reconcile", () => {
 
   /** Three Ready pods at rev-1, then the StatefulSet wants rev-2: demo-2 is in flight after one more pass. */
   async function rollStarted(t: ReturnType<typeof setup>) {
-    await t.reconcile();
-    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
-    await t.reconcile();
+    await t.runningAtRev1();
     t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
     await t.reconcile(); // enterMaintenance demo-2
     expect(t.cluster().status?.roll).toMatchObject({ podInFlight: "demo-2", podReadyAtStart: true });
@@ -523,9 +558,7 @@ describe("NaradCluster reconcile", () => {
     const t = setup();
     await t.reconcile();
     t.kube.owned.get("Service")?.remove(NS, "demo");
-    t.kube.writes.length = 0;
-    await t.reconcile();
-    expect(t.kube.writes).toContain("apply Service demo");
+    expect(await t.writesOfOnePass()).toContain("apply Service demo");
   });
 
   it("a member whose pod stays unready past the grace goes Down", async () => {
@@ -570,12 +603,7 @@ describe("NaradTopic reconcile", () => {
   async function withTopic(partitions = 5) {
     const t = setup();
     await t.reconcile();
-    t.kube.create(t.kube.topics, {
-      apiVersion: "narad.dev/v1alpha1",
-      kind: "NaradTopic",
-      metadata: { name: "orders", namespace: NS },
-      spec: { cluster: "demo", partitions },
-    } satisfies NaradTopic);
+    t.createTopic("orders", partitions);
     const topic = () => t.kube.topics.get(NS, "orders")!;
     const reconcileT = () => reconcileTopic(`${NS}/orders`, t.deps);
     return { ...t, topic, reconcileT };
@@ -663,12 +691,7 @@ describe("issue #21 item 10: a topic deletion behind a Down member", () => {
   it("reports Degraded=DeletionBlocked after the bound, and narad.dev/force-delete releases it", async () => {
     const t = setup();
     await t.reconcile();
-    t.kube.create(t.kube.topics, {
-      apiVersion: "narad.dev/v1alpha1",
-      kind: "NaradTopic",
-      metadata: { name: "orders", namespace: NS },
-      spec: { cluster: "demo", partitions: 3 },
-    } satisfies NaradTopic);
+    t.createTopic("orders", 3);
     const topic = () => t.kube.topics.get(NS, "orders");
     const reconcileT = () => reconcileTopic(`${NS}/orders`, t.deps);
     for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
@@ -724,17 +747,13 @@ describe("ServiceMonitor", () => {
     t.kube.failApply = () => undefined;
     await t.reconcile();
     expect(monitors()).toEqual(["ServiceMonitor/ns1/demo"]);
-    t.kube.writes.length = 0;
-    await t.reconcile();
-    expect(t.kube.writes.filter((w) => w.includes("ServiceMonitor"))).toEqual([]);
+    expect((await t.writesOfOnePass()).filter((w) => w.includes("ServiceMonitor"))).toEqual([]);
     t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
       s.metrics = { serviceMonitor: { enabled: false } };
     });
     await t.reconcile();
     expect(monitors()).toEqual([]);
-    t.kube.writes.length = 0;
-    await t.reconcile();
-    expect(t.kube.writes.filter((w) => w.includes("ServiceMonitor"))).toEqual([]);
+    expect((await t.writesOfOnePass()).filter((w) => w.includes("ServiceMonitor"))).toEqual([]);
   });
 });
 
@@ -744,9 +763,7 @@ describe("PodMonitor", () => {
     await t.reconcile();
     const monitors = () => [...t.kube.other.keys()].filter((k) => k.includes("Monitor/")).sort();
     expect(monitors()).toEqual(["PodMonitor/ns1/demo"]);
-    t.kube.writes.length = 0;
-    await t.reconcile();
-    expect(t.kube.writes.filter((w) => w.includes("PodMonitor"))).toEqual([]);
+    expect((await t.writesOfOnePass()).filter((w) => w.includes("PodMonitor"))).toEqual([]);
     t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
       s.metrics = { podMonitor: { enabled: false } };
     });
@@ -762,12 +779,7 @@ describe("Scaling", () => {
     await t.reconcile();
     for (let i = 0; i < 3; i++) t.kube.addPod(NS, "demo", i, true);
     await t.reconcile();
-    t.kube.create(t.kube.topics, {
-      apiVersion: "narad.dev/v1alpha1",
-      kind: "NaradTopic",
-      metadata: { name: "orders", namespace: NS },
-      spec: { cluster: "demo", partitions: 6 },
-    } satisfies NaradTopic);
+    t.createTopic("orders", 6);
     await reconcileTopic(`${NS}/orders`, t.deps);
     await reconcileTopic(`${NS}/orders`, t.deps);
     const owners = () => (t.kube.topics.get(NS, "orders")?.status?.assignments ?? []).map((a) => a.owner);
@@ -964,10 +976,7 @@ describe("Scaling", () => {
 describe("issue #21: never declare Down falsely, never stall silently", () => {
   async function running(spec: NaradCluster["spec"]) {
     const t = setup(spec);
-    await t.reconcile();
-    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
-    await t.reconcile();
+    await t.runningAtRev1();
     expect(t.cluster().status?.members?.map((m) => m.state)).toEqual(["Active", "Active", "Active"]);
     return t;
   }
@@ -1078,24 +1087,7 @@ describe("issue #21: never declare Down falsely, never stall silently", () => {
 
 describe("issue #21 item 9: a replacement that never becomes Ready", () => {
   it("makes the cluster Degraded naming the pod and its container state, warns once, and hands the member to the Down rules", async () => {
-    const t = setup({
-      replicas: 3,
-      image: "ghcr.io/narad/narad:1.0",
-      rollout: { downGraceSeconds: 10, replacementTimeoutSeconds: 20 },
-    });
-    await t.reconcile();
-    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
-    await t.reconcile();
-    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
-      s.image = "ghcr.io/narad/narad:broken";
-    });
-    await t.reconcile();
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
-    // Run the roll until it deletes its first pod; the replacement crash-loops.
-    await t.passes(20, 1000, () => t.kube.pods.get(NS, "demo-2") !== undefined);
-    expect(t.kube.pods.get(NS, "demo-2")).toBeUndefined();
-    t.kube.addPod(NS, "demo", 2, false, "rev-2");
+    const t = await brokenReplacement({ downGraceSeconds: 10, replacementTimeoutSeconds: 20 });
     const p = t.kube.pods.get(NS, "demo-2")!;
     t.kube.pods.put({
       ...p,
@@ -1147,22 +1139,11 @@ describe("issue #21 item 9: a replacement that never becomes Ready", () => {
   });
 
   it("with releaseStuckReplacement false the member stays in Maintenance, still Degraded", async () => {
-    const t = setup({
-      replicas: 3,
-      image: "ghcr.io/narad/narad:1.0",
-      rollout: { downGraceSeconds: 10, replacementTimeoutSeconds: 20, releaseStuckReplacement: false },
+    const t = await brokenReplacement({
+      downGraceSeconds: 10,
+      replacementTimeoutSeconds: 20,
+      releaseStuckReplacement: false,
     });
-    await t.reconcile();
-    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
-    await t.reconcile();
-    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
-      s.image = "ghcr.io/narad/narad:broken";
-    });
-    await t.reconcile();
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
-    await t.passes(20, 1000, () => t.kube.pods.get(NS, "demo-2") !== undefined);
-    t.kube.addPod(NS, "demo", 2, false, "rev-2");
     t.brokers.unreachable.add("demo-2");
     for (let s = 0; s < 40; s++) {
       await t.clock.advance(1000);
@@ -1255,23 +1236,7 @@ describe("issue #21 items 11 and 12: drift and needless writes", () => {
 
 describe("review-op: a stuck replacement across a new term and a fixed image", () => {
   async function stuck() {
-    const t = setup({
-      replicas: 3,
-      image: "ghcr.io/narad/narad:1.0",
-      rollout: { downGraceSeconds: 10, replacementTimeoutSeconds: 20 },
-    });
-    await t.reconcile();
-    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
-    await t.reconcile();
-    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
-      s.image = "ghcr.io/narad/narad:broken";
-    });
-    await t.reconcile();
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
-    await t.passes(20, 1000, () => t.kube.pods.get(NS, "demo-2") !== undefined);
-    expect(t.kube.pods.get(NS, "demo-2")).toBeUndefined();
-    t.kube.addPod(NS, "demo", 2, false, "rev-2");
+    const t = await brokenReplacement({ downGraceSeconds: 10, replacementTimeoutSeconds: 20 });
     t.brokers.unreachable.add("demo-2");
     t.brokers.draining.delete("demo-2");
     for (let s = 0; s < 40; s++) {
@@ -1313,15 +1278,8 @@ describe("review-op: an evicted pod that stays Terminating (its node is gone)", 
       image: "ghcr.io/narad/narad:1.0",
       rollout: { downGraceSeconds: 10, replacementTimeoutSeconds: 20, drainTimeoutSeconds: 30 },
     });
-    await t.reconcile();
-    for (const i of [0, 1, 2]) t.kube.addPod(NS, "demo", i, true);
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-1");
-    await t.reconcile();
-    t.kube.updateSpec(t.kube.clusters, NS, "demo", (s) => {
-      s.image = "ghcr.io/narad/narad:1.1";
-    });
-    await t.reconcile();
-    t.kube.setStatefulSetStatus(NS, "demo", "rev-2");
+    await t.runningAtRev1();
+    await t.rollTo("ghcr.io/narad/narad:1.1");
     // The eviction is accepted but the kubelet never confirms: the pod stays Terminating.
     const evict = t.kube.evictPod.bind(t.kube);
     t.kube.evictPod = async (ns, name, uid) => {
