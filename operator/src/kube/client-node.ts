@@ -108,18 +108,7 @@ export class ClientNodeApi implements KubeApi {
     patch: { metadata?: { annotations?: Record<string, string> }; spec?: object },
     resourceVersion: string,
   ): Promise<T> {
-    return (await this.#custom.patchNamespacedCustomObject(
-      {
-        group: API_GROUP,
-        version: API_VERSION,
-        namespace: ref.namespace,
-        plural: ref.plural,
-        name: ref.name,
-        body: { ...patch, metadata: { ...patch.metadata, resourceVersion } },
-        fieldManager: FIELD_MANAGER,
-      },
-      mergePatch,
-    )) as T;
+    return this.#mergePatchObject<T>(ref, { ...patch, metadata: { ...patch.metadata, resourceVersion } });
   }
 
   async setFinalizers<T extends KubernetesObject>(
@@ -127,6 +116,11 @@ export class ClientNodeApi implements KubeApi {
     finalizers: string[],
     resourceVersion: string,
   ): Promise<T> {
+    return this.#mergePatchObject<T>(ref, { metadata: { resourceVersion, finalizers } });
+  }
+
+  /** A merge patch of one of Narad's custom objects (conditional when the body names a resourceVersion). */
+  async #mergePatchObject<T extends KubernetesObject>(ref: CustomRef, body: object): Promise<T> {
     return (await this.#custom.patchNamespacedCustomObject(
       {
         group: API_GROUP,
@@ -134,7 +128,7 @@ export class ClientNodeApi implements KubeApi {
         namespace: ref.namespace,
         plural: ref.plural,
         name: ref.name,
-        body: { metadata: { resourceVersion, finalizers } },
+        body,
         fieldManager: FIELD_MANAGER,
       },
       mergePatch,
