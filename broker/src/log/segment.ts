@@ -8,6 +8,7 @@
 
 import {
   decodeFrameRecords,
+  type FrameHeader,
   frameBytes,
   frameHeaderBytes,
   parseFrameHeader,
@@ -214,6 +215,26 @@ export class Segment {
     );
   }
 
+  /** The header of the frame at pos (null past the window's end); a malformed one throws. */
+  async #headerAt(win: FrameWindow, pos: number, maxFrameBytes: number): Promise<FrameHeader | null> {
+    if (!(await win.ensure(pos, frameHeaderBytes))) return null;
+    const parsed = parseFrameHeader(win.buf, pos - win.start, maxFrameBytes);
+    if (!parsed.ok) throw new Error(`segment ${this.path}: bad frame at ${pos} (${parsed.problem})`);
+    return parsed.header;
+  }
+
+  /**
+   * The whole frame at pos in the window, CRC-checked again (each property
+   * checked after read as well as before write): its index in win.buf, null
+   * past the window's end; a mismatch throws rather than serving bad bytes.
+   */
+  async #verifiedFrameAt(win: FrameWindow, pos: number, h: FrameHeader): Promise<number | null> {
+    if (!(await win.ensure(pos, frameBytes(h)))) return null;
+    const at = pos - win.start;
+    if (!verifyFrameCrc(win.buf, at, h)) throw new Error(`segment ${this.path}: CRC mismatch at ${pos}`);
+    return at;
+  }
+
   /**
    * Raw frames (CRC-checked again, copied out) starting exactly at
    * limits.fromOffset: what a follower appends byte for byte (replication).
@@ -234,10 +255,8 @@ export class Segment {
         pos = gapEnd;
         continue;
       }
-      if (!(await win.ensure(pos, frameHeaderBytes))) break;
-      const parsed = parseFrameHeader(win.buf, pos - win.start, limits.maxFrameBytes);
-      if (!parsed.ok) throw new Error(`segment ${this.path}: bad frame at ${pos} (${parsed.problem})`);
-      const h = parsed.header;
+      const h = await this.#headerAt(win, pos, limits.maxFrameBytes);
+      if (h === null) break;
       const size = frameBytes(h);
       if (h.baseOffset >= limits.hwm) break;
       if (h.baseOffset + h.count <= next) {
@@ -245,9 +264,8 @@ export class Segment {
         continue;
       }
       if (h.baseOffset !== next) return { kind: "misaligned" };
-      if (!(await win.ensure(pos, size))) break;
-      const at = pos - win.start;
-      if (!verifyFrameCrc(win.buf, at, h)) throw new Error(`segment ${this.path}: CRC mismatch at ${pos}`);
+      const at = await this.#verifiedFrameAt(win, pos, h);
+      if (at === null) break;
       frames.push(Buffer.from(win.buf.subarray(at, at + size)));
       bytes += size;
       next = h.baseOffset + h.count;
@@ -278,19 +296,16 @@ export class Segment {
         pos = gapEnd;
         continue;
       }
-      if (!(await win.ensure(pos, frameHeaderBytes))) break;
-      const parsed = parseFrameHeader(win.buf, pos - win.start, limits.maxFrameBytes);
-      if (!parsed.ok) throw new Error(`segment ${this.path}: bad frame at ${pos} (${parsed.problem})`);
-      const h = parsed.header;
+      const h = await this.#headerAt(win, pos, limits.maxFrameBytes);
+      if (h === null) break;
       const size = frameBytes(h);
       if (h.baseOffset >= limits.hwm) break;
       if (h.baseOffset + h.count <= limits.fromOffset) {
         pos += size;
         continue;
       }
-      if (!(await win.ensure(pos, size))) break;
-      const at = pos - win.start;
-      if (!verifyFrameCrc(win.buf, at, h)) throw new Error(`segment ${this.path}: CRC mismatch at ${pos}`);
+      const at = await this.#verifiedFrameAt(win, pos, h);
+      if (at === null) break;
       const frameRecords: StoredRecord[] = [];
       if (!decodeFrameRecords(win.buf, at, h, limits.fromOffset, frameRecords)) {
         throw new Error(`segment ${this.path}: malformed records at ${pos}`);
