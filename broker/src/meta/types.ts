@@ -2,6 +2,8 @@
 // contract: `file` (single node, the embedded default) and `kubernetes`
 // (cluster mode; NaradTopic resources and NaradCluster membership).
 
+import type { IsrMember, ReplicaAssignment } from "../../../packages/api/src/v1alpha1/replication.ts";
+
 /**
  * A declared consumer group (named subscription): its own settings; an unset
  * field inherits the topic's. Groups need not be declared: an undeclared group
@@ -54,6 +56,13 @@ export interface TopicConfig {
    * admin). Absent when auth was off at create, or the topic is older than owners.
    */
   owner?: string;
+  /**
+   * Copies of each partition (docs/replication.md). Absent: 1 (a topic from
+   * before replication, or the file metastore's single node). Immutable.
+   */
+  replication_factor?: number;
+  /** Copies an acks=all record needs before it is answered. Absent: min(2, replication_factor). */
+  min_insync_replicas?: number;
   /** Fan-out (child only): the topic whose committed records are copied here (fanout/rules.ts). */
   parent?: string | undefined;
   /** Fan-out (child only): a delay child receives each record this long after its parent commit. */
@@ -97,7 +106,24 @@ export interface Member {
    */
   clusterAddress?: string;
   state: MemberState;
+  /**
+   * The member's data volume identity as the operator last read it from the
+   * broker (NaradCluster status.members[].volumeId); absent when not known.
+   */
+  volumeId?: string;
 }
+
+/** What became of an ISR change a leader asked the authority to record. */
+export type IsrWriteOutcome =
+  /** Recorded: the partition's record now holds `isr` at the leader's epoch. */
+  | { kind: "recorded"; record: ReplicaAssignment }
+  /**
+   * Refused for good: the record moved on (another leader or epoch, the
+   * topic gone). The leader stops leading at that epoch when it reads it.
+   */
+  | { kind: "stale"; reason: string }
+  /** No answer: the change may or may not have landed (ADR 0007: it stays pending). */
+  | { kind: "unknown"; reason: string };
 
 /** One partition moving from member `from` to member `to`. */
 export interface ClusterMove {
@@ -160,6 +186,24 @@ export interface Metastore {
    */
   authoritativeOwner?(topic: string, partition: number, uid?: string): Promise<AuthoritativeOwner>;
   members(): readonly Member[];
+  /**
+   * The replicated record of a partition (leader, replicas, ISR with volume
+   * ids, leader epoch), or undefined for a single-copy partition (and for a
+   * backend without replication). docs/adr/0007-replication.md.
+   */
+  replicaAssignment?(topic: string, partition: number): ReplicaAssignment | undefined;
+  /**
+   * Compare-and-swap of the ISR of a partition this node leads: applied only
+   * while the record still names `leader` at `leaderEpoch` (kubernetes: a
+   * status write conditional on the NaradTopic's resourceVersion, retried on
+   * a fresh read while those two still hold).
+   */
+  recordIsr?(
+    topic: string,
+    partition: number,
+    expect: { leader: string; leaderEpoch: number },
+    isr: readonly IsrMember[],
+  ): Promise<IsrWriteOutcome>;
   /**
    * Partition moves in flight (kubernetes: the operator's status.scale.moves,
    * with broker topic names). Optional: a single node never moves partitions.

@@ -127,6 +127,7 @@ const member: Required<MemberStatus> = {
   since: "2026-01-01T00:00:00Z",
   walPendingRecords: 0,
   revision: "demo-5d8f",
+  volumeId: "7c1d0a52-6f3e-4c55-9a1b-0d2e7f3a9b10",
 };
 const fullClusterStatus: Required<NaradClusterStatus> = {
   observedGeneration: 2,
@@ -214,6 +215,8 @@ const fullTopicSpec: Required<NaradTopicSpec> = {
   schema: { version: 2, definition: '{"type":"object","properties":{"id":{"type":"integer"}}}' },
   parent: "orders",
   delayMs: 60000,
+  replicationFactor: 3,
+  minInsyncReplicas: 2,
 };
 const fullTopicStatus: Required<NaradTopicStatus> = {
   observedGeneration: 1,
@@ -228,8 +231,25 @@ const fullTopicStatus: Required<NaradTopicStatus> = {
     },
   ],
   phase: "Ready",
-  assignments: [{ partition: 0, owner: "demo-0" }],
+  assignments: [
+    { partition: 0, owner: "demo-0" },
+    {
+      partition: 1,
+      owner: "demo-1",
+      leader: "demo-1",
+      replicas: ["demo-1", "demo-2", "demo-0"],
+      isr: [
+        { member: "demo-1", volumeId: "v1" },
+        { member: "demo-2", volumeId: "v2" },
+      ],
+      leaderEpoch: 4,
+    },
+  ],
   assignmentEpoch: 1,
+  replicationFactor: 3,
+  minInsyncReplicas: 2,
+  underReplicatedPartitions: 1,
+  offlinePartitions: 0,
 };
 
 /** Schema property paths (not map values, not inside opaque core objects). */

@@ -165,6 +165,8 @@ export function withTopicDefaults(spec: NaradTopicSpec): ResolvedNaradTopicSpec 
     schema: spec.schema,
     parent: spec.parent,
     delayMs: spec.delayMs,
+    replicationFactor: spec.replicationFactor,
+    minInsyncReplicas: spec.minInsyncReplicas,
   });
 }
 

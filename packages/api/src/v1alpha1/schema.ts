@@ -19,6 +19,7 @@ import {
   USER_NAME_PATTERN,
   USER_PASSWORD_KEY,
 } from "./defaults.ts";
+import { MAX_REPLICATION_FACTOR, MIN_REPLICATION_FACTOR } from "./replication.ts";
 
 /** A CEL validation rule (x-kubernetes-validations entry). */
 export interface ValidationRule {
@@ -53,6 +54,7 @@ export interface JSONSchemaProps {
   "x-kubernetes-list-map-keys"?: string[];
   "x-kubernetes-map-type"?: "atomic" | "granular";
   "x-kubernetes-validations"?: ValidationRule[];
+  nullable?: boolean;
 }
 
 type Extra = Omit<JSONSchemaProps, "type" | "description" | "properties">;
@@ -452,6 +454,9 @@ const memberStatus = obj(
       minimum: 0,
     }),
     revision: str("Revision (pod-template hash) the member's pod runs."),
+    volumeId: str(
+      "Identity of the data volume the broker runs on (its volume-id marker). A new value means the member came back on an empty or foreign volume.",
+    ),
   },
   { required: ["id", "pod", "ordinal", "state", "since"] },
 );
@@ -614,6 +619,18 @@ const topicSpec: JSONSchemaProps = obj(
       default: td.maxAckedAheadPerPartition,
       minimum: 1,
     }),
+    replicationFactor: int(
+      "Copies of each partition, on distinct brokers (docs/replication.md). Default: 3 on a cluster of at least 3 brokers, else 1 (the operator records the value it chose in status.replicationFactor). Immutable.",
+      {
+        minimum: MIN_REPLICATION_FACTOR,
+        maximum: MAX_REPLICATION_FACTOR,
+        "x-kubernetes-validations": [{ rule: "self == oldSelf", message: "replicationFactor is immutable" }],
+      },
+    ),
+    minInsyncReplicas: int(
+      "Copies an acks=all record needs before it is answered; at most replicationFactor. Default: min(2, replicationFactor).",
+      { minimum: 1, maximum: MAX_REPLICATION_FACTOR },
+    ),
     subscriptions: arr(
       "Declared consumer groups (named subscriptions), each with its own frontier, in-flight set and settings over the same data. Unset settings inherit the topic's. Consumers of an undeclared group use the topic's settings.",
       obj(
@@ -671,6 +688,16 @@ const topicSpec: JSONSchemaProps = obj(
     required: ["cluster"],
     "x-kubernetes-validations": [
       {
+        rule: "!has(self.minInsyncReplicas) || !has(self.replicationFactor) || self.minInsyncReplicas <= self.replicationFactor",
+        message: "minInsyncReplicas may not exceed replicationFactor",
+        fieldPath: ".minInsyncReplicas",
+      },
+      {
+        rule: "has(self.replicationFactor) == has(oldSelf.replicationFactor)",
+        message: "replicationFactor is immutable (it may be neither added nor removed after creation)",
+        fieldPath: ".replicationFactor",
+      },
+      {
         rule: "!has(self.delayMs) || self.delayMs == 0 || has(self.parent)",
         message: "delayMs needs parent",
         fieldPath: ".delayMs",
@@ -696,13 +723,53 @@ const topicStatus = obj("Observed state, written by the operator.", {
       "Which member owns a partition.",
       {
         partition: int("Partition index, from 0.", { minimum: 0 }),
-        owner: str("Owning member id (pod name)."),
+        owner: str(
+          "Owning member id (pod name). For a replicated partition the leader, empty while it is offline.",
+        ),
+        leader: {
+          ...str("Replicated partitions: the leader; null while no in-sync replica is live."),
+          nullable: true,
+        },
+        replicas: arr(
+          "Replicated partitions: every replica (member id), the preferred leader first.",
+          str("Member id."),
+          { maxItems: MAX_REPLICATION_FACTOR },
+        ),
+        isr: arr(
+          "Replicated partitions: the in-sync replicas, each with the volume it held when it joined. Changed only by compare-and-swap: the leader shrinks and expands it, the operator's election removes a lost leader.",
+          obj(
+            "One in-sync replica.",
+            {
+              member: str("Member id."),
+              volumeId: str("The member's volume identity when it joined the ISR."),
+            },
+            { required: ["member", "volumeId"] },
+          ),
+          { maxItems: MAX_REPLICATION_FACTOR },
+        ),
+        leaderEpoch: int64(
+          "Replicated partitions: bumped on every leader change; replicas refuse requests of a lower epoch.",
+          { minimum: 0 },
+        ),
       },
       { required: ["partition", "owner"] },
     ),
     { "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["partition"] },
   ),
   assignmentEpoch: int64("Bumped on every assignment change.", { minimum: 0 }),
+  replicationFactor: int(
+    "The replication factor in effect (spec.replicationFactor, or the default chosen at placement).",
+    {
+      minimum: MIN_REPLICATION_FACTOR,
+      maximum: MAX_REPLICATION_FACTOR,
+    },
+  ),
+  minInsyncReplicas: int("The min_insync_replicas in effect.", {
+    minimum: 1,
+    maximum: MAX_REPLICATION_FACTOR,
+  }),
+  underReplicatedPartitions: int("Partitions whose ISR is smaller than their replica list.", { minimum: 0 }),
+  offlinePartitions: int("Partitions with no leader (no live in-sync replica).", { minimum: 0 }),
 });
 
 export const naradTopicSchema: JSONSchemaProps = obj(

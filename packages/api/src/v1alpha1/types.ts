@@ -22,6 +22,7 @@ import type {
   V1Toleration,
   V1TopologySpreadConstraint,
 } from "@kubernetes/client-node";
+import type { IsrMember } from "./replication.ts";
 
 export const GROUP = "narad.dev";
 export const VERSION = "v1alpha1";
@@ -277,6 +278,13 @@ export interface MemberStatus {
   walPendingRecords?: number;
   /** Controller revision (pod-template hash) the pod runs. */
   revision?: string;
+  /**
+   * The identity (uuid) of the data volume the broker runs on, from its
+   * `volume-id` marker as reported in /admin/v1/status. A new value means the
+   * member came back on an empty or foreign volume: ISR entries naming the
+   * old one vouch for nothing (docs/adr/0007-replication.md).
+   */
+  volumeId?: string;
 }
 
 /** A planned restart in progress (at most one pod at a time). */
@@ -439,6 +447,13 @@ export interface NaradTopicSpec {
   /** Default 1024. */
   maxAckedAheadPerPartition?: number;
   /**
+   * Copies of each partition, 1..5, on distinct brokers. Default 3 on a
+   * cluster of at least 3 brokers, else 1. Immutable.
+   */
+  replicationFactor?: number;
+  /** Copies an acks=all record needs before it is answered; 1..replicationFactor, default min(2, factor). */
+  minInsyncReplicas?: number;
+  /**
    * Declared consumer groups (named subscriptions), keyed by name. Unset
    * settings inherit the topic's. At most 100.
    */
@@ -480,8 +495,23 @@ export type NaradTopicPhase = "Pending" | "Assigning" | "Ready" | "Failed";
 
 export interface PartitionAssignment {
   partition: number;
-  /** Member id (pod name) that owns the partition. */
+  /**
+   * Member id (pod name) that owns the partition. For a replicated partition
+   * the leader ("" while it is offline), kept for readers that know only owners.
+   */
   owner: string;
+  /**
+   * Replicated partitions only (replicationFactor > 1; all four fields are
+   * set together, see ReplicaAssignment in replication.ts). The leader: null
+   * while no in-sync replica is live (offline).
+   */
+  leader?: string | null;
+  /** Every replica, the preferred leader first. */
+  replicas?: string[];
+  /** The in-sync replicas, each with the volume it held when it joined. */
+  isr?: IsrMember[];
+  /** Bumped on every leader change (going offline included); replicas fence lower epochs. */
+  leaderEpoch?: number;
 }
 
 export interface NaradTopicStatus {
@@ -491,6 +521,14 @@ export interface NaradTopicStatus {
   assignments?: PartitionAssignment[];
   /** Bumped on every assignment change. */
   assignmentEpoch?: number;
+  /** The replication factor in effect: spec.replicationFactor, or the default the operator chose at placement. */
+  replicationFactor?: number;
+  /** The min_insync_replicas in effect. */
+  minInsyncReplicas?: number;
+  /** Partitions whose ISR is smaller than their replica list. */
+  underReplicatedPartitions?: number;
+  /** Partitions with no leader (no live in-sync replica). */
+  offlinePartitions?: number;
 }
 
 export interface NaradTopic {
@@ -612,8 +650,17 @@ export interface ResolvedNaradClusterSpec {
 }
 
 export type ResolvedNaradTopicSpec = Required<
-  Omit<NaradTopicSpec, "name" | "subscriptions" | "schema" | "parent" | "delayMs">
+  Omit<
+    NaradTopicSpec,
+    "name" | "subscriptions" | "schema" | "parent" | "delayMs" | "replicationFactor" | "minInsyncReplicas"
+  >
 > & {
+  /**
+   * Left as written: the default depends on the cluster's size at placement
+   * (resolveReplicationSettings in replication.ts).
+   */
+  replicationFactor?: number;
+  minInsyncReplicas?: number;
   name?: string;
   /** Left as written (absent when none): unset subscription fields inherit the topic's at use. */
   subscriptions?: NaradSubscriptionSpec[];
