@@ -26,7 +26,13 @@ export type LogErrorCode =
   /** The topic no longer exists, so its directory may not be created again (404). */
   | "TOPIC_DELETED"
   /** Opening another partition log would pass the node's fd budget, --max-open-logs (503). */
-  | "TOO_MANY_OPEN_LOGS";
+  | "TOO_MANY_OPEN_LOGS"
+  /** Replication: this node does not lead the partition (now); the caller re-reads the record (503, retryable). */
+  | "NOT_LEADER"
+  /** Replication: fewer recorded in-sync replicas than min_insync_replicas (503, retryable; nothing is lost). */
+  | "NOT_ENOUGH_REPLICAS"
+  /** Replication: appended on the leader but not on enough replicas in time (503, retryable; re-sent and deduped). */
+  | "REPLICATION_TIMEOUT";
 
 export class LogError extends Error {
   readonly code: LogErrorCode;

@@ -103,6 +103,33 @@ export interface OpenPartitionLogOptions extends PartitionLogOptions {
    * (segment-handles.ts). Absent: a cache of defaultMaxSegmentFds for this log alone.
    */
   segmentHandles?: SegmentHandles;
+  /**
+   * Replication (ADR 0007): this log is a replicated partition's copy, opened
+   * by its leader. Commits append, fsync and verify as always, but the HWM
+   * no longer follows the log end: it moves only by advanceHwm (the leader,
+   * once enough replicas hold the records), and commitDurable resolves only
+   * once the gate says the records are replicated. Absent: a single-copy
+   * partition, whose HWM is its durable end.
+   */
+  replication?: {
+    gate: ReplicaCommitGate;
+    /** The highest HWM this replica knew (its replica checkpoint); the HWM starts at it, capped by the log end. */
+    knownHwm: number;
+  };
+}
+
+/** What a replicated partition's leader plugs into its log (replication-io/leader-state.ts). */
+export interface ReplicaCommitGate {
+  /** Throws (LogError NOT_LEADER) when this node may not append now; checked in the commit chain right before each write. */
+  assertLeading(): void;
+  /** The durable log end moved (a verified local append): the leader's HWM may move. */
+  onLogEnd(end: number): void;
+  /**
+   * Resolves once everything below `end` is replicated (the HWM passed it);
+   * rejects with NOT_ENOUGH_REPLICAS, REPLICATION_TIMEOUT or NOT_LEADER.
+   * The records stay appended either way: a re-send is deduped and waits again.
+   */
+  awaitReplicated(end: number): Promise<void>;
 }
 
 /** Sealed-segment read handles open at once when no shared cache is given (--max-segment-fds). */
@@ -154,12 +181,23 @@ export interface OpenedPartitionLog extends PartitionLog {
   committedSeqs(): Map<string, number>;
   /**
    * Replication (ADR 0007): the raw frames, exactly as stored, that start at
-   * `fromOffset` (which must be a frame boundary below the HWM), up to about
-   * `maxBytes` (at least one frame), never at or past the HWM. Read-only.
+   * `fromOffset` (which must be a frame boundary at or below the limit), up
+   * to about `maxBytes` (at least one frame), never at or past the limit:
+   * the HWM (default), or the durable log end ("end": a replicated leader
+   * serving its followers, which must get records before they are committed).
    */
-  readRawFrames(fromOffset: number, maxBytes: number): Promise<RawFrames>;
+  readRawFrames(fromOffset: number, maxBytes: number, limit?: "hwm" | "end"): Promise<RawFrames>;
   /** Resolves once the HWM is above `offset`, after `ms`, or on abort (whichever is first). */
   waitForHwmAbove(offset: number, ms: number, signal?: AbortSignal): Promise<void>;
+  /** Resolves once the durable log end is above `offset`, after `ms`, or on abort. */
+  waitForEndAbove(offset: number, ms: number, signal?: AbortSignal): Promise<void>;
+  /**
+   * Replicated logs: moves the HWM up to `hwm` (capped by the durable end;
+   * never backwards). Called by the leader once enough replicas hold the records.
+   */
+  advanceHwm(hwm: number): void;
+  /** Whether this log is a replicated partition's (its HWM is the leader's to move). */
+  readonly replicated: boolean;
 }
 
 /** Raw frames of a partition log (readRawFrames). */
@@ -256,7 +294,14 @@ export async function openPartitionLog(opts: OpenPartitionLogOptions): Promise<O
   }
   const last = segments[segments.length - 1]!;
   report.recoveredEnd = last.endOffset;
-  const next = Math.max(last.endOffset, hwmFile ?? 0);
+  // A replicated copy never skips offsets (its offsets are the leader's: a
+  // missing tail is fetched again, not jumped over), and its HWM is what the
+  // replicas agreed on, not its own end.
+  const replicated = opts.replication !== undefined;
+  const next = replicated ? last.endOffset : Math.max(last.endOffset, hwmFile ?? 0);
+  const initialHwm = replicated
+    ? Math.min(next, Math.max(hwmFile ?? 0, opts.replication?.knownHwm ?? 0))
+    : next;
   if (hwmFile !== null && hwmFile > last.endOffset) {
     logger.error(
       { dir: opts.dir, hwmFile, recoveredEnd: last.endOffset },
@@ -266,7 +311,7 @@ export async function openPartitionLog(opts: OpenPartitionLogOptions): Promise<O
   if (report.gaps > 0 || report.truncatedBytes > 0 || report.corruptTailBytes > 0) {
     logger.warn({ dir: opts.dir, ...report }, "partition log recovered with damage");
   }
-  const hwm = await HwmFile.open(io, opts.dir, next);
+  const hwm = await HwmFile.open(io, opts.dir, initialHwm);
   return new PartitionLogImpl(
     opts,
     io,
@@ -276,6 +321,7 @@ export async function openPartitionLog(opts: OpenPartitionLogOptions): Promise<O
     dedup,
     producers,
     next,
+    initialHwm,
     hwm,
     report,
     handles,
@@ -317,8 +363,9 @@ class PartitionLogImpl implements OpenedPartitionLog {
   #lastEvictMs = 0;
   readonly #recent = new RecentOffsets();
   readonly #handles: SegmentHandles;
-  /** Long polls of replica fetches, woken when the HWM moves (waitForHwmAbove). */
+  /** Long polls (waitForHwmAbove, waitForEndAbove), woken when the HWM or the log end moves; each checks its own condition. */
   readonly #hwmWaiters = new Set<() => void>();
+  readonly #gate: ReplicaCommitGate | undefined;
 
   constructor(
     opts: OpenPartitionLogOptions,
@@ -329,10 +376,12 @@ class PartitionLogImpl implements OpenedPartitionLog {
     dedup: Map<string, number>,
     producers: ProducerSequences,
     next: number,
+    initialHwm: number,
     hwmFile: HwmFile,
     report: PartitionRecoveryReport,
     handles: SegmentHandles,
   ) {
+    this.#gate = opts.replication?.gate;
     this.#handles = handles;
     this.#opts = opts;
     this.#io = io;
@@ -342,7 +391,7 @@ class PartitionLogImpl implements OpenedPartitionLog {
     this.#dedup = dedup;
     this.#producers = producers;
     this.#nextOffset = next;
-    this.#hwm = next;
+    this.#hwm = initialHwm;
     this.#hwmFile = hwmFile;
     this.recovery = report;
     this.#frameTargetBytes = Math.min(opts.frameTargetBytes ?? opts.maxFrameBytes, opts.maxFrameBytes);
@@ -373,7 +422,36 @@ class PartitionLogImpl implements OpenedPartitionLog {
 
   commitDurable(records: readonly CommitRecord[]): Promise<CommitResult> {
     if (this.#closed) return Promise.reject(new LogError("LOG_CLOSED", this.#opts.dir));
-    return this.#serial(() => this.#commit(records));
+    const gate = this.#gate;
+    if (gate === undefined) return this.#serial(() => this.#commit(records));
+    // Replicated: the append is serialised as always, the wait for the
+    // replicas is not (commits pipeline behind one another's replication).
+    // `end` covers this commit's records and any duplicate's original, which
+    // may itself still be above the HWM.
+    return this.#serial(async () => {
+      gate.assertLeading();
+      const result = await this.#commit(records);
+      return { result, end: this.#nextOffset };
+    }).then(async ({ result, end }) => {
+      await gate.awaitReplicated(end);
+      return result;
+    });
+  }
+
+  get replicated(): boolean {
+    return this.#gate !== undefined;
+  }
+
+  advanceHwm(hwm: number): void {
+    const to = Math.min(hwm, this.#nextOffset);
+    if (this.#gate === undefined || this.#closed || to <= this.#hwm) return;
+    this.#hwm = to;
+    this.#scheduleHwmPersist();
+    this.#wakeWaiters();
+  }
+
+  #wakeWaiters(): void {
+    if (this.#hwmWaiters.size > 0) for (const wake of [...this.#hwmWaiters]) wake();
   }
 
   async #commit(records: readonly CommitRecord[]): Promise<CommitResult> {
@@ -654,9 +732,13 @@ class PartitionLogImpl implements OpenedPartitionLog {
     if (commitMs > seg.newestCommitMs) seg.newestCommitMs = commitMs;
     for (const [inc, seq] of seen) this.#dedup.set(inc, seq);
     this.#nextOffset = seg.endOffset;
-    this.#hwm = this.#nextOffset;
-    this.#scheduleHwmPersist();
-    if (this.#hwmWaiters.size > 0) for (const wake of [...this.#hwmWaiters]) wake();
+    if (this.#gate === undefined) {
+      this.#hwm = this.#nextOffset;
+      this.#scheduleHwmPersist();
+    } else {
+      this.#gate.onLogEnd(this.#nextOffset);
+    }
+    this.#wakeWaiters();
   }
 
   #scheduleHwmPersist(): void {
@@ -725,11 +807,17 @@ class PartitionLogImpl implements OpenedPartitionLog {
     return out;
   }
 
-  async readRawFrames(fromOffset: number, maxBytes: number): Promise<RawFrames> {
+  async readRawFrames(
+    fromOffset: number,
+    maxBytes: number,
+    limit: "hwm" | "end" = "hwm",
+  ): Promise<RawFrames> {
     if (this.#closed) throw new LogError("LOG_CLOSED", this.#opts.dir);
     if (!Number.isSafeInteger(fromOffset) || fromOffset < 0)
       throw new RangeError("readRawFrames: bad fromOffset");
-    const hwm = this.#hwm;
+    // Everything below the durable end is fsynced and verified (I2), so a
+    // follower may copy it before it is committed.
+    const hwm = limit === "end" ? this.#nextOffset : this.#hwm;
     const segs = this.#segments.slice();
     if (fromOffset < segs[0]!.baseOffset || fromOffset > hwm) {
       throw new LogError(
@@ -774,10 +862,18 @@ class PartitionLogImpl implements OpenedPartitionLog {
   }
 
   waitForHwmAbove(offset: number, ms: number, signal?: AbortSignal): Promise<void> {
-    if (this.#closed || this.#hwm > offset || ms <= 0 || signal?.aborted) return Promise.resolve();
+    return this.#waitUntil(() => this.#hwm > offset, ms, signal);
+  }
+
+  waitForEndAbove(offset: number, ms: number, signal?: AbortSignal): Promise<void> {
+    return this.#waitUntil(() => this.#nextOffset > offset, ms, signal);
+  }
+
+  #waitUntil(reached: () => boolean, ms: number, signal?: AbortSignal): Promise<void> {
+    if (this.#closed || reached() || ms <= 0 || signal?.aborted) return Promise.resolve();
     return new Promise((resolve) => {
       const done = (): void => {
-        if (this.#hwm <= offset && !timedOut && !signal?.aborted && !this.#closed) return;
+        if (!reached() && !timedOut && !signal?.aborted && !this.#closed) return;
         clearTimeout(timer);
         signal?.removeEventListener("abort", done);
         this.#hwmWaiters.delete(done);
@@ -865,6 +961,9 @@ class PartitionLogImpl implements OpenedPartitionLog {
       const expired = retentionMs > 0 && seg.newestCommitMs < now - retentionMs;
       const oversize = maxBytes > 0 && total > maxBytes;
       if (!expired && !oversize) break;
+      // Replicated: records above the HWM are not committed yet and a
+      // follower may still need them; they are never retention's to delete.
+      if (seg.endOffset > this.#hwm) break;
       // Before the first unlink: the floor must already cover every seq the
       // deleted segments hold, or a re-sent record would commit again.
       if (deleted === 0) await writeDedupFloor(this.#io, this.#opts.dir, this.#dedup);
@@ -887,7 +986,7 @@ class PartitionLogImpl implements OpenedPartitionLog {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    for (const wake of [...this.#hwmWaiters]) wake();
+    this.#wakeWaiters();
     if (this.#hwmTimer !== null) clearTimeout(this.#hwmTimer);
     this.#hwmTimer = null;
     // Wait for the in-flight commit, then force the hwm file.
