@@ -216,6 +216,7 @@ describe("replica fetch on the cluster RPC", () => {
         max_bytes: 1 << 20,
         max_wait_ms: o.max_wait_ms ?? 0,
         replica_id: "t",
+        replica_volume_id: "",
       });
 
     const lower = await fetch({ leader_epoch: 1 });
@@ -249,6 +250,7 @@ describe("replica fetch on the cluster RPC", () => {
       max_bytes: 1024,
       max_wait_ms: 0,
       replica_id: "t",
+      replica_volume_id: "",
     });
     expect(notLeader.error).toBe("not_leader");
 
@@ -376,6 +378,7 @@ describe("replica fetch on the cluster RPC", () => {
       max_bytes: 1024,
       max_wait_ms: 0,
       replica_id: "t",
+      replica_volume_id: "",
     };
     const anonymous = testPeerPool();
     const signed = testPeerPool({

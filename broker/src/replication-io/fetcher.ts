@@ -4,8 +4,10 @@
 // OffsetForLeaderEpoch (never below its known HWM), then fetches from its
 // end: frames are CRC-checked on arrival, appended, fsynced and read back,
 // epoch starts are written before the frames they start, and the
-// checkpoint (epoch, HWM) is rewritten after each append. Not yet started
-// by the broker for live topics (docs/replication.md, "What is built").
+// checkpoint (epoch, HWM) is rewritten after each append. A replica whose
+// end is below the leader's oldest offset (retention deleted what it lacks)
+// starts over there. Run by the broker's replica manager for each partition
+// it follows (replication-io/replica-manager.ts).
 
 import type { EpochHistory } from "../replication/epoch-history.ts";
 import { lastEpoch, startEpoch, truncateHistory } from "../replication/epoch-history.ts";
@@ -31,6 +33,8 @@ export interface FollowerOptions {
   topic: string;
   partition: number;
   replicaId: string;
+  /** This replica's volume identity (sent with every fetch: the leader checks it against the ISR). */
+  volumeId: string;
   /** This replica's partition directory (pNNNNN). */
   dir: string;
   /** The epoch of the leader this replica follows (from the partition's assignment record). */
@@ -44,6 +48,10 @@ export interface FollowerOptions {
   onProgress?: (p: { logEnd: number; hwm: number; leaderEnd: number }) => void;
   /** After the start-up truncation step. */
   onTruncated?: (t: { from: number; to: number }) => void;
+  /** The leader's group frontiers that changed (persisted before the next fetch). */
+  onFrontiers?: (frontiers: ReadonlyArray<{ group: string; offset: number }>) => Promise<void>;
+  /** The copy was dropped and restarted empty at the leader's oldest offset. */
+  onReset?: (r: { from: number; to: number }) => void;
 }
 
 export type FollowerStop =
@@ -131,6 +139,7 @@ export async function runFollower(o: FollowerOptions): Promise<FollowerStop> {
           max_bytes: o.maxBytes,
           max_wait_ms: o.maxWaitMs,
           replica_id: o.replicaId,
+          replica_volume_id: o.volumeId,
         },
         o.signal,
       );
@@ -138,7 +147,21 @@ export async function runFollower(o: FollowerOptions): Promise<FollowerStop> {
       if (o.signal.aborted) break;
       throw err;
     }
+    if (res.error === "offset_out_of_range" && log.endOffset < res.log_start_offset) {
+      // Nothing below the leader's oldest offset can be fetched any more, and
+      // nothing this copy holds is needed: everything acknowledged is on the
+      // leader. Start over at its oldest offset.
+      const from = log.endOffset;
+      await log.resetTo(res.log_start_offset);
+      history = [];
+      await rewriteEpochFile(o.dir, history);
+      hwm = res.log_start_offset;
+      await writeCheckpoint(o.dir, { leaderEpoch: knownEpoch, hwm });
+      o.onReset?.({ from, to: res.log_start_offset });
+      continue;
+    }
     if (res.error !== "") return stop(res.error as Exclude<FollowerStop["reason"], "aborted">, res.message);
+    if (res.frontiers.length > 0) await o.onFrontiers?.(res.frontiers);
     if (res.frames.length > 0) {
       const from = log.endOffset;
       // Epoch starts first (fsynced): the load rule drops any at or above the log end after a crash.

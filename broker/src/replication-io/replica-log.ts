@@ -241,6 +241,26 @@ export class ReplicaLog {
     seg.frames.length = keep;
     seg.bytes = cut.position;
   }
+
+  /**
+   * Drops the whole copy and restarts it empty at `offset`: a replica whose
+   * end is below the leader's oldest offset (retention deleted what it
+   * lacks) can only start over there. Segments go newest first; a crash
+   * part-way leaves a shorter prefix, which the next fetch finds out of
+   * range again.
+   */
+  async resetTo(offset: number): Promise<void> {
+    while (this.#segments.length > 0) {
+      const seg = this.#segments[this.#segments.length - 1]!;
+      await unlink(seg.path);
+      this.#segments.pop();
+    }
+    await fsyncDir(this.#o.dir);
+    const path = join(this.#o.dir, segmentFileName(offset));
+    await (await open(path, "a")).close();
+    await fsyncDir(this.#o.dir);
+    this.#segments.push({ base: offset, path, bytes: 0, frames: [] });
+  }
 }
 
 function endOf(s: ReplicaSegment): number {

@@ -270,6 +270,8 @@ export interface PbReplicaFetchRequest {
   max_bytes: number;
   max_wait_ms: number;
   replica_id: string;
+  /** The follower's volume identity (uuid); "" from a follower that predates it. */
+  replica_volume_id: string;
 }
 
 export interface PbReplicaFetchResponse {
@@ -282,6 +284,8 @@ export interface PbReplicaFetchResponse {
   log_start_offset: number;
   log_end_offset: number;
   epoch_starts: Array<{ epoch: number; start_offset: number }>;
+  /** The leader's durable group frontiers of the partition (empty when unchanged since the follower's last answer). */
+  frontiers: Array<{ group: string; offset: number }>;
 }
 
 export interface PbOffsetForLeaderEpochRequest {

@@ -19,6 +19,7 @@ import type { ConsumerManager } from "../consumer/manager.ts";
 import { defaultGroup, parseHandle } from "../core/consumer-handle.ts";
 import { assertTopicIdentity } from "../core/topic-identity.ts";
 import { badRequest, NaradError, topicNotFound } from "../errors.ts";
+import { isLogError } from "../log/log-errors.ts";
 import type { PartitionLog, PartitionStats } from "../log/types.ts";
 import type { Metastore } from "../meta/types.ts";
 import type { MoveSource } from "../moves/source.ts";
@@ -249,7 +250,8 @@ export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementat
     try {
       return { log: await ownedLog(topic, partition) };
     } catch (err) {
-      if (err instanceof NotOwnerError) return { error: "not_leader", message: err.message };
+      if (err instanceof NotOwnerError || isLogError(err, "NOT_LEADER"))
+        return { error: "not_leader", message: (err as Error).message };
       if (err instanceof NaradError && err.apiCode === "topic_not_found")
         return { error: "unknown_topic", message: err.message };
       throw err;
@@ -271,6 +273,7 @@ export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementat
           log_start_offset: 0,
           log_end_offset: 0,
           epoch_starts: [],
+          frontiers: [],
         };
       return r.fetch(led.log, r.partitionDir(req.topic, req.partition), req, signal);
     }),

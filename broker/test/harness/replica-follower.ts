@@ -55,6 +55,7 @@ try {
     topic: a.topic,
     partition: a.partition,
     replicaId: "test-follower",
+    volumeId: "test-volume",
     dir: a.dir,
     leaderEpoch: a.leaderEpoch,
     segmentBytes: a.segmentBytes,
