@@ -118,6 +118,11 @@ export const apiErrors = {
     status: 503,
     meaning: "acks=all: records are durable in the WAL but were not committed in time; they still will be",
   },
+  not_enough_replicas: {
+    status: 503,
+    meaning:
+      "acks=all on a replicated partition whose recorded ISR is below min_insync_replicas: nothing is answered on fewer copies; retry after Retry-After (an acks=wal produce is kept in the WAL until the ISR recovers)",
+  },
   users_unavailable: {
     status: 503,
     meaning:

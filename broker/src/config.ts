@@ -76,6 +76,23 @@ export interface Config {
   read: { maxRecords: number; maxBytes: number };
   security: SecurityConfig;
   limits: LimitsConfig;
+  /** Partition replication's timings (docs/replication.md). */
+  replica: ReplicaConfig;
+}
+
+/** Timings of partition replication (replication-io/replica-manager.ts). */
+export interface ReplicaConfig {
+  /** A follower not caught up for this long leaves the ISR (never below min_insync_replicas). */
+  lagMs: number;
+  /** A leader waits this long for a commit's replicas before it answers REPLICATION_TIMEOUT (the records stay, a re-send is deduped). */
+  commitTimeoutMs: number;
+  isrCheckIntervalMs: number;
+  isrRetryMs: number;
+  fetchMaxBytes: number;
+  /** A follower's fetch long-polls this long at the leader's end. */
+  fetchMaxWaitMs: number;
+  retryBackoffMs: number;
+  frontierRefreshMs: number;
 }
 
 /**
@@ -192,6 +209,8 @@ const settings = {
   "dispatch-idle-poll-ms": { env: "NARAD_DISPATCH_IDLE_POLL_MS", file: "dispatchIdlePollMs" },
   "dispatch-commit-timeout-ms": { env: "NARAD_DISPATCH_COMMIT_TIMEOUT_MS", file: "dispatchCommitTimeoutMs" },
   "dispatch-in-doubt-hold-ms": { env: "NARAD_DISPATCH_IN_DOUBT_HOLD_MS", file: "dispatchInDoubtHoldMs" },
+  "replica-lag-ms": { env: "NARAD_REPLICA_LAG_MS", file: "replicaLagMs" },
+  "replica-commit-timeout-ms": { env: "NARAD_REPLICA_COMMIT_TIMEOUT_MS", file: "replicaCommitTimeoutMs" },
   "dispatch-max-pass-bytes": { env: "NARAD_DISPATCH_MAX_PASS_BYTES", file: "dispatchMaxPassBytes" },
   "dispatch-window-records": { env: "NARAD_DISPATCH_WINDOW_RECORDS", file: "dispatchWindowRecords" },
   "dispatch-lookahead-windows": {
@@ -520,6 +539,16 @@ export function loadConfig(
       commitFanout: k.dispatchCommitFanout,
       maxBatchBytes: k.dispatchMaxBatchBytes,
       maxPassBytes: count("dispatch-max-pass-bytes", k.dispatchMaxBatchBytes * k.dispatchCommitFanout),
+    },
+    replica: {
+      lagMs: count("replica-lag-ms", k.replicaLagMs),
+      commitTimeoutMs: count("replica-commit-timeout-ms", k.replicaCommitTimeoutMs),
+      isrCheckIntervalMs: k.replicaIsrCheckIntervalMs,
+      isrRetryMs: k.replicaIsrRetryMs,
+      fetchMaxBytes: k.replicaFetchMaxBytes,
+      fetchMaxWaitMs: k.replicaFetchMaxWaitMs,
+      retryBackoffMs: k.replicaRetryBackoffMs,
+      frontierRefreshMs: k.replicaFrontierRefreshMs,
     },
     topicDefaults: {
       partitions: count("topic-partitions", k.topicPartitionsDefault),

@@ -31,6 +31,21 @@ export const dispatchTargetPerPartition = 64;
 export const dispatchLookaheadWindows = 16;
 export const dispatchRerouteAfterPasses = 3;
 export const dispatchCommitTimeoutMs = 30_000;
+
+// Partition replication (docs/replication.md, ADR 0007).
+/** A follower not caught up for this long leaves the ISR (Kafka's replica.lag.time.max.ms is 30 s; brokers here are near). */
+export const replicaLagMs = 10_000;
+/** How long a leader holds a commit for its replicas; below the dispatcher's commit deadline so the answer arrives. */
+export const replicaCommitTimeoutMs = 10_000;
+export const replicaIsrCheckIntervalMs = 500;
+export const replicaIsrRetryMs = 1_000;
+/** One fetch answer's frames (well inside rpcMaxMessageBytes). */
+export const replicaFetchMaxBytes = 8 * 1024 * 1024;
+/** A follower's long poll at the leader's end: short, so a new leader or a lost one is noticed quickly. */
+export const replicaFetchMaxWaitMs = 500;
+export const replicaRetryBackoffMs = 250;
+/** A leader re-reads its group frontiers for its followers at most this often. */
+export const replicaFrontierRefreshMs = 1_000;
 /** A commit that failed without an answer is kept for its Down owner this long before a reroute (dispatch-plan.ts I4). */
 export const dispatchInDoubtHoldMs = 120_000;
 export const dispatchErrorBackoffMs = 1_000;

@@ -30,10 +30,12 @@ import { type MoveTimingOverride, openNodeMoves } from "./node/moves.ts";
 import { peerIngestHandler } from "./node/peer-ingest.ts";
 import { openPeerPool } from "./node/peers.ts";
 import { openNodeProducerRegistry } from "./node/producer-registry.ts";
+import { openNodeReplication } from "./node/replication.ts";
 import { startRetentionTimer } from "./node/retention.ts";
 import { nodeStop } from "./node/shutdown.ts";
 import { openNodeLogs, openNodeWal } from "./node/storage.ts";
 import type { RegistryStore } from "./producers/registry.ts";
+import type { ReplicaManager } from "./replication-io/replica-manager.ts";
 import { ensureVolumeId } from "./replication-io/volume-id-file.ts";
 import { createRpcMetrics } from "./rpc/metrics.ts";
 import { createPartitionAccess } from "./rpc/partition-access.ts";
@@ -111,18 +113,35 @@ export async function startBroker(
     monoMs,
   });
   const commitWaiters = new CommitWaiters();
+  // Replicated partitions open only on their leader (bound once the manager exists below).
+  let replication: ReplicaManager | undefined;
   const logs = await openNodeLogs({
     config,
     logger,
     metrics,
     producerRegistry,
     topicExists: (topic) => metastore.getTopic(topic) !== undefined,
+    replicaMode: (topic, partition) => replication?.openMode(topic, partition) ?? { kind: "single" },
     nowMs,
   });
   const consumers = createLocalConsumers({ config, logs, metastore, metrics, logger, monoMs });
   const rpcMetrics = createRpcMetrics(metrics.registry);
   const security = await openSecurity(config, logger, nowMs, clustered);
   const peers = openPeerPool({ security, rpcMetrics, metastore });
+  // Cluster mode: lead or follow every replicated partition this node holds.
+  replication = clustered
+    ? openNodeReplication({
+        config,
+        metastore,
+        logs,
+        peers,
+        consumers,
+        volumeId: volume.kind === "foreign" ? "" : volume.identity.uuid,
+        metrics,
+        logger,
+        nowMs,
+      })
+    : undefined;
   const dispatchStores = await openDispatchStores({ config, wal, logger });
   // Fan-out cursors of the parent partitions this node owns (fanout/engine.ts).
   const fanout = new FanoutEngine({
@@ -202,6 +221,7 @@ export async function startBroker(
     ...nodeDecommissions(config, metastore, logger),
   };
   const app = buildApp(services, logger, security.appOptions(metrics.registry));
+  replication?.start();
   dispatcher.start();
   consumers.start();
   const stopRetention = startRetentionTimer({
@@ -219,6 +239,7 @@ export async function startBroker(
         consumers,
         onCommitted,
         moveSource: moves?.source,
+        replication,
         producerRegistry,
         ingest: peerIngestHandler({
           nodeId: config.nodeId,
@@ -262,6 +283,7 @@ export async function startBroker(
     dispatcher,
     moves,
     cluster,
+    replication,
     consumers,
     app,
     loopback,

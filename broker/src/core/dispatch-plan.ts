@@ -51,6 +51,12 @@ export type Destination =
       state: MemberState;
       /** Uid of the topic incarnation this destination belongs to (absent: a resolver without uids). */
       topicUid?: string;
+      /**
+       * The partition is replicated (ADR 0007): `nodeId` is its leader. Its
+       * records are never rerouted to a sibling: a lost leader is replaced
+       * by an election, and the records wait for the new one.
+       */
+      replicated?: boolean;
     }
   | { kind: "topic-missing" };
 
@@ -221,7 +227,7 @@ export function lookaheadLimit(checkpoint: number, windowRecords: number, lookah
 // ---------------------------------------------------------------------------
 // Per-lane decision
 
-export type HoldReason = "maintenance" | "no-live-sibling" | "in-doubt" | "idempotent";
+export type HoldReason = "maintenance" | "no-live-sibling" | "in-doubt" | "idempotent" | "awaiting-leader";
 export type RerouteReason = "owner-down" | "owner-removed" | "owner-failing";
 
 export type LaneDecision =
@@ -239,11 +245,20 @@ export type LaneDecision =
  * it is retried (we never conclude on our own that a peer is dead).
  */
 export function decideLane(
-  owner: { state: MemberState; local: boolean },
+  owner: { state: MemberState; local: boolean; replicated?: boolean },
   failedPasses: number,
   rerouteAfterPasses: number,
 ): LaneDecision {
   if (owner.local) return { action: "commit" };
+  if (owner.replicated === true) {
+    // A replicated partition's records wait for a leader (the operator
+    // elects one when this one is Down); a copy elsewhere would reorder keys
+    // and a sibling has its own replicas. A failing leader is retried.
+    if (owner.state === "Down" || owner.state === "Removed")
+      return { action: "hold", reason: "awaiting-leader" };
+    if (owner.state === "Maintenance") return { action: "hold", reason: "maintenance" };
+    return { action: "commit" };
+  }
   switch (owner.state) {
     case "Down":
       return { action: "reroute", reason: "owner-down" };
@@ -381,6 +396,7 @@ interface LaneDraft {
   nodeId: string;
   local: boolean;
   state: MemberState;
+  replicated: boolean;
   records: WalRecord[];
 }
 
@@ -455,6 +471,7 @@ export function planDispatch(input: PlanInput): DispatchPlan {
         nodeId: d.nodeId,
         local: d.nodeId === input.localNodeId,
         state: d.state,
+        replicated: d.replicated === true,
         records: [],
       };
       drafts.set(key, draft);

@@ -41,7 +41,10 @@ export function clusterDestinations(d: ClusterDestinationsDeps): Destinations {
       // The record's incarnation was deleted; a namesake is another topic.
       if (topicUid !== undefined && t.uid !== topicUid) return { kind: "topic-missing" };
       const dest = destinationOf(d.nodeId, d.metastore.ownerOf(topic, partition), d.metastore.members());
-      return dest.kind === "owner" ? { ...dest, topicUid: t.uid } : dest;
+      if (dest.kind !== "owner") return dest;
+      return (t.replication_factor ?? 1) > 1
+        ? { ...dest, topicUid: t.uid, replicated: true }
+        : { ...dest, topicUid: t.uid };
     },
     partitionCount: (topic) => d.metastore.getTopic(topic)?.partitions ?? 0,
     describeFailure: (err) => ({

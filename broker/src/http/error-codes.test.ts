@@ -53,6 +53,8 @@ const notReachedHere: Partial<Record<ApiErrorCode, string>> = {
   commit_timeout:
     "an owner that never commits; the decision: topic-deletion-watch.test.ts (acksAllAnswer 503)",
   acks_all_unavailable: "a node without commit waiters (startBroker always builds them)",
+  not_enough_replicas:
+    "acks=all on a replicated partition whose ISR is below its minimum: broker/test/replication-cluster.test.ts",
   registry_unavailable: "a node without a producer registry (startBroker always builds one)",
   not_implemented:
     "a decommission on a cluster without an operator (in-process test clusters only; core/decommission.test.ts)",

@@ -11,13 +11,14 @@
 import { join } from "node:path";
 import type { ProducerSequenceLimits } from "../core/producer-sequence.ts";
 import { FdBudget } from "./fd-budget.ts";
-import { LogError } from "./log-errors.ts";
+import { isLogError, LogError } from "./log-errors.ts";
 import { type LogIo, nodeLogIo } from "./log-io.ts";
 import {
   defaultMaxSegmentFds,
   type LogLogger,
   type OpenedPartitionLog,
   openPartitionLog,
+  type ReplicaCommitGate,
   silentLogger,
 } from "./partition-log.ts";
 import { SegmentHandles } from "./segment-handles.ts";
@@ -57,7 +58,28 @@ export interface LogStoreOptions {
    * segment of each open log holds its own handle on top (maxOpenLogs bounds those).
    */
   maxSegmentFds?: number;
+  /**
+   * Replication (ADR 0007): how a partition may be opened now, asked right
+   * before each open. A replicated partition is opened only by its leader
+   * (with the leader's commit gate); while this node follows it, its
+   * directory belongs to the fetcher and get() refuses with NOT_LEADER.
+   * Absent: every partition is single-copy.
+   */
+  replicaMode?: (topic: string, partition: number) => ReplicaOpenMode;
 }
+
+/** How the log store may open a partition (LogStoreOptions.replicaMode). */
+export type ReplicaOpenMode =
+  | { kind: "single" }
+  | {
+      kind: "leader";
+      gate: ReplicaCommitGate;
+      /** The HWM this replica knew (its checkpoint). */
+      knownHwm: number;
+      /** Called with the opened log before any caller gets it (the leader attaches it). */
+      onOpened(log: OpenedPartitionLog): Promise<void>;
+    }
+  | { kind: "not-leader"; reason: string };
 
 export interface RetentionPolicy {
   /** <= 0 keeps by age forever. */
@@ -85,6 +107,12 @@ export interface LogStore {
   install(topic: string, partition: number, fromDir: string): Promise<void>;
   /** Closes and durably removes one partition's directory (a moved-away partition). */
   removePartition(topic: string, partition: number): Promise<void>;
+  /**
+   * Closes one partition's open log (after the commits in flight settle)
+   * and forgets it; the next get() opens it afresh. Replication: a leader
+   * that stops leading hands the directory to its fetcher.
+   */
+  closePartition(topic: string, partition: number): Promise<void>;
   /** Whether the partition has a directory (without opening or creating it). */
   exists(topic: string, partition: number): Promise<boolean>;
   /**
@@ -191,6 +219,9 @@ class LogStoreImpl implements LogStore {
     let opening = byPartition.get(partition);
     const fdKey = `${topic}/${partition}`;
     if (opening === undefined) {
+      const mode = this.#opts.replicaMode?.(topic, partition) ?? { kind: "single" };
+      if (mode.kind === "not-leader")
+        throw new LogError("NOT_LEADER", `${topic}/${partition}: ${mode.reason}`);
       if (!this.#fds.reserve()) {
         this.#opts.onOpenRefused?.();
         throw new LogError(
@@ -198,7 +229,7 @@ class LogStoreImpl implements LogStore {
           `this node has ${this.#fds.openCount} partition logs open, its limit (--max-open-logs ${this.#fds.maxOpen})`,
         );
       }
-      opening = this.#open(topic, dirName);
+      opening = this.#open(topic, dirName, mode);
       opening.then(
         () => this.#fds.settle(fdKey, true, this.#opts.nowMs()),
         () => this.#fds.settle(fdKey, false, this.#opts.nowMs()),
@@ -235,7 +266,7 @@ class LogStoreImpl implements LogStore {
    * fsync(topics/<t>); openPartitionLog then fsyncs the partition dir after
    * creating its files.
    */
-  async #open(topic: string, dirName: string): Promise<OpenedPartitionLog> {
+  async #open(topic: string, dirName: string, mode: ReplicaOpenMode): Promise<OpenedPartitionLog> {
     const topicDir = join(this.#topicsDir, topic);
     const dir = join(topicDir, dirName);
     if (!(await this.#io.exists(dir))) {
@@ -248,7 +279,7 @@ class LogStoreImpl implements LogStore {
       await this.#io.fsyncDir(topicDir);
     }
     this.#known.add(topic);
-    return openPartitionLog({
+    const log = await openPartitionLog({
       dir,
       segmentBytes: this.#opts.segmentBytes,
       indexIntervalBytes: this.#opts.indexIntervalBytes,
@@ -262,7 +293,17 @@ class LogStoreImpl implements LogStore {
       ...(this.#opts.producerEpoch !== undefined ? { producerEpoch: this.#opts.producerEpoch } : {}),
       ...(this.#opts.producerFence !== undefined ? { producerFence: this.#opts.producerFence } : {}),
       ...(this.#opts.producerLimits !== undefined ? { producerLimits: this.#opts.producerLimits } : {}),
+      ...(mode.kind === "leader" ? { replication: { gate: mode.gate, knownHwm: mode.knownHwm } } : {}),
     });
+    if (mode.kind === "leader") {
+      try {
+        await mode.onOpened(log);
+      } catch (err) {
+        await log.close().catch(() => {});
+        throw err;
+      }
+    }
+    return log;
   }
 
   partitionDir(topic: string, partition: number): string {
@@ -281,6 +322,10 @@ class LogStoreImpl implements LogStore {
       if (n <= 0) this.#holds.delete(key);
       else this.#holds.set(key, n);
     };
+  }
+
+  closePartition(topic: string, partition: number): Promise<void> {
+    return this.#closePartition(topic, partition);
   }
 
   async #closePartition(topic: string, partition: number): Promise<void> {
@@ -396,6 +441,8 @@ class LogStoreImpl implements LogStore {
           const log = await this.get(topic, Number(m[1]));
           deleted += await log.applyRetention(policy.retentionMs, policy.maxBytes);
         } catch (err) {
+          // A replicated partition this node follows: its fetcher keeps the copy.
+          if (isLogError(err, "NOT_LEADER")) continue;
           this.#logger.warn({ topic, partition: name, err }, "retention failed for partition");
         }
       }

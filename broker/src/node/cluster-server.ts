@@ -12,6 +12,7 @@ import type { Metastore } from "../meta/types.ts";
 import type { MoveSource } from "../moves/source.ts";
 import type { ProducerRegistry } from "../producers/registry.ts";
 import { leaderSource } from "../replication-io/leader-source.ts";
+import type { ReplicaManager } from "../replication-io/replica-manager.ts";
 import type { RpcMetrics } from "../rpc/metrics.ts";
 import type { PbAdminStatusResponse, PbIngestRequest } from "../rpc/proto.ts";
 import { type ClusterServer, type ClusterServerHooks, startClusterServer } from "../rpc/server.ts";
@@ -25,6 +26,8 @@ export async function startNodeClusterServer(d: {
   /** A peer's records landed in one of our partitions: wake what waits on it. */
   onCommitted: (topic: string, partition: number) => void;
   moveSource: MoveSource | undefined;
+  /** The replicated partitions this node leads (ReplicaFetch's leader side). */
+  replication: ReplicaManager | undefined;
   producerRegistry: ProducerRegistry | undefined;
   ingest: (records: PbIngestRequest["records"], from: string) => Promise<number>;
   adminStatus: () => PbAdminStatusResponse;
@@ -43,10 +46,18 @@ export async function startNodeClusterServer(d: {
       consumers: d.consumers,
       consumeMaxWaitMs: config.consume.maxWaitMs,
       ...(d.moveSource !== undefined ? { moves: d.moveSource } : {}),
-      // Replication's leader side (ReplicaFetch, OffsetForLeaderEpoch): read-only on the logs.
+      // Replication's leader side (ReplicaFetch, OffsetForLeaderEpoch).
       replicas: leaderSource({
         partitionDir: (topic, partition) => d.logs.partitionDir(topic, partition),
-        maxFetchBytes: Math.floor(k.rpcMaxMessageBytes / 2),
+        ...(d.replication !== undefined
+          ? {
+              ledPartition: (topic: string, partition: number) =>
+                d.replication?.ledPartition(topic, partition),
+              frontiersFor: (topic: string, partition: number, replica: string) =>
+                d.replication?.frontiersFor(topic, partition, replica) ?? Promise.resolve([]),
+            }
+          : {}),
+        maxFetchBytes: Math.min(config.replica.fetchMaxBytes, Math.floor(k.rpcMaxMessageBytes / 2)),
         maxWaitMs: config.consume.maxWaitMs,
       }),
       ...(producerRegistry !== undefined

@@ -13,6 +13,7 @@ import type { LoopbackForward } from "../http/loopback-forward.ts";
 import type { LogStore } from "../log/log-store.ts";
 import type { Metastore } from "../meta/types.ts";
 import type { ProducerRegistry } from "../producers/registry.ts";
+import type { ReplicaManager } from "../replication-io/replica-manager.ts";
 import type { PeerPool } from "../rpc/client.ts";
 import type { ClusterServer } from "../rpc/server.ts";
 import type { Lifecycle } from "../services.ts";
@@ -26,6 +27,7 @@ export interface NodeParts {
   dispatcher: Dispatcher;
   moves: NodeMoves | undefined;
   cluster: ClusterServer | undefined;
+  replication: ReplicaManager | undefined;
   consumers: ConsumerManager;
   app: FastifyInstance;
   /** The 127.0.0.1 forward to the HTTP listener (--loopback-forward), if it runs. */
@@ -68,6 +70,9 @@ export function nodeStop(p: NodeParts): NodeStop {
     await p.moves?.destination.close();
     p.moves?.source.close();
     await p.cluster?.close();
+    // Leaders stop (commits still waiting for replicas fail NOT_LEADER and
+    // stay in their senders' WALs), followers stop fetching.
+    await p.replication?.close();
     // Long-polls answer 204 now so app.close() does not wait for them; the
     // final frontier flush runs once no request can settle a lease any more.
     p.consumers.beginClose();

@@ -6,7 +6,7 @@ import type { Logger } from "pino";
 import { Gauge } from "prom-client";
 import type { Config } from "../config.ts";
 import * as k from "../constants.ts";
-import { type LogStore, openLogStore } from "../log/log-store.ts";
+import { type LogStore, type LogStoreOptions, openLogStore } from "../log/log-store.ts";
 import type { BrokerMetrics } from "../metrics.ts";
 import type { ProducerRegistry } from "../producers/registry.ts";
 import { type FileIo, nodeFileIo } from "../storage/file-io.ts";
@@ -51,6 +51,8 @@ export async function openNodeLogs(d: {
   metrics: BrokerMetrics;
   producerRegistry: ProducerRegistry | undefined;
   topicExists: (topic: string) => boolean;
+  /** Replication: how a partition may be opened now (LogStoreOptions.replicaMode). */
+  replicaMode?: LogStoreOptions["replicaMode"];
   nowMs: () => number;
 }): Promise<LogStore> {
   const { config, metrics, producerRegistry } = d;
@@ -69,6 +71,7 @@ export async function openNodeLogs(d: {
     maxOpenLogs: config.limits.maxOpenLogs,
     maxSegmentFds: config.limits.maxSegmentFds,
     onOpenRefused: () => metrics.limitRefusals.inc({ limit: "open_logs" }),
+    ...(d.replicaMode !== undefined ? { replicaMode: d.replicaMode } : {}),
   });
   // Read at scrape time: the sealed-segment handle cache (log/segment-handles.ts).
   new Gauge({

@@ -44,6 +44,12 @@ const fromStorageCode: Record<string, status> = {
   LOG_FAILED: status.UNAVAILABLE,
   COMMIT_VERIFY_FAILED: status.UNAVAILABLE,
   NOT_OWNER: status.FAILED_PRECONDITION,
+  // Replication: a refusal before anything is appended (the caller re-reads the record).
+  NOT_LEADER: status.FAILED_PRECONDITION,
+  // Replication: appended on the leader, not yet on enough replicas; a
+  // re-send is deduped and waits again, so the caller treats it as in doubt.
+  NOT_ENOUGH_REPLICAS: status.UNAVAILABLE,
+  REPLICATION_TIMEOUT: status.UNAVAILABLE,
   // The owner's view of the topic is another incarnation than the caller's (core/topic-identity.ts).
   TOPIC_UID_MISMATCH: status.FAILED_PRECONDITION,
   PARTITION_FROZEN: status.UNAVAILABLE,
@@ -97,6 +103,8 @@ const neverConnected = /No connection established|ECONNREFUSED|EHOSTUNREACH|ENET
  */
 export function commitNeverApplied(err: unknown): boolean {
   if (err instanceof PartialCommitError) return false;
+  // A local replicated log refused before appending (this node does not lead it now).
+  if ((err as { code?: unknown } | null)?.code === "NOT_LEADER") return true;
   if (err instanceof CommitNotSentError || isPartitionMoving(err)) return true;
   const cause = err instanceof NaradError ? err.cause : err;
   if (!isServiceError(cause)) return false;

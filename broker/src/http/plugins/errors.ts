@@ -49,6 +49,12 @@ function fromStorage(err: CodedError): NaradError | undefined {
       return new NaradError("UNAVAILABLE", err.message, { retryAfterSeconds: 1 });
     case "TOO_MANY_OPEN_LOGS":
       return new NaradError("UNAVAILABLE", err.message, { retryAfterSeconds: 5 });
+    case "NOT_LEADER":
+    case "REPLICATION_TIMEOUT":
+      // Replication: a leader change in progress, or replicas slow to copy.
+      return new NaradError("UNAVAILABLE", err.message, { retryAfterSeconds: 1 });
+    case "NOT_ENOUGH_REPLICAS":
+      return coded("UNAVAILABLE", "not_enough_replicas", err.message, { retryAfterSeconds: 1 });
     default:
       return undefined;
   }

@@ -8,11 +8,12 @@ import type { WalRecordInput } from "../../core/records.ts";
 import type { CommitWaiters } from "../../dispatch/commit-waiters.ts";
 import { draining } from "../../errors.ts";
 import type { TopicConfig } from "../../meta/types.ts";
+import { topicReplication } from "../../replication/topic-settings.ts";
 import type { BrokerServices } from "../../services.ts";
 import { holdAdmission } from "../plugins/admission.ts";
 import { type Acks, acksAllAnswer, type RecordResult } from "../produce-acks.ts";
 import { TopicDeletionWatch } from "../topic-deletion-watch.ts";
-import { appendedSeqs, type Route, walTopicUid } from "./decisions.ts";
+import { appendedSeqs, type Route, replicaRefusal, walTopicUid } from "./decisions.ts";
 import { CodedRefusal } from "./refusal.ts";
 
 export type Answer = { status: 202 } | { status: 200; results: RecordResult[] };
@@ -110,6 +111,17 @@ export function createAppender({ s, admitAgain, accepted }: AppenderDeps) {
     try {
       if (acks === "all" && waiters === undefined)
         throw new CodedRefusal(503, "acks_all_unavailable", "acks=all is not available on this node", 1);
+      if (acks === "all" && (topic.replication_factor ?? 1) > 1) {
+        const refusal = replicaRefusal(
+          records.map((r) => r.partition),
+          (p) => s.metastore.replicaAssignment?.(topic.name, p),
+          topicReplication(topic).minInsync,
+        );
+        if (refusal !== null) {
+          s.metrics.produceRejected.inc({ reason: "not_enough_replicas" });
+          throw new CodedRefusal(503, "not_enough_replicas", refusal.message, 1);
+        }
+      }
       const appended = await appendVia(route, records, acks, idempotent);
       if (acks !== "all") return { status: 202 };
       release();

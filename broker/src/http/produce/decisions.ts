@@ -3,6 +3,7 @@
 // means. No I/O and no metrics here: the steps that call these count and
 // throw, so every refusal keeps its one status, code and message.
 
+import type { ReplicaAssignment } from "../../../../packages/api/src/v1alpha1/replication.ts";
 import type { WalRecordInput } from "../../core/records.ts";
 import type { TopicConfig } from "../../meta/types.ts";
 import type { Acks } from "../produce-acks.ts";
@@ -87,4 +88,30 @@ export function perPartitionCounts(
  */
 export function walTopicUid(topic: TopicConfig): string | undefined {
   return topic.uid === "" ? undefined : topic.uid;
+}
+
+/**
+ * acks=all on a replicated topic (ADR 0007): refused before the WAL append
+ * when a target partition's recorded ISR is below min_insync_replicas (the
+ * answer would never come: nothing is acknowledged on fewer copies) or the
+ * partition has no leader. `record` gives a partition's replicated record
+ * (undefined: single-copy, or not placed yet: the commit wait decides).
+ */
+export function replicaRefusal(
+  partitions: Iterable<number>,
+  record: (partition: number) => Pick<ReplicaAssignment, "leader" | "isr"> | undefined,
+  minInsync: number,
+): { partition: number; message: string } | null {
+  for (const p of new Set(partitions)) {
+    const r = record(p);
+    if (r === undefined) continue;
+    if (r.leader === null)
+      return { partition: p, message: `partition ${p} is offline: no in-sync replica is live` };
+    if (r.isr.length < minInsync)
+      return {
+        partition: p,
+        message: `partition ${p} has ${r.isr.length} in-sync replica(s), min_insync_replicas is ${minInsync}; nothing is acknowledged on fewer copies`,
+      };
+  }
+  return null;
 }

@@ -1,0 +1,588 @@
+// The replicas this node holds (ADR 0007): for every partition of a
+// replicated topic whose record lists this node, the role the record gives
+// it, and the transitions between roles, one at a time per partition.
+//
+//   lead     the record names this node leader and its ISR entry names this
+//            node's current volume: the log store opens the partition with a
+//            LeaderState as its commit gate; the leader-epochs file gets
+//            (epoch, log end) before the first append of the epoch.
+//   follow   another member leads: a fetcher (fetcher.ts) owns the
+//            directory, truncates a divergent tail, then copies frames.
+//   idle     no leader (offline), or the record names this node leader on a
+//            volume it no longer has (it must not lead with missing data):
+//            nothing runs; the operator elects.
+//
+// Leaving "lead" stops the LeaderState (waiting commits fail NOT_LEADER),
+// closes the log (commits in flight settle first), forgets the partition's
+// in-memory queue state (leases are not replicated), and records the HWM it
+// reached in the replica checkpoint, so the fetcher never truncates below it.
+
+import type { ReplicaAssignment } from "../../../packages/api/src/v1alpha1/replication.ts";
+import { writeFrontier } from "../consumer/frontier-file.ts";
+import { clusterAddressOf } from "../core/routing.ts";
+import { isLogError, LogError } from "../log/log-errors.ts";
+import type { LogStore, ReplicaOpenMode } from "../log/log-store.ts";
+import type { OpenedPartitionLog, ReplicaCommitGate } from "../log/partition-log.ts";
+import type { Metastore } from "../meta/types.ts";
+import { type EpochHistory, lastEpoch, startEpoch } from "../replication/epoch-history.ts";
+import { topicReplication } from "../replication/topic-settings.ts";
+import type { PeerPool } from "../rpc/client.ts";
+import { runFollower, TruncationRefusedError } from "./fetcher.ts";
+import type { LedPartition } from "./leader-source.ts";
+import { LeaderState } from "./leader-state.ts";
+import { appendEpoch, readCheckpoint, readEpochFile, writeCheckpoint } from "./replica-state-files.ts";
+
+export interface ReplicaManagerOptions {
+  replicaLagMs: number;
+  replicationTimeoutMs: number;
+  isrCheckIntervalMs: number;
+  isrRetryMs: number;
+  fetchMaxBytes: number;
+  fetchMaxWaitMs: number;
+  segmentBytes: number;
+  maxFrameBytes: number;
+  /** Wait before a follower that stopped (refusal, error, no address) tries again. */
+  retryBackoffMs: number;
+  /** How old the leader's cached frontiers may be when sent to followers. */
+  frontierRefreshMs: number;
+}
+
+export interface ReplicaManagerLogger {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export interface ReplicaManagerDeps {
+  nodeId: string;
+  /** This node's volume identity (its volume-id marker's uuid). */
+  volumeId: string;
+  metastore: Pick<
+    Metastore,
+    "listTopics" | "getTopic" | "replicaAssignment" | "recordIsr" | "members" | "onChange"
+  >;
+  logs: Pick<LogStore, "get" | "partitionDir" | "closePartition">;
+  peers: Pick<PeerPool, "peer">;
+  /** Queue consumption: forget a partition's in-memory state; read its durable frontiers. */
+  consumers?: {
+    dropPartition(topic: string, partition: number): void;
+    frontiers(topic: string, partition: number): Promise<Array<{ group: string; offset: number }>>;
+  };
+  options: ReplicaManagerOptions;
+  nowMs(): number;
+  logger: ReplicaManagerLogger;
+  /** Observability hooks (metrics). */
+  events?: {
+    roleChanged?(topic: string, partition: number, role: Role["kind"]): void;
+    isrChanged?(topic: string, partition: number, kind: "shrink" | "expand"): void;
+    followerProgress?(topic: string, partition: number, lag: number): void;
+  };
+}
+
+export type Role =
+  | { kind: "idle"; reason: string }
+  | { kind: "lead"; epoch: number }
+  | { kind: "follow"; epoch: number; leader: string };
+
+/** The role a record gives `self` on `volumeId`. Pure. */
+export function roleOf(record: ReplicaAssignment, self: string, volumeId: string): Role {
+  if (!record.replicas.includes(self)) return { kind: "idle", reason: "not a replica" };
+  if (record.leader === null) return { kind: "idle", reason: "offline: no leader" };
+  if (record.leader !== self) return { kind: "follow", epoch: record.leaderEpoch, leader: record.leader };
+  const entry = record.isr.find((m) => m.member === self);
+  if (entry === undefined) return { kind: "idle", reason: "named leader outside the ISR" };
+  if (entry.volumeId !== volumeId)
+    return { kind: "idle", reason: "named leader on a volume this node no longer has" };
+  return { kind: "lead", epoch: record.leaderEpoch };
+}
+
+const sameRole = (a: Role, b: Role): boolean =>
+  a.kind === b.kind &&
+  (a.kind === "idle" ||
+    (a.kind === "lead" && b.kind === "lead" && a.epoch === b.epoch) ||
+    (a.kind === "follow" && b.kind === "follow" && a.epoch === b.epoch && a.leader === b.leader));
+
+/** A commit gate that refuses until the leader state behind it is ready. */
+class GateProxy implements ReplicaCommitGate {
+  target: LeaderState | undefined;
+  readonly name: string;
+  constructor(name: string) {
+    this.name = name;
+  }
+  assertLeading(): void {
+    if (this.target === undefined) throw notLeader(`${this.name}: leadership is starting`);
+    this.target.assertLeading();
+  }
+  onLogEnd(end: number): void {
+    this.target?.onLogEnd(end);
+  }
+  awaitReplicated(end: number): Promise<void> {
+    if (this.target === undefined) return Promise.reject(notLeader(`${this.name}: leadership is starting`));
+    return this.target.awaitReplicated(end);
+  }
+}
+
+function notLeader(message: string): LogError {
+  return new LogError("NOT_LEADER", message);
+}
+
+type Current =
+  | { kind: "idle" }
+  | { kind: "lead"; epoch: number; gate: GateProxy; knownHwm: number; state: LeaderState | undefined }
+  | { kind: "follow"; epoch: number; leader: string; abort: AbortController; done: Promise<void> };
+
+/** One partition replica on this node: its role and the transitions, serialised. */
+class PartitionReplica {
+  readonly topic: string;
+  readonly partition: number;
+  readonly #d: ReplicaManagerDeps;
+  #record: ReplicaAssignment | undefined;
+  #minInsync = 1;
+  #current: Current = { kind: "idle" };
+  #chain: Promise<void> = Promise.resolve();
+  #closed = false;
+  /** Frontiers sent to each follower (only changes are sent). */
+  readonly #sent = new Map<string, Map<string, number>>();
+  #frontierCache: { atMs: number; list: Array<{ group: string; offset: number }> } | undefined;
+  /**
+   * An epoch whose leadership ended by a refused ISR write (the record moved
+   * on): not taken up again until the record this node sees changes.
+   */
+  #refusedEpoch: number | undefined;
+
+  constructor(d: ReplicaManagerDeps, topic: string, partition: number) {
+    this.#d = d;
+    this.topic = topic;
+    this.partition = partition;
+  }
+
+  get #name(): string {
+    return `${this.topic}/${this.partition}`;
+  }
+
+  get #dir(): string {
+    return this.#d.logs.partitionDir(this.topic, this.partition);
+  }
+
+  /** The role now (for the log store and the fetch handler). */
+  openMode(): ReplicaOpenMode {
+    const c = this.#current;
+    if (c.kind !== "lead") return { kind: "not-leader", reason: `this node ${this.#roleText()}` };
+    return {
+      kind: "leader",
+      gate: c.gate,
+      knownHwm: c.knownHwm,
+      onOpened: async (log) => {
+        // A reopen (the fd budget closed it): the same leader state goes on.
+        c.state?.attach(log);
+      },
+    };
+  }
+
+  led(): LeaderState | undefined {
+    const c = this.#current;
+    return c.kind === "lead" && c.state !== undefined && !c.state.stopped ? c.state : undefined;
+  }
+
+  #roleText(): string {
+    const c = this.#current;
+    if (c.kind === "follow") return `follows ${c.leader} at epoch ${c.epoch}`;
+    if (c.kind === "lead") return `is taking over at epoch ${c.epoch}`;
+    const r = this.#record;
+    return r === undefined ? "holds no replica" : `does not lead (leader ${r.leader ?? "none"})`;
+  }
+
+  /** A new view of the record (undefined: this node holds no replica of it any more). */
+  update(record: ReplicaAssignment | undefined, minInsync: number): void {
+    if (record === undefined || record.leaderEpoch !== this.#refusedEpoch) this.#refusedEpoch = undefined;
+    this.#record = record;
+    this.#minInsync = minInsync;
+    this.#enqueue();
+  }
+
+  close(): Promise<void> {
+    this.#closed = true;
+    this.#record = undefined;
+    this.#enqueue();
+    return this.#chain;
+  }
+
+  #enqueue(): void {
+    this.#chain = this.#chain.then(
+      () => this.#reconcile(),
+      () => this.#reconcile(),
+    );
+    this.#chain.catch((err: unknown) =>
+      this.#d.logger.error(
+        { topic: this.topic, partition: this.partition, err },
+        "replica transition failed",
+      ),
+    );
+  }
+
+  #desired(): Role {
+    const r = this.#record;
+    if (this.#closed || r === undefined) return { kind: "idle", reason: "no replica here" };
+    const role = roleOf(r, this.#d.nodeId, this.#d.volumeId);
+    if (role.kind === "lead" && role.epoch === this.#refusedEpoch)
+      return {
+        kind: "idle",
+        reason: "the authority refused this epoch's ISR change; waiting for the new record",
+      };
+    return role;
+  }
+
+  /** What this replica does now. */
+  role(): Role["kind"] {
+    return this.#current.kind;
+  }
+
+  #currentRole(): Role {
+    const c = this.#current;
+    if (c.kind === "lead") return { kind: "lead", epoch: c.epoch };
+    if (c.kind === "follow") return { kind: "follow", epoch: c.epoch, leader: c.leader };
+    return { kind: "idle", reason: "" };
+  }
+
+  async #reconcile(): Promise<void> {
+    const want = this.#desired();
+    const c = this.#current;
+    if (sameRole(want, this.#currentRole())) {
+      if (c.kind === "lead" && c.state !== undefined && this.#record !== undefined) {
+        if (!c.state.onRecord(this.#record, this.#minInsync)) await this.#stopLeading();
+        else return;
+      } else if (c.kind === "lead" && c.state === undefined) {
+        // The previous attempt to take over failed: try again.
+      } else return;
+    }
+    await this.#stopCurrent();
+    if (want.kind === "lead") await this.#startLeading(want.epoch);
+    else if (want.kind === "follow") this.#startFollowing(want.epoch, want.leader);
+    else if (this.#record !== undefined && !this.#closed)
+      this.#d.logger.info(
+        { topic: this.topic, partition: this.partition, reason: want.reason },
+        "replica idle",
+      );
+    this.#d.events?.roleChanged?.(this.topic, this.partition, this.#current.kind);
+  }
+
+  async #stopCurrent(): Promise<void> {
+    const c = this.#current;
+    if (c.kind === "lead") await this.#stopLeading();
+    else if (c.kind === "follow") {
+      c.abort.abort();
+      await c.done;
+      this.#current = { kind: "idle" };
+    }
+  }
+
+  async #stopLeading(): Promise<void> {
+    const c = this.#current;
+    if (c.kind !== "lead") return;
+    this.#current = { kind: "idle" };
+    c.state?.stop("leadership moved");
+    await this.#d.logs.closePartition(this.topic, this.partition);
+    this.#d.consumers?.dropPartition(this.topic, this.partition);
+    if (c.state !== undefined) {
+      // The HWM this leader reached is acknowledged-safe: the fetcher must
+      // never truncate below it.
+      const cp = await readCheckpoint(this.#dir);
+      const known = cp.ok ? cp.checkpoint : null;
+      await writeCheckpoint(this.#dir, {
+        leaderEpoch: Math.max(known?.leaderEpoch ?? -1, c.epoch),
+        hwm: Math.max(known?.hwm ?? 0, c.state.hwm),
+      });
+    }
+  }
+
+  async #startLeading(epoch: number): Promise<void> {
+    const record = this.#record;
+    if (record === undefined) return;
+    const dir = this.#dir;
+    const cp = await readCheckpoint(dir);
+    if (!cp.ok) throw new Error(`${dir}: ${cp.reason}`);
+    const knownEpoch = cp.checkpoint?.leaderEpoch ?? -1;
+    if (knownEpoch > epoch) {
+      // Our view of the record is older than an epoch this replica has seen.
+      this.#d.logger.warn(
+        { topic: this.topic, partition: this.partition, epoch, knownEpoch },
+        "not leading: the record is older than an epoch this replica has seen",
+      );
+      return;
+    }
+    const gate = new GateProxy(this.#name);
+    const cur: Extract<Current, { kind: "lead" }> = {
+      kind: "lead",
+      epoch,
+      gate,
+      knownHwm: cp.checkpoint?.hwm ?? 0,
+      state: undefined,
+    };
+    this.#current = cur;
+    let log: OpenedPartitionLog;
+    try {
+      log = await this.#d.logs.get(this.topic, this.partition);
+    } catch (err) {
+      this.#current = { kind: "idle" };
+      if (isLogError(err, "TOPIC_DELETED")) return;
+      throw err;
+    }
+    const st = log.stats();
+    const loaded = await readEpochFile(dir, st.nextOffset + 1);
+    if (!loaded.ok) throw new Error(`${dir}: ${loaded.reason}`);
+    let history: EpochHistory = loaded.history;
+    if (lastEpoch(history) > epoch) {
+      this.#current = { kind: "idle" };
+      await this.#d.logs.closePartition(this.topic, this.partition);
+      this.#d.logger.warn(
+        { topic: this.topic, partition: this.partition, epoch, fileEpoch: lastEpoch(history) },
+        "not leading: this replica's log holds a newer epoch than the record",
+      );
+      return;
+    }
+    // The epoch starts at the log end, durably, before anything is appended in it.
+    if (lastEpoch(history) < epoch) {
+      history = startEpoch(history, epoch, st.nextOffset);
+      await appendEpoch(dir, epoch, st.nextOffset);
+    }
+    if (knownEpoch < epoch) await writeCheckpoint(dir, { leaderEpoch: epoch, hwm: st.highWatermark });
+    const start = history.find((e) => e.epoch === epoch)?.startOffset ?? st.nextOffset;
+    const state = new LeaderState({
+      topic: this.topic,
+      partition: this.partition,
+      self: this.#d.nodeId,
+      selfVolumeId: this.#d.volumeId,
+      record,
+      minInsync: this.#minInsync,
+      epochStartOffset: start,
+      history,
+      hwm: st.highWatermark,
+      logEnd: st.nextOffset,
+      replicaLagMs: this.#d.options.replicaLagMs,
+      replicationTimeoutMs: this.#d.options.replicationTimeoutMs,
+      isrCheckIntervalMs: this.#d.options.isrCheckIntervalMs,
+      isrRetryMs: this.#d.options.isrRetryMs,
+      recordIsr: (expect, isr) => {
+        const write = this.#d.metastore.recordIsr;
+        if (write === undefined) return Promise.resolve({ kind: "unknown", reason: "no ISR writer" });
+        return write(this.topic, this.partition, expect, isr);
+      },
+      nowMs: this.#d.nowMs,
+      logger: this.#d.logger,
+      onStopped: () => {
+        this.#refusedEpoch = epoch;
+        this.#enqueue();
+      },
+      onIsrChange: (kind) => this.#d.events?.isrChanged?.(this.topic, this.partition, kind),
+    });
+    cur.state = state;
+    gate.target = state;
+    state.attach(log);
+    this.#sent.clear();
+    this.#d.logger.info(
+      { topic: this.topic, partition: this.partition, epoch, epochStart: start, hwm: st.highWatermark },
+      "leading",
+    );
+  }
+
+  #startFollowing(epoch: number, leader: string): void {
+    const abort = new AbortController();
+    const done = this.#followLoop(epoch, leader, abort.signal);
+    this.#current = { kind: "follow", epoch, leader, abort, done };
+  }
+
+  async #followLoop(epoch: number, leader: string, signal: AbortSignal): Promise<void> {
+    const o = this.#d.options;
+    const sleep = (ms: number) =>
+      new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, ms);
+        signal.addEventListener(
+          "abort",
+          () => {
+            clearTimeout(t);
+            resolve();
+          },
+          { once: true },
+        );
+      });
+    while (!signal.aborted) {
+      const member = this.#d.metastore.members().find((m) => m.id === leader);
+      const address = member === undefined ? undefined : clusterAddressOf(member);
+      if (address === undefined) {
+        await sleep(o.retryBackoffMs);
+        continue;
+      }
+      try {
+        const stop = await runFollower({
+          leader: this.#d.peers.peer(address),
+          topic: this.topic,
+          partition: this.partition,
+          replicaId: this.#d.nodeId,
+          volumeId: this.#d.volumeId,
+          dir: this.#dir,
+          leaderEpoch: epoch,
+          segmentBytes: o.segmentBytes,
+          maxFrameBytes: o.maxFrameBytes,
+          maxBytes: o.fetchMaxBytes,
+          maxWaitMs: o.fetchMaxWaitMs,
+          signal,
+          onFrontiers: async (frontiers) => {
+            for (const f of frontiers) await writeFrontier(this.#dir, f.group, f.offset);
+          },
+          onProgress: (p) =>
+            this.#d.events?.followerProgress?.(this.topic, this.partition, p.leaderEnd - p.logEnd),
+          onTruncated: (t) => {
+            if (t.to < t.from)
+              this.#d.logger.info(
+                { topic: this.topic, partition: this.partition, epoch, from: t.from, to: t.to },
+                "follower truncated a divergent tail",
+              );
+          },
+          onReset: (r) =>
+            this.#d.logger.warn(
+              { topic: this.topic, partition: this.partition, from: r.from, to: r.to },
+              "follower restarted its copy at the leader's oldest offset",
+            ),
+        });
+        if (stop.reason === "aborted") return;
+        this.#d.logger.info(
+          {
+            topic: this.topic,
+            partition: this.partition,
+            epoch,
+            leader,
+            reason: stop.reason,
+            message: stop.message,
+          },
+          "follower stopped; retrying",
+        );
+      } catch (err) {
+        if (signal.aborted) return;
+        if (err instanceof TruncationRefusedError) {
+          // Never cut below what this replica knows is acknowledged: stop and say so.
+          this.#d.logger.error(
+            { topic: this.topic, partition: this.partition, epoch, leader, err },
+            "follower refused a truncation below its known HWM; not following",
+          );
+          return;
+        }
+        this.#d.logger.warn(
+          { topic: this.topic, partition: this.partition, epoch, leader, err },
+          "follower failed; retrying",
+        );
+      }
+      await sleep(o.retryBackoffMs);
+    }
+  }
+
+  /** The frontiers `replica` has not been sent yet (leader side of the piggyback). */
+  async frontiersFor(replica: string): Promise<Array<{ group: string; offset: number }>> {
+    const consumers = this.#d.consumers;
+    if (consumers === undefined) return [];
+    const now = this.#d.nowMs();
+    if (
+      this.#frontierCache === undefined ||
+      now - this.#frontierCache.atMs >= this.#d.options.frontierRefreshMs
+    )
+      this.#frontierCache = {
+        atMs: now,
+        list: await consumers.frontiers(this.topic, this.partition).catch(() => []),
+      };
+    let sent = this.#sent.get(replica);
+    if (sent === undefined) {
+      sent = new Map();
+      this.#sent.set(replica, sent);
+    }
+    const out: Array<{ group: string; offset: number }> = [];
+    for (const f of this.#frontierCache.list) {
+      if (sent.get(f.group) === f.offset) continue;
+      sent.set(f.group, f.offset);
+      out.push(f);
+    }
+    return out;
+  }
+}
+
+export class ReplicaManager {
+  readonly #d: ReplicaManagerDeps;
+  readonly #replicas = new Map<string, PartitionReplica>();
+  #closed = false;
+
+  constructor(d: ReplicaManagerDeps) {
+    this.#d = d;
+  }
+
+  /** Takes the current records and follows every change. */
+  start(): void {
+    this.#d.metastore.onChange(() => this.sync());
+    this.sync();
+  }
+
+  /** Brings every replica of this node in line with the metastore's records. */
+  sync(): void {
+    if (this.#closed) return;
+    const seen = new Set<string>();
+    for (const t of this.#d.metastore.listTopics()) {
+      const { factor, minInsync } = topicReplication(t);
+      if (factor <= 1) continue;
+      for (let p = 0; p < t.partitions; p++) {
+        const record = this.#d.metastore.replicaAssignment?.(t.name, p);
+        if (record === undefined || !record.replicas.includes(this.#d.nodeId)) continue;
+        const key = `${t.name}\u0000${p}`;
+        seen.add(key);
+        let r = this.#replicas.get(key);
+        if (r === undefined) {
+          r = new PartitionReplica(this.#d, t.name, p);
+          this.#replicas.set(key, r);
+        }
+        r.update(record, minInsync);
+      }
+    }
+    for (const [key, r] of this.#replicas) {
+      if (seen.has(key)) continue;
+      this.#replicas.delete(key);
+      void r.close();
+    }
+  }
+
+  /** For the log store: how topic/partition may be opened now. */
+  openMode(topic: string, partition: number): ReplicaOpenMode {
+    const t = this.#d.metastore.getTopic(topic);
+    if (t === undefined || topicReplication(t).factor <= 1) return { kind: "single" };
+    const r = this.#replicas.get(`${topic}\u0000${partition}`);
+    if (r === undefined) return { kind: "not-leader", reason: "holds no replica of it" };
+    return r.openMode();
+  }
+
+  /** For the fetch handler: the leader state of a partition led here now. */
+  ledPartition(topic: string, partition: number): LedPartition | undefined {
+    return this.#replicas.get(`${topic}\u0000${partition}`)?.led();
+  }
+
+  frontiersFor(
+    topic: string,
+    partition: number,
+    replica: string,
+  ): Promise<Array<{ group: string; offset: number }>> {
+    return this.#replicas.get(`${topic}\u0000${partition}`)?.frontiersFor(replica) ?? Promise.resolve([]);
+  }
+
+  /** What each replica does now (admin status, tests). */
+  roles(): Array<{ topic: string; partition: number; role: Role["kind"]; hwm?: number }> {
+    return [...this.#replicas.values()].map((r) => {
+      const led = r.led();
+      return {
+        topic: r.topic,
+        partition: r.partition,
+        role: r.role(),
+        ...(led !== undefined ? { hwm: led.hwm } : {}),
+      };
+    });
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    await Promise.allSettled([...this.#replicas.values()].map((r) => r.close()));
+    this.#replicas.clear();
+  }
+}
