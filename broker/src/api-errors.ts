@@ -35,6 +35,23 @@ export const apiErrors = {
     meaning: "a new schema version removes a property, changes a type or adds a required field",
   },
   schema_invalid: { status: 400, meaning: "the schema is not a JSON Schema this broker can compile" },
+  invalid_replication_factor: { status: 400, meaning: "replication_factor is not an integer from 1 to 5" },
+  replication_factor_above_brokers: {
+    status: 400,
+    meaning: "replication_factor is above the number of brokers that can hold a replica",
+  },
+  invalid_min_insync_replicas: {
+    status: 400,
+    meaning: "min_insync_replicas is not an integer from 1 to the topic's replication_factor",
+  },
+  replication_not_enabled: {
+    status: 400,
+    meaning: "replication_factor above 1 while the broker runs with --replication off (the default)",
+  },
+  replication_factor_immutable: {
+    status: 400,
+    meaning: "a PATCH names a replication_factor other than the topic's; it is fixed at creation",
+  },
   // 401/403: who is asking.
   unauthenticated: {
     status: 401,

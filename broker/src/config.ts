@@ -76,6 +76,13 @@ export interface Config {
   read: { maxRecords: number; maxBytes: number };
   security: SecurityConfig;
   limits: LimitsConfig;
+  /**
+   * Partition replication (docs/replication.md): "off" keeps every new
+   * topic at one copy and refuses a replication_factor above 1 (400
+   * replication_not_enabled); "on" applies ADR 0007's defaults. Off by
+   * default until the replicated data path is in.
+   */
+  replication: "on" | "off";
   /** Partition replication's timings (docs/replication.md). */
   replica: ReplicaConfig;
 }
@@ -274,6 +281,7 @@ const settings = {
   "hash-concurrency": { env: "NARAD_HASH_CONCURRENCY", file: "hashConcurrency" },
   "hash-max-queued": { env: "NARAD_HASH_MAX_QUEUED", file: "hashMaxQueued" },
   "max-named-producers": { env: "NARAD_MAX_NAMED_PRODUCERS", file: "maxNamedProducers" },
+  replication: { env: "NARAD_REPLICATION", file: "replication" },
 } as const satisfies Record<string, SettingSpec>;
 type SettingName = keyof typeof settings;
 
@@ -337,6 +345,8 @@ Topic defaults (for a create that leaves the field out or 0), as Narad's NARAD_T
                                                          NARAD_METRICS_AUTH  (default: the --auth setting)
   --loopback-forward on|off   also accept on 127.0.0.1:<HTTP port> when --addr is another IP
                               (kubectl port-forward into a pod)  NARAD_LOOPBACK_FORWARD (default off)
+  --replication on|off        topics with more than one copy (replication_factor > 1);
+                              off: every new topic has one copy  NARAD_REPLICATION (default ${k.replicationDefault})
 Limits against hostile clients (docs/security.md; a refusal counts in narad_limit_refusals_total):
   --batch-max-records N       records per produce-batch  NARAD_BATCH_MAX_RECORDS (default ${k.batchMaxRecords})
   --max-topics N              topics in the cluster      NARAD_MAX_TOPICS    (default ${k.maxTopics})
@@ -478,6 +488,9 @@ export function loadConfig(
   const loopbackForward = get("loopback-forward") ?? "off";
   if (loopbackForward !== "on" && loopbackForward !== "off")
     throw new ConfigError(`--loopback-forward must be on or off, got "${loopbackForward}"`);
+  const replication = get("replication") ?? k.replicationDefault;
+  if (replication !== "on" && replication !== "off")
+    throw new ConfigError(`--replication must be on or off, got "${replication}"`);
   const metricsAuth = get("metrics-auth") ?? auth;
   if (metricsAuth !== "on" && metricsAuth !== "off")
     throw new ConfigError(`--metrics-auth must be on or off, got "${metricsAuth}"`);
@@ -590,6 +603,7 @@ export function loadConfig(
       hashMaxQueued: count("hash-max-queued", k.hashMaxQueued),
       maxNamedProducers: count("max-named-producers", k.maxNamedProducers),
     },
+    replication,
   };
   if (config.producerFenceLeaseMs > k.producerFenceLeaseMaxMs)
     throw new ConfigError(

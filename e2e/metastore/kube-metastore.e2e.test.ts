@@ -593,3 +593,311 @@ describe("kubernetes metastore", () => {
     }
   });
 });
+
+// ------------------------------------------------------------------ replication
+
+describe("kubernetes metastore: replication settings, replicated records and the ISR compare-and-swap", () => {
+  let c: KubePlatform;
+  let kc: KubeConfig;
+  let objects: CustomObjectsApi;
+  let namespace: string;
+  let proxy: ApiProxy;
+  /** Through the proxy (outage tests); `other` talks to the API server directly. */
+  let store: KubeMetastore;
+  let other: KubeMetastore;
+  let stopOperator: () => Promise<void>;
+  /** Debug lines per store: the ISR conflicts show up there. */
+  const lines = { store: [] as string[], other: [] as string[] };
+  const ISR_TIMEOUT_MS = 1_500;
+  const volumes = { "demo-0": "vol-0", "demo-1": "vol-1", "demo-2": "vol-2" } as const;
+  const isrOf = (...ids: Array<keyof typeof volumes>) =>
+    ids.map((member) => ({ member, volumeId: volumes[member] }));
+  const recording = (out: string[]) => ({
+    ...quietLogger,
+    debug: (_obj: object, msg: string) => out.push(msg),
+  });
+  const base = () => ({ group: GROUP, version: VERSION, namespace, plural: "naradtopics" });
+  const fresh = async (topic: string): Promise<NaradTopic> => {
+    const list = (await objects.listNamespacedCustomObject(base())) as { items: NaradTopic[] };
+    const t = list.items.find((o) => o.spec.name === topic);
+    if (t === undefined) throw new Error(`no NaradTopic for ${topic}`);
+    return t;
+  };
+  /**
+   * The operator's placement, as a JSON Patch (a merge patch would drop
+   * `leader: null` inside the list): partition 0 led by demo-0, 1 by demo-1
+   * at epoch 4, 2 offline at epoch 9.
+   */
+  const place = async (topic: string): Promise<void> => {
+    const t = await fresh(topic);
+    const value = [
+      {
+        partition: 0,
+        owner: "demo-0",
+        leader: "demo-0",
+        replicas: ["demo-0", "demo-1", "demo-2"],
+        isr: isrOf("demo-0", "demo-1", "demo-2"),
+        leaderEpoch: 0,
+      },
+      {
+        partition: 1,
+        owner: "demo-1",
+        leader: "demo-1",
+        replicas: ["demo-1", "demo-2", "demo-0"],
+        isr: isrOf("demo-1", "demo-2", "demo-0"),
+        leaderEpoch: 4,
+      },
+      {
+        partition: 2,
+        owner: "",
+        leader: null,
+        replicas: ["demo-2", "demo-0", "demo-1"],
+        isr: isrOf("demo-2"),
+        leaderEpoch: 9,
+      },
+    ];
+    await objects.patchNamespacedCustomObjectStatus(
+      {
+        ...base(),
+        name: t.metadata.name ?? "",
+        body: [
+          { op: "add", path: "/status", value: { ...t.status, assignments: value, replicationFactor: 3 } },
+        ],
+      },
+      setHeaderOptions("Content-Type", PatchStrategy.JsonPatch),
+    );
+    for (const s of [store, other])
+      await waitFor(() => s.replicaAssignment(topic, 1)?.leaderEpoch === 4, {
+        timeoutMs: 10_000,
+        what: `${topic} placed`,
+      });
+  };
+  const newTopic = async (name: string): Promise<void> => {
+    await store.createTopic(
+      topicFixture(name, { partitions: 3, replication_factor: 3, min_insync_replicas: 2 }),
+    );
+    // The fake operator assigns single owners first; the placement replaces them.
+    await waitFor(() => store.ownerOf(name, 2) !== "", { timeoutMs: 10_000, what: `${name} assigned` });
+    await place(name);
+  };
+  /** Everything of the object but the resourceVersion-bearing metadata and one partition's isr. */
+  const withoutIsr = (t: NaradTopic, partition: number) => ({
+    spec: t.spec,
+    annotations: t.metadata.annotations,
+    status: {
+      ...t.status,
+      assignments: t.status?.assignments?.map((a) =>
+        a.partition === partition ? { ...a, isr: "(ignored)" } : a,
+      ),
+    },
+  });
+
+  beforeAll(async () => {
+    c = await controlPlane();
+    kc = c.adminConfig();
+    objects = kc.makeApiClient(CustomObjectsApi);
+    ({ namespace, stop: stopOperator } = await startFakeCluster(kc, {
+      prefix: "kube-repl",
+      cluster: CLUSTER,
+      members: MEMBER_IDS.map((id, i) => ({ ...member(id, "Active", i), volumeId: `vol-${i}` })),
+      epoch: 1,
+      pollMs: FAKE_OPERATOR_POLL_MS,
+    }));
+    proxy = await startProxy(c.cp.ports.apiserver);
+    const timing = { ...TEST_TIMING, isrWriteTimeoutMs: ISR_TIMEOUT_MS };
+    store = await openKubeMetastore({
+      kubeConfig: configVia(c, proxy.port),
+      namespace,
+      clusterName: CLUSTER,
+      logger: recording(lines.store),
+      timing,
+    });
+    other = await openKubeMetastore({
+      kubeConfig: c.adminConfig(),
+      namespace,
+      clusterName: CLUSTER,
+      logger: recording(lines.other),
+      timing,
+    });
+  });
+
+  afterAll(async () => {
+    await store?.close();
+    await other?.close();
+    await stopOperator?.();
+    await proxy?.close();
+  });
+
+  it("writes the settings into spec, reads records and members' volume ids, and the owner is the leader", async () => {
+    await newTopic("settings");
+    const obj = await fresh("settings");
+    expect(obj.spec).toMatchObject({ replicationFactor: 3, minInsyncReplicas: 2 });
+    expect(store.getTopic("settings")).toMatchObject({ replication_factor: 3, min_insync_replicas: 2 });
+    expect(store.members().map((m) => m.volumeId)).toEqual(["vol-0", "vol-1", "vol-2"]);
+    expect(store.replicaAssignment("settings", 1)).toEqual({
+      partition: 1,
+      leader: "demo-1",
+      replicas: ["demo-1", "demo-2", "demo-0"],
+      isr: isrOf("demo-1", "demo-2", "demo-0"),
+      leaderEpoch: 4,
+    });
+    expect(store.ownerOf("settings", 1)).toBe("demo-1");
+    // Offline: no leader, so no owner.
+    expect(store.replicaAssignment("settings", 2)?.leader).toBeNull();
+    expect(store.ownerOf("settings", 2)).toBe("");
+    expect(await store.authoritativeOwner("settings", 1)).toEqual({ kind: "owner", node: "demo-1" });
+    // The minimum may change; the factor stays.
+    await store.updateTopic("settings", { min_insync_replicas: 3 });
+    expect((await fresh("settings")).spec).toMatchObject({ replicationFactor: 3, minInsyncReplicas: 3 });
+  });
+
+  it("records an ISR by changing only that partition's isr, once per change", async () => {
+    await newTopic("cas");
+    const before = await fresh("cas");
+    const shrunk = isrOf("demo-1", "demo-2");
+    const out = await store.recordIsr("cas", 1, { leader: "demo-1", leaderEpoch: 4 }, shrunk);
+    expect(out).toEqual({
+      kind: "recorded",
+      record: {
+        partition: 1,
+        leader: "demo-1",
+        replicas: ["demo-1", "demo-2", "demo-0"],
+        isr: shrunk,
+        leaderEpoch: 4,
+      },
+    });
+    const after = await fresh("cas");
+    expect(after.status?.assignments?.find((a) => a.partition === 1)?.isr).toEqual(shrunk);
+    expect(withoutIsr(after, 1)).toEqual(withoutIsr(before, 1));
+    // The offline partition keeps its null leader; the owner is untouched.
+    expect(after.status?.assignments?.[2]).toMatchObject({ leader: null, owner: "" });
+    expect(after.status?.assignments?.[1]?.owner).toBe("demo-1");
+    expect(after.metadata.generation).toBe(before.metadata.generation);
+    // The same change again is already recorded: no write.
+    await waitFor(() => store.replicaAssignment("cas", 1)?.isr.length === 2, {
+      timeoutMs: 5_000,
+      what: "watch",
+    });
+    expect((await store.recordIsr("cas", 1, { leader: "demo-1", leaderEpoch: 4 }, shrunk)).kind).toBe(
+      "recorded",
+    );
+    expect((await fresh("cas")).metadata.resourceVersion).toBe(after.metadata.resourceVersion);
+  });
+
+  it("two stores writing at once: one conflicts, re-reads and lands while leader and epoch hold", async () => {
+    await newTopic("race");
+    for (let round = 0; round < 3; round++) {
+      const a = round % 2 === 0 ? isrOf("demo-1", "demo-2") : isrOf("demo-1", "demo-0");
+      const b = isrOf("demo-1");
+      // Both start from their replica's copy (read before either write is
+      // sent), so whichever arrives second wrote on an old version: a 409.
+      const from = { store: lines.store.length, other: lines.other.length };
+      const [ra, rb] = await Promise.all([
+        store.recordIsr("race", 1, { leader: "demo-1", leaderEpoch: 4 }, a),
+        other.recordIsr("race", 1, { leader: "demo-1", leaderEpoch: 4 }, b),
+      ]);
+      expect(ra.kind).toBe("recorded");
+      expect(rb.kind).toBe("recorded");
+      const final = (await fresh("race")).status?.assignments?.find((x) => x.partition === 1)?.isr;
+      const conflicts = (l: string[], i: number) => l.slice(i).filter((x) => x.includes("conflicted")).length;
+      const lost = { store: conflicts(lines.store, from.store), other: conflicts(lines.other, from.other) };
+      log(`race round ${round}: conflicts ${JSON.stringify(lost)}, final isr ${JSON.stringify(final)}`);
+      // One conflicted, re-read, found leader and epoch unchanged and wrote
+      // again: its ISR is the one recorded last.
+      expect(lost.store + lost.other).toBe(1);
+      expect(final).toEqual(lost.store === 1 ? a : b);
+      // Wait for both watches to see the last write before the next round.
+      for (const s of [store, other])
+        await waitFor(() => JSON.stringify(s.replicaAssignment("race", 1)?.isr) === JSON.stringify(final), {
+          timeoutMs: 5_000,
+          what: "both replicas caught up",
+        });
+    }
+  });
+
+  it("answers stale, and changes nothing, when the record moved on or the topic is gone", async () => {
+    await newTopic("stale");
+    const t = await fresh("stale");
+    const isr = isrOf("demo-1");
+    const unchanged = async (): Promise<void> =>
+      expect((await fresh("stale")).metadata.resourceVersion).toBe(t.metadata.resourceVersion);
+    for (const [p, expect_] of [
+      [1, { leader: "demo-1", leaderEpoch: 3 }],
+      [1, { leader: "demo-2", leaderEpoch: 4 }],
+      [2, { leader: "demo-2", leaderEpoch: 9 }],
+      [7, { leader: "demo-1", leaderEpoch: 4 }],
+    ] as const) {
+      const out = await store.recordIsr("stale", p, expect_, isr);
+      expect(out.kind, JSON.stringify({ p, expect_ })).toBe("stale");
+      await unchanged();
+    }
+    // An election, asked about at once (the replica may not show it yet: then
+    // the write conflicts and the fresh read says stale).
+    await objects.patchNamespacedCustomObjectStatus(
+      {
+        ...base(),
+        name: t.metadata.name ?? "",
+        body: [
+          { op: "test", path: "/status/assignments/1/partition", value: 1 },
+          { op: "replace", path: "/status/assignments/1/leader", value: "demo-2" },
+          { op: "replace", path: "/status/assignments/1/owner", value: "demo-2" },
+          { op: "replace", path: "/status/assignments/1/leaderEpoch", value: 5 },
+        ],
+      },
+      setHeaderOptions("Content-Type", PatchStrategy.JsonPatch),
+    );
+    const elected = await other.recordIsr("stale", 1, { leader: "demo-1", leaderEpoch: 4 }, isr);
+    expect(elected.kind).toBe("stale");
+    const afterElection = await fresh("stale");
+    expect(afterElection.status?.assignments?.[1]).toMatchObject({ leader: "demo-2", leaderEpoch: 5 });
+    expect(afterElection.status?.assignments?.[1]?.isr).toEqual(isrOf("demo-1", "demo-2", "demo-0"));
+    // Deleted: stale, whether the replica has seen the deletion or not.
+    await objects.deleteNamespacedCustomObject({ ...base(), name: t.metadata.name ?? "" });
+    expect((await other.recordIsr("stale", 0, { leader: "demo-0", leaderEpoch: 0 }, isr)).kind).toBe("stale");
+    await waitFor(() => other.getTopic("stale") === undefined, { timeoutMs: 5_000, what: "deletion seen" });
+    expect((await other.recordIsr("stale", 0, { leader: "demo-0", leaderEpoch: 0 }, isr)).kind).toBe("stale");
+    // A namesake is a record of its own: its leader's write lands.
+    await waitFor(() => store.getTopic("stale") === undefined, { timeoutMs: 5_000, what: "deletion seen" });
+    await newTopic("stale");
+    const namesake = await fresh("stale");
+    await waitFor(() => store.getTopic("stale")?.uid === namesake.metadata.uid, {
+      timeoutMs: 5_000,
+      what: "namesake",
+    });
+    expect(
+      (await store.recordIsr("stale", 0, { leader: "demo-0", leaderEpoch: 0 }, isrOf("demo-0"))).kind,
+    ).toBe("recorded");
+  });
+
+  it("answers unknown within its bound when the API server cannot be reached, and converges once it can", async () => {
+    await newTopic("outage-isr");
+    const t = await fresh("outage-isr");
+    const isr = isrOf("demo-0", "demo-1");
+    const at = { leader: "demo-0", leaderEpoch: 0 };
+    for (const mode of ["cut", "frozen"] as const) {
+      await waitFor(() => store.caughtUp(), { timeoutMs: 10_000, what: "caught up" });
+      proxy.set(mode);
+      try {
+        const started = Date.now();
+        const out = await store.recordIsr("outage-isr", 0, at, isr);
+        const ms = Date.now() - started;
+        log(
+          `recordIsr with the API ${mode}: ${out.kind} in ${ms} ms (${out.kind === "unknown" ? out.reason : ""})`,
+        );
+        expect(out.kind).toBe("unknown");
+        expect(ms).toBeLessThan(ISR_TIMEOUT_MS + 500);
+        // A frozen request is still held by the proxy: past its own deadline
+        // the client aborts it, so nothing is forwarded once the proxy opens.
+        if (mode === "frozen") await sleep((TEST_TIMING.requestTimeoutMs ?? 0) + 500);
+      } finally {
+        proxy.set("open");
+      }
+      // Nothing landed: reset connections carried nothing, the frozen request was aborted.
+      expect((await fresh("outage-isr")).metadata.resourceVersion).toBe(t.metadata.resourceVersion);
+    }
+    await waitFor(() => store.caughtUp(), { timeoutMs: 10_000, what: "caught up" });
+    // The leader asks again (ADR 0007: a change without an answer stays pending): it lands.
+    expect((await store.recordIsr("outage-isr", 0, at, isr)).kind).toBe("recorded");
+    expect((await fresh("outage-isr")).status?.assignments?.[0]?.isr).toEqual(isr);
+  });
+});

@@ -28,6 +28,9 @@ const createFields = new Set([
   "max_acked_ahead_per_partition",
   "subscriptions",
   "schema",
+  // Validated and defaulted by core/topic-replication.ts (they need the cluster's size).
+  "replication_factor",
+  "min_insync_replicas",
   // Accepted and dropped, as Narad v1: the server sets the owner (the creator).
   "owner",
 ]);
@@ -41,6 +44,9 @@ const patchFields = new Set([
   "max_acked_ahead_per_partition",
   "subscriptions",
   "schema",
+  // core/topic-replication.ts: the factor is immutable, the minimum may change.
+  "replication_factor",
+  "min_insync_replicas",
 ]);
 const subscriptionFields = new Set([
   "visibility_timeout_ms",

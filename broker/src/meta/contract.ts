@@ -309,6 +309,56 @@ export function describeMetastoreContract(
       await store.deleteTopic(name);
     });
 
+    it("keeps replication_factor and min_insync_replicas through create, a change of the minimum, and reopen", async () => {
+      // As many copies as the backend has brokers for, up to 3 (the file backend: one).
+      const brokers = store
+        .members()
+        .filter((m) => m.state !== "Removed" && m.state !== "Decommissioning").length;
+      const rf = brokers >= 3 ? 3 : 1;
+      const t = await store.createTopic(
+        topicFixture(unique("replicated"), { replication_factor: rf, min_insync_replicas: rf }),
+      );
+      expect(t).toMatchObject({ replication_factor: rf, min_insync_replicas: rf });
+      expect(store.getTopic(t.name)).toMatchObject({ replication_factor: rf, min_insync_replicas: rf });
+      const updated = await store.updateTopic(t.name, { min_insync_replicas: 1 });
+      expect(updated).toMatchObject({ replication_factor: rf, min_insync_replicas: 1 });
+      // A patch that does not name them keeps both.
+      await store.updateTopic(t.name, { retention_ms: 7_200_000 });
+      expect(store.getTopic(t.name)).toMatchObject({ replication_factor: rf, min_insync_replicas: 1 });
+      const reopened = await backing.open();
+      try {
+        await eventually(
+          "replication settings after a reopen",
+          () =>
+            reopened.getTopic(t.name)?.min_insync_replicas === 1 &&
+            reopened.getTopic(t.name)?.replication_factor === rf,
+          settleMs,
+        );
+      } finally {
+        await reopened.close();
+      }
+      // A topic created without them has none (one copy).
+      const plain = await store.createTopic(topicFixture(unique("single-copy"), { partitions: 1 }));
+      expect(plain.replication_factor).toBeUndefined();
+      expect(plain.min_insync_replicas).toBeUndefined();
+    });
+
+    it("has no replicated record for a single-copy partition, and an ISR write for one is stale", async () => {
+      const t = await store.createTopic(topicFixture(unique("no-record"), { partitions: 2 }));
+      await eventually("owners", () => store.ownerOf(t.name, 1) !== "", settleMs);
+      expect(store.replicaAssignment?.(t.name, 0)).toBeUndefined();
+      expect(store.replicaAssignment?.(unique("missing"), 0)).toBeUndefined();
+      if (store.recordIsr === undefined) return;
+      const owner = store.ownerOf(t.name, 0);
+      const isr = [{ member: owner, volumeId: "v" }];
+      expect(await store.recordIsr(t.name, 0, { leader: owner, leaderEpoch: 0 }, isr)).toMatchObject({
+        kind: "stale",
+      });
+      expect(
+        await store.recordIsr(unique("missing"), 0, { leader: owner, leaderEpoch: 0 }, isr),
+      ).toMatchObject({ kind: "stale" });
+    });
+
     it("reports at least one member", () => {
       const members = store.members();
       expect(members.length).toBeGreaterThan(0);

@@ -5,6 +5,7 @@ import { mkdir, mkdtemp, readFile, rm, rmdir, writeFile } from "node:fs/promises
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { NaradError } from "../errors.ts";
 import { topicFixture } from "./contract.ts";
 import { openFileMetastore } from "./file-metastore.ts";
 
@@ -47,6 +48,43 @@ describe("file metastore", () => {
     const reopened = await open();
     expect(reopened.listTopics().map((t) => t.name)).toEqual(["kept", "later"]);
     expect(reopened.getTopic("kept")?.uid).toBe(kept.uid);
+    await reopened.close();
+  });
+
+  it("keeps one copy: a factor above 1 (or a minimum above the factor) is refused and nothing is stored", async () => {
+    const store = await open();
+    const refusal = async (p: Promise<unknown>) => {
+      const err = await p.then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(NaradError);
+      return { status: (err as NaradError).status, code: (err as NaradError).apiCode };
+    };
+    expect(await refusal(store.createTopic(topicFixture("rf2", { replication_factor: 2 })))).toEqual({
+      status: 400,
+      code: "replication_factor_above_brokers",
+    });
+    expect(
+      await refusal(
+        store.createTopic(topicFixture("min2", { replication_factor: 1, min_insync_replicas: 2 })),
+      ),
+    ).toEqual({ status: 400, code: "invalid_min_insync_replicas" });
+    expect(store.listTopics()).toEqual([]);
+    const one = await store.createTopic(
+      topicFixture("one", { replication_factor: 1, min_insync_replicas: 1 }),
+    );
+    expect(await refusal(store.updateTopic("one", { min_insync_replicas: 2 }))).toEqual({
+      status: 400,
+      code: "invalid_min_insync_replicas",
+    });
+    expect(store.getTopic("one")).toEqual(one);
+    // Every partition is this node's, never a replicated record.
+    expect(store.ownerOf("one", 0)).toBe("node-0");
+    expect(store.replicaAssignment?.("one", 0)).toBeUndefined();
+    await store.close();
+    const reopened = await open();
+    expect(reopened.getTopic("one")).toMatchObject({ replication_factor: 1, min_insync_replicas: 1 });
     await reopened.close();
   });
 

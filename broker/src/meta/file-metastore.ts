@@ -1,7 +1,8 @@
 // The single-node metastore: topics in one small JSON file under the data
 // dir. Every change is written to a temp file, fsynced, renamed over the old
 // file and the directory fsynced, so a crash leaves either the old or the
-// new state, never a torn file. This node owns every partition.
+// new state, never a torn file. This node owns every partition, and holds
+// the only copy of each (replication_factor 1).
 //
 // Durable first: a change builds the next state, writes it, and only then
 // swaps it in memory. Until the write returned nobody (produce, dispatcher,
@@ -11,7 +12,8 @@
 import { randomUUID } from "node:crypto";
 import { mkdir, open, readFile, rename } from "node:fs/promises";
 import { join } from "node:path";
-import { topicExists, topicNotFound } from "../errors.ts";
+import { resolveReplicationSettings } from "../../../packages/api/src/v1alpha1/replication.ts";
+import { coded, topicExists, topicNotFound } from "../errors.ts";
 import type { Member, Metastore, TopicConfig, TopicPatch } from "./types.ts";
 
 interface FileState {
@@ -51,6 +53,21 @@ export async function writeDurably(dir: string, file: string, contents: string):
   }
   await rename(tmp, join(dir, file));
   await fsyncPath(dir);
+}
+
+/**
+ * One node holds every partition, so one copy is all it can keep: a factor
+ * above 1 is refused (400 replication_factor_above_brokers), as is a
+ * min_insync_replicas above the factor. Absent fields are one copy.
+ */
+function checkReplication(t: Pick<TopicConfig, "replication_factor" | "min_insync_replicas">): void {
+  if (t.replication_factor === undefined && t.min_insync_replicas === undefined) return;
+  const r = resolveReplicationSettings({
+    replicationFactor: t.replication_factor ?? 1,
+    ...(t.min_insync_replicas === undefined ? {} : { minInsyncReplicas: t.min_insync_replicas }),
+    brokers: 1,
+  });
+  if (!r.ok) throw coded("BAD_REQUEST", r.code, `${r.message} (a single node keeps one copy)`);
 }
 
 function sortedByName(topics: ReadonlyMap<string, TopicConfig>): TopicConfig[] {
@@ -116,6 +133,7 @@ export async function openFileMetastore(opts: FileMetastoreOptions): Promise<Met
     createTopic: (input) =>
       apply((current) => {
         if (current.has(input.name)) throw topicExists(input.name);
+        checkReplication(input);
         const topic: TopicConfig = { ...input, uid: randomUUID() };
         const next = new Map(current);
         next.set(topic.name, topic);
@@ -126,6 +144,7 @@ export async function openFileMetastore(opts: FileMetastoreOptions): Promise<Met
         const existing = current.get(name);
         if (existing === undefined) throw topicNotFound(name);
         const updated: TopicConfig = { ...existing, ...patch };
+        checkReplication(updated);
         const next = new Map(current);
         next.set(name, updated);
         return { next, result: updated };

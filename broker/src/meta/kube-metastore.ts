@@ -7,7 +7,11 @@
 //     count as gone: the operator's finalizer asks brokers to remove their data,
 //     which they refuse while the topic still exists here.
 //   - Partition owners come from status.assignments (written by the operator);
-//     membership and its epoch from NaradCluster.status.
+//     membership and its epoch from NaradCluster.status. A replicated
+//     partition's owner is its leader; its record (replicas, ISR, leader
+//     epoch) is read from the same entry. The only status the broker writes
+//     is a replicated partition's ISR (recordIsr), a compare-and-swap on the
+//     NaradTopic's resourceVersion.
 //   - Reads answer from a watch-fed local replica and never block; writes go
 //     to the API server and fail fast with 503 when it cannot be reached.
 //   - confirmTopicDeleted is the stale-replica defense: absent locally, watch
@@ -15,16 +19,18 @@
 
 import { KubeConfig } from "@kubernetes/client-node";
 import { topicName } from "../../../packages/api/src/v1alpha1/defaults.ts";
+import type { IsrMember, ReplicaAssignment } from "../../../packages/api/src/v1alpha1/replication.ts";
 import type {
   NaradCluster,
   NaradTopic,
   PartitionMoveStatus,
 } from "../../../packages/api/src/v1alpha1/types.ts";
 import { NaradError, topicExists, topicNotFound } from "../errors.ts";
-import { apiStatus, type NaradApi, naradApi, writeError } from "./kube/api.ts";
+import { apiMessage, apiStatus, type NaradApi, naradApi, writeError } from "./kube/api.ts";
 import {
   ATTACHMENT_ANNOTATION,
   type Attachment,
+  assignmentIndex,
   assignmentsOf,
   attachmentFor,
   attachmentOf,
@@ -35,6 +41,8 @@ import {
   memberOf,
   movesInFlight,
   naradTopicFor,
+  replicaAssignmentOf,
+  replicaAssignmentsOf,
   topicConfigOf,
   topicMergePatch,
   withoutLink,
@@ -44,6 +52,7 @@ import type {
   AuthoritativeOwner,
   ClusterMove,
   DeclaredLink,
+  IsrWriteOutcome,
   Member,
   Metastore,
   TopicConfig,
@@ -61,6 +70,10 @@ export interface KubeMetastoreTiming extends ReflectorTiming {
   initialSyncTimeoutMs: number;
   /** Retry-After on a 503 when the API server is unreachable. */
   retryAfterSeconds: number;
+  /** Bound of one recordIsr call, its retries included; past it the answer is "unknown". */
+  isrWriteTimeoutMs: number;
+  /** Conditional writes one recordIsr call tries (each conflict is followed by a fresh read). */
+  isrWriteAttempts: number;
 }
 
 export const kubeMetastoreTiming: KubeMetastoreTiming = {
@@ -69,6 +82,8 @@ export const kubeMetastoreTiming: KubeMetastoreTiming = {
   requestTimeoutMs: 5_000,
   initialSyncTimeoutMs: 30_000,
   retryAfterSeconds: 2,
+  isrWriteTimeoutMs: 5_000,
+  isrWriteAttempts: 10,
   watchTimeoutSeconds: 20,
   restartBaseMs: 200,
   restartMaxMs: 10_000,
@@ -100,6 +115,13 @@ export interface KubeMetastore extends Metastore {
   authoritativeOwner(topic: string, partition: number, uid?: string): Promise<AuthoritativeOwner>;
   declaredLinks(): readonly DeclaredLink[];
   settleDeclaredLink(child: string, problem: string | undefined, dropAdmission: boolean): Promise<void>;
+  replicaAssignment(topic: string, partition: number): ReplicaAssignment | undefined;
+  recordIsr(
+    topic: string,
+    partition: number,
+    expect: { leader: string; leaderEpoch: number },
+    isr: readonly IsrMember[],
+  ): Promise<IsrWriteOutcome>;
 }
 
 /** In-cluster credentials when running in a pod, else KUBECONFIG / ~/.kube/config. */
@@ -116,6 +138,8 @@ interface TopicEntry {
   generation: number;
   resourceVersion: string;
   owners: ReadonlyMap<number, string>;
+  /** Replicated partitions' records (single-copy partitions are absent). */
+  replicas: ReadonlyMap<number, ReplicaAssignment>;
   /** The fan-out link as spec declares it, the broker's record of it, and a reported problem. */
   link: {
     declared: { parent: string; delayMs: number } | undefined;
@@ -129,6 +153,25 @@ interface TopicEntry {
 
 function compareNames(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+class DeadlineExceeded extends Error {}
+
+/** `start()`'s answer, or DeadlineExceeded at `deadline` (the request may still land). */
+function bounded<T>(start: () => Promise<T>, deadline: number): Promise<T> {
+  const left = deadline - Date.now();
+  if (left <= 0) return Promise.reject(new DeadlineExceeded("the call's deadline passed"));
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new DeadlineExceeded(`no answer within ${left} ms`)), left);
+  });
+  return Promise.race([start(), late]).finally(() => clearTimeout(timer));
+}
+
+function sameIsr(a: readonly IsrMember[], b: readonly IsrMember[]): boolean {
+  return (
+    a.length === b.length && a.every((m, i) => m.member === b[i]?.member && m.volumeId === b[i]?.volumeId)
+  );
 }
 
 export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<KubeMetastore> {
@@ -172,6 +215,7 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
           generation: t.metadata.generation ?? 0,
           resourceVersion: t.metadata.resourceVersion ?? "",
           owners: assignmentsOf(t),
+          replicas: replicaAssignmentsOf(t),
           link: {
             declared: declaredLinkOf(t),
             attachment: attachmentOf(t),
@@ -304,6 +348,111 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
       });
     }
     return out.sort((a, b) => compareNames(a.child, b.child));
+  };
+
+  /**
+   * The ISR compare-and-swap (ADR 0007): a JSON Patch of the status that
+   * names the resourceVersion it was decided on and replaces only this
+   * partition's `isr`, so a write on a version that changed since is a 409,
+   * and nothing else of the object is touched (not `owner`, not the other
+   * partitions). On a 409 the object is read again from the API server (a
+   * quorum GET, not the watch) and the write retried while that record still
+   * names `expect.leader` at `expect.leaderEpoch`.
+   */
+  const recordIsr = async (
+    topic: string,
+    partition: number,
+    expect: { leader: string; leaderEpoch: number },
+    isr: readonly IsrMember[],
+  ): Promise<IsrWriteOutcome> => {
+    const at = `${topic}/${partition}`;
+    const entry = topics.get(topic);
+    // The caller read its record from this replica; a topic gone from it was deleted.
+    if (entry === undefined) return { kind: "stale", reason: `topic "${topic}" is gone` };
+    const { kubeName } = entry;
+    const uid = entry.config.uid;
+    const wanted = isr.map((m) => ({ member: m.member, volumeId: m.volumeId }));
+    const deadline = Date.now() + timing.isrWriteTimeoutMs;
+    const unknown = (reason: string): IsrWriteOutcome => {
+      logger.warn({ topic, partition, reason }, "ISR write without an answer; it may have landed");
+      return { kind: "unknown", reason: `record the ISR of ${at}: ${reason}` };
+    };
+    /** Why the object no longer takes this change, or where the partition's record is. */
+    const judge = (obj: NaradTopic): { stale: string } | { index: number; record: ReplicaAssignment } => {
+      if (obj.metadata?.uid !== uid) return { stale: `topic "${topic}" was deleted and created again` };
+      if (obj.metadata?.deletionTimestamp !== undefined || obj.spec?.cluster !== clusterName)
+        return { stale: `topic "${topic}" is being deleted` };
+      const index = assignmentIndex(obj, partition);
+      const a = index < 0 ? undefined : obj.status?.assignments?.[index];
+      const record = a === undefined ? undefined : replicaAssignmentOf(a);
+      if (record === undefined) return { stale: `partition ${at} has no replicated record` };
+      if (record.leader !== expect.leader || record.leaderEpoch !== expect.leaderEpoch)
+        return {
+          stale: `the record of ${at} names leader ${record.leader ?? "(none)"} at epoch ${record.leaderEpoch}, not ${expect.leader} at ${expect.leaderEpoch}`,
+        };
+      return { index, record };
+    };
+    // First from the watch's copy (a conflict costs a re-read); anything but
+    // a write is only concluded from a fresh read, which the watch may lag.
+    let obj: NaradTopic | undefined = topicReflector.get(kubeName);
+    let fresh = false;
+    let writes = 0;
+    for (;;) {
+      if (obj === undefined) {
+        try {
+          obj = await bounded(() => api.getTopic(kubeName), deadline);
+        } catch (err) {
+          if (apiStatus(err) === 404) return { kind: "stale", reason: `topic "${topic}" is gone` };
+          return unknown(`cannot read the record: ${apiMessage(err)}`);
+        }
+        fresh = true;
+      }
+      const verdict = judge(obj);
+      if ("stale" in verdict || sameIsr(verdict.record.isr, wanted)) {
+        if (!fresh) {
+          obj = undefined;
+          continue;
+        }
+        if ("stale" in verdict) return { kind: "stale", reason: verdict.stale };
+        // Already recorded (an earlier write whose answer was lost, or a repeat).
+        return { kind: "recorded", record: verdict.record };
+      }
+      if (writes >= timing.isrWriteAttempts)
+        return unknown(`${writes} writes conflicted with other changes of the NaradTopic`);
+      writes++;
+      const version = obj.metadata?.resourceVersion ?? "";
+      try {
+        const updated = await bounded(
+          () =>
+            api.patchTopicStatus(kubeName, [
+              { op: "replace", path: "/metadata/resourceVersion", value: version },
+              { op: "replace", path: `/status/assignments/${verdict.index}/isr`, value: wanted },
+            ]),
+          deadline,
+        );
+        const a = updated.status?.assignments?.find((x) => x.partition === partition);
+        const record = (a === undefined ? undefined : replicaAssignmentOf(a)) ?? {
+          ...verdict.record,
+          isr: wanted,
+        };
+        logger.debug({ topic, partition, isr: wanted, version }, "ISR recorded");
+        return { kind: "recorded", record };
+      } catch (err) {
+        const status = apiStatus(err);
+        if (status === 409) {
+          // Changed since it was read: read it again, retry if leader and epoch still hold.
+          logger.debug({ topic, partition, version }, "ISR write conflicted; re-reading");
+          obj = undefined;
+          continue;
+        }
+        if (status === 404) return { kind: "stale", reason: `topic "${topic}" is gone` };
+        // A timeout, a reset connection, a 5xx: it may have landed. A 4xx
+        // other than these did not, but is no verdict on the record either.
+        return unknown(
+          err instanceof DeadlineExceeded ? err.message : `${status ?? "no answer"}: ${apiMessage(err)}`,
+        );
+      }
+    }
   };
 
   const fullyAssigned = (name: string): boolean => {
@@ -462,6 +611,15 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
     },
 
     ownerOf: (topic, partition) => topics.get(topic)?.owners.get(partition) ?? "",
+
+    replicaAssignment: (topic, partition) => {
+      const r = topics.get(topic)?.replicas.get(partition);
+      return r === undefined
+        ? undefined
+        : { ...r, replicas: [...r.replicas], isr: r.isr.map((m) => ({ ...m })) };
+    },
+
+    recordIsr,
 
     moves(): ClusterMove[] {
       const byKubeName = new Map<string, string>();

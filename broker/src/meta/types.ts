@@ -84,6 +84,7 @@ export type TopicPatch = Partial<
     | "retention_bytes"
     | "max_in_flight_per_partition"
     | "max_acked_ahead_per_partition"
+    | "min_insync_replicas"
     | "subscriptions"
     | "schema"
     | "parent"

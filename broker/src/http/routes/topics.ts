@@ -6,6 +6,12 @@ import type { Principal } from "../../auth/authenticator.ts";
 import { linkManageRefusal, topicManageRefusal } from "../../auth/user-rules.ts";
 import { topicListLimitDefault, topicListLimitMax } from "../../constants.ts";
 import { capRefusal } from "../../core/topic-caps.ts";
+import {
+  parseCreateReplication,
+  parsePatchReplication,
+  type ReplicationContext,
+  replicaBrokers,
+} from "../../core/topic-replication.ts";
 import { parseTopicCreate, parseTopicPatch } from "../../core/topic-spec.ts";
 import { badRequest, coded, invalidQueryParameter, topicNotFound } from "../../errors.ts";
 import { createAsChild, splitCreateLink } from "../../fanout/create-child.ts";
@@ -84,13 +90,31 @@ async function partitionStats(s: BrokerServices, topic: TopicConfig, only: numbe
         ...(st.oldestSegmentAtMs !== undefined
           ? { oldest_segment_at: Math.floor(st.oldestSegmentAtMs / 1000) }
           : {}),
+        // For a replicated partition: the leader.
         owner_node: s.metastore.ownerOf(topic.name, index),
+        ...replicaFields(s, topic.name, index),
       };
     }),
   );
 }
 
+/** A replicated partition's record (absent for a single-copy one): leader, replicas, ISR members, epoch. */
+function replicaFields(s: BrokerServices, topic: string, partition: number) {
+  const r = s.metastore.replicaAssignment?.(topic, partition);
+  if (r === undefined) return {};
+  return {
+    leader: r.leader,
+    replicas: [...r.replicas],
+    isr: r.isr.map((m) => m.member),
+    leader_epoch: r.leaderEpoch,
+  };
+}
+
 export function topicRoutes(s: BrokerServices) {
+  const replication = (): ReplicationContext => ({
+    enabled: s.config.replication === "on",
+    brokers: replicaBrokers(s.metastore.members()),
+  });
   const refuseOverCaps = (addTopics: number, addPartitions: number): void => {
     const refusal = capRefusal(s.metastore.listTopics(), addTopics, addPartitions, s.config.limits);
     if (refusal === undefined) return;
@@ -108,14 +132,18 @@ export function topicRoutes(s: BrokerServices) {
           tags: ["topics"],
           summary: "Create a topic",
           description:
-            'Body (JSON): {"name": "...", "partitions": N, "retention_ms": N, "retention_bytes": N, ...}; 201 with the topic. 409 topic_exists when the name is taken.',
+            'Body (JSON): {"name": "...", "partitions": N, "retention_ms": N, "retention_bytes": N, "replication_factor": N, "min_insync_replicas": N, ...}; 201 with the topic. replication_factor: 1 to 5 and at most the brokers (default 3 on a cluster of at least 3 brokers, else 1; always 1 while the broker runs with --replication off, where a factor above 1 is 400 replication_not_enabled); min_insync_replicas: 1 to the factor (default 2, capped at the factor). 409 topic_exists when the name is taken.',
           querystring: querySchema(),
         },
       },
       async (request, reply) => {
         // parent / fanout_delay_ms: create-as-child (fanout/create-child.ts).
         const { body, link } = splitCreateLink(request.body, (name) => s.metastore.getTopic(name));
-        const parsed = parseTopicCreate(body, s.config.topicDefaults, new Date(s.nowMs()));
+        const parsed = {
+          ...parseTopicCreate(body, s.config.topicDefaults, new Date(s.nowMs())),
+          // A child gets its own settings, by the same rules (not its parent's).
+          ...parseCreateReplication(body as Record<string, unknown>, replication()),
+        };
         // The creator owns the topic (Narad v1); a client cannot name another owner.
         const by = request.principal;
         const topic =
@@ -184,7 +212,7 @@ export function topicRoutes(s: BrokerServices) {
           tags: ["topics"],
           summary: "Describe a topic",
           description:
-            "The topic's settings with partition_stats (offsets, high watermark, size, owner) per partition.",
+            "The topic's settings with partition_stats (offsets, high watermark, size, owner) per partition; a replicated partition adds leader, replicas, isr (member ids) and leader_epoch.",
           params: topicParams,
           querystring: querySchema({ partition: "only this partition's stats" }),
         },
@@ -209,7 +237,7 @@ export function topicRoutes(s: BrokerServices) {
           tags: ["topics"],
           summary: "Change a topic's settings",
           description:
-            "Body (JSON): the settings to change (partitions may only grow); answers the updated topic.",
+            "Body (JSON): the settings to change (partitions may only grow; min_insync_replicas from 1 to the replication factor; replication_factor is fixed: another value is 400 replication_factor_immutable); answers the updated topic.",
           params: topicParams,
           querystring: querySchema(),
         },
@@ -218,7 +246,10 @@ export function topicRoutes(s: BrokerServices) {
         patches.run(request.params.topic, async () => {
           const topic = requireTopic(s, request.params.topic);
           refuseUnlessManager(request.principal, topic);
-          const patch = parseTopicPatch(request.body, topic, s.config.topicDefaults);
+          const patch = {
+            ...parseTopicPatch(request.body, topic, s.config.topicDefaults),
+            ...parsePatchReplication(request.body as Record<string, unknown>, topic),
+          };
           if (patch.schema !== undefined) compileSchema(patch.schema.definition);
           if (patch.partitions !== undefined) refuseOverCaps(0, patch.partitions - topic.partitions);
           // Fan-out: a child's schema is its parent's; a parent's retention must hold its delay children.

@@ -27,12 +27,27 @@ export interface NaradApi {
   createTopic(body: NaradTopic): Promise<NaradTopic>;
   patchTopicSpec(name: string, patch: object): Promise<NaradTopic>;
   deleteTopic(name: string): Promise<void>;
+  /** A quorum GET of one NaradTopic (by object name), not the watch cache. */
+  getTopic(name: string): Promise<NaradTopic>;
+  /**
+   * A JSON Patch (RFC 6902) of a NaradTopic's status subresource. Every
+   * change the broker makes there names the resourceVersion it read
+   * (`replace /metadata/resourceVersion`), so it applies to that version only (else 409).
+   */
+  patchTopicStatus(name: string, ops: readonly JsonPatchOp[]): Promise<NaradTopic>;
   /** A quorum GET of one NaradCluster. */
   getCluster(name: string): Promise<NaradCluster>;
   /** A merge patch of the NaradCluster's scale subresource (autoscaling/v1 Scale). */
   patchClusterScale(name: string, patch: object): Promise<unknown>;
   topicsPath: string;
   clustersPath: string;
+}
+
+/** One RFC 6902 operation (the broker uses replace and test). */
+export interface JsonPatchOp {
+  op: "replace" | "test";
+  path: string;
+  value: unknown;
 }
 
 export function naradApi(kubeConfig: KubeConfig, namespace: string, requestTimeoutMs: number): NaradApi {
@@ -65,6 +80,12 @@ export function naradApi(kubeConfig: KubeConfig, namespace: string, requestTimeo
     deleteTopic: async (name) => {
       await api.deleteNamespacedCustomObject({ ...base, plural: NARAD_TOPIC_PLURAL, name }, opts);
     },
+    getTopic: (name) => api.getNamespacedCustomObject({ ...base, plural: NARAD_TOPIC_PLURAL, name }, opts),
+    patchTopicStatus: (name, ops) =>
+      api.patchNamespacedCustomObjectStatus(
+        { ...base, plural: NARAD_TOPIC_PLURAL, name, body: ops },
+        setHeaderOptions("Content-Type", PatchStrategy.JsonPatch, opts),
+      ),
     getCluster: (name) =>
       api.getNamespacedCustomObject({ ...base, plural: NARAD_CLUSTER_PLURAL, name }, opts),
     patchClusterScale: (name, patch) =>

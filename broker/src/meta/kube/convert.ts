@@ -3,6 +3,7 @@
 // NaradTopic leaves out, so both sides read the same values.
 
 import { topicName, withTopicDefaults } from "../../../../packages/api/src/v1alpha1/defaults.ts";
+import type { IsrMember, ReplicaAssignment } from "../../../../packages/api/src/v1alpha1/replication.ts";
 import {
   API_VERSION,
   type MemberStatus,
@@ -11,6 +12,7 @@ import {
   type NaradSubscriptionSpec,
   type NaradTopic,
   type NaradTopicSpec,
+  type PartitionAssignment,
   type PartitionMoveStatus,
 } from "../../../../packages/api/src/v1alpha1/types.ts";
 import type { ClusterMove, Member, NewTopic, SubscriptionConfig, TopicConfig, TopicPatch } from "../types.ts";
@@ -122,7 +124,24 @@ export function topicConfigOf(resource: NaradTopic): TopicConfig {
       ? {}
       : { schema: { version: s.schema.version, definition: s.schema.definition } }),
     ...ownerOf(resource),
+    ...replicationOf(resource),
     ...linkOf(resource),
+  };
+}
+
+/**
+ * The replication settings in effect: spec's (the broker writes both at
+ * create), else what the operator recorded in status when it chose a
+ * default for a NaradTopic applied without them; absent: one copy.
+ */
+function replicationOf(
+  resource: NaradTopic,
+): Pick<TopicConfig, "replication_factor" | "min_insync_replicas"> {
+  const rf = resource.spec?.replicationFactor ?? resource.status?.replicationFactor;
+  const min = resource.spec?.minInsyncReplicas ?? resource.status?.minInsyncReplicas;
+  return {
+    ...(rf === undefined ? {} : { replication_factor: rf }),
+    ...(min === undefined ? {} : { min_insync_replicas: min }),
   };
 }
 
@@ -184,13 +203,62 @@ function subscriptionSpecOf(s: SubscriptionConfig): NaradSubscriptionSpec {
   });
 }
 
-/** Partition → owner member id, from status.assignments. */
+/**
+ * Partition → owner member id, from status.assignments; for a replicated
+ * partition its leader (none while it is offline).
+ */
 export function assignmentsOf(resource: NaradTopic): ReadonlyMap<number, string> {
   const out = new Map<number, string>();
   for (const a of resource.status?.assignments ?? []) {
-    if (a.owner !== "") out.set(a.partition, a.owner);
+    const r = replicaAssignmentOf(a);
+    const owner = r === undefined ? a.owner : (r.leader ?? "");
+    if (owner !== "") out.set(a.partition, owner);
   }
   return out;
+}
+
+function isIsrMember(v: unknown): v is IsrMember {
+  if (typeof v !== "object" || v === null) return false;
+  const m = v as Record<string, unknown>;
+  return typeof m.member === "string" && typeof m.volumeId === "string";
+}
+
+/**
+ * The replicated record of an assignment entry, or undefined for a
+ * single-copy one (or one whose replicated fields are malformed). The
+ * record's fields are set together; `leader` null, or absent with the
+ * other three set (a JSON merge patch drops null members inside a list),
+ * is an offline partition.
+ */
+export function replicaAssignmentOf(a: PartitionAssignment): ReplicaAssignment | undefined {
+  const { leader, replicas, isr, leaderEpoch } = a;
+  if (replicas === undefined || isr === undefined || leaderEpoch === undefined) return undefined;
+  if (leader !== undefined && leader !== null && typeof leader !== "string") return undefined;
+  if (!Array.isArray(replicas) || !replicas.every((r) => typeof r === "string")) return undefined;
+  if (!Array.isArray(isr) || !isr.every(isIsrMember)) return undefined;
+  if (!Number.isSafeInteger(leaderEpoch) || leaderEpoch < 0) return undefined;
+  return {
+    partition: a.partition,
+    leader: leader === undefined || leader === "" ? null : leader,
+    replicas: [...replicas],
+    isr: isr.map((m) => ({ member: m.member, volumeId: m.volumeId })),
+    leaderEpoch,
+  };
+}
+
+/** Partition → replicated record, from status.assignments (single-copy partitions are absent). */
+export function replicaAssignmentsOf(resource: NaradTopic): ReadonlyMap<number, ReplicaAssignment> {
+  const out = new Map<number, ReplicaAssignment>();
+  for (const a of resource.status?.assignments ?? []) {
+    const r = replicaAssignmentOf(a);
+    if (r !== undefined) out.set(a.partition, r);
+  }
+  return out;
+}
+
+/** Where partition `p`'s entry sits in status.assignments, or -1. */
+export function assignmentIndex(resource: NaradTopic, partition: number): number {
+  return (resource.status?.assignments ?? []).findIndex((a) => a.partition === partition);
 }
 
 /** The CRD's minimum for retentionMs is 1: 0 ("keep forever" in TopicConfig) is left to the default. */
@@ -225,6 +293,9 @@ export function naradTopicFor(
     schema: topic.schema === undefined ? undefined : { ...topic.schema },
     parent: attachment?.parent,
     delayMs: attachment === undefined || attachment.delayMs === 0 ? undefined : attachment.delayMs,
+    // Written as resolved at create, so a later change of the cluster's size never changes them.
+    replicationFactor: topic.replication_factor,
+    minInsyncReplicas: topic.min_insync_replicas,
   });
   const annotations = {
     ...(topic.owner === undefined ? {} : { [OWNER_ANNOTATION]: topic.owner }),
@@ -257,6 +328,7 @@ export function specMergePatch(patch: TopicPatch): {
       retentionBytes: patch.retention_bytes,
       maxInFlightPerPartition: patch.max_in_flight_per_partition,
       maxAckedAheadPerPartition: patch.max_acked_ahead_per_partition,
+      minInsyncReplicas: patch.min_insync_replicas,
       subscriptions:
         patch.subscriptions === undefined
           ? undefined
@@ -302,7 +374,12 @@ export function topicMergePatch(
 }
 
 export function memberOf(m: MemberStatus): Member {
-  return { id: m.id, address: m.address ?? "", state: m.state };
+  return {
+    id: m.id,
+    address: m.address ?? "",
+    state: m.state,
+    ...(m.volumeId === undefined || m.volumeId === "" ? {} : { volumeId: m.volumeId }),
+  };
 }
 
 /** Moves the operator keeps in status after they ended (until it prunes them). */

@@ -11,11 +11,15 @@ import { ConfigError, loadConfig } from "../../config.ts";
 import { topicFixture } from "../contract.ts";
 import {
   ATTACHMENT_ANNOTATION,
+  assignmentIndex,
   assignmentsOf,
   attachmentOf,
   LINK_PROBLEM_ANNOTATION,
+  memberOf,
   movesInFlight,
   naradTopicFor,
+  replicaAssignmentOf,
+  replicaAssignmentsOf,
   specMergePatch,
   topicConfigOf,
   topicMergePatch,
@@ -157,6 +161,125 @@ describe("NaradTopic mapping", () => {
       },
     };
     expect([...assignmentsOf(obj)]).toEqual([[0, "demo-0"]]);
+  });
+  it("writes the replication settings into spec at create and reads them back; patches only the minimum", () => {
+    const t = topicFixture("r", {
+      created_at: "2026-01-02T03:04:05.000Z",
+      replication_factor: 3,
+      min_insync_replicas: 2,
+    });
+    const obj = naradTopicFor(t, "ns", "demo");
+    expect(obj.spec).toMatchObject({ replicationFactor: 3, minInsyncReplicas: 2 });
+    const back = topicConfigOf({
+      ...obj,
+      metadata: { ...obj.metadata, uid: "uid-1", creationTimestamp: t.created_at as unknown as Date },
+    });
+    expect(back).toEqual({ ...t, uid: "uid-1" });
+    expect(naradTopicFor(topicFixture("plain"), "ns", "demo").spec).not.toHaveProperty("replicationFactor");
+    expect(specMergePatch({ min_insync_replicas: 3 })).toEqual({ spec: { minInsyncReplicas: 3 } });
+  });
+  it("takes the settings from spec, else from what the operator recorded in status, else none (one copy)", () => {
+    const base = naradTopicFor(topicFixture("applied"), "ns", "demo");
+    const withStatus = (spec: object, status: object) =>
+      topicConfigOf({
+        ...base,
+        spec: { ...base.spec, ...spec },
+        status,
+        metadata: { ...base.metadata, uid: "u" },
+      });
+    expect(withStatus({}, {})).not.toHaveProperty("replication_factor");
+    expect(withStatus({}, {})).not.toHaveProperty("min_insync_replicas");
+    expect(withStatus({}, { replicationFactor: 3, minInsyncReplicas: 2 })).toMatchObject({
+      replication_factor: 3,
+      min_insync_replicas: 2,
+    });
+    expect(
+      withStatus(
+        { replicationFactor: 5, minInsyncReplicas: 3 },
+        { replicationFactor: 3, minInsyncReplicas: 2 },
+      ),
+    ).toMatchObject({ replication_factor: 5, min_insync_replicas: 3 });
+    expect(withStatus({ replicationFactor: 3 }, { minInsyncReplicas: 1 })).toMatchObject({
+      replication_factor: 3,
+      min_insync_replicas: 1,
+    });
+  });
+  it("reads replicated records from status.assignments: the leader is the owner, offline has none", () => {
+    const isr = [
+      { member: "demo-1", volumeId: "v1" },
+      { member: "demo-2", volumeId: "v2" },
+    ];
+    const obj: NaradTopic = {
+      apiVersion: "narad.dev/v1alpha1",
+      kind: "NaradTopic",
+      metadata: { name: "t" },
+      spec: { cluster: "demo", partitions: 5 },
+      status: {
+        assignments: [
+          { partition: 0, owner: "demo-0" },
+          {
+            partition: 1,
+            owner: "demo-1",
+            leader: "demo-1",
+            replicas: ["demo-1", "demo-2", "demo-0"],
+            isr,
+            leaderEpoch: 4,
+          },
+          // Offline: leader null (or dropped by a merge patch) with the other three set.
+          { partition: 2, owner: "", leader: null, replicas: ["demo-2", "demo-0"], isr, leaderEpoch: 9 },
+          { partition: 3, owner: "", replicas: ["demo-2", "demo-0"], isr, leaderEpoch: 9 },
+          // Not all of the record: a single-copy entry.
+          { partition: 4, owner: "demo-1", leader: "demo-1", replicas: ["demo-1"] },
+        ],
+      },
+    };
+    expect([...assignmentsOf(obj)]).toEqual([
+      [0, "demo-0"],
+      [1, "demo-1"],
+      [4, "demo-1"],
+    ]);
+    const records = replicaAssignmentsOf(obj);
+    expect([...records.keys()]).toEqual([1, 2, 3]);
+    expect(records.get(1)).toEqual({
+      partition: 1,
+      leader: "demo-1",
+      replicas: ["demo-1", "demo-2", "demo-0"],
+      isr,
+      leaderEpoch: 4,
+    });
+    expect(records.get(2)?.leader).toBeNull();
+    expect(records.get(3)?.leader).toBeNull();
+    // Malformed replicated fields are no record.
+    const bad = { partition: 0, owner: "x", leader: "x", replicas: ["x"], leaderEpoch: 1 };
+    expect(replicaAssignmentOf({ ...bad, isr: [{ member: "x" }] } as never)).toBeUndefined();
+    expect(replicaAssignmentOf({ ...bad, isr: [], leaderEpoch: -1 })).toBeUndefined();
+    expect(replicaAssignmentOf({ ...bad, isr: [], replicas: [1] } as never)).toBeUndefined();
+    expect(replicaAssignmentOf({ ...bad, isr: [] })).toStrictEqual({
+      partition: 0,
+      leader: "x",
+      replicas: ["x"],
+      isr: [],
+      leaderEpoch: 1,
+    });
+    expect(assignmentIndex(obj, 3)).toBe(3);
+    expect(assignmentIndex(obj, 7)).toBe(-1);
+  });
+  it("carries a member's volume id", () => {
+    const m = {
+      id: "demo-0",
+      pod: "demo-0",
+      ordinal: 0,
+      state: "Active" as const,
+      since: "",
+      address: "a:1",
+    };
+    expect(memberOf({ ...m, volumeId: "vol-1" })).toEqual({
+      id: "demo-0",
+      address: "a:1",
+      state: "Active",
+      volumeId: "vol-1",
+    });
+    expect(memberOf(m)).toEqual({ id: "demo-0", address: "a:1", state: "Active" });
   });
   it("maps subscriptions both ways, omitting unset settings", () => {
     const t = topicFixture("subs", {
