@@ -5,7 +5,7 @@
 // the replica manager's roles, the leader state's HWM and ISR writes, the
 // fetchers, the commit wait, the dispatcher holding records for a leader.
 import { readFileSync } from "node:fs";
-import { readdir, readFile } from "node:fs/promises";
+import { readdir, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ReplicaAssignment } from "../../packages/api/src/v1alpha1/replication.ts";
@@ -147,5 +147,169 @@ describe("replication on an in-process cluster", () => {
     expect(r.status, r.text).toBe(503);
     expect(r.json().code).toBe("not_enough_replicas");
     expect(r.headers["retry-after"]).toBeDefined();
+  });
+  it("a dead follower leaves the ISR after replica_lag_ms (never below the minimum); back, it catches up and rejoins", async () => {
+    const tc = await replicatingCluster({ lagMs: 800 });
+    const record = await createTopic(tc, "lag");
+    const leader = tc.node(record.leader!);
+    const victim = record.replicas.find((m) => m !== leader.id)!;
+    expect((await produceAll(leader, "lag", [1, 2])).status).toBe(200);
+    await tc.kill(victim);
+    // Answered once the ISR shrank to the two live replicas (min_insync_replicas 2).
+    const t0 = Date.now();
+    const r = await produceAll(leader, "lag", [3, 4]);
+    expect(r.status, r.text).toBe(200);
+    expect(Date.now() - t0).toBeLessThan(8_000);
+    expect(
+      tc.mc
+        .replicaAssignment("lag", 0)
+        ?.isr.map((m) => m.member)
+        .sort(),
+    ).toEqual(record.replicas.filter((m) => m !== victim).sort());
+    for (let i = 0; i < 5; i++) expect((await produceAll(leader, "lag", [10 + i])).status).toBe(200);
+    // The survivors alone cannot shrink it further: a second death stops acks=all (503), loses nothing.
+    const back = await tc.restart(victim);
+    await eventually("the returning follower rejoined the ISR", 15_000, async () => {
+      return (tc.mc.replicaAssignment("lag", 0)?.isr.length ?? 0) === 3;
+    });
+    const want = await segmentBytes(leader, "lag");
+    await eventually("its copy equals the leader's", 10_000, async () =>
+      (await segmentBytes(back, "lag")).equals(want),
+    );
+  });
+
+  it("a deposed leader truncates what it appended above the HWM, and its WAL re-sends it to the new leader once", async () => {
+    const tc = await replicatingCluster({ lagMs: 60_000 });
+    const record = await createTopic(tc, "div");
+    const oldId = record.leader!;
+    const [b, c] = record.replicas.filter((m) => m !== oldId) as [string, string];
+    expect((await produceAll(tc.node(b), "div", [1, 2, 3])).status).toBe(200);
+    await eventually("drained", 10_000, () => drained(tc.nodes()));
+    // Both followers die: the leader appends what its own WAL sends it, but cannot commit it.
+    await tc.kill(b);
+    await tc.kill(c);
+    const held = await produceIds(tc.node(oldId), "div", [50, 51, 52], 0);
+    expect(held.status).toBe(202);
+    await eventually("the leader appended above its HWM", 10_000, async () => {
+      const st = (await req(tc.node(oldId), "GET", "/v1/topics/div?partition=0")).json().partition_stats[0];
+      return st.next_offset > st.high_watermark;
+    });
+    const leaderEnd = (await segmentBytes(tc.node(oldId), "div")).length;
+    await tc.kill(oldId);
+    tc.mc.setState(oldId, "Down");
+    // The operator elects b at epoch + 1 (the old leader stays in the ISR: removing it would go below 2).
+    await tc.restart(b);
+    await tc.restart(c);
+    tc.mc.setReplicaAssignment("div", 0, { ...record, leader: b, leaderEpoch: record.leaderEpoch + 1 });
+    expect((await produceAll(tc.node(c), "div", [60])).status).toBe(503);
+    // The old leader returns: it follows b, cuts its divergent tail, rejoins; its WAL re-sends 50-52.
+    const old = await tc.restart(oldId);
+    tc.mc.setState(oldId, "Active");
+    await eventually("every WAL drained", 20_000, () => drained(tc.nodes()));
+    const r = await produceAll(tc.node(c), "div", [61]);
+    expect(r.status, r.text).toBe(200);
+    const ids = await readIds(tc.node(b), "div");
+    for (const id of [1, 2, 3, 50, 51, 52, 61]) expect(ids.filter((x) => x === id)).toHaveLength(1);
+    const want = await segmentBytes(tc.node(b), "div");
+    await eventually(
+      "all three copies equal",
+      10_000,
+      async () =>
+        (await segmentBytes(old, "div")).equals(want) && (await segmentBytes(tc.node(c), "div")).equals(want),
+    );
+    expect(leaderEnd).toBeGreaterThan(0);
+  });
+
+  it("a follower back on an empty volume is removed from the ISR at its first fetch, then catches up and rejoins with its new volume", async () => {
+    const tc = await replicatingCluster({ lagMs: 60_000 });
+    const record = await createTopic(tc, "vol");
+    const leader = tc.node(record.leader!);
+    const victimId = record.replicas.find((m) => m !== leader.id)!;
+    for (let i = 0; i < 5; i++)
+      expect((await produceAll(leader, "vol", [i * 2, i * 2 + 1])).status).toBe(200);
+    const victim = await tc.kill(victimId);
+    await rm(victim.dir, { recursive: true, force: true });
+    const fresh = await tc.start(victimId, { dir: tc.tempDir("narad-repl-fresh") });
+    const newVolume = volumeIdOf(fresh);
+    expect(newVolume).not.toBe(record.isr.find((m) => m.member === victimId)?.volumeId);
+    tc.mc.setVolumeId(victimId, newVolume);
+    await eventually("rejoined with its new volume", 15_000, async () => {
+      const isr = tc.mc.replicaAssignment("vol", 0)?.isr ?? [];
+      return isr.some((m) => m.member === victimId && m.volumeId === newVolume);
+    });
+    const want = await segmentBytes(leader, "vol");
+    expect((await segmentBytes(fresh, "vol")).equals(want)).toBe(true);
+    expect((await produceAll(fresh, "vol", [99])).status).toBe(200);
+  });
+
+  it("a consumer group's committed frontier survives the leader's loss (acked records are not redelivered)", async () => {
+    const tc = await replicatingCluster();
+    const record = await createTopic(tc, "q");
+    const leaderId = record.leader!;
+    const via = tc.node(record.replicas.find((m) => m !== leaderId)!);
+    expect((await produceAll(via, "q", [1, 2, 3, 4, 5, 6])).status).toBe(200);
+    for (let i = 0; i < 4; i++) {
+      const got = await req(via, "GET", "/v1/topics/q/consume?group=g&wait=1s");
+      expect(got.status, got.text).toBe(200);
+      const handle = got.json().receipt_handle as string;
+      const ack = await req(via, "POST", `/v1/topics/q/ack?receipt_handle=${encodeURIComponent(handle)}`);
+      expect(ack.status, ack.text).toBe(204);
+    }
+    // The leader persists the frontier (4) and sends it to its followers with their next fetch.
+    await eventually("followers hold the frontier", 15_000, async () => {
+      for (const m of record.replicas.filter((x) => x !== leaderId)) {
+        const f = join(tc.node(m).dir, "topics", "q", "p00000", "consumers", "g.offset");
+        const buf = await readFile(f).catch(() => null);
+        if (buf === null || buf.readUInt32BE(4) !== 4) return false;
+      }
+      return true;
+    });
+    await tc.kill(leaderId);
+    tc.mc.setState(leaderId, "Down");
+    tc.mc.setReplicaAssignment("q", 0, {
+      ...record,
+      leader: via.id,
+      leaderEpoch: record.leaderEpoch + 1,
+      isr: record.isr.filter((m) => m.member !== leaderId),
+    });
+    const got = await eventually("the new leader serves the group", 10_000, async () => {
+      const r = await req(via, "GET", "/v1/topics/q/consume?group=g&wait=1s");
+      return r.status === 200;
+    }).then(async () => req(via, "GET", "/v1/topics/q/consume?group=g&wait=1s"));
+    // The first consume above took offset 4 (id 5); this one gets id 6, or 5 again: never 1-4.
+    expect(got.status, got.text).toBe(200);
+    expect([5, 6]).toContain(got.json().payload.id);
+  });
+
+  it("reassignment: an added replica catches up and joins the ISR; a dropped one deletes its copy", async () => {
+    const tc = await replicatingCluster();
+    const record = await createTopic(tc, "move");
+    const leader = tc.node(record.leader!);
+    for (let i = 0; i < 6; i++)
+      expect((await produceAll(leader, "move", [i * 3, i * 3 + 1, i * 3 + 2])).status).toBe(200);
+    const d = await tc.start("d");
+    tc.mc.setVolumeId("d", volumeIdOf(d));
+    // The operator adds d first ...
+    tc.mc.setReplicaAssignment("move", 0, { ...record, replicas: [...record.replicas, "d"] });
+    await eventually("d in the ISR", 15_000, async () =>
+      (tc.mc.replicaAssignment("move", 0)?.isr ?? []).some((m) => m.member === "d"),
+    );
+    expect((await segmentBytes(d, "move")).equals(await segmentBytes(leader, "move"))).toBe(true);
+    // ... then drops a follower from the replicas and the ISR.
+    const gone = record.replicas.find((m) => m !== leader.id)!;
+    const now = tc.mc.replicaAssignment("move", 0)!;
+    tc.mc.setReplicaAssignment("move", 0, {
+      ...now,
+      replicas: now.replicas.filter((m) => m !== gone),
+      isr: now.isr.filter((m) => m.member !== gone),
+    });
+    const goneDir = join(tc.node(gone).dir, "topics", "move", "p00000");
+    await eventually("the dropped replica's copy is removed", 10_000, async () =>
+      readdir(goneDir).then(
+        () => false,
+        () => true,
+      ),
+    );
+    expect((await produceAll(d, "move", [100])).status).toBe(200);
   });
 });

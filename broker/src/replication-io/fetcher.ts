@@ -173,6 +173,8 @@ export async function runFollower(o: FollowerOptions): Promise<FollowerStop> {
       }
       await log.append(res.frames);
     }
+    // Retention follows the leader's: what it deleted, the copy drops too.
+    if (res.log_start_offset > log.startOffset) await log.deleteBelow(res.log_start_offset);
     const next = followerHwm(hwm, res.leader_hwm, log.endOffset);
     if (next !== hwm || res.frames.length > 0) {
       hwm = next;

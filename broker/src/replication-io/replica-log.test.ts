@@ -110,4 +110,55 @@ describe("volume-id file", () => {
     expect(foreign.kind).toBe("foreign");
     expect((await readVolumeId(root, self)).kind).toBe("own");
   });
+
+  it("follows the leader's retention: drops sealed segments below its oldest offset after raising the dedup floor", async () => {
+    const log = await ReplicaLog.open(opts());
+    for (let i = 0; i < 10; i++) await log.append(frame(i * 3, 3));
+    const before = log.segmentFiles();
+    const cut = before[2]!.base;
+    expect(await log.deleteBelow(cut)).toBe(2);
+    expect(log.startOffset).toBe(cut);
+    expect(log.endOffset).toBe(30);
+    // Opened as a leader's log, it still refuses the deleted records' seqs.
+    const plog = await openPartitionLog({
+      dir: opts().dir,
+      segmentBytes: 300,
+      indexIntervalBytes: 64,
+      maxFrameBytes: 1 << 20,
+      hwmPersistIntervalMs: 60_000,
+      nowMs: () => 2_000,
+    });
+    try {
+      expect(plog.committedSeq("1111111111111111")).toBe(30);
+      const again = await plog.commitDurable(recs(0, 2));
+      expect(again).toMatchObject({ appended: 0, duplicates: 2 });
+    } finally {
+      await plog.close();
+    }
+    expect(await log.deleteBelow(0)).toBe(0);
+  });
+
+  it("restarts empty at the leader's oldest offset, keeping the dedup floor of what it dropped", async () => {
+    const log = await ReplicaLog.open(opts());
+    for (let i = 0; i < 3; i++) await log.append(frame(i * 3, 3));
+    await log.resetTo(500);
+    expect(log.startOffset).toBe(500);
+    expect(log.endOffset).toBe(500);
+    const again = await ReplicaLog.open(opts());
+    expect(again.endOffset).toBe(500);
+    const plog = await openPartitionLog({
+      dir: opts().dir,
+      segmentBytes: 300,
+      indexIntervalBytes: 64,
+      maxFrameBytes: 1 << 20,
+      hwmPersistIntervalMs: 60_000,
+      nowMs: () => 2_000,
+    });
+    try {
+      expect(plog.committedSeq("1111111111111111")).toBe(9);
+      expect(plog.stats().nextOffset).toBe(500);
+    } finally {
+      await plog.close();
+    }
+  });
 });

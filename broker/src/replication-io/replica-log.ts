@@ -17,7 +17,15 @@
 
 import { mkdir, open, readdir, unlink } from "node:fs/promises";
 import { join } from "node:path";
-import { frameBytes, frameHeaderBytes, parseFrameHeader, verifyFrameCrc } from "../core/log-codec.ts";
+import {
+  frameBytes,
+  frameHeaderBytes,
+  parseFrameHeader,
+  scanFrameIds,
+  verifyFrameCrc,
+} from "../core/log-codec.ts";
+import { readDedupFloor, writeDedupFloor } from "../log/dedup-floor.ts";
+import { nodeLogIo } from "../log/log-io.ts";
 import { parseSegmentFileName, segmentFileName } from "../log/segment.ts";
 import { fsyncDir } from "./atomic-file.ts";
 
@@ -243,6 +251,33 @@ export class ReplicaLog {
   }
 
   /**
+   * Retention on a follower: drops the sealed segments that end at or below
+   * `offset` (the leader's oldest offset; its retention already deleted
+   * them there), never the active one. The dedup floor is raised first with
+   * the highest (incarnation, seq) they hold, so a copy that becomes leader
+   * still drops a re-sent record whose segment is gone (log/dedup-floor.ts).
+   * Oldest first; a crash part-way leaves a suffix, and the next call
+   * finishes. Returns the segments deleted.
+   */
+  async deleteBelow(offset: number): Promise<number> {
+    const doomed: ReplicaSegment[] = [];
+    for (let i = 0; i < this.#segments.length - 1; i++) {
+      const seg = this.#segments[i]!;
+      if (endOf(seg) > offset) break;
+      doomed.push(seg);
+    }
+    if (doomed.length === 0) return 0;
+    // Before the first unlink: the floor plus what remains cover every seq.
+    await this.#raiseDedupFloor(doomed);
+    for (const seg of doomed) {
+      await unlink(seg.path);
+      this.#segments.shift();
+    }
+    await fsyncDir(this.#o.dir);
+    return doomed.length;
+  }
+
+  /**
    * Drops the whole copy and restarts it empty at `offset`: a replica whose
    * end is below the leader's oldest offset (retention deleted what it
    * lacks) can only start over there. Segments go newest first; a crash
@@ -250,6 +285,7 @@ export class ReplicaLog {
    * range again.
    */
   async resetTo(offset: number): Promise<void> {
+    await this.#raiseDedupFloor(this.#segments);
     while (this.#segments.length > 0) {
       const seg = this.#segments[this.#segments.length - 1]!;
       await unlink(seg.path);
@@ -260,6 +296,29 @@ export class ReplicaLog {
     await (await open(path, "a")).close();
     await fsyncDir(this.#o.dir);
     this.#segments.push({ base: offset, path, bytes: 0, frames: [] });
+  }
+
+  /** Raises the dedup floor with the highest (incarnation, seq) of `segs`' frames (written durably when it moves). */
+  async #raiseDedupFloor(segs: readonly ReplicaSegment[]): Promise<void> {
+    const floor = await readDedupFloor(nodeLogIo, this.#o.dir);
+    let raised = false;
+    for (const seg of segs) {
+      if (seg.frames.length === 0) continue;
+      const buf = await readWhole(seg.path);
+      for (const f of seg.frames) {
+        const parsed = parseFrameHeader(buf, f.position, this.#o.maxFrameBytes);
+        const ids = parsed.ok ? scanFrameIds(buf, f.position, parsed.header) : null;
+        if (ids === null)
+          throw new Error(`${seg.path}: frame at offset ${f.baseOffset} cannot be read for the dedup floor`);
+        for (const [inc, seq] of ids.maxSeq) {
+          if (seq > (floor.get(inc) ?? -1)) {
+            floor.set(inc, seq);
+            raised = true;
+          }
+        }
+      }
+    }
+    if (raised) await writeDedupFloor(nodeLogIo, this.#o.dir, floor);
   }
 }
 

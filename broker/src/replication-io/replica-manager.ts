@@ -61,7 +61,7 @@ export interface ReplicaManagerDeps {
     Metastore,
     "listTopics" | "getTopic" | "replicaAssignment" | "recordIsr" | "members" | "onChange"
   >;
-  logs: Pick<LogStore, "get" | "partitionDir" | "closePartition">;
+  logs: Pick<LogStore, "get" | "partitionDir" | "closePartition" | "removePartition">;
   peers: Pick<PeerPool, "peer">;
   /** Queue consumption: forget a partition's in-memory state; read its durable frontiers. */
   consumers?: {
@@ -150,10 +150,12 @@ class PartitionReplica {
    */
   #refusedEpoch: number | undefined;
 
-  constructor(d: ReplicaManagerDeps, topic: string, partition: number) {
+  /** `after`: a removal of this partition's earlier copy that must finish first. */
+  constructor(d: ReplicaManagerDeps, topic: string, partition: number, after?: Promise<void>) {
     this.#d = d;
     this.topic = topic;
     this.partition = partition;
+    if (after !== undefined) this.#chain = after.catch(() => undefined);
   }
 
   get #name(): string {
@@ -506,6 +508,8 @@ class PartitionReplica {
 export class ReplicaManager {
   readonly #d: ReplicaManagerDeps;
   readonly #replicas = new Map<string, PartitionReplica>();
+  /** Removals of dropped copies in flight: a replica added back waits for them. */
+  readonly #removals = new Map<string, Promise<void>>();
   #closed = false;
 
   constructor(d: ReplicaManagerDeps) {
@@ -532,7 +536,7 @@ export class ReplicaManager {
         seen.add(key);
         let r = this.#replicas.get(key);
         if (r === undefined) {
-          r = new PartitionReplica(this.#d, t.name, p);
+          r = new PartitionReplica(this.#d, t.name, p, this.#removals.get(key));
           this.#replicas.set(key, r);
         }
         r.update(record, minInsync);
@@ -541,7 +545,30 @@ export class ReplicaManager {
     for (const [key, r] of this.#replicas) {
       if (seen.has(key)) continue;
       this.#replicas.delete(key);
-      void r.close();
+      // Dropped from a record that still exists (a reassignment moved the
+      // replica away): its copy goes too. A deleted topic's files are the
+      // deletion's to remove.
+      const dropped = this.#d.metastore.replicaAssignment?.(r.topic, r.partition) !== undefined;
+      const removal = r
+        .close()
+        .then(async () => {
+          if (!dropped || this.#closed) return;
+          await this.#d.logs.removePartition(r.topic, r.partition);
+          this.#d.logger.info(
+            { topic: r.topic, partition: r.partition },
+            "removed a replica this node no longer holds",
+          );
+        })
+        .catch((err: unknown) =>
+          this.#d.logger.warn(
+            { topic: r.topic, partition: r.partition, err },
+            "removing a dropped replica failed",
+          ),
+        )
+        .finally(() => {
+          if (this.#removals.get(key) === removal) this.#removals.delete(key);
+        });
+      this.#removals.set(key, removal);
     }
   }
 
