@@ -212,6 +212,7 @@ export async function startBroker(
     ...(moves !== undefined ? { moves: moves.service } : {}),
     lifecycle: state.lifecycle,
     volume,
+    ...(replication !== undefined ? { replicas: replication } : {}),
     dispatch: dispatcher,
     metrics,
     nowMs,

@@ -82,6 +82,11 @@ export type ForwardOutcome =
   /** A peer may have stored them (timeout, dropped call): the client must not assume either way. */
   | { kind: "inDoubt"; via: string; reason: string };
 
+/** What the replica manager tells about this node's replicas (replication-io/replica-manager.ts). */
+export interface ReplicaRoles {
+  roles(): Array<{ topic: string; partition: number; role: "lead" | "follow" | "idle"; hwm?: number }>;
+}
+
 export interface BrokerServices {
   config: Config;
   nodeId: string;
@@ -93,6 +98,8 @@ export interface BrokerServices {
   lifecycle: Lifecycle;
   /** The data dir's volume-id marker as found (or written) at start; reported in /admin/v1/status. */
   volume?: VolumeAtStart;
+  /** Cluster mode: the replicated partitions this node holds and its role in each (admin status). */
+  replicas?: ReplicaRoles;
   /**
    * Cluster mode: where produce goes while this node drains or is
    * decommissioned (http/produce-forward.ts): a healthy peer's WAL. Absent

@@ -25,6 +25,7 @@ import type { LogStore, ReplicaOpenMode } from "../log/log-store.ts";
 import type { OpenedPartitionLog, ReplicaCommitGate } from "../log/partition-log.ts";
 import type { Metastore } from "../meta/types.ts";
 import { type EpochHistory, lastEpoch, startEpoch } from "../replication/epoch-history.ts";
+import { type Role, roleOf, sameRole } from "../replication/role.ts";
 import { topicReplication } from "../replication/topic-settings.ts";
 import type { PeerPool } from "../rpc/client.ts";
 import { runFollower, TruncationRefusedError } from "./fetcher.ts";
@@ -78,29 +79,6 @@ export interface ReplicaManagerDeps {
     followerProgress?(topic: string, partition: number, lag: number): void;
   };
 }
-
-export type Role =
-  | { kind: "idle"; reason: string }
-  | { kind: "lead"; epoch: number }
-  | { kind: "follow"; epoch: number; leader: string };
-
-/** The role a record gives `self` on `volumeId`. Pure. */
-export function roleOf(record: ReplicaAssignment, self: string, volumeId: string): Role {
-  if (!record.replicas.includes(self)) return { kind: "idle", reason: "not a replica" };
-  if (record.leader === null) return { kind: "idle", reason: "offline: no leader" };
-  if (record.leader !== self) return { kind: "follow", epoch: record.leaderEpoch, leader: record.leader };
-  const entry = record.isr.find((m) => m.member === self);
-  if (entry === undefined) return { kind: "idle", reason: "named leader outside the ISR" };
-  if (entry.volumeId !== volumeId)
-    return { kind: "idle", reason: "named leader on a volume this node no longer has" };
-  return { kind: "lead", epoch: record.leaderEpoch };
-}
-
-const sameRole = (a: Role, b: Role): boolean =>
-  a.kind === b.kind &&
-  (a.kind === "idle" ||
-    (a.kind === "lead" && b.kind === "lead" && a.epoch === b.epoch) ||
-    (a.kind === "follow" && b.kind === "follow" && a.epoch === b.epoch && a.leader === b.leader));
 
 /** A commit gate that refuses until the leader state behind it is ready. */
 class GateProxy implements ReplicaCommitGate {

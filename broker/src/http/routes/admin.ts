@@ -43,6 +43,8 @@ export function adminRoutes(s: BrokerServices) {
                     memberId: s.volume.identity.memberId,
                   },
           }),
+      // Replication: how many replicated partitions this node leads, follows, or holds idle.
+      ...(s.replicas === undefined ? {} : { replicas: replicaCounts(s.replicas.roles()) }),
       ready: s.lifecycle.ready(),
       draining: s.lifecycle.draining(),
       drained: wal.pendingRecords + parked === 0,
@@ -142,4 +144,14 @@ export function adminRoutes(s: BrokerServices) {
       },
     );
   };
+}
+
+function replicaCounts(roles: ReadonlyArray<{ role: "lead" | "follow" | "idle" }>) {
+  const counts = { leading: 0, following: 0, idle: 0 };
+  for (const r of roles) {
+    if (r.role === "lead") counts.leading++;
+    else if (r.role === "follow") counts.following++;
+    else counts.idle++;
+  }
+  return counts;
 }
