@@ -8,9 +8,13 @@ export interface TopicSettings {
   visibilityTimeoutMs?: number;
   maxInFlightPerPartition?: number;
   maxAckedAheadPerPartition?: number;
+  /** Copies of each partition, fixed at creation (the broker's default when absent). */
+  replicationFactor?: number;
+  /** Copies an acks=all record needs; 1 to the factor. */
+  minInsyncReplicas?: number;
 }
 
-export type TopicPatch = Omit<TopicSettings, "visibilityTimeoutMs">;
+export type TopicPatch = Omit<TopicSettings, "visibilityTimeoutMs" | "replicationFactor">;
 
 export interface Topic {
   name: string;
@@ -20,6 +24,9 @@ export interface Topic {
   visibilityTimeoutMs: number;
   maxInFlightPerPartition: number;
   maxAckedAheadPerPartition: number;
+  /** The settings in effect (1 from a broker that does not report them). */
+  replicationFactor: number;
+  minInsyncReplicas: number;
   /** ISO-8601 creation time (the wire carries Unix seconds, as Narad does). */
   createdAt: string;
 }
@@ -32,6 +39,13 @@ export interface PartitionStats {
   highWatermark: number;
   sizeBytes: number;
   ownerNode: string | undefined;
+  /** Replicated partitions only (all four, else none): the leader, null while offline. */
+  leader?: string | null;
+  /** Every replica (member ids), the preferred leader first. */
+  replicas?: string[];
+  /** The in-sync replicas (member ids). */
+  isr?: string[];
+  leaderEpoch?: number;
 }
 
 export interface TopicInfo extends Topic {
@@ -110,6 +124,8 @@ export function settingsJson(s: TopicSettings): Json {
   if (s.maxInFlightPerPartition !== undefined) out.max_in_flight_per_partition = s.maxInFlightPerPartition;
   if (s.maxAckedAheadPerPartition !== undefined)
     out.max_acked_ahead_per_partition = s.maxAckedAheadPerPartition;
+  if (s.replicationFactor !== undefined) out.replication_factor = s.replicationFactor;
+  if (s.minInsyncReplicas !== undefined) out.min_insync_replicas = s.minInsyncReplicas;
   return out;
 }
 
@@ -128,6 +144,8 @@ export function topicFromJson(j: Json): Topic {
     visibilityTimeoutMs: j.visibility_timeout_ms as number,
     maxInFlightPerPartition: j.max_in_flight_per_partition as number,
     maxAckedAheadPerPartition: j.max_acked_ahead_per_partition as number,
+    replicationFactor: typeof j.replication_factor === "number" ? j.replication_factor : 1,
+    minInsyncReplicas: typeof j.min_insync_replicas === "number" ? j.min_insync_replicas : 1,
     createdAt: createdAtFromJson(j.created_at),
   };
 }
@@ -144,6 +162,14 @@ export function topicInfoFromJson(j: Json): TopicInfo {
       highWatermark: p.high_watermark as number,
       sizeBytes: p.size_bytes as number,
       ownerNode: (p.owner_node as string | null | undefined) ?? undefined,
+      ...(Array.isArray(p.replicas)
+        ? {
+            leader: typeof p.leader === "string" ? p.leader : null,
+            replicas: p.replicas as string[],
+            isr: Array.isArray(p.isr) ? (p.isr as string[]) : [],
+            leaderEpoch: typeof p.leader_epoch === "number" ? p.leader_epoch : 0,
+          }
+        : {}),
     })),
   };
 }

@@ -94,6 +94,26 @@ describe("narad CLI", () => {
     expect(parsed.partition_stats).toHaveLength(3);
     const human = await narad_(["topic", "info", "orders"]);
     expect(human.stdout).toMatch(/PARTITION\s+OWNER\s+OLDEST\s+HWM/);
+    expect(human.stdout).toMatch(/replication\s+factor 1, min in-sync 1/);
+    expect(parsed).toMatchObject({ replication_factor: 1, min_insync_replicas: 1 });
+    // Replication settings: one copy on this broker (--replication off), and the refusal says why.
+    const one = await narad_([
+      "topic",
+      "add",
+      "one",
+      "--replication-factor",
+      "1",
+      "--min-insync-replicas",
+      "1",
+    ]);
+    expect(one).toMatchObject({ code: 0, stdout: "created topic one (3 partitions)\n" });
+    const three = await narad_(["topic", "add", "three", "--replication-factor", "3"]);
+    expect(three.code).toBe(1);
+    expect(three.stderr).toMatch(/--replication on/);
+    const min = await narad_(["topic", "edit", "one", "--min-insync-replicas", "2"]);
+    expect(min.code).toBe(1);
+    expect(min.stderr).toMatch(/min_insync_replicas/);
+    expect((await narad_(["topic", "rm", "one"])).code).toBe(0);
     const dup = await narad_(["topic", "add", "orders"]);
     expect(dup.code).toBe(1);
     expect(dup.stderr).toMatch(/already exists|exists/);

@@ -256,15 +256,15 @@ describe("broker RBAC", () => {
     expectAll(await answers(BROKER, denied), false);
   });
 
-  it("and nothing else: not another namespace, no Secrets, no status writes, no pods", async () => {
+  it("and nothing else: not another namespace, no Secrets, no status writes but a topic's (the ISR), no pods", async () => {
     const denied: Ask[] = [
       ...asksFor(BROKER_ROLE_RULES, OTHER_NS),
       { verb: "get", resource: "secrets", namespace: NS },
       { verb: "list", resource: "secrets", namespace: NS },
       { verb: "get", resource: "secrets", namespace: OTHER_NS },
       { verb: "patch", resource: "naradclusters.narad.dev", subresource: "status", namespace: NS },
-      { verb: "patch", resource: "naradtopics.narad.dev", subresource: "status", namespace: NS },
       { verb: "update", resource: "naradtopics.narad.dev", subresource: "status", namespace: NS },
+      { verb: "update", resource: "naradclusters.narad.dev", subresource: "status", namespace: NS },
       { verb: "create", resource: "naradclusters.narad.dev", namespace: NS },
       { verb: "patch", resource: "naradclusters.narad.dev", namespace: NS },
       { verb: "list", resource: "pods", namespace: NS },

@@ -72,13 +72,26 @@ export function topicInfoText(t: TopicInfo, groups: Array<{ name: string; lag: n
       "max in flight / acked ahead",
       `${t.maxInFlightPerPartition} / ${t.maxAckedAheadPerPartition} per partition`,
     ],
+    ["replication", `factor ${t.replicationFactor}, min in-sync ${t.minInsyncReplicas}`],
     ["created", t.createdAt],
   ]);
+  // Replicated partitions: who leads, who holds a copy, who is in sync, at which epoch.
+  const replicated = t.partitionStats.some((p) => p.replicas !== undefined);
+  const list = (ids: string[] | undefined) => (ids === undefined || ids.length === 0 ? "-" : ids.join(","));
   s += `\n${table(
-    ["PARTITION", "OWNER", "OLDEST", "HWM", "SEGMENTS", "SIZE"],
+    [
+      "PARTITION",
+      replicated ? "LEADER" : "OWNER",
+      ...(replicated ? ["REPLICAS", "ISR", "EPOCH"] : []),
+      "OLDEST",
+      "HWM",
+      "SEGMENTS",
+      "SIZE",
+    ],
     t.partitionStats.map((p) => [
       p.index,
-      p.ownerNode ?? "-",
+      (p.replicas === undefined ? p.ownerNode : (p.leader ?? "(offline)")) || "-",
+      ...(replicated ? [list(p.replicas), list(p.isr), p.leaderEpoch ?? "-"] : []),
       p.oldestOffset,
       p.highWatermark,
       p.segments,

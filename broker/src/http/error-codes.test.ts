@@ -55,6 +55,8 @@ const notReachedHere: Partial<Record<ApiErrorCode, string>> = {
   acks_all_unavailable: "a node without commit waiters (startBroker always builds them)",
   not_enough_replicas:
     "acks=all on a replicated partition whose ISR is below its minimum: broker/test/replication-cluster.test.ts",
+  replication_factor_above_brokers:
+    "a factor above 1 needs --replication on (this node runs with it off): http/routes/topics-replication.test.ts, broker/test/topic-replication.test.ts",
   registry_unavailable: "a node without a producer registry (startBroker always builds one)",
   not_implemented:
     "a decommission on a cluster without an operator (in-process test clusters only; core/decommission.test.ts)",
@@ -169,6 +171,23 @@ describe("every error answer carries a stable code (auth off)", () => {
     [
       "schema_invalid",
       { method: "POST", url: "/v1/topics", ...json({ name: "bad-schema", schema: { type: 12 } }) },
+    ],
+    [
+      "invalid_replication_factor",
+      { method: "POST", url: "/v1/topics", ...json({ name: "rf0", replication_factor: 0 }) },
+    ],
+    [
+      "invalid_min_insync_replicas",
+      { method: "POST", url: "/v1/topics", ...json({ name: "min2", min_insync_replicas: 2 }) },
+    ],
+    // --replication off (the default): a factor above 1 is refused.
+    [
+      "replication_not_enabled",
+      { method: "POST", url: "/v1/topics", ...json({ name: "rf3", replication_factor: 3 }) },
+    ],
+    [
+      "replication_factor_immutable",
+      { method: "PATCH", url: "/v1/topics/t", ...json({ replication_factor: 3 }) },
     ],
     ["conflict", { method: "POST", url: "/v1/cluster/members/node-a/decommission" }],
     ["not_found", { method: "POST", url: "/v1/cluster/members/node-z/decommission" }],

@@ -23,8 +23,10 @@ const OWNED = ["get", "list", "watch", "create", "patch", "delete"];
 
 /**
  * Rules of the Role the operator creates for each cluster's brokers. Brokers
- * read topics and membership, and create/delete NaradTopics for POST/DELETE
- * /v1/topics. The operator must itself hold all of these (RBAC escalation check).
+ * read topics and membership, create/delete NaradTopics for POST/DELETE
+ * /v1/topics, and patch a NaradTopic's status for one thing only: the ISR of
+ * a partition they lead. The operator must itself hold all of these (RBAC
+ * escalation check).
  */
 export const BROKER_ROLE_RULES: PolicyRule[] = [
   // patch: PATCH /v1/topics/{t} on a broker updates the NaradTopic spec.
@@ -33,7 +35,9 @@ export const BROKER_ROLE_RULES: PolicyRule[] = [
     resources: ["naradtopics"],
     verbs: ["get", "list", "watch", "create", "patch", "delete"],
   },
-  { apiGroups: [GROUP], resources: ["naradtopics/status"], verbs: ["get"] },
+  // patch: the ISR of a replicated partition the broker leads, a compare-and-swap
+  // on resourceVersion (docs/adr/0007-replication.md); nothing else of status.
+  { apiGroups: [GROUP], resources: ["naradtopics/status"], verbs: ["get", "patch"] },
   { apiGroups: [GROUP], resources: ["naradclusters"], verbs: ["get", "list", "watch"] },
   { apiGroups: [GROUP], resources: ["naradclusters/status"], verbs: ["get"] },
 ];

@@ -6,8 +6,10 @@ import { ownedMeta } from "./owner.ts";
 
 // Brokers use the Kubernetes API as their metastore (ARCHITECTURE.md §4):
 // they watch topics and clusters, create/delete topics for POST/DELETE
-// /v1/topics, and read status (assignments, membership) written only by the
-// operator. They never write status. A decommission request patches their
+// /v1/topics, and read status (assignments, membership) written by the
+// operator. The one status write they make is the ISR of a replicated
+// partition they lead (a resourceVersion-guarded patch of naradtopics/status,
+// ADR 0007); NaradCluster status stays read-only. A decommission request patches their
 // own cluster's scale subresource (brokerScaleRules). They also keep the
 // producer-id registry in one ConfigMap of their own and the Users API's
 // users in one Secret (brokerRegistryRules).

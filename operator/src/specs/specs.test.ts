@@ -74,7 +74,7 @@ describe("every owned object", () => {
 });
 
 describe("rbac", () => {
-  it("grants brokers topic create/patch/delete and read-only status", () => {
+  it("grants brokers topic create/patch/delete, read-only cluster status and patch of topic status (the ISR)", () => {
     const rules = roleSpec(cluster).rules ?? [];
     expect(rules).toContainEqual({
       apiGroups: ["narad.dev"],
@@ -84,7 +84,7 @@ describe("rbac", () => {
     expect(rules).toContainEqual({
       apiGroups: ["narad.dev"],
       resources: ["naradtopics/status"],
-      verbs: ["get"],
+      verbs: ["get", "patch"],
     });
     expect(rules).toContainEqual({
       apiGroups: ["narad.dev"],
@@ -122,10 +122,16 @@ describe("rbac", () => {
         resourceNames: [resourceNames("demo").apiUsers],
       },
     ]);
-    // patch only on naradtopics (spec updates through PATCH /v1/topics/{t}), never on status.
+    // Status: patch of naradtopics/status only (a leader's ISR compare-and-swap), never update,
+    // never NaradCluster status.
     expect(
-      rules.filter((r) => r.resources?.some((x) => x.endsWith("/status"))).flatMap((r) => r.verbs),
-    ).toEqual(["get", "get"]);
+      rules
+        .filter((r) => r.resources?.some((x) => x.endsWith("/status")))
+        .map((r) => [r.resources?.join(","), r.verbs.join(",")]),
+    ).toEqual([
+      ["naradtopics/status", "get,patch"],
+      ["naradclusters/status", "get"],
+    ]);
   });
   it("binds the role to the broker service account, or the user's override", () => {
     const rb = roleBindingSpec(cluster);

@@ -26,6 +26,11 @@ const settingOptions: Options = {
     value: "N",
     description: "acks parked past the frontier per partition",
   },
+  "min-insync-replicas": {
+    type: "string",
+    value: "N",
+    description: "copies an acks=all record needs (1 to the replication factor)",
+  },
 };
 
 function settings(values: Values): TopicSettings {
@@ -40,6 +45,8 @@ function settings(values: Values): TopicSettings {
   set("visibilityTimeoutMs", "visibility-timeout-ms", 1);
   set("maxInFlightPerPartition", "max-in-flight", 1);
   set("maxAckedAheadPerPartition", "max-acked-ahead", 1);
+  set("replicationFactor", "replication-factor", 1);
+  set("minInsyncReplicas", "min-insync-replicas", 1);
   return s;
 }
 
@@ -49,12 +56,22 @@ const add: Command = {
   options: {
     ...settingOptions,
     "visibility-timeout-ms": { type: "string", value: "N", description: "lease length (fixed at creation)" },
+    "replication-factor": {
+      type: "string",
+      value: "N",
+      description:
+        "copies of each partition, 1-5 (fixed at creation; needs the broker's --replication on above 1)",
+    },
   },
   async run(values, args, io) {
     const [name] = positionals(args, ["name"]);
     const t = await io.client().topics.create(name as string, settings(values));
     if (io.json) io.outJson(t);
-    else io.out(`created topic ${t.name} (${t.partitions} partitions)\n`);
+    else {
+      const copies =
+        t.replicationFactor > 1 ? `, ${t.replicationFactor} copies, min in-sync ${t.minInsyncReplicas}` : "";
+      io.out(`created topic ${t.name} (${t.partitions} partitions${copies})\n`);
+    }
     return 0;
   },
 };
@@ -85,7 +102,7 @@ const ls: Command = {
 };
 
 const info: Command = {
-  summary: "settings, partitions (owner, offsets, size) and groups of a topic",
+  summary: "settings, partitions (owner or leader, replicas, offsets, size) and groups of a topic",
   args: ["<name>"],
   options: {},
   async run(_values, args, io) {
@@ -110,7 +127,7 @@ const edit: Command = {
     const patch = settings(values);
     if (Object.keys(patch).length === 0)
       throw new UsageError(
-        "nothing to change: give --partitions, --retention-ms, --retention-bytes, --max-in-flight or --max-acked-ahead",
+        "nothing to change: give --partitions, --retention-ms, --retention-bytes, --max-in-flight, --max-acked-ahead or --min-insync-replicas",
       );
     const t = await io.client().topics.update(name as string, patch);
     if (io.json) io.outJson(t);
