@@ -68,6 +68,12 @@ export interface MembersInput {
   maintenance?: ReadonlySet<string>;
   /** States the scale step imposes this pass (decommission progress; plan/scale.ts). */
   holds?: ReadonlyMap<string, "Decommissioning" | "Removed">;
+  /**
+   * The volume id to record per member (volumes.ts nextVolumeIds: this
+   * pass's answer, else the last known); a member missing here keeps its
+   * recorded one.
+   */
+  volumeIds?: ReadonlyMap<string, string>;
 }
 
 export interface MembersResult {
@@ -179,6 +185,8 @@ export function planMembers(input: MembersInput): MembersResult {
     if (prev?.walPendingRecords !== undefined) member.walPendingRecords = prev.walPendingRecords;
     const revision = pod?.revision ?? prev?.revision;
     if (revision !== undefined) member.revision = revision;
+    const volumeId = input.volumeIds?.get(id) ?? prev?.volumeId;
+    if (volumeId !== undefined) member.volumeId = volumeId;
     if (prevState !== state)
       transitions.push(`${id}: ${prevState ?? "(new)"} → ${state}${why ? ` (${why})` : ""}`);
     members.push(member);
