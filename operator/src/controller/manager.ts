@@ -301,6 +301,10 @@ export class Manager {
     term.mirrors.shutDown();
     this.#o.metrics.leader.set(0);
     this.#o.metrics.queueDepth.set(0);
+    // Another replica leads now and exports these; stale copies here would keep alerts firing.
+    this.#o.metrics.underReplicatedPartitions.reset();
+    this.#o.metrics.offlinePartitions.reset();
+    this.#memory.topicGauges.clear();
     this.#log.info("not leading: reconciling stopped");
     const ending = term.done.catch(() => undefined);
     this.#ending = ending;
