@@ -23,7 +23,8 @@ import type { PodView } from "./pods.ts";
 // emits one Event per transition.
 //
 // Down is a claim that the broker is gone, and peers act on it at once
-// (reroute; reads of its partitions answer 503). So it needs two pieces of
+// (single-copy partitions: reroute, reads answer 503; replicated ones: the
+// topic reconcile elects a new leader from the ISR, plan/topic-replication.ts). So it needs two pieces of
 // evidence, both measured on the operator's own clock from its own
 // observations, never from timestamps written by another machine:
 //   - the pod not Ready (or missing) for downGrace, counted from the first
