@@ -400,8 +400,3 @@ function sameRecords(a: readonly PartitionAssignment[], b: readonly PartitionAss
     );
   return norm(a) === norm(b);
 }
-
-/** Whether any record of the topic is a replicated one (replicas set). */
-export function hasReplicatedRecords(assignments: readonly PartitionAssignment[] | undefined): boolean {
-  return (assignments ?? []).some((a) => a.replicas !== undefined);
-}
