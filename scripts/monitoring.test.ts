@@ -40,8 +40,10 @@ describe("alert rules", () => {
     expect(new Set(names).size).toBe(names.length);
   });
 
-  it("query only metrics that broker/src/metrics.ts defines", () => {
-    const defined = readFileSync(join(REPO_ROOT, "broker/src/metrics.ts"), "utf8");
+  it("query only metrics that broker/src/metrics.ts (or the operator's operator/src/metrics.ts) defines", () => {
+    const defined = ["broker/src/metrics.ts", "operator/src/metrics.ts"]
+      .map((f) => readFileSync(join(REPO_ROOT, f), "utf8"))
+      .join("\n");
     const used = new Set(
       alertRules.flatMap((a) => [...a.expr.matchAll(/\b(narad_[a-z_]+)\b/g)].map((m) => m[1]!)),
     );

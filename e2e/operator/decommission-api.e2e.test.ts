@@ -99,7 +99,8 @@ describe("decommission through the cluster API", () => {
       },
       ready: { settled: 3, timeoutMs: 240_000 },
       headers: admin,
-      topic: { name: TOPIC, partitions: PARTITIONS, assigned: true },
+      // One copy: partition moves are for single-copy partitions (a 3-broker cluster defaults to 3).
+      topic: { name: TOPIC, partitions: PARTITIONS, assigned: true, replicationFactor: 1 },
     });
     // The binaries' build lock may be held by another suite's build: the wait counts here.
   }, 2_400_000);

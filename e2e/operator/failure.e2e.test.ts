@@ -119,7 +119,8 @@ beforeAll(async () => {
       rollout: { downGraceSeconds: DOWN_GRACE_SECONDS },
       security: { auth: { enabled: true } },
     },
-    topic: { name: TOPIC, partitions: PARTITIONS },
+    // One copy: this suite is about single-copy partitions (a 3-broker cluster defaults to 3).
+    topic: { name: TOPIC, partitions: PARTITIONS, replicationFactor: 1 },
   });
 }, 600_000);
 

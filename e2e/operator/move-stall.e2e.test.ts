@@ -56,7 +56,8 @@ beforeAll(async () => {
       moves: { stallTimeoutSeconds: STALL_SECONDS, retryBackoffSeconds: BACKOFF_SECONDS },
       security: { auth: { enabled: true } },
     },
-    topic: { name: TOPIC, partitions: PARTITIONS },
+    // One copy: this suite is about single-copy partitions (a 3-broker cluster defaults to 3).
+    topic: { name: TOPIC, partitions: PARTITIONS, replicationFactor: 1 },
   });
 }, 600_000);
 

@@ -86,7 +86,8 @@ beforeAll(async () => {
       rollout: { drainTimeoutSeconds: 5, downGraceSeconds: 120, gateTimeoutSeconds: 10 },
       security: { auth: { enabled: true } },
     },
-    topic: { name: TOPIC, partitions: PARTITIONS },
+    // One copy: this suite is about single-copy partitions (a 3-broker cluster defaults to 3).
+    topic: { name: TOPIC, partitions: PARTITIONS, replicationFactor: 1 },
   });
 }, 600_000);
 

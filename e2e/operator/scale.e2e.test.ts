@@ -80,7 +80,8 @@ describe("scaling", () => {
         rollout: { downGraceSeconds: 120 },
       },
       ready: { settled: 3, timeoutMs: 180_000 },
-      topic: { name: TOPIC, partitions: PARTITIONS, assigned: true },
+      // One copy: partition moves are for single-copy partitions (a 3-broker cluster defaults to 3).
+      topic: { name: TOPIC, partitions: PARTITIONS, assigned: true, replicationFactor: 1 },
     });
   }, 600_000);
 

@@ -55,7 +55,8 @@ beforeAll(async () => {
       },
       security: { auth: { enabled: true } },
     },
-    topic: { name: TOPIC, partitions: PARTITIONS },
+    // One copy: this suite is about single-copy partitions (a 3-broker cluster defaults to 3).
+    topic: { name: TOPIC, partitions: PARTITIONS, replicationFactor: 1 },
   });
 }, 1_500_000);
 

@@ -113,8 +113,13 @@ export interface SuiteClusterOptions {
   ready?: { settled: number; timeoutMs: number };
   /** The suite's own credentials (its own users Secret); the operator-generated admin's otherwise. */
   headers?: HeaderSource;
-  /** A topic created through the first broker; with `assigned`, also waits up to 60 s for every partition to have an owner. */
-  topic?: { name: string; partitions: number; assigned?: boolean };
+  /**
+   * A topic created through the first broker; with `assigned`, also waits up
+   * to 60 s for every partition to have an owner. With `replicationFactor`
+   * it is applied as a NaradTopic with that factor instead (suites about
+   * single-copy behaviour pin 1: a cluster of 3 brokers defaults to 3).
+   */
+  topic?: { name: string; partitions: number; assigned?: boolean; replicationFactor?: number };
 }
 
 /**
@@ -184,13 +189,48 @@ export async function startSuiteCluster(o: SuiteClusterOptions): Promise<SuiteCl
   const headers = o.headers ?? (await clusterCredentials(platform.kubectl, ns, o.name));
   if (o.topic !== undefined) {
     const topic = o.topic;
-    const ip = (await pods())[0]!.ip!;
-    const created = await fetch(`http://${ip}:${BROKER_PORT}/v1/topics`, {
-      method: "POST",
-      headers: { ...headers(), "content-type": "application/json" },
-      body: JSON.stringify({ name: topic.name, partitions: topic.partitions }),
-    });
-    if (created.status !== 201) throw new Error(`creating topic ${topic.name}: HTTP ${created.status}`);
+    if (topic.replicationFactor !== undefined) {
+      await platform.applyYaml(
+        JSON.stringify({
+          apiVersion: "narad.dev/v1alpha1",
+          kind: "NaradTopic",
+          metadata: { name: topic.name, namespace: ns },
+          spec: { cluster: o.name, partitions: topic.partitions, replicationFactor: topic.replicationFactor },
+        }),
+      );
+      // Like POST /v1/topics, which answers once the operator has assigned
+      // it; and every broker knows it before the suite produces.
+      await waitFor(async () => (await owners()).length === topic.partitions, {
+        timeoutMs: 60_000,
+        what: "the topic's partitions to be assigned",
+        intervalMs: 250,
+      });
+      await waitFor(
+        async () => {
+          for (const p of await pods()) {
+            const r = await fetch(
+              `http://${p.ip}:${BROKER_PORT}/v1/topics/${encodeURIComponent(topic.name)}`,
+              {
+                headers: headers(),
+                signal: AbortSignal.timeout(5_000),
+              },
+            ).catch(() => undefined);
+            await r?.body?.cancel();
+            if (r?.status !== 200) return false;
+          }
+          return true;
+        },
+        { timeoutMs: 60_000, what: "every broker to know the topic", intervalMs: 250 },
+      );
+    } else {
+      const ip = (await pods())[0]!.ip!;
+      const created = await fetch(`http://${ip}:${BROKER_PORT}/v1/topics`, {
+        method: "POST",
+        headers: { ...headers(), "content-type": "application/json" },
+        body: JSON.stringify({ name: topic.name, partitions: topic.partitions }),
+      });
+      if (created.status !== 201) throw new Error(`creating topic ${topic.name}: HTTP ${created.status}`);
+    }
     if (topic.assigned === true)
       await waitFor(async () => (await owners()).length === topic.partitions, {
         timeoutMs: 60_000,

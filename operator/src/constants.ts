@@ -165,6 +165,18 @@ export const STATUS_CONFLICT_REQUEUE_MS = 250;
 export const UNSYNCED_REQUEUE_MS = 1_000;
 /** While waiting for something external (cluster missing, no Active member). */
 export const REQUEUE_WAITING_MS = 15_000;
+/**
+ * A replicated topic with an offline or under-replicated partition, or a
+ * reassignment in flight, is reconciled again this often (besides every
+ * membership change and every change of the topic, ISR writes included).
+ */
+export const REPLICATION_RECHECK_MS = 5_000;
+/** A replicated topic waiting for brokers (fewer eligible than its factor, volume ids not known yet). */
+export const REPLICATION_WAITING_MS = 2_000;
+/** Compare-and-swap attempts of a topic status write within one reconcile (re-read live on each conflict). */
+export const TOPIC_STATUS_CAS_ATTEMPTS = 3;
+/** How long a node's zone label is cached. */
+export const NODE_ZONE_CACHE_MS = 5 * 60_000;
 
 // --- Informers -------------------------------------------------------------
 export const INFORMER_RESTART_BASE_MS = 500;

@@ -49,6 +49,25 @@ export class OperatorMetrics {
     registers: [this.registry],
   });
 
+  readonly leaderElections = new Counter({
+    name: "narad_operator_leader_elections_total",
+    help: "New leaders the operator recorded for replicated partitions, by cause (leader_down, leader_volume, leader_not_in_isr, offline: the first live in-sync replica after an offline spell, leaving: moved off a member being removed).",
+    labelNames: ["namespace", "cluster", "topic", "cause"] as const,
+    registers: [this.registry],
+  });
+  readonly underReplicatedPartitions = new Gauge({
+    name: "narad_operator_under_replicated_partitions",
+    help: "Partitions of a replicated topic with fewer live in-sync replicas than its replication factor (offline ones included).",
+    labelNames: ["namespace", "cluster", "topic"] as const,
+    registers: [this.registry],
+  });
+  readonly offlinePartitions = new Gauge({
+    name: "narad_operator_offline_partitions",
+    help: "Partitions of a replicated topic without a leader: no in-sync replica is live.",
+    labelNames: ["namespace", "cluster", "topic"] as const,
+    registers: [this.registry],
+  });
+
   constructor(opts: { processMetrics?: boolean } = {}) {
     // The standard process_* and nodejs_* names, unprefixed.
     if (opts.processMetrics) collectDefaultMetrics({ register: this.registry });

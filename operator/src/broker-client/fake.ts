@@ -4,12 +4,15 @@ import {
   type BrokerEndpoint,
   type BrokerMove,
   type BrokerStatus,
+  type BrokerVolume,
   type TopicDataDeletion,
 } from "./types.ts";
 
 /** Scriptable in-memory brokers for controller tests, keyed by member id. */
 export class FakeBrokerClient implements BrokerClient {
   readonly statuses = new Map<string, BrokerStatus>();
+  /** The volume each member reports in its status (none when absent, like an older broker). */
+  readonly volumes = new Map<string, BrokerVolume>();
   /** Members that fail every call (unreachable). */
   readonly unreachable = new Set<string>();
   /** Members that answer "not yet" to topic data deletion, with this reason. */
@@ -25,16 +28,18 @@ export class FakeBrokerClient implements BrokerClient {
   async status(ep: BrokerEndpoint): Promise<BrokerStatus> {
     this.#called(`status ${ep.id}`);
     this.#check(ep);
-    if (this.draining.has(ep.id)) return this.#drainStatus(ep);
+    const volume = this.volumes.get(ep.id);
+    const withVolume = (s: BrokerStatus): BrokerStatus => (volume === undefined ? s : { ...s, volume });
+    if (this.draining.has(ep.id)) return withVolume(this.#drainStatus(ep));
     const s = this.statuses.get(ep.id);
-    return (
+    return withVolume(
       s ?? {
         nodeId: ep.id,
         ready: true,
         // A real broker refuses produce once its view shows it Decommissioning.
         draining: this.decommissioning.has(ep.id),
         wal: { pendingRecords: 0, checkpoint: 0, nextSeq: 0 },
-      }
+      },
     );
   }
 

@@ -134,6 +134,31 @@ describe("HttpBrokerClient", () => {
     expect(() => parseMove("x", { state: "weird" })).toThrow(/malformed move/);
   });
 
+  it("reads the volume identity: created/own with its uuid, foreign with its reason; ignores what it does not understand", () => {
+    const base = {
+      nodeId: "x",
+      ready: true,
+      draining: false,
+      wal: { pendingRecords: 0, checkpoint: 0, nextSeq: 0 },
+    };
+    const uuid = "0b7e6c1a-3f0e-4d8e-9a43-5d2f3f0c9e11";
+    expect(parseStatus("x", { ...base, volume: { state: "created", uuid, memberId: "x" } }).volume).toEqual({
+      state: "created",
+      uuid,
+      memberId: "x",
+    });
+    expect(parseStatus("x", { ...base, volume: { state: "own", uuid, memberId: "x" } }).volume?.state).toBe(
+      "own",
+    );
+    expect(
+      parseStatus("x", { ...base, volume: { state: "foreign", reason: "another member", uuid: null } })
+        .volume,
+    ).toEqual({ state: "foreign", reason: "another member", uuid: null });
+    expect(parseStatus("x", base).volume).toBeUndefined();
+    expect(parseStatus("x", { ...base, volume: { state: "own", uuid: "" } }).volume).toBeUndefined();
+    expect(parseStatus("x", { ...base, volume: { state: "lost" } }).volume).toBeUndefined();
+  });
+
   it("#21.6: a reply from another node (reused pod IP) is an error, and no side effect is sent to it", async () => {
     const c = new HttpBrokerClient({ port });
     const wrong = { podIP: "127.0.0.1", id: "demo-9" };

@@ -7,6 +7,7 @@ import {
   type BrokerEndpoint,
   type BrokerMove,
   type BrokerStatus,
+  type BrokerVolume,
   type TopicDataDeletion,
 } from "./types.ts";
 
@@ -264,5 +265,26 @@ export function parseStatus(memberId: string, body: unknown): BrokerStatus {
   if (owned !== undefined) status.ownedPartitions = owned;
   const held = num(o["movedAwayCopies"]);
   if (held !== undefined) status.movedAwayCopies = held;
+  const volume = parseVolume(o["volume"]);
+  if (volume !== undefined) status.volume = volume;
   return status;
+}
+
+/** The status's `volume` object; undefined when absent or not one this client understands. */
+function parseVolume(v: unknown): BrokerVolume | undefined {
+  if (typeof v !== "object" || v === null) return undefined;
+  const o = v as Record<string, unknown>;
+  if ((o["state"] === "created" || o["state"] === "own") && typeof o["uuid"] === "string" && o["uuid"] !== "")
+    return {
+      state: o["state"],
+      uuid: o["uuid"],
+      memberId: typeof o["memberId"] === "string" ? o["memberId"] : "",
+    };
+  if (o["state"] === "foreign")
+    return {
+      state: "foreign",
+      reason: typeof o["reason"] === "string" ? o["reason"] : "",
+      uuid: typeof o["uuid"] === "string" && o["uuid"] !== "" ? o["uuid"] : null,
+    };
+  return undefined;
 }

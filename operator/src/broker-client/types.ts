@@ -19,7 +19,21 @@ export interface BrokerStatus {
    * does not serve them with its HWM yet (brokers with partition moves).
    */
   movedAwayCopies?: number;
+  /**
+   * The data volume's identity (its `volume-id` marker; replication, ADR
+   * 0007). Absent from brokers that do not report one.
+   */
+  volume?: BrokerVolume;
 }
+
+/**
+ * What a broker found in its data dir: `created` (no marker: a new or wiped
+ * volume, a fresh uuid written) or `own` (its marker), or `foreign` (another
+ * member's or cluster's marker, or one that does not parse: never served).
+ */
+export type BrokerVolume =
+  | { state: "created" | "own"; uuid: string; memberId: string }
+  | { state: "foreign"; reason: string; uuid: string | null };
 
 /** A partition move as the DESTINATION broker reports it (GET /admin/v1/moves/{topic}/{partition}). */
 export interface BrokerMove {

@@ -53,13 +53,16 @@ function setup(spec: NaradCluster["spec"] = { replicas: 3, image: "ghcr.io/narad
       await reconcile();
     }
   };
-  /** A NaradTopic of the demo cluster (the topic reconcile is the test's to run). */
-  const createTopic = (name: string, partitions: number) =>
+  /**
+   * A NaradTopic of the demo cluster (the topic reconcile is the test's to
+   * run); one copy per partition unless the test asks for more.
+   */
+  const createTopic = (name: string, partitions: number, replicationFactor = 1) =>
     kube.create(kube.topics, {
       apiVersion: "narad.dev/v1alpha1",
       kind: "NaradTopic",
       metadata: { name, namespace: NS },
-      spec: { cluster: "demo", partitions },
+      spec: { cluster: "demo", partitions, replicationFactor },
     } satisfies NaradTopic);
   /** The writes of one pass alone (kube.writes cleared before it, holding them after). */
   const writesOfOnePass = async () => {

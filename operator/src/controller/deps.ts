@@ -41,6 +41,8 @@ export class ControllerMemory {
   readonly serviceMonitor = new Map<string, string>();
   /** The same for the PodMonitor. */
   readonly podMonitor = new Map<string, string>();
+  /** topic key → the labels of its replication gauges, to remove them when it goes. */
+  readonly topicGauges = new Map<string, { namespace: string; cluster: string; topic: string }>();
 
   /**
    * A new leadership term begins. Observations from an earlier term are not
@@ -84,7 +86,17 @@ export interface ReconcileDeps {
   /** NARAD_OPERATOR_BROKER_IMAGE: image for clusters whose spec.image is unset. */
   defaultBrokerImage: string | undefined;
   /** Where controller decisions are counted (move aborts); absent in tests that do not look. */
-  metrics?: Pick<OperatorMetrics, "moveAborts" | "movesStuck">;
+  metrics?: Pick<
+    OperatorMetrics,
+    "moveAborts" | "movesStuck" | "leaderElections" | "underReplicatedPartitions" | "offlinePartitions"
+  >;
+  /** Zone labels of nodes, for spreading replicas (absent: no zones). */
+  zones?: NodeZones;
+}
+
+/** The `topology.kubernetes.io/zone` label of a node (cached; undefined when unlabelled or unreadable). */
+export interface NodeZones {
+  zoneOf(nodeName: string): Promise<string | undefined>;
 }
 
 /** "namespace/name" work-queue keys. */

@@ -312,6 +312,8 @@ export class FakeKube implements KubeApi {
         labels: { "narad.dev/cluster": cluster, "controller-revision-hash": revision },
         creationTimestamp: new Date(this.#now() - 60_000),
       },
+      // One node per ordinal (node-<n>): tests give nodes zones through deps.zones.
+      spec: { nodeName: `node-${ordinal}`, containers: [] },
       status: {
         podIP: `127.1.0.${ordinal + 1}`,
         conditions: [

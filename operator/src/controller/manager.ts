@@ -11,6 +11,7 @@ import {
   LABEL_CLUSTER,
   LABEL_MANAGED_BY,
   MANAGED_BY,
+  NODE_ZONE_CACHE_MS,
   QUEUE_BACKOFF_BASE_MS,
   QUEUE_BACKOFF_MAX_MS,
   QUEUE_MAX_KEYS,
@@ -27,12 +28,20 @@ import type { Clock, TimerHandle } from "../kube/clock.ts";
 import { EventRecorder } from "../kube/events.ts";
 import type { InformerEvent } from "../kube/informer.ts";
 import { KindInformers, type KindSpec } from "../kube/informers.ts";
+import { clientNodeZones } from "../kube/node-zones.ts";
 import { ClientNodeStorageApi, guardedStorageApi, type StorageApi } from "../kube/storage-api.ts";
 import { WorkQueue } from "../kube/work-queue.ts";
 import { type ReconcileResult, runWorkers } from "../kube/workers.ts";
 import type { OperatorMetrics, ReconcileKind } from "../metrics.ts";
 import { reconcileCluster } from "./cluster/reconcile.ts";
-import { type Caches, ControllerMemory, type OwnedKind, objectKey, type ReconcileDeps } from "./deps.ts";
+import {
+  type Caches,
+  ControllerMemory,
+  type NodeZones,
+  type OwnedKind,
+  objectKey,
+  type ReconcileDeps,
+} from "./deps.ts";
 import { type ClusterSeen, route } from "./routing.ts";
 import { reconcileTopic } from "./topic/reconcile.ts";
 import { mirrorCluster } from "./user/mirror.ts";
@@ -99,6 +108,8 @@ export interface ManagerOptions {
   api: KubeApi;
   /** Defaults to client-node over kc. */
   storage?: StorageApi;
+  /** Node zone labels for replica placement; defaults to client-node over kc (cached). */
+  zones?: NodeZones;
   brokers: BrokerClient;
   clock: Clock;
   log: Logger;
@@ -126,6 +137,7 @@ export class Manager {
   readonly caches: Caches;
   readonly #memory = new ControllerMemory();
   readonly #recorder: EventRecorder;
+  readonly #zones: NodeZones;
   readonly #seen = new Map<string, ClusterSeen>();
   #term: Term | undefined;
   /** The last term's workers, finishing; a new term waits for them. */
@@ -136,6 +148,7 @@ export class Manager {
   constructor(opts: ManagerOptions) {
     this.#o = opts;
     this.#log = opts.log.child({ component: "manager" });
+    this.#zones = opts.zones ?? clientNodeZones(opts.kc, opts.clock, NODE_ZONE_CACHE_MS);
     const make = <T extends KubernetesObject>(spec: KindSpec): KindInformers<T> => {
       const inf = new KindInformers<T>({
         kc: opts.kc,
@@ -229,6 +242,7 @@ export class Manager {
       memory: this.#memory,
       defaultBrokerImage: this.#o.defaultBrokerImage,
       metrics: this.#o.metrics,
+      zones: this.#zones,
     };
     const done = Promise.all([
       runWorkers(
@@ -287,6 +301,10 @@ export class Manager {
     term.mirrors.shutDown();
     this.#o.metrics.leader.set(0);
     this.#o.metrics.queueDepth.set(0);
+    // Another replica leads now and exports these; stale copies here would keep alerts firing.
+    this.#o.metrics.underReplicatedPartitions.reset();
+    this.#o.metrics.offlinePartitions.reset();
+    this.#memory.topicGauges.clear();
     this.#log.info("not leading: reconciling stopped");
     const ending = term.done.catch(() => undefined);
     this.#ending = ending;

@@ -48,6 +48,22 @@ describe("route", () => {
       topics: ["ns/orders"],
     });
   });
+  it("a member's new volume id (no epoch bump) requeues the topics: a leader on it must be replaced", () => {
+    const withVolume = (v: string): NaradCluster => {
+      const c = cluster(1, 3);
+      c.status = {
+        ...c.status,
+        members: [{ id: "demo-0", pod: "demo-0", ordinal: 0, state: "Active", since: "", volumeId: v }],
+      };
+      return c;
+    };
+    expect(
+      route("NaradCluster", "update", withVolume("v2"), clusterSeen(withVolume("v1")), topicsOf),
+    ).toMatchObject({ clusters: [], topics: ["ns/orders"] });
+    expect(
+      route("NaradCluster", "update", withVolume("v1"), clusterSeen(withVolume("v1")), topicsOf).topics,
+    ).toEqual([]);
+  });
   it("deletion, add and delete requeue the cluster; delete forgets it", () => {
     expect(
       route("NaradCluster", "update", cluster(1, 3, true), clusterSeen(cluster(1, 3)), topicsOf).clusters,

@@ -22,6 +22,11 @@ export interface ClusterSeen {
    * rebalance moves partitions) but do not bump metadata.generation.
    */
   actionAnnotations: string;
+  /**
+   * Each member's state and volume id: replicated topics elect on a Down
+   * leader or a leader on another volume (a volume change bumps no epoch).
+   */
+  memberVolumes: string;
 }
 
 /** Annotations whose change must reconcile at once, not at the next resync. */
@@ -40,6 +45,7 @@ export function clusterSeen(c: NaradCluster): ClusterSeen {
     deleting: Boolean(c.metadata.deletionTimestamp),
     epoch: c.status?.membershipEpoch,
     actionAnnotations: JSON.stringify(ACTION_ANNOTATIONS.map((k) => c.metadata.annotations?.[k] ?? null)),
+    memberVolumes: JSON.stringify((c.status?.members ?? []).map((m) => [m.id, m.state, m.volumeId ?? null])),
   };
 }
 
@@ -48,7 +54,8 @@ export function clusterSeen(c: NaradCluster): ClusterSeen {
  *   deletion and changes of the action annotations (restartedAt, rebalance:
  *   they change no generation); NOT on status-only updates (our own writes would loop). Its
  *   topics are requeued when its membership epoch changes too (placement
- *   depends on Active members).
+ *   depends on Active members), and when a member's state or volume id
+ *   changes (elections of replicated partitions depend on both).
  * - NaradTopic: requeued on every event (its finalizer and deletion matter).
  * - Owned objects and pods: their cluster, by the narad.dev/cluster label.
  */
@@ -70,7 +77,8 @@ export function route(
       before.generation !== now.generation ||
       before.deleting !== now.deleting ||
       before.actionAnnotations !== now.actionAnnotations;
-    const membershipChanged = specChanged || before?.epoch !== now.epoch;
+    const membershipChanged =
+      specChanged || before?.epoch !== now.epoch || before?.memberVolumes !== now.memberVolumes;
     return {
       clusters: specChanged ? [objectKey(ns, name)] : [],
       topics: membershipChanged ? topicsOf(ns, name).map((t) => objectKey(ns, t.metadata.name ?? "")) : [],

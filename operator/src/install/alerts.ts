@@ -7,7 +7,8 @@
 // The series come from the brokers' /metrics as the operator's
 // ServiceMonitor scrapes them (the Prometheus Operator adds namespace,
 // service and pod labels); the rules group by (namespace, service), which is
-// one NaradCluster.
+// one NaradCluster. The replication alerts read the operator's own gauges,
+// which carry namespace, cluster and topic labels.
 
 export interface AlertRule {
   alert: string;
@@ -111,6 +112,25 @@ export const alertRules: AlertRule[] = [
     summary: "A broker's produce memory budget is nearly used up",
     description:
       "Broker {{ $labels.pod }} has used {{ $value | humanizePercentage }} of its admission budget for 5 minutes; producers wait or get 429.",
+  },
+  // From the operator's /metrics (only the replica holding the lease exports them).
+  {
+    alert: "NaradPartitionsOffline",
+    expr: "max by (namespace, cluster, topic) (narad_operator_offline_partitions) > 0",
+    for: "1m",
+    severity: "critical",
+    summary: "Partitions of a replicated Narad topic have no leader",
+    description:
+      "{{ $value }} partition(s) of topic {{ $labels.topic }} (cluster {{ $labels.cluster }}) have no live in-sync replica: they are neither written nor read until one comes back on its volume.",
+  },
+  {
+    alert: "NaradUnderReplicatedPartitions",
+    expr: "max by (namespace, cluster, topic) (narad_operator_under_replicated_partitions) > 0",
+    for: "15m",
+    severity: "warning",
+    summary: "A replicated Narad topic stays under-replicated",
+    description:
+      "{{ $value }} partition(s) of topic {{ $labels.topic }} (cluster {{ $labels.cluster }}) have had fewer live in-sync replicas than their replication factor for 15 minutes: one more lost broker may take them offline.",
   },
   {
     alert: "NaradWalCorruptFrames",

@@ -151,6 +151,9 @@ export const OPERATOR_CLUSTER_ROLE_RULES: PolicyRule[] = [
   { apiGroups: ["events.k8s.io"], resources: ["events"], verbs: ["create", "patch"] },
   // StorageClasses: to check allowVolumeExpansion before resizing.
   { apiGroups: ["storage.k8s.io"], resources: ["storageclasses"], verbs: ["get", "list", "watch"] },
+  // Nodes: a GET of the node a broker runs on, for its topology.kubernetes.io/zone
+  // label (replicas of a partition spread across zones first).
+  { apiGroups: [""], resources: ["nodes"], verbs: ["get"] },
   {
     apiGroups: ["monitoring.coreos.com"],
     resources: ["servicemonitors", "podmonitors"],
@@ -159,8 +162,10 @@ export const OPERATOR_CLUSTER_ROLE_RULES: PolicyRule[] = [
 ];
 
 /** The cluster-scoped part of OPERATOR_CLUSTER_ROLE_RULES: what a namespaced Role cannot grant. */
+const CLUSTER_SCOPED_RESOURCES: readonly string[] = ["storageclasses", "nodes"];
+
 export const OPERATOR_CLUSTER_SCOPED_RULES: PolicyRule[] = OPERATOR_CLUSTER_ROLE_RULES.filter((r) =>
-  r.resources.includes("storageclasses"),
+  r.resources.some((x) => CLUSTER_SCOPED_RESOURCES.includes(x)),
 );
 
 /**
@@ -169,7 +174,7 @@ export const OPERATOR_CLUSTER_SCOPED_RULES: PolicyRule[] = OPERATOR_CLUSTER_ROLE
  * namespace instead of cluster-wide.
  */
 export const OPERATOR_NAMESPACED_RULES: PolicyRule[] = OPERATOR_CLUSTER_ROLE_RULES.filter(
-  (r) => !r.resources.includes("storageclasses"),
+  (r) => !r.resources.some((x) => CLUSTER_SCOPED_RESOURCES.includes(x)),
 );
 
 /** Namespaced Role (operator namespace only) for leader election. */

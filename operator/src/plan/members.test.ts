@@ -277,6 +277,18 @@ describe("planMembers", () => {
     expect(r.epoch).toBe(2);
   });
 
+  it("records volume ids (this pass's, else the last known) without bumping the epoch", () => {
+    const prev = [0, 1, 2].map((i) => ({ ...member(i, "Active"), volumeId: `v${i}` }));
+    const pods = [pod(0, true), pod(1, true), pod(2, false)];
+    const r = planMembers(
+      input({ pods, previous: prev, previousEpoch: 4, volumeIds: new Map([["demo-1", "v1-new"]]) }),
+    );
+    expect(r.members.map((m) => m.volumeId)).toEqual(["v0", "v1-new", "v2"]);
+    // Brokers do not act on a peer's volume: no epoch bump (the topic reconciles are requeued by routing).
+    expect(r.epoch).toBe(4);
+    expect(r.changed).toBe(false);
+  });
+
   it("keeps members beyond replicas listed (scale-down is a decommission's job)", () => {
     const prev = [member(0, "Active"), member(1, "Active")];
     const r = planMembers(input({ replicas: 1, previous: prev, pods: [pod(0, true), pod(1, true)] }));

@@ -23,7 +23,8 @@ import type { PodView } from "./pods.ts";
 // emits one Event per transition.
 //
 // Down is a claim that the broker is gone, and peers act on it at once
-// (reroute; reads of its partitions answer 503). So it needs two pieces of
+// (single-copy partitions: reroute, reads answer 503; replicated ones: the
+// topic reconcile elects a new leader from the ISR, plan/topic-replication.ts). So it needs two pieces of
 // evidence, both measured on the operator's own clock from its own
 // observations, never from timestamps written by another machine:
 //   - the pod not Ready (or missing) for downGrace, counted from the first
@@ -68,6 +69,12 @@ export interface MembersInput {
   maintenance?: ReadonlySet<string>;
   /** States the scale step imposes this pass (decommission progress; plan/scale.ts). */
   holds?: ReadonlyMap<string, "Decommissioning" | "Removed">;
+  /**
+   * The volume id to record per member (volumes.ts nextVolumeIds: this
+   * pass's answer, else the last known); a member missing here keeps its
+   * recorded one.
+   */
+  volumeIds?: ReadonlyMap<string, string>;
 }
 
 export interface MembersResult {
@@ -179,6 +186,8 @@ export function planMembers(input: MembersInput): MembersResult {
     if (prev?.walPendingRecords !== undefined) member.walPendingRecords = prev.walPendingRecords;
     const revision = pod?.revision ?? prev?.revision;
     if (revision !== undefined) member.revision = revision;
+    const volumeId = input.volumeIds?.get(id) ?? prev?.volumeId;
+    if (volumeId !== undefined) member.volumeId = volumeId;
     if (prevState !== state)
       transitions.push(`${id}: ${prevState ?? "(new)"} → ${state}${why ? ` (${why})` : ""}`);
     members.push(member);

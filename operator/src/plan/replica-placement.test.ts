@@ -152,6 +152,34 @@ describe("placeReplicas", () => {
     }
   });
 
+  it("adds a replacement beside a leaving replica (in its zone when it can), keeping the leaving one listed", () => {
+    const prev: ReplicaAssignment[] = [
+      {
+        partition: 0,
+        leader: "demo-0",
+        replicas: ["demo-0", "demo-1", "demo-2"],
+        isr: ["demo-0", "demo-1", "demo-2"].map((member, i) => ({ member, volumeId: `v${i}` })),
+        leaderEpoch: 3,
+      },
+    ];
+    // zones a, b, c, a, b: demo-2 (zone c) leaves; demo-3 (a) and demo-4 (b) are free, no free c.
+    const bs = brokers(6, ["a", "b", "c"]).map((b) =>
+      b.id === "demo-2" ? { ...b, leaving: true, active: false } : b,
+    );
+    const r = placeReplicas({ topic: "k", partitions: 1, replicationFactor: 3, brokers: bs, previous: prev });
+    const a = r.assignments[0] as ReplicaAssignment;
+    // demo-5 is the free broker in zone c, the leaving replica's zone.
+    expect(a.replicas).toEqual(["demo-0", "demo-1", "demo-2", "demo-5"]);
+    expect(a.isr.map((m) => m.member)).toEqual(["demo-0", "demo-1", "demo-2"]);
+    expect(a.leaderEpoch).toBe(3);
+    expect(r.underReplicated).toEqual([]);
+    // Planned again: the replacement stays, nothing is trimmed.
+    expect(
+      placeReplicas({ topic: "k", partitions: 1, replicationFactor: 3, brokers: bs, previous: r.assignments })
+        .changed,
+    ).toBe(false);
+  });
+
   it("reports under-replication when there are fewer brokers than the factor", () => {
     const r = placeReplicas({
       topic: "u",

@@ -1,4 +1,4 @@
-import type { ReplicaAssignment } from "../../../packages/api/src/v1alpha1/replication.ts";
+import type { IsrMember, ReplicaAssignment } from "../../../packages/api/src/v1alpha1/replication.ts";
 import { fnv1a, rotate, sortIds } from "./assignment.ts";
 
 // Replica placement for one replicated topic (ADR 0007 "Settings and
@@ -16,6 +16,12 @@ import { fnv1a, rotate, sortIds } from "./assignment.ts";
 //
 // Brokers that are not members any more (Removed) leave the replica list;
 // if one was the leader, the caller runs the election on the result.
+//
+// A leaving broker (decommissioning, or on a volume it will never serve)
+// keeps its replicas, but they do not count toward the factor: a
+// replacement is added beside each, outside the ISR. Dropping the leaving
+// replica once the replacement is in sync is the reassignment's decision
+// (plan/topic-replication.ts), not placement's.
 
 export interface PlacementBroker {
   id: string;
@@ -25,6 +31,8 @@ export interface PlacementBroker {
   active: boolean;
   /** The volume identity recorded in the member's status, when known. */
   volumeId?: string;
+  /** Its replicas are being moved off: they do not count toward the factor (see above). */
+  leaving?: boolean;
 }
 
 export interface PlacementInput {
@@ -39,7 +47,7 @@ export interface PlacementInput {
 export interface PlacementResult {
   assignments: ReplicaAssignment[];
   changed: boolean;
-  /** Partitions with fewer replicas than the factor (not enough Active brokers). */
+  /** Partitions with fewer replicas than the factor, leaving ones not counted (not enough Active brokers). */
   underReplicated: number[];
   /** Partitions whose leader left the member list: the election must run on them. */
   needElection: number[];
@@ -47,6 +55,7 @@ export interface PlacementResult {
 
 export function placeReplicas(input: PlacementInput): PlacementResult {
   const members = new Map(input.brokers.map((b) => [b.id, b]));
+  const staying = (ids: readonly string[]) => ids.filter((id) => members.get(id)?.leaving !== true).length;
   const order = rotate(sortIds(input.brokers.filter((b) => b.active).map((b) => b.id)), fnv1a(input.topic));
   const rank = new Map(order.map((id, i) => [id, i]));
   const replicaLoad = new Map<string, number>();
@@ -63,7 +72,12 @@ export function placeReplicas(input: PlacementInput): PlacementResult {
   const needElection: number[] = [];
   for (const [p, a] of prev) {
     const replicas = [...new Set(a.replicas)].filter((id) => members.has(id));
-    const trimmed = trim(replicas, a.leader, input.replicationFactor);
+    const trimmed = trim(
+      replicas,
+      a.leader,
+      input.replicationFactor,
+      (id) => members.get(id)?.leaving === true,
+    );
     const isr = a.isr.filter((m) => trimmed.includes(m.member));
     const leader = a.leader !== null && trimmed.includes(a.leader) ? a.leader : null;
     if (a.leader !== null && leader === null) needElection.push(p);
@@ -95,7 +109,7 @@ export function placeReplicas(input: PlacementInput): PlacementResult {
         bump(replicaLoad, first);
       }
     }
-    while (replicas.length < input.replicationFactor) {
+    while (staying(replicas) < input.replicationFactor) {
       const next = pick(
         order,
         replicas,
@@ -108,18 +122,17 @@ export function placeReplicas(input: PlacementInput): PlacementResult {
       replicas.push(next);
       bump(replicaLoad, next);
     }
-    if (replicas.length < input.replicationFactor) underReplicated.push(p);
+    if (staying(replicas) < input.replicationFactor) underReplicated.push(p);
     if (existing === undefined) {
       // Every replica of a new partition is empty, so all are in sync, on
-      // the volumes the members report. An unknown volume ("") matches none:
-      // that member cannot be elected until the leader records it.
-      assignments.push({
-        partition: p,
-        leader,
-        replicas,
-        isr: replicas.map((member) => ({ member, volumeId: members.get(member)?.volumeId ?? "" })),
-        leaderEpoch: 0,
-      });
+      // the volumes the members report. A member whose volume is not known
+      // is left out: it joins when the leader records it.
+      const isr: IsrMember[] = [];
+      for (const member of replicas) {
+        const volumeId = members.get(member)?.volumeId;
+        if (volumeId !== undefined && volumeId !== "") isr.push({ member, volumeId });
+      }
+      assignments.push({ partition: p, leader, replicas, isr, leaderEpoch: 0 });
     } else {
       assignments.push({ ...existing, replicas });
     }
@@ -132,10 +145,20 @@ export function placeReplicas(input: PlacementInput): PlacementResult {
   };
 }
 
-/** Drops replicas above the factor, never the leader, from the end of the preference list. */
-function trim(replicas: string[], leader: string | null, rf: number): string[] {
+/**
+ * Drops staying replicas above the factor, never the leader, from the end of
+ * the preference list (leaving ones are not counted and not dropped here).
+ */
+function trim(
+  replicas: string[],
+  leader: string | null,
+  rf: number,
+  leaving: (id: string) => boolean,
+): string[] {
   const out = [...replicas];
-  for (let i = out.length - 1; i >= 0 && out.length > rf; i--) if (out[i] !== leader) out.splice(i, 1);
+  const staying = () => out.filter((id) => !leaving(id)).length;
+  for (let i = out.length - 1; i >= 0 && staying() > rf; i--)
+    if (out[i] !== leader && !leaving(out[i] as string)) out.splice(i, 1);
   return out;
 }
 
@@ -152,7 +175,13 @@ function pick(
   rank: ReadonlyMap<string, number>,
   spreadZones: boolean,
 ): string | undefined {
-  const usedZones = new Set(taken.map((id) => members.get(id)?.zone).filter((z) => z !== undefined));
+  // A leaving replica's zone is free again: its replacement may take it.
+  const usedZones = new Set(
+    taken
+      .filter((id) => members.get(id)?.leaving !== true)
+      .map((id) => members.get(id)?.zone)
+      .filter((z) => z !== undefined),
+  );
   let best: string | undefined;
   let bestKey: number[] = [];
   for (const id of order) {

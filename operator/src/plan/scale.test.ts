@@ -511,6 +511,81 @@ describe("planScale: decommission", () => {
   });
 });
 
+describe("planScale: replicated topics", () => {
+  /** A replicated record: leader first, every replica in sync. */
+  const rec = (partition: number, replicas: number[]): PartitionAssignment => ({
+    partition,
+    owner: `demo-${replicas[0]}`,
+    leader: `demo-${replicas[0]}`,
+    replicas: replicas.map((r) => `demo-${r}`),
+    isr: replicas.map((r) => ({ member: `demo-${r}`, volumeId: `v${r}` })),
+    leaderEpoch: 0,
+  });
+  const replicated = (assignments: PartitionAssignment[]): ScaleTopic => ({
+    name: "r",
+    assignments,
+    replicationFactor: 3,
+  });
+
+  it("moves no replicated partition by copy; the removal gate waits until no record lists the member", () => {
+    const leaving = { ...member(3, "Decommissioning"), address: "127.1.0.4:7942" };
+    const base = {
+      replicas: 3,
+      members: [member(0), member(1), member(2), leaving],
+      pods: [0, 1, 2, 3].map((i) => pod(i)),
+      decommissionProbe: {
+        reachable: true as const,
+        pendingRecords: 0,
+        ownedPartitions: 0,
+        refusingProduce: true,
+        movedAwayCopies: 0,
+      },
+    };
+    // demo-3 leads partition 0 and follows in 1; plus a single-copy topic it owns nothing of.
+    const topics = [replicated([rec(0, [3, 0, 1]), rec(1, [0, 3, 2])]), topic("a", [0, 1, 2])];
+    let p = planScale(input({ ...base, topics, scale: { decommissioning: "demo-3" } }));
+    expect(p.start).toEqual([]);
+    expect(p.next?.moves ?? []).toEqual([]);
+    expect(p.holds.get("demo-3")).toBe("Decommissioning");
+    expect(p.progress?.message).toBe(
+      "decommissioning demo-3: 2 replicated partition(s) still list it (1 led by it), waiting for their replacement replicas to be in sync (r/0, r/1)",
+    );
+    // Reassigned (the topic reconcile's work): no record names it any more.
+    const done = [replicated([rec(0, [0, 1, 2]), rec(1, [0, 1, 2])]), topic("a", [0, 1, 2])];
+    p = planScale(input({ ...base, topics: done, scale: { decommissioning: "demo-3" } }));
+    expect(p.next?.refusingProduceSince).toBeDefined();
+    p = planScale(input({ ...base, topics: done, scale: p.next }));
+    expect(p.holds.get("demo-3")).toBe("Removed");
+  });
+
+  it("a Down member holding only replicas may be decommissioned (others hold its data)", () => {
+    const p = planScale(
+      input({
+        replicas: 3,
+        members: [member(0), member(1), member(2), member(3, "Down")],
+        pods: [0, 1, 2].map((i) => pod(i)),
+        topics: [replicated([rec(0, [1, 3, 0])])],
+      }),
+    );
+    expect(p.blocked).toBeUndefined();
+    expect(p.next?.decommissioning).toBe("demo-3");
+  });
+
+  it("refuses a scale-down below a topic's replication factor", () => {
+    const p = planScale(input({ replicas: 2, topics: [replicated([rec(0, [0, 1, 2])])] }));
+    expect(p.blocked).toBe(
+      "scale-down to 2 refused: topic(s) r (replication factor 3) need 3 brokers, 2 would remain; keeping 3 broker(s)",
+    );
+    expect(p.holds.size).toBe(0);
+  });
+
+  it("a rebalance moves single-copy partitions only", () => {
+    const topics = [replicated([0, 1, 2, 3].map((pt) => rec(pt, [0, 1, 2]))), topic("a", [0, 0, 0, 0, 1])];
+    const p = planScale(input({ replicas: 3, topics, rebalance: true }));
+    expect(p.next?.moves?.map((m) => m.topic)).toEqual(["a", "a"]);
+  });
+});
+
 describe("planScale: rebalance", () => {
   it("off by default: new members get nothing moved", () => {
     const sim = new Sim(5, [topic("a", [0, 1, 2, 0, 1, 2])]);

@@ -54,6 +54,7 @@ export async function scaleCluster(ctx: ClusterContext): Promise<StepResult> {
   const views: ScaleTopic[] = topics.map((t) => ({
     name: t.metadata.name ?? "",
     assignments: t.status?.assignments ?? [],
+    replicationFactor: t.status?.replicationFactor,
   }));
   const scale = cluster.status?.scale ?? undefined;
   const endpoint = (id: string) => {

@@ -25,6 +25,7 @@ import { judgeObservations, trackReachability } from "../../plan/observation.ts"
 import { type PodView, podView } from "../../plan/pods.ts";
 import { judgeReplacement } from "../../plan/replacement.ts";
 import { maintenanceHolds } from "../../plan/roll.ts";
+import { nextVolumeIds, recordedVolumeId } from "../../plan/volumes.ts";
 import { resourceNames, selectorString } from "../../specs/labels.ts";
 import type { ClusterContext } from "./context.ts";
 
@@ -70,6 +71,8 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
     now,
   );
   deps.memory.brokerUnreachableSince.set(uid, unreachable);
+  // Volume identities: from brokers that answered; the last known otherwise.
+  const volumes = nextVolumeIds(new Map((prev.members ?? []).map((m) => [m.id, m.volumeId])), probes.volumes);
 
   // A replacement that never becomes Ready must not hold its member in
   // Maintenance forever (plan/replacement.ts).
@@ -103,6 +106,7 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
     port: BROKER_HTTP_PORT,
     maintenance,
     holds: ctx.scale?.holds,
+    volumeIds: volumes.volumeIds,
   });
   deps.memory.notReadySince.set(uid, membership.notReadySinceMs);
   for (const m of membership.members) {
@@ -188,6 +192,13 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
       `${t}; membership epoch ${membership.epoch}`,
     );
   }
+  for (const v of volumes.changes) {
+    // A new volume: ISR entries naming the old one vouch for nothing. The
+    // topic reconciles (requeued by this write) elect away from it if it led.
+    const msg = `${v.member} runs on another volume: ${v.from} → ${v.to}; its replicas are out of sync until their leaders add it back`;
+    ctx.log.warn({ member: v.member, from: v.from, to: v.to }, msg);
+    deps.recorder.record(cluster, "Warning", "VolumeChanged", msg);
+  }
   const stuckBefore = getCondition(prev.conditions, "Degraded")?.reason === "ReplacementNotReady";
   if (replacement.stuck !== undefined && !stuckBefore) {
     ctx.log.warn({ pod: replacement.stuck.pod }, replacement.stuck.message);
@@ -267,12 +278,17 @@ async function probeBrokers(
   pods: readonly PodView[],
   brokers: BrokerClient,
   ctx: ClusterContext,
-): Promise<{ answered: Map<string, boolean>; walPending: Map<string, number> }> {
+): Promise<{
+  answered: Map<string, boolean>;
+  walPending: Map<string, number>;
+  volumes: Map<string, string>;
+}> {
   const byName = new Map(pods.map((p) => [p.name, p]));
   const ids = new Set([...members.map((m) => m.id), ...pods.map((p) => p.name)]);
   const lastAddress = new Map(members.map((m) => [m.id, m.address]));
   const answered = new Map<string, boolean>();
   const walPending = new Map<string, number>();
+  const volumes = new Map<string, string>();
   await Promise.all(
     [...ids].map(async (id) => {
       const pod = byName.get(id);
@@ -285,11 +301,12 @@ async function probeBrokers(
         const s = await brokers.status({ podIP: ip, id }, AbortSignal.timeout(STATUS_WAL_TIMEOUT_MS));
         answered.set(id, true);
         if (pod?.ready === true) walPending.set(id, s.wal.pendingRecords);
+        if (s.volume !== undefined) volumes.set(id, recordedVolumeId(s.volume));
       } catch (err) {
         answered.set(id, false);
         ctx.log.debug({ member: id, err: apiMessage(err) }, "broker admin status unavailable");
       }
     }),
   );
-  return { answered, walPending };
+  return { answered, walPending, volumes };
 }

@@ -12,6 +12,7 @@ import {
   ownedBy,
   podReady,
   remaining,
+  replicaOf,
   type ScaleInput,
   type ScalePlan,
 } from "./model.ts";
@@ -51,6 +52,23 @@ export function decommissionStep(plan: ScalePlan, input: ScaleInput, victim: Mem
     plan.progress = {
       reason: "ScalingDown",
       message: `decommissioning ${victim.id}: ${owned.length} partition(s) left to move, ${left} move(s) in flight, ${plan.next?.movesDone ?? 0} done`,
+    };
+    return finish(plan, input);
+  }
+  // Replicated partitions are not moved by copy: the topic reconcile adds a
+  // replacement replica beside each of its replicas, the leader adds that to
+  // the ISR once it has caught up, then leadership moves off and the old
+  // replica is dropped (plan/topic-replication.ts). Its volume holds data
+  // until no record names it.
+  const listed = replicaOf(input.topics, victim.id);
+  if (listed.length > 0) {
+    const leading = listed.filter((x) => x.leader).length;
+    plan.progress = {
+      reason: "ScalingDown",
+      message: `decommissioning ${victim.id}: ${listed.length} replicated partition(s) still list it (${leading} led by it), waiting for their replacement replicas to be in sync (${listed
+        .slice(0, 5)
+        .map((x) => moveKey(x))
+        .join(", ")}${listed.length > 5 ? ", …" : ""})`,
     };
     return finish(plan, input);
   }
@@ -144,6 +162,12 @@ export function scaleDownBlocker(input: ScaleInput, victim: MemberStatus): strin
   }
   if (problems.length > 0)
     return `the remaining members must all be Active and Ready (${problems.join(", ")})`;
+  // Replicas sit on distinct brokers: a replicated topic needs as many to remain.
+  const needs = input.topics.filter((t) => (t.replicationFactor ?? 1) > input.replicas);
+  if (needs.length > 0) {
+    const top = Math.max(...needs.map((t) => t.replicationFactor ?? 1));
+    return `topic(s) ${needs.map((t) => `${t.name} (replication factor ${t.replicationFactor})`).join(", ")} need ${top} brokers, ${input.replicas} would remain`;
+  }
   const owned = ownedBy(input.topics, victim.id).length;
   // A member that cannot serve its data cannot hand it over.
   if (owned > 0 && (victim.state === "Down" || !podReady(input, victim.id)))

@@ -14,6 +14,8 @@ export interface ScaleTopic {
   /** NaradTopic metadata.name. */
   name: string;
   assignments: readonly PartitionAssignment[];
+  /** status.replicationFactor (the factor in effect), when recorded. */
+  replicationFactor?: number | undefined;
 }
 
 /** What the destination answered for a move in flight this pass. */
@@ -126,14 +128,40 @@ export function podReady(input: ScaleInput, id: string): boolean {
   return p?.ready === true && !p.terminating;
 }
 
-/** The partitions `id` owns in the NaradTopic statuses. */
+/**
+ * Single-copy records: the ones partition moves (copy, verify, owner swap)
+ * and rebalancing act on. A replicated record (replicas set) changes only by
+ * reassignment in the topic reconcile (plan/topic-replication.ts).
+ */
+export function singleCopy(a: PartitionAssignment): boolean {
+  return a.replicas === undefined;
+}
+
+/** The single-copy partitions `id` owns in the NaradTopic statuses. */
 export function ownedBy(
   topics: readonly ScaleTopic[],
   id: string,
 ): Array<{ topic: string; partition: number }> {
   const out: Array<{ topic: string; partition: number }> = [];
   for (const t of topics)
-    for (const a of t.assignments) if (a.owner === id) out.push({ topic: t.name, partition: a.partition });
+    for (const a of t.assignments)
+      if (singleCopy(a) && a.owner === id) out.push({ topic: t.name, partition: a.partition });
+  return out;
+}
+
+/** Replicated partitions whose record still names `id` (leader, replica or ISR entry). */
+export function replicaOf(
+  topics: readonly ScaleTopic[],
+  id: string,
+): Array<{ topic: string; partition: number; leader: boolean }> {
+  const out: Array<{ topic: string; partition: number; leader: boolean }> = [];
+  for (const t of topics)
+    for (const a of t.assignments) {
+      if (singleCopy(a)) continue;
+      const listed =
+        a.leader === id || (a.replicas ?? []).includes(id) || (a.isr ?? []).some((e) => e.member === id);
+      if (listed) out.push({ topic: t.name, partition: a.partition, leader: a.leader === id });
+    }
   return out;
 }
 
@@ -153,6 +181,7 @@ export function loads(
   const moving = new Map(moves.map((m) => [moveKey(m), m.to]));
   for (const t of topics)
     for (const a of t.assignments) {
+      if (!singleCopy(a)) continue;
       const owner = moving.get(moveKey({ topic: t.name, partition: a.partition })) ?? a.owner;
       if (load.has(owner)) load.set(owner, (load.get(owner) ?? 0) + 1);
     }
@@ -167,7 +196,7 @@ export function leastLoaded(
   avoid?: string,
 ): string | undefined {
   const t = topics.find((x) => x.name === topic);
-  const inTopic = (id: string) => t?.assignments.filter((a) => a.owner === id).length ?? 0;
+  const inTopic = (id: string) => t?.assignments.filter((a) => singleCopy(a) && a.owner === id).length ?? 0;
   // A destination that stalled this partition's last move is the last resort.
   const ids = [...load.keys()];
   const candidates = ids.length > 1 && avoid !== undefined ? ids.filter((id) => id !== avoid) : ids;

@@ -1,6 +1,7 @@
 // Rebalance (spec.rebalance or the one-shot narad.dev/rebalance
 // annotation): move a partition from the most to the least loaded Active
-// member while their counts differ by more than one.
+// member while their counts differ by more than one. Single-copy partitions
+// only; replicated ones are spread when placed and not moved afterwards.
 
 import type { PartitionAssignment } from "../../../../packages/api/src/v1alpha1/types.ts";
 import { inBackoff } from "../move-stall.ts";
@@ -14,6 +15,7 @@ import {
   type ScaleInput,
   type ScalePlan,
   type ScaleTopic,
+  singleCopy,
 } from "./model.ts";
 import { addMove, advanceMoves } from "./moves.ts";
 
@@ -94,11 +96,15 @@ function nextRebalanceMove(
   // The topic where `from` has the most partitions and `to` the fewest.
   let best: { topic: string; partition: number; score: number } | undefined;
   for (const t of topics) {
+    // Single-copy partitions only: a replicated one is never moved by copy.
     const mine = t.assignments.filter(
-      (a) => a.owner === from && !inFlight.has(moveKey({ topic: t.name, partition: a.partition })),
+      (a) =>
+        singleCopy(a) &&
+        a.owner === from &&
+        !inFlight.has(moveKey({ topic: t.name, partition: a.partition })),
     );
     if (mine.length === 0) continue;
-    const theirs = t.assignments.filter((a) => a.owner === to).length;
+    const theirs = t.assignments.filter((a) => singleCopy(a) && a.owner === to).length;
     const score = mine.length - theirs;
     const last = mine[mine.length - 1] as PartitionAssignment;
     if (best === undefined || score > best.score) best = { topic: t.name, partition: last.partition, score };

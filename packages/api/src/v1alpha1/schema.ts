@@ -733,7 +733,8 @@ const topicStatus = obj("Observed state, written by the operator.", {
         replicas: arr(
           "Replicated partitions: every replica (member id), the preferred leader first.",
           str("Member id."),
-          { maxItems: MAX_REPLICATION_FACTOR },
+          // A reassignment lists each leaving replica beside its replacement until that is in sync.
+          { maxItems: 2 * MAX_REPLICATION_FACTOR },
         ),
         isr: arr(
           "Replicated partitions: the in-sync replicas, each with the volume it held when it joined. Changed only by compare-and-swap: the leader shrinks and expands it, the operator's election removes a lost leader.",
@@ -745,7 +746,7 @@ const topicStatus = obj("Observed state, written by the operator.", {
             },
             { required: ["member", "volumeId"] },
           ),
-          { maxItems: MAX_REPLICATION_FACTOR },
+          { maxItems: 2 * MAX_REPLICATION_FACTOR },
         ),
         leaderEpoch: int64(
           "Replicated partitions: bumped on every leader change; replicas refuse requests of a lower epoch.",
