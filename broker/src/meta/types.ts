@@ -153,6 +153,13 @@ export interface DeclaredLink {
    * since ("spec-changed"), or the parent incarnation it named is gone ("parent-gone").
    */
   ended: "none" | "spec-changed" | "parent-gone";
+  /**
+   * Admitted on the child's side (its attach epoch and time) but not yet in
+   * the parent's register: an attach under way, or one a crash cut short
+   * (kubernetes: meta/kube/link-registry.ts). Deciding it again completes it
+   * with this epoch rather than starting afresh.
+   */
+  pending?: { epoch: string; attachedAtMs: number };
   /** The problem last reported for this declaration, if any. */
   reported: string | undefined;
 }
