@@ -610,12 +610,11 @@ describe("kubernetes metastore", () => {
       pending: { epoch: "cccccccccccccccc", attachedAtMs: 5 },
     });
     expect(store.getTopic("reg-c")?.parent).toBeUndefined();
+    // Completing another epoch than the child carries does nothing (a link taken back stays gone).
+    await store.completeLink("reg-c", "0123456789abcdef");
+    expect(store.getTopic("reg-c")?.parent).toBeUndefined();
     // Completed with its own epoch (what the deciding broker does), it is in effect.
-    await store.updateTopic("reg-c", {
-      parent: "reg-parent",
-      attach_epoch: "cccccccccccccccc",
-      attached_at_ms: 5,
-    });
+    await store.completeLink("reg-c", "cccccccccccccccc");
     expect(store.getTopic("reg-c")).toMatchObject({ parent: "reg-parent", attach_epoch: "cccccccccccccccc" });
     // A child deleted with kubectl leaves a dead entry; the next write of the register prunes it.
     await objects.deleteNamespacedCustomObject({

@@ -132,16 +132,18 @@ export class DeclaredLinks {
     // In order, stopping at the first failure: later decisions counted on earlier admissions.
     for (const a of actions) {
       if (a.kind === "attach") {
-        const t = await attachChild(ms, a.parent, a.child, a.delayMs, this.#o.nowMs(), a.resume);
+        if (a.resume !== undefined && ms.completeLink !== undefined) {
+          await ms.completeLink(a.child, a.resume.epoch);
+          this.#o.logger.info(
+            { child: a.child, parent: a.parent, epoch: a.resume.epoch },
+            "pending fan-out link completed",
+          );
+          continue;
+        }
+        const t = await attachChild(ms, a.parent, a.child, a.delayMs, this.#o.nowMs());
         this.#o.logger.info(
-          {
-            child: a.child,
-            parent: a.parent,
-            delayMs: a.delayMs,
-            epoch: t.attach_epoch,
-            resumed: a.resume !== undefined,
-          },
-          a.resume === undefined ? "declared fan-out link admitted" : "pending fan-out link completed",
+          { child: a.child, parent: a.parent, delayMs: a.delayMs, epoch: t.attach_epoch },
+          "declared fan-out link admitted",
         );
       } else if (a.kind === "unlink") {
         await ms.updateTopic(a.child, {

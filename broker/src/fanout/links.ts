@@ -14,19 +14,13 @@ import { attachProblem } from "./rules.ts";
  */
 export const linkChanges = new SerialByKey();
 
-/**
- * Links `child` under `parent` (checks fanout/rules.ts first); the child
- * adopts the parent's schema. `resume`: the epoch and attach time of a link
- * admitted on the child's side only (DeclaredLink.pending), completed as it
- * was begun rather than started afresh.
- */
+/** Links `child` under `parent` (checks fanout/rules.ts first); the child adopts the parent's schema. */
 export async function attachChild(
   ms: Metastore,
   parentName: string,
   childName: string,
   delayMs: number,
   nowMs: number,
-  resume?: { epoch: string; attachedAtMs: number },
 ): Promise<TopicConfig> {
   const problem = attachProblem(ms.listTopics(), parentName, childName, delayMs);
   if (problem !== undefined) throw problem;
@@ -35,8 +29,8 @@ export async function attachChild(
   return ms.updateTopic(childName, {
     parent: parentName,
     fanout_delay_ms: delayMs > 0 ? delayMs : undefined,
-    attach_epoch: resume?.epoch ?? newAttachEpoch(),
-    attached_at_ms: resume?.attachedAtMs ?? nowMs,
+    attach_epoch: newAttachEpoch(),
+    attached_at_ms: nowMs,
     ...adoptedSchema(parent, child),
   });
 }

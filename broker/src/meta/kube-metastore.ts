@@ -111,6 +111,7 @@ export interface KubeMetastore extends Metastore {
   authoritativeOwner(topic: string, partition: number, uid?: string): Promise<AuthoritativeOwner>;
   declaredLinks(): readonly DeclaredLink[];
   settleDeclaredLink(child: string, problem: string | undefined, dropAdmission: boolean): Promise<void>;
+  completeLink(child: string, epoch: string): Promise<void>;
 }
 
 /** In-cluster credentials when running in a pod, else KUBECONFIG / ~/.kube/config. */
@@ -409,8 +410,10 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
   };
 
   /** The link `e` holds or is being given: spec declares it and its parent incarnation lives. */
-  const heldLink = (e: TopicEntry): Attachment | undefined =>
-    e.link.matching && !e.link.parentGone ? e.link.attachment : undefined;
+  const heldLink = (e: TopicEntry): (Attachment & { pending: boolean }) | undefined =>
+    e.link.matching && !e.link.parentGone && e.link.attachment !== undefined
+      ? { ...e.link.attachment, pending: e.link.pending }
+      : undefined;
   const liveChildren = (e: TopicEntry): number =>
     e.register === undefined
       ? sorted.filter((t) => t.parent === e.config.name).length
@@ -441,14 +444,15 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
 
   /** Step 3: the parent's side, conditional on the parent's version; the refusal's reason, or undefined when registered. */
   const registerLink = async (
-    parent: string,
+    link: Pick<Attachment, "parent" | "parentUid" | "epoch">,
     child: string,
-    epoch: string,
     what: string,
   ): Promise<string | undefined> => {
+    const { parent, epoch } = link;
     for (let i = 0; i < linkWriteAttempts; i++) {
       const p = topics.get(parent);
-      if (p === undefined) return `topic "${parent}" was deleted meanwhile`;
+      if (p === undefined || p.config.uid !== link.parentUid)
+        return `topic "${parent}" was deleted meanwhile`;
       const d = registerChild({
         parent,
         register: registerOrSeed(p),
@@ -591,7 +595,7 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
             () => topics.get(topic.name)?.config.uid === created.metadata.uid,
             timing.replicaWaitMs,
           );
-          refused = await registerLink(attachment.parent, topic.name, attachment.epoch, what);
+          refused = await registerLink(attachment, topic.name, what);
         } catch (err) {
           await deleteCreated(created);
           throw err;
@@ -631,7 +635,7 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
         // Attach: both sides, each a conditional write (kube/link-registry.ts).
         await ensureRegister(link.parent, what);
         const child = await writeChildLink(name, patch, link, what);
-        const refused = await registerLink(link.parent, name, link.epoch, what);
+        const refused = await registerLink(link, name, what);
         if (refused !== undefined) {
           await takeBack(child.written, child.before, link.epoch);
           throw conflict(refused);
@@ -702,6 +706,16 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
     },
 
     declaredLinks,
+
+    async completeLink(child, epoch) {
+      const what = `complete the fan-out link of "${child}"`;
+      const a = topics.get(child)?.link;
+      if (a?.attachment?.epoch !== epoch || !a.pending) return;
+      requireReachable(what);
+      const refused = await registerLink(a.attachment, child, what);
+      if (refused !== undefined) throw conflict(refused);
+      await waitForReplica(() => topics.get(child)?.config.attach_epoch === epoch, timing.replicaWaitMs);
+    },
 
     async settleDeclaredLink(child, problem, dropAdmission) {
       const current = topics.get(child);

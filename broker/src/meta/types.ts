@@ -238,6 +238,14 @@ export interface Metastore {
    * holds. A change of the child meanwhile wins (the write is conditional).
    */
   settleDeclaredLink?(child: string, problem: string | undefined, dropAdmission: boolean): Promise<void>;
+  /**
+   * Completes a link pending on the child's side (DeclaredLink.pending) with
+   * its own epoch: only the parent's side is written, and only while the
+   * child still carries `epoch` (a link taken back meanwhile stays gone).
+   * 409 when the parent refuses it. Optional: only the kubernetes metastore
+   * keeps a link in two parts.
+   */
+  completeLink?(child: string, epoch: string): Promise<void>;
   /** Called after any topic or membership change is applied locally. */
   onChange(listener: () => void): void;
   close(): Promise<void>;

@@ -139,11 +139,29 @@ describe("fan-out register (the parent's side of a link)", () => {
     ).toBeUndefined();
     // Completing its own pending link.
     expect(
-      childLinkProblem({ child: "c", epoch: E(1), current: { parent: "p", epoch: E(1) }, liveChildren: 0 }),
+      childLinkProblem({
+        child: "c",
+        epoch: E(1),
+        current: { parent: "p", epoch: E(1), pending: true },
+        liveChildren: 0,
+      }),
     ).toBeUndefined();
     expect(
-      childLinkProblem({ child: "c", epoch: E(2), current: { parent: "p", epoch: E(1) }, liveChildren: 0 }),
+      childLinkProblem({
+        child: "c",
+        epoch: E(2),
+        current: { parent: "p", epoch: E(1), pending: false },
+        liveChildren: 0,
+      }),
     ).toBe(`"c" is already a child of "p"`);
+    expect(
+      childLinkProblem({
+        child: "c",
+        epoch: E(2),
+        current: { parent: "p", epoch: E(1), pending: true },
+        liveChildren: 0,
+      }),
+    ).toMatch(/"c" is being attached to "p"/);
     expect(childLinkProblem({ child: "c", epoch: E(2), current: undefined, liveChildren: 1 })).toBe(
       `"c" has children of its own: fan-out is one level deep`,
     );

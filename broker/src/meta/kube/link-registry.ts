@@ -129,12 +129,14 @@ export function deregisterChild(
 export function childLinkProblem(args: {
   child: string;
   epoch: string;
-  current: { parent: string; epoch: string } | undefined;
+  current: { parent: string; epoch: string; pending: boolean } | undefined;
   liveChildren: number;
 }): string | undefined {
   const { child, current } = args;
   if (current !== undefined && current.epoch !== args.epoch)
-    return `"${child}" is already a child of "${current.parent}"`;
+    return current.pending
+      ? `"${child}" is being attached to "${current.parent}" (pending its parent's register)`
+      : `"${child}" is already a child of "${current.parent}"`;
   if (args.liveChildren > 0) return `"${child}" has children of its own: fan-out is one level deep`;
   return undefined;
 }
