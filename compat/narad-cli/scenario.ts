@@ -74,6 +74,25 @@ export function cliScenario(): CliStep[] {
       timeoutMs: 5000,
     },
     { args: ["topic", "info", "orders"], exit: 0, prints: [/"partition_stats"/, /"children"/] },
+    // Narad's own bench: produce with 4 workers, then drain with consume + ack.
+    { args: ["topic", "add", "benchq", "--partitions", "3"], exit: 0, prints: [/"name": "benchq"/] },
+    {
+      args: ["bench", "benchq", "--count", "300", "--size", "64", "--workers", "4", "--consume"],
+      exit: 0,
+      prints: [/produce: 300 ok, 0 failed/, /consume: 300 msgs/],
+      timeoutMs: 60_000,
+    },
+    { args: ["pub", "benchq", '{"n":3}', "--count", "5"], exit: 0, prints: [/accepted/] },
+    {
+      args: ["server", "report"],
+      exit: 0,
+      prints: [
+        /orders\s+3\s+2\s+\S+\s+1\s+parent/,
+        /audit\s+3\s+\d+\s+\S+\s+1\s+child of orders/,
+        /benchq\s+3\s+305\s/,
+      ],
+      eventually: true,
+    },
     { args: ["topic", "edit", "orders", "--partitions", "6"], exit: 0, prints: [/"partitions": 6/] },
     { args: ["topic", "edit", "orders", "--partitions", "2"], exit: 1, prints: [/400|shrink|grow/i] },
     {
@@ -104,6 +123,7 @@ export function cliScenario(): CliStep[] {
     { args: ["topic", "detach", "orders", "audit"], exit: 0, prints: [] },
     { args: ["topic", "rm", "audit", "--force"], exit: 0, prints: [] },
     { args: ["topic", "rm", "orders", "--force"], exit: 0, prints: [] },
+    { args: ["topic", "rm", "benchq", "--force"], exit: 0, prints: [] },
     { args: ["topic", "ls"], exit: 0, prints: [/later\s+3\s+\S+\s+-/] },
   ];
 }

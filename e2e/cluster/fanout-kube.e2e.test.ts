@@ -12,7 +12,13 @@
 //   - detach: the child receives nothing more;
 //   - delete the parent: its children become standalone (spec.parent gone);
 //   - kubectl: removing spec.parent detaches, setting it again is a fresh
-//     attach (new epoch), deleting the parent object unlinks its children.
+//     attach (new epoch), deleting the parent object unlinks its children;
+//   - attaches racing on both brokers: never a 109th child, never one child
+//     linked twice, never two levels (each decided by a write conditional on
+//     the object's resourceVersion; the parent keeps the children's register);
+//   - a NaradTopic applied with kubectl declaring a schema, a named
+//     subscription and a delay child: both brokers enforce all three, and a
+//     schema version added through the API reaches the other broker and the child.
 import { setTimeout as sleep } from "node:timers/promises";
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -314,5 +320,204 @@ describe("fan-out on the kubernetes metastore", () => {
       timeoutMs: 15_000,
       what: "spec.parent cleared after the parent object was deleted",
     });
+  });
+
+  it("attaches racing on both brokers: at most 108 children, one parent per child, one level deep", async () => {
+    const plural = "naradtopics";
+    /** A standalone 1-partition NaradTopic, applied directly (many at once, no waiting for owners). */
+    const bare = (name: string) =>
+      objects.createNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace,
+        plural,
+        body: {
+          apiVersion: "narad.dev/v1alpha1",
+          kind: "NaradTopic",
+          metadata: { name },
+          spec: { cluster: CLUSTER, partitions: 1 },
+        },
+      });
+    const seen = async (names: string[]) =>
+      waitFor(
+        async () => {
+          for (const b of brokers) {
+            const list = (await http(b, "GET", "/v1/topics?limit=1000")).json() as {
+              topics: Array<{ name: string }>;
+            };
+            const have = new Set(list.topics.map((t) => t.name));
+            if (!names.every((n) => have.has(n))) return false;
+          }
+          return true;
+        },
+        { timeoutMs: 30_000, what: `${names.length} topics on every broker` },
+      );
+    const attach = (b: Broker, parent: string, child: string) =>
+      http(b, "POST", `/v1/topics/${parent}/children`, { child });
+
+    // 112 candidates for one parent, half through each broker, all at once.
+    const kids = Array.from({ length: 112 }, (_, i) => `race-k${String(i).padStart(3, "0")}`);
+    for (let i = 0; i < kids.length; i += 28) await Promise.all(kids.slice(i, i + 28).map(bare));
+    await bare("race-p");
+    await seen([...kids, "race-p"]);
+    const t0 = Date.now();
+    const answers = await Promise.all(kids.map((k, i) => attach(i % 2 === 0 ? b0() : b1(), "race-p", k)));
+    const ok = answers.filter((a) => a.status === 200).length;
+    const full = answers.filter((a) => a.status === 409 && /already has 108 children/.test(a.text)).length;
+    const other = answers.filter(
+      (a) => a.status !== 200 && !(a.status === 409 && /108 children/.test(a.text)),
+    );
+    log(`race: 112 attaches over 2 brokers in ${Date.now() - t0} ms: ${ok} 200, ${full} 409 (108 children)`);
+    expect(other.map((a) => `${a.status} ${a.text}`)).toEqual([]);
+    expect(ok).toBe(108);
+    expect(full).toBe(4);
+    for (const b of brokers) {
+      await waitFor(
+        async () =>
+          ((await http(b, "GET", "/v1/topics/race-p/children")).json().children as unknown[]).length === 108,
+        { timeoutMs: 15_000, what: `108 children of race-p at ${b.id}` },
+      );
+    }
+    const register = JSON.parse(
+      (await topicObject("race-p")).metadata.annotations?.["narad.dev/children"] ?? "{}",
+    );
+    expect(Object.keys(register)).toHaveLength(108);
+    // A detach frees one slot, for exactly one of two racing attaches.
+    const left = kids.filter((_, i) => answers[i]?.status !== 200);
+    expect((await http(b0(), "DELETE", `/v1/topics/race-p/children/${kids[0]}`)).status).toBe(204);
+    // Let both brokers see the slot free, so both race for it.
+    for (const b of brokers)
+      await waitFor(
+        async () =>
+          ((await http(b, "GET", "/v1/topics/race-p/children")).json().children as unknown[]).length === 107,
+        { timeoutMs: 15_000, what: `107 children of race-p at ${b.id}` },
+      );
+    const slot = await Promise.all([
+      attach(b0(), "race-p", left[0] as string),
+      attach(b1(), "race-p", left[1] as string),
+    ]);
+    expect(slot.map((a) => a.status).sort()).toEqual([200, 409]);
+
+    // One child, two parents, one attach through each broker: one wins.
+    // One topic becoming a parent (b0) while it becomes a child (b1): one wins.
+    for (let round = 0; round < 4; round++) {
+      const [a, b, x, p, c, q] = ["a", "b", "x", "p", "c", "q"].map((n) => `race${round}-${n}`) as [
+        string,
+        string,
+        string,
+        string,
+        string,
+        string,
+      ];
+      await Promise.all([a, b, x, p, c, q].map(bare));
+      await seen([a, b, x, p, c, q]);
+      const twice = await Promise.all([attach(b0(), a, x), attach(b1(), b, x)]);
+      expect(twice.map((r) => r.status).sort(), twice.map((r) => r.text).join(" | ")).toEqual([200, 409]);
+      const winner = twice[0]?.status === 200 ? a : b;
+      await waitFor(
+        async () =>
+          (
+            await Promise.all(
+              brokers.map(async (br) => (await http(br, "GET", `/v1/topics/${x}`)).json().parent),
+            )
+          ).every((parent) => parent === winner),
+        { timeoutMs: 15_000, what: `${x} a child of ${winner} on every broker` },
+      );
+      const deep = await Promise.all([attach(b0(), p, c), attach(b1(), q, p)]);
+      expect(deep.map((r) => r.status).sort(), deep.map((r) => r.text).join(" | ")).toEqual([200, 409]);
+      await sleep(500);
+      for (const br of brokers) {
+        const roleOf = async (n: string) => (await http(br, "GET", `/v1/topics/${n}`)).json().role as string;
+        const rp = await roleOf(p);
+        // p is a parent (of c) or a child (of q), never both.
+        expect(["parent", "child"]).toContain(rp);
+        if (rp === "parent") expect(await roleOf(q)).toBe("standalone");
+        else expect(await roleOf(c)).toBe("standalone");
+      }
+    }
+  });
+
+  it("a NaradTopic applied with kubectl: its schema, named subscription and delay child hold on both brokers", async () => {
+    const schema = {
+      type: "object",
+      properties: { id: { type: "integer" } },
+      required: ["id"],
+    };
+    await applyTopic("decl-p", {
+      schema: { version: 1, definition: JSON.stringify(schema) },
+      subscriptions: [{ name: "billing", visibilityTimeoutMs: 1_000 }],
+    });
+    await applyTopic("decl-late", { parent: "decl-p", delayMs: 3_000 });
+    await waitRole("decl-late", "child");
+    for (const b of brokers) {
+      const late = (await http(b, "GET", "/v1/topics/decl-late")).json();
+      expect(late).toMatchObject({ parent: "decl-p", fanout_delay_ms: 3_000, schema_version: 1 });
+      // Schema before the WAL, on whichever broker takes the produce.
+      const bad = await http(b, "POST", "/v1/topics/decl-p/produce?key=x", { id: "x" });
+      expect(bad.status, bad.text).toBe(400);
+      expect(bad.json().code).toBe("schema_violation");
+      // A delay child's records come only from its parent.
+      expect((await http(b, "POST", "/v1/topics/decl-late/produce", { id: 1 })).status).toBe(409);
+      const groups = (await http(b, "GET", "/v1/topics/decl-p/groups")).json() as {
+        groups: Array<{ name: string; declared: boolean; visibility_timeout_ms: number }>;
+      };
+      expect(groups.groups).toContainEqual(
+        expect.objectContaining({ name: "billing", declared: true, visibility_timeout_ms: 1_000 }),
+      );
+    }
+    // The anchors of the child's cursors (one per node) before producing.
+    await sleep(1_500);
+    const t0 = Date.now();
+    const ids = await produce("decl-p", 0, 6);
+    expect(ids).toHaveLength(6);
+    // Not before parent commit + 3 s.
+    await sleep(1_000);
+    expect(await idsIn("decl-late")).toEqual([]);
+    await waitReceived("decl-late", ids);
+    const waited = Date.now() - t0;
+    log(`delay child: 6 records arrived ${waited} ms after the first produce (delay 3000 ms)`);
+    expect(waited).toBeGreaterThanOrEqual(3_000);
+
+    // The subscription's 1 s visibility, not the topic's 30 s: a lease the
+    // group lets lapse is leased again a second later.
+    const lease = async () => {
+      for (const b of brokers) {
+        const r = await http(b, "GET", "/v1/topics/decl-p/consume?group=billing&wait=0");
+        if (r.status === 200) return r.json() as { partition: number; offset: number };
+      }
+      return undefined;
+    };
+    const first = await lease();
+    expect(first).toBeDefined();
+    await sleep(1_500);
+    const seenAgain: Array<{ partition: number; offset: number }> = [];
+    for (let i = 0; i < 12; i++) {
+      const m = await lease();
+      if (m === undefined) break;
+      seenAgain.push(m);
+    }
+    expect(seenAgain).toContainEqual(
+      expect.objectContaining({ partition: first?.partition, offset: first?.offset }),
+    );
+
+    // A schema version added through one broker: enforced by the other, adopted by the child.
+    const v2 = { ...schema, properties: { ...schema.properties, note: { type: "string" } } };
+    const patched = await http(b0(), "PATCH", "/v1/topics/decl-p", { schema: v2 });
+    expect(patched.status, patched.text).toBe(200);
+    await waitFor(
+      async () =>
+        (await http(b1(), "POST", "/v1/topics/decl-p/produce?key=n", { id: 1, note: 5 })).status === 400,
+      { timeoutMs: 15_000, what: "schema version 2 enforced on the other broker" },
+    );
+    await waitFor(
+      async () =>
+        (
+          await Promise.all(
+            brokers.map(async (b) => (await http(b, "GET", "/v1/topics/decl-late")).json().schema_version),
+          )
+        ).every((v) => v === 2),
+      { timeoutMs: 15_000, what: "the delay child adopted schema version 2" },
+    );
+    expect((await topicObject("decl-late")).spec.schema?.version).toBe(2);
   });
 });

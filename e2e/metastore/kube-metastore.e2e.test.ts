@@ -555,6 +555,114 @@ describe("kubernetes metastore", () => {
     expect(declared("fan-child")).toMatchObject({ ended: "parent-gone" });
   });
 
+  it("a link is in effect once the parent registers it: a parent from before registers is seeded, a half-made link is pending, dead entries are pruned", async () => {
+    const patchObject = (name: string, body: object) =>
+      objects.patchNamespacedCustomObject(
+        { group: GROUP, version: VERSION, namespace, plural: "naradtopics", name, body },
+        setHeaderOptions("Content-Type", PatchStrategy.MergePatch),
+      );
+    const register = async (name: string) =>
+      JSON.parse((await topicObject(name)).metadata.annotations?.["narad.dev/children"] ?? "null");
+    const declared = (child: string) => store.declaredLinks().find((d) => d.child === child);
+    const parent = await store.createTopic(topicFixture("reg-parent", { retention_ms: 0, partitions: 1 }));
+    for (const c of ["reg-a", "reg-b", "reg-c", "reg-d"])
+      await store.createTopic(topicFixture(c, { partitions: 1 }));
+    /** The child's side alone, as a broker from before registers (or a crash after step 2) leaves it. */
+    const childSideOnly = (child: string, epoch: string) =>
+      patchObject(child, {
+        spec: { parent: "reg-parent" },
+        metadata: {
+          annotations: {
+            "narad.dev/attachment": JSON.stringify({
+              parent: "reg-parent",
+              parentUid: parent.uid,
+              delayMs: 0,
+              epoch,
+              attachedAtMs: 5,
+            }),
+          },
+        },
+      });
+    // A parent without a register: the child's side decides (links made before registers keep working).
+    await childSideOnly("reg-a", "aaaaaaaaaaaaaaaa");
+    await waitFor(() => store.getTopic("reg-a")?.parent === "reg-parent", {
+      timeoutMs: 5_000,
+      what: "legacy link",
+    });
+    expect(await register("reg-parent")).toBeNull();
+    // The first attach gives the parent its register, seeded with the child already in effect.
+    await store.updateTopic("reg-b", {
+      parent: "reg-parent",
+      attach_epoch: "bbbbbbbbbbbbbbbb",
+      attached_at_ms: 6,
+    });
+    expect(await register("reg-parent")).toEqual({
+      "reg-a": "aaaaaaaaaaaaaaaa",
+      "reg-b": "bbbbbbbbbbbbbbbb",
+    });
+    expect(store.getTopic("reg-a")?.parent).toBe("reg-parent");
+    expect(store.getTopic("reg-b")?.parent).toBe("reg-parent");
+    // The child's side alone, now that the parent has a register: pending, not in effect.
+    await childSideOnly("reg-c", "cccccccccccccccc");
+    await waitFor(() => declared("reg-c")?.pending !== undefined, { timeoutMs: 5_000, what: "pending" });
+    expect(declared("reg-c")).toMatchObject({
+      inEffect: false,
+      ended: "none",
+      pending: { epoch: "cccccccccccccccc", attachedAtMs: 5 },
+    });
+    expect(store.getTopic("reg-c")?.parent).toBeUndefined();
+    // Completing another epoch than the child carries does nothing (a link taken back stays gone).
+    await store.completeLink("reg-c", "0123456789abcdef");
+    expect(store.getTopic("reg-c")?.parent).toBeUndefined();
+    // Completed with its own epoch (what the deciding broker does), it is in effect.
+    await store.completeLink("reg-c", "cccccccccccccccc");
+    expect(store.getTopic("reg-c")).toMatchObject({ parent: "reg-parent", attach_epoch: "cccccccccccccccc" });
+    // A child deleted with kubectl leaves a dead entry; the next write of the register prunes it.
+    await objects.deleteNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      namespace,
+      plural: "naradtopics",
+      name: "reg-a",
+    });
+    await waitFor(() => store.getTopic("reg-a") === undefined, { timeoutMs: 5_000, what: "reg-a gone" });
+    await store.updateTopic("reg-d", {
+      parent: "reg-parent",
+      attach_epoch: "dddddddddddddddd",
+      attached_at_ms: 7,
+    });
+    expect(await register("reg-parent")).toEqual({
+      "reg-b": "bbbbbbbbbbbbbbbb",
+      "reg-c": "cccccccccccccccc",
+      "reg-d": "dddddddddddddddd",
+    });
+    // A detach drops its entry.
+    await store.updateTopic("reg-b", {
+      parent: undefined,
+      fanout_delay_ms: undefined,
+      attach_epoch: undefined,
+      attached_at_ms: undefined,
+    });
+    expect(await register("reg-parent")).toEqual({
+      "reg-c": "cccccccccccccccc",
+      "reg-d": "dddddddddddddddd",
+    });
+    // A parent with children may not become a child, and a child may not take children (each side's own write).
+    await store.createTopic(topicFixture("reg-top", { retention_ms: 0, partitions: 1 }));
+    await expect(
+      store.updateTopic("reg-parent", {
+        parent: "reg-top",
+        attach_epoch: "eeeeeeeeeeeeeeee",
+        attached_at_ms: 8,
+      }),
+    ).rejects.toMatchObject({ code: "CONFLICT" });
+    await expect(
+      store.updateTopic("reg-top", { parent: "reg-d", attach_epoch: "ffffffffffffffff", attached_at_ms: 9 }),
+    ).rejects.toMatchObject({ code: "CONFLICT" });
+    expect(store.getTopic("reg-top")?.parent).toBeUndefined();
+    expect((await topicObject("reg-top")).spec.parent).toBeUndefined();
+  });
+
   it("relists on resync and keeps the same view", async () => {
     const names = store.listTopics().map((t) => t.name);
     store.resync();

@@ -13,11 +13,18 @@
 //      GET /v1/cluster/moves, then gone; a repeat is idempotent; member 0 is
 //      then refused; every acknowledged record readable;
 //   3. DELETE during a decommission: 204, spec.replicas back up, the operator
-//      cancels it (DecommissionCancelled), members all Active again.
+//      cancels it (DecommissionCancelled), members all Active again;
+//   4. Narad (Go)'s own CLI, unchanged: `cluster members`, `cluster moves`,
+//      `cluster decommission` (refused for a lower ordinal and an unknown id,
+//      taken for the highest) and `cluster decommission --cancel`. It runs the
+//      binary `npm run compat:narad-cli` caches (~/.cache/narad-go-cli); when
+//      there is none the step is skipped with that message (building it needs
+//      Go and Narad's sources).
 // Numbers go to console.log ("decommission-api-e2e:").
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { kubeClusterScale, observationOf } from "../../broker/src/node/decommission.ts";
+import { cachedNaradGoCli, naradGoCliPath, runNaradGoCli } from "../../compat/narad-cli/binary.ts";
 import type { NaradCluster } from "../../packages/api/src/v1alpha1/types.ts";
 import { stderrLog } from "../platform/log.ts";
 import { basicAuth } from "./credentials.ts";
@@ -63,6 +70,23 @@ async function call(
 }
 const decommission = (id: string, method: "POST" | "DELETE", headers = admin(), ip?: string) =>
   call(method, `/v1/cluster/members/${id}/decommission`, headers, ip);
+
+/** Narad (Go)'s CLI, when `npm run compat:narad-cli` has built and cached it. */
+const goCli = cachedNaradGoCli();
+if (goCli === undefined)
+  console.log(
+    `decommission-api-e2e: skipping the Narad Go CLI step: no binary at ${naradGoCliPath()} (run \`npm run compat:narad-cli\` once to build it; needs Go and Narad's sources)`,
+  );
+
+/** `narad <args>` of Narad's CLI as the admin against a Ready broker (`ip`: that pod). */
+async function narad(args: string[], ip?: string): Promise<{ status: number | null; output: string }> {
+  const target = ip ?? (await s.pods()).find((p) => p.ready && p.ip)?.ip;
+  return runNaradGoCli(goCli as string, args, {
+    url: `http://${target}:${BROKER_PORT}`,
+    user: ADMIN.user,
+    password: ADMIN.password,
+  });
+}
 
 describe("decommission through the cluster API", () => {
   beforeAll(async () => {
@@ -299,4 +323,75 @@ describe("decommission through the cluster API", () => {
     expect(report.lost.slice(0, 10)).toEqual([]);
     expect(report.duplicated.slice(0, 10)).toEqual([]);
   });
+
+  it.skipIf(goCli === undefined)(
+    "Narad's Go CLI, unchanged: cluster members, moves, decommission and --cancel",
+    async () => {
+      await s.waitSettled(3, 240_000, "3 Active members before the CLI step");
+      const t0 = Date.now();
+      const members = await narad(["cluster", "members"]);
+      expect(members.status, members.output).toBe(0);
+      const listed = JSON.parse(members.output) as {
+        members: Array<{ id: string; state: string; status: string; owned_partitions: number }>;
+      };
+      expect(listed.members.map((m) => [m.id, m.state, m.status])).toEqual([
+        [`${NAME}-0`, "Active", "alive"],
+        [`${NAME}-1`, "Active", "alive"],
+        [`${NAME}-2`, "Active", "alive"],
+      ]);
+      const moves = await narad(["cluster", "moves"]);
+      expect(moves.status, moves.output).toBe(0);
+      expect(JSON.parse(moves.output)).toHaveProperty("moves");
+      // Refused: a lower ordinal (409, naming the highest) and an unknown id (404), nothing changed.
+      const lower = await narad(["cluster", "decommission", `${NAME}-0`]);
+      expect(lower.status).toBe(1);
+      expect(lower.output).toMatch(/409/);
+      expect(lower.output).toContain(`only "${NAME}-2"`);
+      const unknown = await narad(["cluster", "decommission", `${NAME}-9`]);
+      expect(unknown.status).toBe(1);
+      expect(unknown.output).toMatch(/404/);
+      expect((await cluster()).spec.replicas).toBe(3);
+
+      const leaving = `${NAME}-2`;
+      const owned = listed.members.find((m) => m.id === leaving)?.owned_partitions ?? 0;
+      const take = await narad(["cluster", "decommission", leaving]);
+      expect(take.status, take.output).toBe(0);
+      expect((await cluster()).spec.replicas).toBe(2);
+      // Progress as the CLI prints it: the member draining, then its moves.
+      let sawDraining = false;
+      let sawMove = false;
+      await waitFor(
+        async () => {
+          const m = JSON.parse((await narad(["cluster", "members"])).output) as {
+            members: Array<{ id: string; state: string; draining: boolean }>;
+          };
+          const me = m.members.find((x) => x.id === leaving);
+          if (me?.state === "Decommissioning" && me.draining) sawDraining = true;
+          const mv = JSON.parse((await narad(["cluster", "moves"])).output) as {
+            moves: Array<{ from: string }>;
+          };
+          if (mv.moves.some((x) => x.from === leaving)) sawMove = true;
+          return sawDraining && (sawMove || owned === 0);
+        },
+        {
+          timeoutMs: 60_000,
+          what: `${leaving} draining with its moves, as the Go CLI prints them`,
+          intervalMs: 200,
+        },
+      );
+      // Cancel through another member's broker: spec.replicas back up, the operator cancels it.
+      const other = (await s.pods()).find((p) => p.name === `${NAME}-1`)?.ip;
+      const cancel = await narad(["cluster", "decommission", leaving, "--cancel"], other);
+      expect(cancel.status, cancel.output).toBe(0);
+      expect((await cluster()).spec.replicas).toBe(3);
+      await s.waitSettled(3, 180_000, "back to 3 Active members after the CLI's cancel");
+      const after = JSON.parse((await narad(["cluster", "members"])).output) as {
+        members: Array<{ id: string; state: string }>;
+      };
+      expect(after.members.map((m) => m.state)).toEqual(["Active", "Active", "Active"]);
+      console.log(
+        `decommission-api-e2e: Narad Go CLI: members, moves, decommission (refused ${NAME}-0 and ${NAME}-9, took ${leaving}, owning ${owned}), --cancel; settled again in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+      );
+    },
+  );
 });

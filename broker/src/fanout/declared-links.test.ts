@@ -45,6 +45,28 @@ describe("declaredLinkActions", () => {
     ).toEqual([{ kind: "attach", child: "c", parent: "p", delayMs: 0 }]);
   });
 
+  it("completes a link pending on the child's side with its own epoch; refused, reports without dropping it", () => {
+    const pending = { epoch: "00000000000000aa", attachedAtMs: 1_700_000_000_000 };
+    const children = Array.from({ length: 108 }, (_, i) =>
+      topic(`k${i}`, { parent: "full", attach_epoch: `e${i}` }),
+    );
+    const topics = [topic("p"), topic("c"), topic("full"), topic("d"), ...children];
+    expect(
+      declaredLinkActions(topics, [
+        declared("c", "p", { pending }),
+        declared("d", "full", { pending: { ...pending, epoch: "00000000000000bb" } }),
+      ]),
+    ).toEqual([
+      { kind: "attach", child: "c", parent: "p", delayMs: 0, resume: pending },
+      {
+        kind: "settle",
+        child: "d",
+        problem: `"full" already has 108 children, the maximum`,
+        dropAdmission: false,
+      },
+    ]);
+  });
+
   it("refuses what an attach would refuse, reports it once, and says nothing more while it is unchanged", () => {
     const topics = [topic("p", { retention_ms: 3_600_000 }), topic("c"), topic("self")];
     const actions = declaredLinkActions(topics, [

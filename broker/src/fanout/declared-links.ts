@@ -12,7 +12,14 @@ import { attachChild, linkChanges } from "./links.ts";
 import { attachProblem } from "./rules.ts";
 
 export type DeclaredLinkAction =
-  | { kind: "attach"; child: string; parent: string; delayMs: number }
+  /** `resume`: a link admitted on the child's side only, completed with its own epoch. */
+  | {
+      kind: "attach";
+      child: string;
+      parent: string;
+      delayMs: number;
+      resume?: { epoch: string; attachedAtMs: number };
+    }
   /** The parent incarnation is gone: the child becomes standalone, as after a parent delete through the API. */
   | { kind: "unlink"; child: string }
   | { kind: "settle"; child: string; problem: string | undefined; dropAdmission: boolean };
@@ -46,7 +53,13 @@ export function declaredLinkActions(
     }
     const problem = attachProblem(state, d.parent, d.child, d.delayMs);
     if (problem === undefined) {
-      out.push({ kind: "attach", child: d.child, parent: d.parent, delayMs: d.delayMs });
+      out.push({
+        kind: "attach",
+        child: d.child,
+        parent: d.parent,
+        delayMs: d.delayMs,
+        ...(d.pending !== undefined ? { resume: d.pending } : {}),
+      });
       const c = state.find((t) => t.name === d.child);
       if (c !== undefined) {
         c.parent = d.parent;
@@ -119,6 +132,14 @@ export class DeclaredLinks {
     // In order, stopping at the first failure: later decisions counted on earlier admissions.
     for (const a of actions) {
       if (a.kind === "attach") {
+        if (a.resume !== undefined && ms.completeLink !== undefined) {
+          await ms.completeLink(a.child, a.resume.epoch);
+          this.#o.logger.info(
+            { child: a.child, parent: a.parent, epoch: a.resume.epoch },
+            "pending fan-out link completed",
+          );
+          continue;
+        }
         const t = await attachChild(ms, a.parent, a.child, a.delayMs, this.#o.nowMs());
         this.#o.logger.info(
           { child: a.child, parent: a.parent, delayMs: a.delayMs, epoch: t.attach_epoch },

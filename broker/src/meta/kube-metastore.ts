@@ -25,7 +25,8 @@ import type {
   NaradTopic,
   PartitionMoveStatus,
 } from "../../../packages/api/src/v1alpha1/types.ts";
-import { NaradError, topicExists, topicNotFound } from "../errors.ts";
+import { conflict, NaradError, topicExists, topicNotFound } from "../errors.ts";
+import { maxChildrenPerParent } from "../fanout/rules.ts";
 import { apiMessage, apiStatus, type NaradApi, naradApi, writeError } from "./kube/api.ts";
 import {
   ATTACHMENT_ANNOTATION,
@@ -47,6 +48,16 @@ import {
   topicMergePatch,
   withoutLink,
 } from "./kube/convert.ts";
+import {
+  CHILDREN_ANNOTATION,
+  childLinkProblem,
+  deregisterChild,
+  formatRegister,
+  type LinkRegister,
+  liveEntries,
+  parseRegister,
+  registerChild,
+} from "./kube/link-registry.ts";
 import { Reflector, type ReflectorLogger, type ReflectorTiming } from "./kube/reflector.ts";
 import type {
   AuthoritativeOwner,
@@ -122,6 +133,7 @@ export interface KubeMetastore extends Metastore {
     expect: { leader: string; leaderEpoch: number },
     isr: readonly IsrMember[],
   ): Promise<IsrWriteOutcome>;
+  completeLink(child: string, epoch: string): Promise<void>;
 }
 
 /** In-cluster credentials when running in a pod, else KUBECONFIG / ~/.kube/config. */
@@ -140,6 +152,8 @@ interface TopicEntry {
   owners: ReadonlyMap<number, string>;
   /** Replicated partitions' records (single-copy partitions are absent). */
   replicas: ReadonlyMap<number, ReplicaAssignment>;
+  /** As a parent: its children's register (kube/link-registry.ts); undefined for a parent from before registers. */
+  register: LinkRegister | undefined;
   /** The fan-out link as spec declares it, the broker's record of it, and a reported problem. */
   link: {
     declared: { parent: string; delayMs: number } | undefined;
@@ -147,6 +161,8 @@ interface TopicEntry {
     /** The attachment matches the declaration (the parent incarnation aside). */
     matching: boolean;
     parentGone: boolean;
+    /** Admitted on the child's side, the parent incarnation alive, but not in its register (yet). */
+    pending: boolean;
     reported: string | undefined;
   };
 }
@@ -216,11 +232,13 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
           resourceVersion: t.metadata.resourceVersion ?? "",
           owners: assignmentsOf(t),
           replicas: replicaAssignmentsOf(t),
+          register: parseRegister(t.metadata.annotations?.[CHILDREN_ANNOTATION]),
           link: {
             declared: declaredLinkOf(t),
             attachment: attachmentOf(t),
             matching: matchingAttachment(t) !== undefined,
             parentGone: false,
+            pending: false,
             reported: typeof reported === "string" && reported !== "" ? reported : undefined,
           },
         };
@@ -244,12 +262,19 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
     // A link is in effect only while the parent incarnation it was admitted
     // under lives: a parent deleted with kubectl (no unlink first) or replaced
     // by a namesake leaves its children unlinked, never adopted by the namesake.
+    // And only once the parent's register names it with its epoch (a parent
+    // without a register is from before them: the child's side decides).
     for (const e of next.values()) {
       const a = e.link.attachment;
       if (e.config.parent === undefined || a === undefined) continue;
-      if (next.get(a.parent)?.config.uid === a.parentUid) continue;
-      e.config = withoutLink(e.config);
-      e.link.parentGone = true;
+      const parent = next.get(a.parent);
+      if (parent?.config.uid !== a.parentUid) {
+        e.config = withoutLink(e.config);
+        e.link.parentGone = true;
+      } else if (parent.register !== undefined && parent.register.get(e.config.name) !== a.epoch) {
+        e.config = withoutLink(e.config);
+        e.link.pending = true;
+      }
     }
     topics = next;
     sorted = [...next.values()].map((e) => e.config).sort((a, b) => compareNames(a.name, b.name));
@@ -339,11 +364,14 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
         delayMs: l.declared?.delayMs ?? 0,
         inEffect,
         ended:
-          inEffect || l.attachment === undefined
+          inEffect || l.attachment === undefined || l.pending
             ? "none"
             : l.matching && l.parentGone
               ? "parent-gone"
               : "spec-changed",
+        ...(l.pending && l.attachment !== undefined
+          ? { pending: { epoch: l.attachment.epoch, attachedAtMs: l.attachment.attachedAtMs } }
+          : {}),
         reported: l.reported,
       });
     }
@@ -462,6 +490,210 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
     return true;
   };
 
+  // ---- fan-out links: both sides, each decided by a conditional write (kube/link-registry.ts)
+
+  const epochOf = (name: string): string | undefined => topics.get(name)?.link.attachment?.epoch;
+  const linkWriteAttempts = 8;
+
+  /** Waits (bounded) until the replica no longer shows `name` at `rv`: after a write, or a 409 from it. */
+  const replicaPast = (name: string, rv: string): Promise<boolean> =>
+    waitForReplica(() => topics.get(name)?.resourceVersion !== rv, timing.replicaWaitMs);
+
+  type ObjectPatch = { spec?: object; metadata?: { annotations?: Record<string, string | null> } };
+
+  /**
+   * A merge patch of `e`'s object conditional on the version it was decided
+   * from: the object written, or undefined when it changed meanwhile (the
+   * replica has then moved on, bounded, for the next decision).
+   */
+  const patchFrom = async (
+    e: TopicEntry,
+    patch: ObjectPatch,
+    what: string,
+  ): Promise<NaradTopic | undefined> => {
+    try {
+      const written = await api.patchTopicSpec(e.kubeName, {
+        ...patch,
+        metadata: { ...patch.metadata, resourceVersion: e.resourceVersion },
+      });
+      // A patch that changed nothing keeps the version: nothing for the replica to see.
+      if (written.metadata.resourceVersion !== e.resourceVersion)
+        await replicaPast(e.config.name, e.resourceVersion);
+      return written;
+    } catch (err) {
+      if (apiStatus(err) === 409) {
+        await replicaPast(e.config.name, e.resourceVersion);
+        return undefined;
+      }
+      if (apiStatus(err) === 404) throw topicNotFound(e.config.name);
+      throw writeError(err, what, timing.retryAfterSeconds);
+    }
+  };
+
+  const keptChanging = (what: string): NaradError =>
+    new NaradError("UNAVAILABLE", `${what}: the topics kept changing meanwhile; try again`, {
+      retryAfterSeconds: timing.retryAfterSeconds,
+    });
+
+  /** A parent's register, or for a parent from before registers its children in effect. */
+  const registerOrSeed = (p: TopicEntry): LinkRegister => {
+    if (p.register !== undefined) return p.register;
+    const seed = new Map<string, string>();
+    for (const t of sorted)
+      if (t.parent === p.config.name && t.attach_epoch !== undefined) seed.set(t.name, t.attach_epoch);
+    return seed;
+  };
+  const registerPatch = (r: LinkRegister): ObjectPatch => ({
+    metadata: { annotations: { [CHILDREN_ANNOTATION]: formatRegister(r) } },
+  });
+
+  /** Step 1: the parent has a register, so no child's side alone puts a link in effect any more. */
+  const ensureRegister = async (parent: string, what: string): Promise<void> => {
+    for (let i = 0; i < linkWriteAttempts; i++) {
+      const p = topics.get(parent);
+      if (p === undefined) throw topicNotFound(parent);
+      if (p.register !== undefined) return;
+      if ((await patchFrom(p, registerPatch(registerOrSeed(p)), what)) !== undefined) return;
+    }
+    throw keptChanging(what);
+  };
+
+  /** The link `e` holds or is being given: spec declares it and its parent incarnation lives. */
+  const heldLink = (e: TopicEntry): (Attachment & { pending: boolean }) | undefined =>
+    e.link.matching && !e.link.parentGone && e.link.attachment !== undefined
+      ? { ...e.link.attachment, pending: e.link.pending }
+      : undefined;
+  const liveChildren = (e: TopicEntry): number =>
+    e.register === undefined
+      ? sorted.filter((t) => t.parent === e.config.name).length
+      : liveEntries(e.register, epochOf).size;
+
+  /** Step 2: the child's side, conditional on the child's version. */
+  const writeChildLink = async (
+    name: string,
+    patch: TopicPatch,
+    link: Attachment,
+    what: string,
+  ): Promise<{ written: NaradTopic; before: TopicEntry }> => {
+    for (let i = 0; i < linkWriteAttempts; i++) {
+      const c = topics.get(name);
+      if (c === undefined) throw topicNotFound(name);
+      const problem = childLinkProblem({
+        child: name,
+        epoch: link.epoch,
+        current: heldLink(c),
+        liveChildren: liveChildren(c),
+      });
+      if (problem !== undefined) throw conflict(problem);
+      const written = await patchFrom(c, topicMergePatch(patch, link), what);
+      if (written !== undefined) return { written, before: c };
+    }
+    throw keptChanging(what);
+  };
+
+  /** Step 3: the parent's side, conditional on the parent's version; the refusal's reason, or undefined when registered. */
+  const registerLink = async (
+    link: Pick<Attachment, "parent" | "parentUid" | "epoch">,
+    child: string,
+    what: string,
+  ): Promise<string | undefined> => {
+    const { parent, epoch } = link;
+    for (let i = 0; i < linkWriteAttempts; i++) {
+      const p = topics.get(parent);
+      if (p === undefined || p.config.uid !== link.parentUid)
+        return `topic "${parent}" was deleted meanwhile`;
+      const d = registerChild({
+        parent,
+        register: registerOrSeed(p),
+        parentAttachedTo: p.link.attachment?.parent,
+        child,
+        epoch,
+        epochOf,
+        maxChildren: maxChildrenPerParent,
+      });
+      if (d.kind === "registered") return undefined;
+      if (d.kind === "refuse") return d.reason;
+      if ((await patchFrom(p, registerPatch(d.register), what)) !== undefined) return undefined;
+    }
+    throw keptChanging(what);
+  };
+
+  /**
+   * Takes back a child's side refused at step 3: the declaration it had
+   * before (spec.parent, spec.delayMs; its schema when it had none) and no
+   * attachment, unless something else changed the link meanwhile.
+   */
+  const takeBack = async (written: NaradTopic, before: TopicEntry, epoch: string): Promise<void> => {
+    const name = before.config.name;
+    const patch: ObjectPatch = {
+      spec: {
+        parent: before.link.declared?.parent ?? null,
+        delayMs:
+          before.link.declared === undefined || before.link.declared.delayMs === 0
+            ? null
+            : before.link.declared.delayMs,
+        ...(before.config.schema === undefined ? { schema: null } : {}),
+      },
+      metadata: { annotations: { [ATTACHMENT_ANNOTATION]: null } },
+    };
+    let rv = written.metadata.resourceVersion ?? "";
+    for (let i = 0; i < linkWriteAttempts; i++) {
+      try {
+        await api.patchTopicSpec(written.metadata.name ?? before.kubeName, {
+          ...patch,
+          metadata: { ...patch.metadata, resourceVersion: rv },
+        });
+        await replicaPast(name, rv);
+        return;
+      } catch (err) {
+        if (apiStatus(err) === 404) return;
+        if (apiStatus(err) !== 409) break;
+        await waitForReplica(() => topics.get(name)?.resourceVersion !== rv, timing.replicaWaitMs);
+        const now = topics.get(name);
+        if (now === undefined || now.link.attachment?.epoch !== epoch) return;
+        rv = now.resourceVersion;
+      }
+    }
+    // Left pending (the parent never registers it): the deciding broker reports it on the child.
+    logger.warn(
+      { topic: name, epoch },
+      "fan-out attach refused, but its link on the child could not be taken back",
+    );
+  };
+
+  /** Deletes a topic this broker just created (a create-as-child refused on the parent's side). */
+  const deleteCreated = async (created: NaradTopic): Promise<void> => {
+    try {
+      await api.deleteTopic(created.metadata.name ?? "");
+    } catch (err) {
+      if (apiStatus(err) !== 404)
+        logger.warn(
+          { object: created.metadata.name, err: String(err) },
+          "create-as-child refused, but the created NaradTopic could not be deleted",
+        );
+    }
+  };
+
+  /** After a detach: the child's entry leaves the parent's register (best effort: a dead entry is pruned later anyway). */
+  const deregisterLink = async (parent: string, child: string): Promise<void> => {
+    for (let i = 0; i < linkWriteAttempts; i++) {
+      const p = topics.get(parent);
+      if (p?.register === undefined) return;
+      const next = deregisterChild(p.register, child, epochOf);
+      if (next === undefined) return;
+      try {
+        if ((await patchFrom(p, registerPatch(next), `update the children of "${parent}"`)) !== undefined)
+          return;
+      } catch (err) {
+        logger.debug(
+          { parent, child, err: String(err) },
+          "fan-out register: could not drop a detached child",
+        );
+        return;
+      }
+    }
+  };
+
   topicReflector.start();
   clusterReflector.start();
   try {
@@ -495,12 +727,33 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
       if (topics.has(topic.name)) throw topicExists(topic.name);
       const attachment =
         topic.parent === undefined ? undefined : attachmentFor(topic, parentUid(topic.parent));
+      // A child from birth: its parent keeps a register first (step 1), the
+      // new object is the child's side, then the parent registers it (step 3).
+      if (attachment !== undefined) await ensureRegister(attachment.parent, what);
       let created: NaradTopic;
       try {
         created = await api.createTopic(naradTopicFor(topic, namespace, clusterName, attachment));
       } catch (err) {
         if (apiStatus(err) === 409) throw topicExists(topic.name);
         throw writeError(err, what, timing.retryAfterSeconds);
+      }
+      if (attachment !== undefined) {
+        let refused: string | undefined;
+        try {
+          await waitForReplica(
+            () => topics.get(topic.name)?.config.uid === created.metadata.uid,
+            timing.replicaWaitMs,
+          );
+          refused = await registerLink(attachment, topic.name, what);
+        } catch (err) {
+          await deleteCreated(created);
+          throw err;
+        }
+        if (refused !== undefined) {
+          // Refused on the parent's side: no topic, as a refused create-as-child leaves none.
+          await deleteCreated(created);
+          throw conflict(refused);
+        }
       }
       const assigned = await waitForReplica(() => fullyAssigned(topic.name), timing.assignmentWaitMs);
       if (!assigned) {
@@ -527,11 +780,26 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
       if (link === undefined && "parent" in patch)
         throw new NaradError("INTERNAL", `${what}: a link needs its attach epoch`);
       let updated: NaradTopic;
-      try {
-        updated = await api.patchTopicSpec(current.kubeName, topicMergePatch(patch, link));
-      } catch (err) {
-        if (apiStatus(err) === 404) throw topicNotFound(name);
-        throw writeError(err, what, timing.retryAfterSeconds);
+      if (link != null) {
+        // Attach: both sides, each a conditional write (kube/link-registry.ts).
+        await ensureRegister(link.parent, what);
+        const child = await writeChildLink(name, patch, link, what);
+        const refused = await registerLink(link, name, what);
+        if (refused !== undefined) {
+          await takeBack(child.written, child.before, link.epoch);
+          throw conflict(refused);
+        }
+        updated = child.written;
+      } else {
+        try {
+          updated = await api.patchTopicSpec(current.kubeName, topicMergePatch(patch, link));
+        } catch (err) {
+          if (apiStatus(err) === 404) throw topicNotFound(name);
+          throw writeError(err, what, timing.retryAfterSeconds);
+        }
+        // Detach: the parent's register drops the child (best effort: a dead entry is pruned later).
+        const from = current.link.attachment?.parent;
+        if (link === null && from !== undefined) await deregisterLink(from, name);
       }
       const generation = updated.metadata.generation ?? 0;
       // Read-your-writes for the next GET /v1/topics/{t} on this broker (an
@@ -587,6 +855,16 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
     },
 
     declaredLinks,
+
+    async completeLink(child, epoch) {
+      const what = `complete the fan-out link of "${child}"`;
+      const a = topics.get(child)?.link;
+      if (a?.attachment?.epoch !== epoch || !a.pending) return;
+      requireReachable(what);
+      const refused = await registerLink(a.attachment, child, what);
+      if (refused !== undefined) throw conflict(refused);
+      await waitForReplica(() => topics.get(child)?.config.attach_epoch === epoch, timing.replicaWaitMs);
+    },
 
     async settleDeclaredLink(child, problem, dropAdmission) {
       const current = topics.get(child);

@@ -154,6 +154,13 @@ export interface DeclaredLink {
    * since ("spec-changed"), or the parent incarnation it named is gone ("parent-gone").
    */
   ended: "none" | "spec-changed" | "parent-gone";
+  /**
+   * Admitted on the child's side (its attach epoch and time) but not yet in
+   * the parent's register: an attach under way, or one a crash cut short
+   * (kubernetes: meta/kube/link-registry.ts). Deciding it again completes it
+   * with this epoch rather than starting afresh.
+   */
+  pending?: { epoch: string; attachedAtMs: number };
   /** The problem last reported for this declaration, if any. */
   reported: string | undefined;
 }
@@ -232,6 +239,14 @@ export interface Metastore {
    * holds. A change of the child meanwhile wins (the write is conditional).
    */
   settleDeclaredLink?(child: string, problem: string | undefined, dropAdmission: boolean): Promise<void>;
+  /**
+   * Completes a link pending on the child's side (DeclaredLink.pending) with
+   * its own epoch: only the parent's side is written, and only while the
+   * child still carries `epoch` (a link taken back meanwhile stays gone).
+   * 409 when the parent refuses it. Optional: only the kubernetes metastore
+   * keeps a link in two parts.
+   */
+  completeLink?(child: string, epoch: string): Promise<void>;
   /** Called after any topic or membership change is applied locally. */
   onChange(listener: () => void): void;
   close(): Promise<void>;
