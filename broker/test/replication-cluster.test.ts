@@ -312,4 +312,57 @@ describe("replication on an in-process cluster", () => {
     );
     expect((await produceAll(d, "move", [100])).status).toBe(200);
   });
+
+  it("a fan-out cursor survives the parent leader's loss: the new leader copies on from it, not from the attach", async () => {
+    const tc = await replicatingCluster();
+    const record = await createTopic(tc, "parent");
+    const leaderId = record.leader!;
+    const via = tc.node(record.replicas.find((m) => m !== leaderId)!);
+    await createTopic(tc, "kid");
+    const child = await req(via, "POST", "/v1/topics/parent/children", { child: "kid" });
+    expect(child.status, child.text).toBe(200);
+    const ids = Array.from({ length: 50 }, (_, i) => i);
+    for (let i = 0; i < 50; i += 10)
+      expect((await produceAll(via, "parent", ids.slice(i, i + 10))).status).toBe(200);
+    const childIds = async () => {
+      const out: number[] = [];
+      const t = (await req(via, "GET", "/v1/topics/kid")).json();
+      for (let p = 0; p < t.partitions; p++) {
+        const r = await req(via, "GET", `/v1/topics/kid/records?partition=${p}&offset=0&limit=1000`);
+        if (r.status === 200)
+          for (const x of r.json().records as Array<{ payload: { id: number } }>) out.push(x.payload.id);
+      }
+      return out;
+    };
+    await eventually("the child got the 50", 15_000, async () => (await childIds()).length >= 50);
+    // The cursor reached the followers of the parent partition.
+    await eventually("followers hold the cursor", 15_000, async () => {
+      for (const m of record.replicas.filter((x) => x !== leaderId)) {
+        const dir = join(tc.node(m).dir, "topics", "parent", "p00000");
+        const names = await readdir(dir).catch(() => [] as string[]);
+        const f = names.find((n) => n.startsWith("fanout-") && n.endsWith(".offset"));
+        if (f === undefined) return false;
+        if ((JSON.parse(await readFile(join(dir, f), "utf8")) as { next_offset: number }).next_offset < 50)
+          return false;
+      }
+      return true;
+    });
+    await tc.kill(leaderId);
+    tc.mc.setState(leaderId, "Down");
+    tc.mc.setReplicaAssignment("parent", 0, {
+      ...record,
+      leader: via.id,
+      leaderEpoch: record.leaderEpoch + 1,
+      isr: record.isr.filter((m) => m.member !== leaderId),
+    });
+    await eventually(
+      "acks=all at the new leader",
+      15_000,
+      async () => (await produceAll(via, "parent", [100])).status === 200,
+    );
+    await eventually("the child got 100", 15_000, async () => (await childIds()).includes(100));
+    const got = await childIds();
+    // Copied on from the replicated cursor: none of the first 50 again.
+    for (const id of ids) expect(got.filter((x) => x === id)).toHaveLength(1);
+  });
 });

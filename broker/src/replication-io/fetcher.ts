@@ -19,6 +19,7 @@ import {
   truncationQuery,
 } from "../replication/replica.ts";
 import type { PeerClient } from "../rpc/client.ts";
+import type { PbReplicaFetchResponse } from "../rpc/proto.ts";
 import { ReplicaLog } from "./replica-log.ts";
 import {
   appendEpoch,
@@ -48,8 +49,8 @@ export interface FollowerOptions {
   onProgress?: (p: { logEnd: number; hwm: number; leaderEnd: number }) => void;
   /** After the start-up truncation step. */
   onTruncated?: (t: { from: number; to: number }) => void;
-  /** The leader's group frontiers that changed (persisted before the next fetch). */
-  onFrontiers?: (frontiers: ReadonlyArray<{ group: string; offset: number }>) => Promise<void>;
+  /** The leader's group frontiers and fan-out cursors that changed (persisted before the next fetch). */
+  onPositions?: (p: Pick<PbReplicaFetchResponse, "frontiers" | "fanout_cursors">) => Promise<void>;
   /** The copy was dropped and restarted empty at the leader's oldest offset. */
   onReset?: (r: { from: number; to: number }) => void;
 }
@@ -161,7 +162,7 @@ export async function runFollower(o: FollowerOptions): Promise<FollowerStop> {
       continue;
     }
     if (res.error !== "") return stop(res.error as Exclude<FollowerStop["reason"], "aborted">, res.message);
-    if (res.frontiers.length > 0) await o.onFrontiers?.(res.frontiers);
+    if (res.frontiers.length > 0 || res.fanout_cursors.length > 0) await o.onPositions?.(res);
     if (res.frames.length > 0) {
       const from = log.endOffset;
       // Epoch starts first (fsynced): the load rule drops any at or above the log end after a crash.

@@ -20,6 +20,9 @@ import type { PbReplicaFetchRequest, PbReplicaFetchResponse } from "../rpc/proto
 import type { ReplicaLeaderService } from "../rpc/server.ts";
 import { readEpochFile } from "./replica-state-files.ts";
 
+/** Durable positions a leader piggybacks on its fetch answers (replica-manager.ts). */
+export type ReplicatedPositions = Pick<PbReplicaFetchResponse, "frontiers" | "fanout_cursors">;
+
 /** What the fetch handler needs of a partition this node leads (leader-state.ts). */
 export interface LedPartition {
   readonly epoch: number;
@@ -34,14 +37,10 @@ export interface LeaderSourceOptions {
   /** The leader state of a replicated partition this node leads now, if any. */
   ledPartition?(topic: string, partition: number): LedPartition | undefined;
   /**
-   * The partition's durable group frontiers to send `replica` (only those
-   * that changed since its previous answer; empty when none did).
+   * The partition's durable positions to send `replica`: group frontiers
+   * and fan-out cursors that changed since its previous answer.
    */
-  frontiersFor?(
-    topic: string,
-    partition: number,
-    replica: string,
-  ): Promise<Array<{ group: string; offset: number }>>;
+  positionsFor?(topic: string, partition: number, replica: string): Promise<ReplicatedPositions>;
   /** Upper bound on one answer's frames (the follower's max_bytes is capped by it). */
   maxFetchBytes: number;
   /** Upper bound on a long poll. */
@@ -84,6 +83,7 @@ export function leaderSource(o: LeaderSourceOptions): ReplicaLeaderService {
         log_end_offset: st.nextOffset,
         epoch_starts: [],
         frontiers: [],
+        fanout_cursors: [],
         ...extra,
       };
     };
@@ -127,8 +127,11 @@ export function leaderSource(o: LeaderSourceOptions): ReplicaLeaderService {
     const starts = history
       .filter((e) => e.epoch >= from && e.startOffset < Math.max(got.nextOffset, req.fetch_offset + 1))
       .map((e) => ({ epoch: e.epoch, start_offset: e.startOffset }));
-    const frontiers = (await o.frontiersFor?.(req.topic, req.partition, req.replica_id)) ?? [];
-    return answer({ error: "", frames: got.frames, epoch_starts: starts, frontiers });
+    const positions = (await o.positionsFor?.(req.topic, req.partition, req.replica_id)) ?? {
+      frontiers: [],
+      fanout_cursors: [],
+    };
+    return answer({ error: "", frames: got.frames, epoch_starts: starts, ...positions });
   };
 
   return {
@@ -152,6 +155,7 @@ export function leaderSource(o: LeaderSourceOptions): ReplicaLeaderService {
           log_end_offset: st.nextOffset,
           epoch_starts: [],
           frontiers: [],
+          fanout_cursors: [],
           ...extra,
         };
       };

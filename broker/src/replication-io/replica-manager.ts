@@ -20,6 +20,7 @@
 import type { ReplicaAssignment } from "../../../packages/api/src/v1alpha1/replication.ts";
 import { writeFrontier } from "../consumer/frontier-file.ts";
 import { clusterAddressOf } from "../core/routing.ts";
+import { type CursorPosition, listCursorFiles, writeCursorFile } from "../fanout/cursor-file.ts";
 import { isLogError, LogError } from "../log/log-errors.ts";
 import type { LogStore, ReplicaOpenMode } from "../log/log-store.ts";
 import type { OpenedPartitionLog, ReplicaCommitGate } from "../log/partition-log.ts";
@@ -29,7 +30,7 @@ import { type Role, roleOf, sameRole } from "../replication/role.ts";
 import { topicReplication } from "../replication/topic-settings.ts";
 import type { PeerPool } from "../rpc/client.ts";
 import { runFollower, TruncationRefusedError } from "./fetcher.ts";
-import type { LedPartition } from "./leader-source.ts";
+import type { LedPartition, ReplicatedPositions } from "./leader-source.ts";
 import { LeaderState } from "./leader-state.ts";
 import { appendEpoch, readCheckpoint, readEpochFile, writeCheckpoint } from "./replica-state-files.ts";
 
@@ -80,6 +81,9 @@ export interface ReplicaManagerDeps {
   };
 }
 
+/** Every position is sent to each follower again this often, changed or not (a lost answer is made good). */
+const resendAllMs = 30_000;
+
 /** A commit gate that refuses until the leader state behind it is ready. */
 class GateProxy implements ReplicaCommitGate {
   target: LeaderState | undefined;
@@ -119,9 +123,15 @@ class PartitionReplica {
   #current: Current = { kind: "idle" };
   #chain: Promise<void> = Promise.resolve();
   #closed = false;
-  /** Frontiers sent to each follower (only changes are sent). */
-  readonly #sent = new Map<string, Map<string, number>>();
-  #frontierCache: { atMs: number; list: Array<{ group: string; offset: number }> } | undefined;
+  /** What each follower was sent (only changes are sent, all again every resendAllMs). */
+  readonly #sent = new Map<string, { sinceMs: number; values: Map<string, string> }>();
+  #positionCache:
+    | {
+        atMs: number;
+        frontiers: Array<{ group: string; offset: number }>;
+        cursors: Array<{ file: string; position: CursorPosition }>;
+      }
+    | undefined;
   /**
    * An epoch whose leadership ended by a refused ISR write (the record moved
    * on): not taken up again until the record this node sees changes.
@@ -406,8 +416,10 @@ class PartitionReplica {
           maxBytes: o.fetchMaxBytes,
           maxWaitMs: o.fetchMaxWaitMs,
           signal,
-          onFrontiers: async (frontiers) => {
-            for (const f of frontiers) await writeFrontier(this.#dir, f.group, f.offset);
+          onPositions: async (p) => {
+            for (const f of p.frontiers) await writeFrontier(this.#dir, f.group, f.offset);
+            for (const c of p.fanout_cursors)
+              await writeCursorFile(this.#dir, c.file, { epoch: c.epoch, nextOffset: c.next_offset });
           },
           onProgress: (p) =>
             this.#d.events?.followerProgress?.(this.topic, this.partition, p.leaderEnd - p.logEnd),
@@ -455,29 +467,42 @@ class PartitionReplica {
     }
   }
 
-  /** The frontiers `replica` has not been sent yet (leader side of the piggyback). */
-  async frontiersFor(replica: string): Promise<Array<{ group: string; offset: number }>> {
-    const consumers = this.#d.consumers;
-    if (consumers === undefined) return [];
+  /**
+   * The durable positions kept with this partition that `replica` has not
+   * been sent yet (the leader side of the piggyback): consumer-group
+   * frontiers and fan-out cursors. Read at most every frontierRefreshMs; all
+   * of them are sent again every resendAllMs, so a lost answer is made good.
+   */
+  async positionsFor(replica: string): Promise<ReplicatedPositions> {
     const now = this.#d.nowMs();
-    if (
-      this.#frontierCache === undefined ||
-      now - this.#frontierCache.atMs >= this.#d.options.frontierRefreshMs
-    )
-      this.#frontierCache = {
+    const o = this.#d.options;
+    if (this.#positionCache === undefined || now - this.#positionCache.atMs >= o.frontierRefreshMs) {
+      const dir = this.#dir;
+      this.#positionCache = {
         atMs: now,
-        list: await consumers.frontiers(this.topic, this.partition).catch(() => []),
+        frontiers: (await this.#d.consumers?.frontiers(this.topic, this.partition).catch(() => [])) ?? [],
+        cursors: await listCursorFiles(dir).catch(() => []),
       };
+    }
     let sent = this.#sent.get(replica);
-    if (sent === undefined) {
-      sent = new Map();
+    if (sent === undefined || now - sent.sinceMs >= resendAllMs) {
+      sent = { sinceMs: now, values: new Map() };
       this.#sent.set(replica, sent);
     }
-    const out: Array<{ group: string; offset: number }> = [];
-    for (const f of this.#frontierCache.list) {
-      if (sent.get(f.group) === f.offset) continue;
-      sent.set(f.group, f.offset);
-      out.push(f);
+    const out: ReplicatedPositions = { frontiers: [], fanout_cursors: [] };
+    for (const f of this.#positionCache.frontiers) {
+      const k = `g:${f.group}`;
+      const v = String(f.offset);
+      if (sent.values.get(k) === v) continue;
+      sent.values.set(k, v);
+      out.frontiers.push(f);
+    }
+    for (const c of this.#positionCache.cursors) {
+      const k = `c:${c.file}`;
+      const v = `${c.position.epoch}@${c.position.nextOffset}`;
+      if (sent.values.get(k) === v) continue;
+      sent.values.set(k, v);
+      out.fanout_cursors.push({ file: c.file, epoch: c.position.epoch, next_offset: c.position.nextOffset });
     }
     return out;
   }
@@ -564,12 +589,11 @@ export class ReplicaManager {
     return this.#replicas.get(`${topic}\u0000${partition}`)?.led();
   }
 
-  frontiersFor(
-    topic: string,
-    partition: number,
-    replica: string,
-  ): Promise<Array<{ group: string; offset: number }>> {
-    return this.#replicas.get(`${topic}\u0000${partition}`)?.frontiersFor(replica) ?? Promise.resolve([]);
+  positionsFor(topic: string, partition: number, replica: string): Promise<ReplicatedPositions> {
+    return (
+      this.#replicas.get(`${topic}\u0000${partition}`)?.positionsFor(replica) ??
+      Promise.resolve({ frontiers: [], fanout_cursors: [] })
+    );
   }
 
   /** What each replica does now (admin status, tests). */
