@@ -26,10 +26,15 @@ function volumeIdOf(node: TestNode): string {
 }
 
 /** Three replicating brokers with their volume ids published, as the operator records them. */
-async function replicatingCluster(opts: { lagMs?: number } = {}): Promise<TestCluster> {
+async function replicatingCluster(
+  opts: { lagMs?: number; commitTimeoutMs?: number } = {},
+): Promise<TestCluster> {
   const tc = clusters.create({
     prefix: "narad-repl",
-    args: ["--replication", "on", "--replica-lag-ms", String(opts.lagMs ?? 10_000)],
+    args: [
+      ...["--replication", "on", "--replica-lag-ms", String(opts.lagMs ?? 10_000)],
+      ...["--replica-commit-timeout-ms", String(opts.commitTimeoutMs ?? 10_000)],
+    ],
   });
   await tc.startAll(["a", "b", "c"]);
   for (const n of tc.nodes()) tc.mc.setVolumeId(n.id, volumeIdOf(n));
@@ -179,7 +184,7 @@ describe("replication on an in-process cluster", () => {
   });
 
   it("a deposed leader truncates what it appended above the HWM, and its WAL re-sends it to the new leader once", async () => {
-    const tc = await replicatingCluster({ lagMs: 60_000 });
+    const tc = await replicatingCluster({ lagMs: 60_000, commitTimeoutMs: 2_000 });
     const record = await createTopic(tc, "div");
     const oldId = record.leader!;
     const [b, c] = record.replicas.filter((m) => m !== oldId) as [string, string];

@@ -396,6 +396,13 @@ class PartitionReplica {
         );
       });
     while (!signal.aborted) {
+      // A topic deleted meanwhile: its directory must not be created again
+      // by a fetcher (a later namesake would adopt it). The manager stops
+      // this loop once it sees the deletion; until then it only waits.
+      if (this.#d.metastore.getTopic(this.topic) === undefined) {
+        await sleep(o.retryBackoffMs);
+        continue;
+      }
       const member = this.#d.metastore.members().find((m) => m.id === leader);
       const address = member === undefined ? undefined : clusterAddressOf(member);
       if (address === undefined) {
