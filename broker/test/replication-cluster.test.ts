@@ -34,6 +34,9 @@ async function replicatingCluster(
     args: [
       ...["--replication", "on", "--replica-lag-ms", String(opts.lagMs ?? 10_000)],
       ...["--replica-commit-timeout-ms", String(opts.commitTimeoutMs ?? 10_000)],
+      ...(opts.acksAllTimeoutMs === undefined
+        ? []
+        : ["--acks-all-timeout-ms", String(opts.acksAllTimeoutMs)]),
     ],
   });
   await tc.startAll(["a", "b", "c"]);
@@ -184,7 +187,7 @@ describe("replication on an in-process cluster", () => {
   });
 
   it("a deposed leader truncates what it appended above the HWM, and its WAL re-sends it to the new leader once", async () => {
-    const tc = await replicatingCluster({ lagMs: 60_000, commitTimeoutMs: 2_000 });
+    const tc = await replicatingCluster({ lagMs: 60_000, commitTimeoutMs: 2_000, acksAllTimeoutMs: 3_000 });
     const record = await createTopic(tc, "div");
     const oldId = record.leader!;
     const [b, c] = record.replicas.filter((m) => m !== oldId) as [string, string];
