@@ -107,25 +107,35 @@ export async function runFollower(o: FollowerOptions): Promise<FollowerStop> {
 
   // Epoch-based truncation, at every start (a crash mid-truncation re-runs it).
   const before = log.endOffset;
-  for (;;) {
-    const state: ReplicaLogState = { logEnd: log.endOffset, hwm, history };
-    const asked = truncationQuery(state);
-    const res = await o.leader.offsetForLeaderEpoch({
-      topic: o.topic,
-      partition: o.partition,
-      epoch: asked,
-      leader_epoch: o.leaderEpoch,
-    });
-    if (res.error !== "") return stop(res.error as Exclude<FollowerStop["reason"], "aborted">, res.message);
-    const step = planTruncation(state, asked, { epoch: res.epoch, endOffset: res.end_offset });
-    if (step.kind === "refuse") throw new TruncationRefusedError(`${o.dir}: ${step.reason}`);
-    if (step.truncateTo < log.endOffset) {
-      await log.truncateTo(step.truncateTo);
-      history = truncateHistory(history, log.endOffset);
+  if (log.startOffset === log.endOffset) {
+    // An empty copy (new, or restarted at the leader's oldest offset by a
+    // reset that crashed before its first append) holds nothing to cut, and
+    // epochs it kept of records it no longer has say nothing: asking about
+    // them would answer an offset below its start (and its HWM), refused.
+    if (history.length > 0) {
+      history = [];
       await rewriteEpochFile(o.dir, history);
     }
-    if (step.kind === "follow") break;
-  }
+  } else
+    for (;;) {
+      const state: ReplicaLogState = { logEnd: log.endOffset, hwm, history };
+      const asked = truncationQuery(state);
+      const res = await o.leader.offsetForLeaderEpoch({
+        topic: o.topic,
+        partition: o.partition,
+        epoch: asked,
+        leader_epoch: o.leaderEpoch,
+      });
+      if (res.error !== "") return stop(res.error as Exclude<FollowerStop["reason"], "aborted">, res.message);
+      const step = planTruncation(state, asked, { epoch: res.epoch, endOffset: res.end_offset });
+      if (step.kind === "refuse") throw new TruncationRefusedError(`${o.dir}: ${step.reason}`);
+      if (step.truncateTo < log.endOffset) {
+        await log.truncateTo(step.truncateTo);
+        history = truncateHistory(history, log.endOffset);
+        await rewriteEpochFile(o.dir, history);
+      }
+      if (step.kind === "follow") break;
+    }
   o.onTruncated?.({ from: before, to: log.endOffset });
 
   while (!o.signal.aborted) {
