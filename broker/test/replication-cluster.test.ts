@@ -321,6 +321,72 @@ describe("replication on an in-process cluster", () => {
     expect((await produceAll(d, "move", [100])).status).toBe(200);
   });
 
+  it("an ISR change the leader decided before the operator dropped a replica never puts the dropped replica back", async () => {
+    // The leader's ISR writes go through a gate the test opens: the write is
+    // decided on the record before the operator's change and lands after it,
+    // as a compare-and-swap that conflicted and was retried on a fresh read.
+    let hold: Promise<void> | undefined;
+    let release = (): void => {};
+    const held: string[] = [];
+    const tc = clusters.create({
+      prefix: "narad-repl",
+      args: ["--replication", "on", "--replica-lag-ms", "800"],
+      metastore: (_id, view) => ({
+        ...view,
+        recordIsr: async (topic, partition, expect, isr) => {
+          if (hold !== undefined) {
+            held.push(isr.map((m) => m.member).join(","));
+            await hold;
+          }
+          return view.recordIsr!(topic, partition, expect, isr);
+        },
+      }),
+    });
+    await tc.startAll(["a", "b", "c", "d"]);
+    for (const n of tc.nodes()) tc.mc.setVolumeId(n.id, volumeIdOf(n));
+    const record = await createTopic(tc, "drop");
+    const leader = tc.node(record.leader!);
+    const [x, y] = record.replicas.filter((m) => m !== leader.id) as [string, string];
+    const spare = tc.nodes().find((n) => !record.replicas.includes(n.id))!.id;
+    expect((await produceAll(leader, "drop", [1, 2, 3])).status).toBe(200);
+    // The operator adds a replacement for x; the leader adds it to the ISR once caught up.
+    tc.mc.setReplicaAssignment("drop", 0, { ...record, replicas: [...record.replicas, spare] });
+    await eventually("the replacement in the ISR", 15_000, async () =>
+      (tc.mc.replicaAssignment("drop", 0)?.isr ?? []).some((m) => m.member === spare),
+    );
+    // y stops: the leader decides to shrink it away, on the record that still lists x.
+    hold = new Promise<void>((r) => {
+      release = r;
+    });
+    await tc.kill(y);
+    await eventually("the leader asked to shrink y", 15_000, async () => held.length > 0);
+    expect(held[0]!.split(",")).not.toContain(y);
+    expect(held[0]!.split(",")).toContain(x);
+    // Meanwhile the operator drops x from the replicas and the ISR (its replacement is in sync).
+    const now = tc.mc.replicaAssignment("drop", 0)!;
+    tc.mc.setReplicaAssignment("drop", 0, {
+      ...now,
+      replicas: now.replicas.filter((m) => m !== x),
+      isr: now.isr.filter((m) => m.member !== x),
+    });
+    await eventually("x removed its copy", 10_000, async () =>
+      readdir(join(tc.node(x).dir, "topics", "drop", "p00000")).then(
+        () => false,
+        () => true,
+      ),
+    );
+    hold = undefined;
+    release();
+    // Whatever the leader does with its change, the ISR never again names x:
+    // x holds no copy, yet an ISR entry makes it electable and counted.
+    const deadline = Date.now() + 4_000;
+    while (Date.now() < deadline) {
+      const r = tc.mc.replicaAssignment("drop", 0)!;
+      for (const m of r.isr) expect(r.replicas, `ISR ${JSON.stringify(r.isr)}`).toContain(m.member);
+      await new Promise((res) => setTimeout(res, 50));
+    }
+  });
+
   it("a fan-out cursor survives the parent leader's loss: the new leader copies on from it, not from the attach", async () => {
     const tc = await replicatingCluster();
     const record = await createTopic(tc, "parent");
