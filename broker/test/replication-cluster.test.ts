@@ -27,7 +27,7 @@ function volumeIdOf(node: TestNode): string {
 
 /** Three replicating brokers with their volume ids published, as the operator records them. */
 async function replicatingCluster(
-  opts: { lagMs?: number; commitTimeoutMs?: number } = {},
+  opts: { lagMs?: number; commitTimeoutMs?: number; acksAllTimeoutMs?: number } = {},
 ): Promise<TestCluster> {
   const tc = clusters.create({
     prefix: "narad-repl",
@@ -385,6 +385,12 @@ describe("replication on an in-process cluster", () => {
       for (const m of r.isr) expect(r.replicas, `ISR ${JSON.stringify(r.isr)}`).toContain(m.member);
       await new Promise((res) => setTimeout(res, 50));
     }
+    // The leader decided again on the operator's record: y (dead) leaves, the two live stay.
+    await eventually("the ISR is the two live replicas", 10_000, async () => {
+      const isr = (tc.mc.replicaAssignment("drop", 0)?.isr ?? []).map((m) => m.member).sort();
+      return JSON.stringify(isr) === JSON.stringify([leader.id, spare].sort());
+    });
+    expect((await produceAll(leader, "drop", [4])).status).toBe(200);
   });
 
   it("a fan-out cursor survives the parent leader's loss: the new leader copies on from it, not from the attach", async () => {
