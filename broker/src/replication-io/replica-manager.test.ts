@@ -64,7 +64,9 @@ describe("replica manager: a follower's fetch answers", () => {
         listTopics: () => [topic],
         getTopic: (name) => (name === "t" ? topic : undefined),
         replicaAssignment: (name, p) => (name === "t" && p === 0 ? record : undefined),
-        members: () => [{ id: "evil", address: "127.0.0.1:1", clusterAddress: "127.0.0.1:2", state: "Active" }],
+        members: () => [
+          { id: "evil", address: "127.0.0.1:1", clusterAddress: "127.0.0.1:2", state: "Active" },
+        ],
         onChange: () => () => {},
       },
       logs: {

@@ -18,9 +18,15 @@
 // reached in the replica checkpoint, so the fetcher never truncates below it.
 
 import type { ReplicaAssignment } from "../../../packages/api/src/v1alpha1/replication.ts";
+import { groupNamePattern } from "../constants.ts";
 import { writeFrontier } from "../consumer/frontier-file.ts";
 import { clusterAddressOf } from "../core/routing.ts";
-import { type CursorPosition, listCursorFiles, writeCursorFile } from "../fanout/cursor-file.ts";
+import {
+  type CursorPosition,
+  isCursorFileName,
+  listCursorFiles,
+  writeCursorFile,
+} from "../fanout/cursor-file.ts";
 import { isLogError, LogError } from "../log/log-errors.ts";
 import type { LogStore, ReplicaOpenMode } from "../log/log-store.ts";
 import type { OpenedPartitionLog, ReplicaCommitGate } from "../log/partition-log.ts";
@@ -103,6 +109,8 @@ class GateProxy implements ReplicaCommitGate {
     return this.target.awaitReplicated(end);
   }
 }
+
+const validOffset = (n: number): boolean => Number.isSafeInteger(n) && n >= 0;
 
 function notLeader(message: string): LogError {
   return new LogError("NOT_LEADER", message);
@@ -424,9 +432,24 @@ class PartitionReplica {
           maxWaitMs: o.fetchMaxWaitMs,
           signal,
           onPositions: async (p) => {
-            for (const f of p.frontiers) await writeFrontier(this.#dir, f.group, f.offset);
-            for (const c of p.fanout_cursors)
+            // Names and offsets come from another member: only a group name
+            // or cursor file name this node could have written itself is
+            // written (never a path out of the partition dir), and one bad
+            // entry does not hold back the others.
+            for (const f of p.frontiers) {
+              if (!groupNamePattern.test(f.group) || !validOffset(f.offset)) {
+                this.#skipped("frontier", f);
+                continue;
+              }
+              await writeFrontier(this.#dir, f.group, f.offset);
+            }
+            for (const c of p.fanout_cursors) {
+              if (!isCursorFileName(c.file) || !validOffset(c.next_offset)) {
+                this.#skipped("fan-out cursor", c);
+                continue;
+              }
               await writeCursorFile(this.#dir, c.file, { epoch: c.epoch, nextOffset: c.next_offset });
+            }
           },
           onProgress: (p) =>
             this.#d.events?.followerProgress?.(this.topic, this.partition, p.leaderEnd - p.logEnd),
@@ -472,6 +495,13 @@ class PartitionReplica {
       }
       await sleep(o.retryBackoffMs);
     }
+  }
+
+  #skipped(what: string, entry: object): void {
+    this.#d.logger.warn(
+      { topic: this.topic, partition: this.partition, entry },
+      `ignored a ${what} from the leader: not a name or offset this node writes`,
+    );
   }
 
   /**
