@@ -5,10 +5,11 @@
 // the replica manager's roles, the leader state's HWM and ISR writes, the
 // fetchers, the commit wait, the dispatcher holding records for a leader.
 import { readFileSync } from "node:fs";
-import { readdir, readFile, rm } from "node:fs/promises";
+import { readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ReplicaAssignment } from "../../packages/api/src/v1alpha1/replication.ts";
+import { scanFrames } from "../src/replication-io/replica-log.ts";
 import {
   drained,
   eventually,
@@ -391,6 +392,70 @@ describe("replication on an in-process cluster", () => {
       return JSON.stringify(isr) === JSON.stringify([leader.id, spare].sort());
     });
     expect((await produceAll(leader, "drop", [4])).status).toBe(200);
+  });
+
+  it("a leader back after a kill -9 in its own epoch adds a follower to the ISR only once it holds everything the leader may have acknowledged", async () => {
+    // The leader's ISR writes after its restart are checked against the
+    // joining follower's copy on disk at the moment of the write.
+    const joins: Array<{ member: string; end: number }> = [];
+    let watchJoin: { member: string; dir: string } | undefined;
+    const copyEnd = async (dir: string): Promise<number> => {
+      const names = (await readdir(dir).catch(() => [] as string[])).filter((n) => n.endsWith(".log")).sort();
+      if (names.length === 0) return 0;
+      const buf = Buffer.concat(await Promise.all(names.map((n) => readFile(join(dir, n)))));
+      const first = Number(names[0]!.slice(0, 20));
+      const scan = scanFrames(buf, first, 1 << 24);
+      const last = scan.frames.at(-1);
+      return last === undefined ? first : last.baseOffset + last.count;
+    };
+    const tc = await replicatingCluster({ lagMs: 800 });
+    const record = await createTopic(tc, "restart");
+    const leaderId = record.leader!;
+    const [f1, f2] = record.replicas.filter((m) => m !== leaderId) as [string, string];
+    expect((await produceAll(tc.node(leaderId), "restart", [1, 2, 3])).status).toBe(200);
+    const f2Dir = join((await tc.kill(f2)).dir, "topics", "restart", "p00000");
+    await eventually("the ISR shrank to the two live replicas", 15_000, async () =>
+      (tc.mc.replicaAssignment("restart", 0)?.isr ?? []).every((m) => m.member !== f2),
+    );
+    const acked = await produceAll(tc.node(leaderId), "restart", [4, 5, 6, 7, 8, 9]);
+    expect(acked.status, acked.text).toBe(200);
+    const ackedEnd = 1 + Math.max(...acked.json().results.map((r: { offset: number }) => r.offset));
+    expect(ackedEnd).toBe(9);
+    // kill -9 of the leader: its lazily written HWM file (and the replica
+    // checkpoint) are what they were on disk at that instant, not what a
+    // clean close would write.
+    const dir = join(tc.node(leaderId).dir, "topics", "restart", "p00000");
+    const onDisk = await Promise.all(["hwm", "replica-checkpoint"].map((f) => readFile(join(dir, f))));
+    expect(onDisk[0]!.readUInt32BE(0) * 2 ** 32 + onDisk[0]!.readUInt32BE(4)).toBeLessThan(ackedEnd);
+    await tc.kill(leaderId);
+    await Promise.all(["hwm", "replica-checkpoint"].map((f, i) => writeFile(join(dir, f), onDisk[i]!)));
+    // f1, the other in-sync replica, is slow to come back (stopped meanwhile).
+    await tc.kill(f1);
+    // Back within the grace: still the leader at the same epoch.
+    await tc.restart(leaderId, {
+      metastore: (_id, view) => ({
+        ...view,
+        recordIsr: async (topic, partition, expect_, isr) => {
+          const w = watchJoin;
+          if (w !== undefined && isr.some((m) => m.member === w.member))
+            joins.push({ member: w.member, end: await copyEnd(w.dir) });
+          return view.recordIsr!(topic, partition, expect_, isr);
+        },
+      }),
+    });
+    watchJoin = { member: f2, dir: f2Dir };
+    await tc.restart(f2);
+    await eventually("f2 back in the ISR", 15_000, async () =>
+      (tc.mc.replicaAssignment("restart", 0)?.isr ?? []).some((m) => m.member === f2),
+    );
+    expect(joins.length).toBeGreaterThan(0);
+    // Everything acknowledged (offsets below 9) was on f2 when it was added:
+    // an ISR member is electable, and the records it lacks would be lost.
+    for (const j of joins) expect(j.end, JSON.stringify(joins)).toBeGreaterThanOrEqual(ackedEnd);
+    await tc.restart(f1);
+    expect((await produceAll(tc.node(leaderId), "restart", [10])).status).toBe(200);
+    const ids = await readIds(tc.node(leaderId), "restart");
+    for (const id of [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]) expect(ids).toContain(id);
   });
 
   it("a fan-out cursor survives the parent leader's loss: the new leader copies on from it, not from the attach", async () => {
