@@ -30,7 +30,12 @@ export interface LeaderStateOptions {
   /** The record this node leads by (record.leader === self, at record.leaderEpoch). */
   record: ReplicaAssignment;
   minInsync: number;
-  /** This epoch's start offset (the log end when this node took over). */
+  /**
+   * The log end when this node took over (the epoch's start for a new
+   * leader; its log end at restart for one back in its own epoch): every
+   * record that may have been acknowledged lies below it, so a replica joins
+   * the ISR only past it.
+   */
   epochStartOffset: number;
   /** The partition's epoch history, this epoch included (OffsetForLeaderEpoch, fetch answers). */
   history: EpochHistory;

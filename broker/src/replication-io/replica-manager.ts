@@ -345,6 +345,12 @@ class PartitionReplica {
     }
     if (knownEpoch < epoch) await writeCheckpoint(dir, { leaderEpoch: epoch, hwm: st.highWatermark });
     const start = history.find((e) => e.epoch === epoch)?.startOffset ?? st.nextOffset;
+    // The bound below which everything acknowledged lies, for ISR expansion:
+    // the log end now, not the epoch's start. Back after a crash in its own
+    // epoch, this node may have acknowledged records above the epoch's start
+    // that its lazily written HWM file does not show; every one of them is
+    // below its log end (ADR 0007, "Expansion at the HWM alone").
+    const takeoverEnd = st.nextOffset;
     const state = new LeaderState({
       topic: this.topic,
       partition: this.partition,
@@ -352,7 +358,7 @@ class PartitionReplica {
       selfVolumeId: this.#d.volumeId,
       record,
       minInsync: this.#minInsync,
-      epochStartOffset: start,
+      epochStartOffset: takeoverEnd,
       history,
       hwm: st.highWatermark,
       logEnd: st.nextOffset,
