@@ -458,6 +458,74 @@ describe("replication on an in-process cluster", () => {
     for (const id of [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]) expect(ids).toContain(id);
   });
 
+  it("a deposed leader whose view still names it leader acknowledges nothing the new leader lacks", async () => {
+    // The old leader's metastore view is frozen (a watch that stopped
+    // delivering) while the operator hands leadership to another replica.
+    let frozen: { at: Map<string, ReplicaAssignment | undefined>; listeners: Array<() => void> } | undefined;
+    const tc = clusters.create({
+      prefix: "narad-repl",
+      args: [
+        ...["--replication", "on", "--replica-lag-ms", "1500"],
+        ...["--replica-commit-timeout-ms", "1500", "--acks-all-timeout-ms", "2500"],
+      ],
+    });
+    await tc.startAll(["a", "b", "c"]);
+    for (const n of tc.nodes()) tc.mc.setVolumeId(n.id, volumeIdOf(n));
+    const record = await createTopic(tc, "zombie");
+    const oldId = record.leader!;
+    const [next, third] = record.replicas.filter((m) => m !== oldId) as [string, string];
+    expect((await produceAll(tc.node(next), "zombie", [1, 2, 3])).status).toBe(200);
+    await eventually("drained", 10_000, () => drained(tc.nodes()));
+    // The old leader again, with a view the test can freeze.
+    await tc.restart(oldId, {
+      metastore: (_id, view) => ({
+        ...view,
+        replicaAssignment: (t, p) =>
+          frozen?.at.has(`${t}/${p}`) === true ? frozen.at.get(`${t}/${p}`) : view.replicaAssignment?.(t, p),
+        ownerOf: (t, p) => {
+          const r = frozen?.at.get(`${t}/${p}`);
+          return r !== undefined ? (r.leader ?? "") : view.ownerOf(t, p);
+        },
+        onChange: (l) => {
+          view.onChange(() => {
+            if (frozen !== undefined) frozen.listeners.push(l);
+            else l();
+          });
+        },
+      }),
+    });
+    await eventually("the old leader leads again", 10_000, async () =>
+      (await produceAll(tc.node(oldId), "zombie", [4])).status === 200,
+    );
+    frozen = { at: new Map([["zombie/0", tc.mc.replicaAssignment("zombie", 0)]]), listeners: [] };
+    // Handover: `next` leads at epoch + 1; the ISR is unchanged (the old leader stays in it,
+    // and leaves it after replica_lag_ms: it never fetches from `next`).
+    const now = tc.mc.replicaAssignment("zombie", 0)!;
+    tc.mc.setReplicaAssignment("zombie", 0, { ...now, leader: next, leaderEpoch: now.leaderEpoch + 1 });
+    // Produce through the deposed leader (it commits locally, as its view says)
+    // and through the new one, at the same time.
+    const [viaOld, viaNew] = await Promise.all([
+      produceAll(tc.node(oldId), "zombie", [100, 101]),
+      eventually("the new leader answers", 15_000, async () =>
+        (await produceAll(tc.node(third), "zombie", [200])).status === 200,
+      ),
+    ]);
+    expect(viaOld.status, viaOld.text).not.toBe(200);
+    expect(viaNew).toBeUndefined();
+    // The old leader sees the record: it follows, cuts its tail, re-sends 100-101 once.
+    const listeners = frozen.listeners;
+    frozen = undefined;
+    for (const l of listeners) l();
+    await eventually("every WAL drained", 20_000, () => drained(tc.nodes()));
+    const ids = await readIds(tc.node(next), "zombie");
+    for (const id of [1, 2, 3, 4, 100, 101]) expect(ids.filter((x) => x === id)).toHaveLength(1);
+    expect(ids).toContain(200);
+    const want = await segmentBytes(tc.node(next), "zombie");
+    await eventually("the old leader's copy equals the new leader's", 10_000, async () =>
+      (await segmentBytes(tc.node(oldId), "zombie")).equals(want),
+    );
+  });
+
   it("a fan-out cursor survives the parent leader's loss: the new leader copies on from it, not from the attach", async () => {
     const tc = await replicatingCluster();
     const record = await createTopic(tc, "parent");
