@@ -494,8 +494,10 @@ describe("replication on an in-process cluster", () => {
         },
       }),
     });
-    await eventually("the old leader leads again", 10_000, async () =>
-      (await produceAll(tc.node(oldId), "zombie", [4])).status === 200,
+    await eventually(
+      "the old leader leads again",
+      10_000,
+      async () => (await produceAll(tc.node(oldId), "zombie", [4])).status === 200,
     );
     frozen = { at: new Map([["zombie/0", tc.mc.replicaAssignment("zombie", 0)]]), listeners: [] };
     // Handover: `next` leads at epoch + 1; the ISR is unchanged (the old leader stays in it,
@@ -506,8 +508,10 @@ describe("replication on an in-process cluster", () => {
     // and through the new one, at the same time.
     const [viaOld, viaNew] = await Promise.all([
       produceAll(tc.node(oldId), "zombie", [100, 101]),
-      eventually("the new leader answers", 15_000, async () =>
-        (await produceAll(tc.node(third), "zombie", [200])).status === 200,
+      eventually(
+        "the new leader answers",
+        15_000,
+        async () => (await produceAll(tc.node(third), "zombie", [200])).status === 200,
       ),
     ]);
     expect(viaOld.status, viaOld.text).not.toBe(200);
@@ -525,6 +529,36 @@ describe("replication on an in-process cluster", () => {
       (await segmentBytes(tc.node(oldId), "zombie")).equals(want),
     );
   });
+
+  for (const fault of ["lost", "applied"] as const)
+    it(`an ISR shrink whose answer is ${fault} stays pending: nothing is acknowledged on the shrunk set until the change is known`, async () => {
+      const tc = await replicatingCluster({ lagMs: 800, commitTimeoutMs: 2_000, acksAllTimeoutMs: 3_000 });
+      const record = await createTopic(tc, `pend-${fault}`, { min_insync_replicas: 2 });
+      const topic = `pend-${fault}`;
+      const leader = tc.node(record.leader!);
+      const [f1, f2] = record.replicas.filter((m) => m !== leader.id) as [string, string];
+      expect((await produceAll(leader, topic, [1])).status).toBe(200);
+      // Three answers are lost; f2 and f1 die, one after the other.
+      tc.mc.failIsrWrites(fault, 3);
+      const writesBefore = tc.mc.isrWrites();
+      await tc.kill(f2);
+      const t0 = Date.now();
+      const r = await produceAll(leader, topic, [2]);
+      expect(r.status, r.text).toBe(200);
+      // Answered only once the shrink was recorded (applied) or re-sent and recorded (lost).
+      const isr = tc.mc
+        .replicaAssignment(topic, 0)!
+        .isr.map((m) => m.member)
+        .sort();
+      expect(isr).toEqual([leader.id, f1].sort());
+      expect(tc.mc.isrWrites()).toBeGreaterThan(writesBefore);
+      console.log(`ISR shrink with the answer ${fault} x3: acks=all answered after ${Date.now() - t0} ms`);
+      // With f1 gone too the ISR cannot shrink below 2: acks=all waits, then 503; nothing on one copy.
+      await tc.kill(f1);
+      const alone = await produceAll(leader, topic, [3]);
+      expect(alone.status).toBe(503);
+      expect(tc.mc.replicaAssignment(topic, 0)!.isr).toHaveLength(2);
+    });
 
   it("a fan-out cursor survives the parent leader's loss: the new leader copies on from it, not from the attach", async () => {
     const tc = await replicatingCluster();
