@@ -122,6 +122,7 @@ export async function startBroker(
     producerRegistry,
     topicExists: (topic) => metastore.getTopic(topic) !== undefined,
     replicaMode: (topic, partition) => replication?.openMode(topic, partition) ?? { kind: "single" },
+    beforeDeleteTopic: async (topic) => replication?.releaseTopic(topic),
     nowMs,
   });
   const consumers = createLocalConsumers({ config, logs, metastore, metrics, logger, monoMs });

@@ -612,4 +612,28 @@ describe("replication on an in-process cluster", () => {
     // Copied on from the replicated cursor: none of the first 50 again.
     for (const id of ids) expect(got.filter((x) => x === id)).toHaveLength(1);
   });
+
+  it("a deleted replicated topic's directory is not recreated by a fetcher; a namesake replicates afresh", async () => {
+    const tc = await replicatingCluster();
+    await createTopic(tc, "gone");
+    for (let i = 0; i < 5; i++) expect((await produceAll(tc.node("a"), "gone", [i])).status).toBe(200);
+    const del = await req(tc.node("b"), "DELETE", "/v1/topics/gone");
+    expect(del.status, del.text).toBe(204);
+    // Every node deletes its files (the operator's delete-data step, done here by the test).
+    for (const n of tc.nodes()) {
+      const r = await req(n, "DELETE", "/admin/v1/topics/gone/data");
+      expect([200, 204, 404]).toContain(r.status);
+    }
+    await new Promise((r) => setTimeout(r, 1_500));
+    for (const n of tc.nodes())
+      expect(
+        await readdir(join(n.dir, "topics", "gone")).then(
+          () => "exists",
+          () => "absent",
+        ),
+      ).toBe("absent");
+    await createTopic(tc, "gone");
+    expect((await produceAll(tc.node("c"), "gone", [100])).status).toBe(200);
+    expect(await readIds(tc.node("a"), "gone")).toEqual([100]);
+  });
 });

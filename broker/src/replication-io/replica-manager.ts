@@ -210,12 +210,19 @@ class PartitionReplica {
       () => this.#reconcile(),
       () => this.#reconcile(),
     );
-    this.#chain.catch((err: unknown) =>
+    this.#chain.catch((err: unknown) => {
       this.#d.logger.error(
         { topic: this.topic, partition: this.partition, err },
-        "replica transition failed",
-      ),
-    );
+        "replica transition failed; retrying",
+      );
+      // A take-over or hand-back that failed on I/O (an fd limit, a full
+      // disk) is tried again; a change of the record meanwhile also retries.
+      if (this.#closed) return;
+      const t = setTimeout(() => {
+        if (!this.#closed) this.#enqueue();
+      }, this.#d.options.retryBackoffMs * 8);
+      t.unref();
+    });
   }
 
   #desired(): Role {
@@ -556,10 +563,29 @@ export class ReplicaManager {
   readonly #replicas = new Map<string, PartitionReplica>();
   /** Removals of dropped copies in flight: a replica added back waits for them. */
   readonly #removals = new Map<string, Promise<void>>();
+  /** Topics whose files are being (or were) deleted, by the uid then known ("": already gone from the metastore). */
+  readonly #released = new Map<string, string>();
   #closed = false;
 
   constructor(d: ReplicaManagerDeps) {
     this.#d = d;
+  }
+
+  /**
+   * Stops every replica of `topic` before its files are deleted (the log
+   * store's topic deletion): no fetcher may write into, or recreate, a
+   * directory being removed. The topic's replicas come back only for
+   * another incarnation (a namesake created later has another uid).
+   */
+  async releaseTopic(topic: string): Promise<void> {
+    this.#released.set(topic, this.#d.metastore.getTopic(topic)?.uid ?? "");
+    const closing: Array<Promise<void>> = [];
+    for (const [key, r] of this.#replicas) {
+      if (r.topic !== topic) continue;
+      this.#replicas.delete(key);
+      closing.push(r.close());
+    }
+    await Promise.allSettled([...closing, ...this.#removals.values()]);
   }
 
   /** Takes the current records and follows every change. */
@@ -573,6 +599,13 @@ export class ReplicaManager {
     if (this.#closed) return;
     const seen = new Set<string>();
     for (const t of this.#d.metastore.listTopics()) {
+      const released = this.#released.get(t.name);
+      if (released !== undefined) {
+        // The incarnation whose files went stays stopped; another one (a
+        // namesake created since) replicates afresh.
+        if (released === t.uid) continue;
+        this.#released.delete(t.name);
+      }
       const { factor, minInsync } = topicReplication(t);
       if (factor <= 1) continue;
       for (let p = 0; p < t.partitions; p++) {
