@@ -100,6 +100,8 @@ export interface ReplicaConfig {
   fetchMaxWaitMs: number;
   retryBackoffMs: number;
   frontierRefreshMs: number;
+  /** A follower rewrites the HWM in its replica checkpoint at most this often (the epoch: at once). */
+  checkpointIntervalMs: number;
 }
 
 /**
@@ -562,6 +564,7 @@ export function loadConfig(
       fetchMaxWaitMs: k.replicaFetchMaxWaitMs,
       retryBackoffMs: k.replicaRetryBackoffMs,
       frontierRefreshMs: k.replicaFrontierRefreshMs,
+      checkpointIntervalMs: k.replicaCheckpointIntervalMs,
     },
     topicDefaults: {
       partitions: count("topic-partitions", k.topicPartitionsDefault),

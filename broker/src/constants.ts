@@ -46,6 +46,8 @@ export const replicaFetchMaxWaitMs = 500;
 export const replicaRetryBackoffMs = 250;
 /** A leader re-reads its group frontiers for its followers at most this often. */
 export const replicaFrontierRefreshMs = 1_000;
+/** A follower persists its HWM lazily (Kafka checkpoints its high watermarks every 5 s). */
+export const replicaCheckpointIntervalMs = 1_000;
 /** A commit that failed without an answer is kept for its Down owner this long before a reroute (dispatch-plan.ts I4). */
 export const dispatchInDoubtHoldMs = 120_000;
 export const dispatchErrorBackoffMs = 1_000;

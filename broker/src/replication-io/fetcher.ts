@@ -45,6 +45,10 @@ export interface FollowerOptions {
   maxBytes: number;
   maxWaitMs: number;
   signal: AbortSignal;
+  /** Clock of the lazy checkpoint (checkpointIntervalMs). */
+  nowMs: () => number;
+  /** The HWM in the checkpoint is rewritten at most this often (0: after every fetch that moved it). */
+  checkpointIntervalMs?: number;
   /** After each durable append (and once after truncation). */
   onProgress?: (p: { logEnd: number; hwm: number; leaderEnd: number }) => void;
   /** After the start-up truncation step. */
@@ -88,6 +92,14 @@ export async function runFollower(o: FollowerOptions): Promise<FollowerStop> {
   if (loaded.dropped > 0) await rewriteEpochFile(o.dir, history);
   if (hwm > log.endOffset)
     throw new Error(`${o.dir}: the checkpoint's HWM ${hwm} is above the recovered log end ${log.endOffset}`);
+
+  let checkpointed = hwm;
+  let checkpointedAtMs = Number.NEGATIVE_INFINITY;
+  const saveCheckpoint = async (): Promise<void> => {
+    await writeCheckpoint(o.dir, { leaderEpoch: knownEpoch, hwm });
+    checkpointed = hwm;
+    checkpointedAtMs = o.nowMs();
+  };
 
   const stop = (reason: Exclude<FollowerStop["reason"], "aborted">, message: string): FollowerStop => ({
     reason,
@@ -186,12 +198,16 @@ export async function runFollower(o: FollowerOptions): Promise<FollowerStop> {
     }
     // Retention follows the leader's: what it deleted, the copy drops too.
     if (res.log_start_offset > log.startOffset) await log.deleteBelow(res.log_start_offset);
-    const next = followerHwm(hwm, res.leader_hwm, log.endOffset);
-    if (next !== hwm || res.frames.length > 0) {
-      hwm = next;
-      await writeCheckpoint(o.dir, { leaderEpoch: knownEpoch, hwm });
-    }
+    hwm = followerHwm(hwm, res.leader_hwm, log.endOffset);
+    // The HWM is persisted lazily (at most every checkpointIntervalMs, and
+    // when the loop ends), like the leader's hwm file: a lagging value only
+    // weakens the truncation guard and lowers the HWM a new leader starts
+    // from, both of which the protocol allows. The epoch is written eagerly
+    // above, before it is acted on. Two fsyncs fewer per fetch round.
+    if (hwm !== checkpointed && o.nowMs() - checkpointedAtMs >= (o.checkpointIntervalMs ?? 0))
+      await saveCheckpoint();
     o.onProgress?.({ logEnd: log.endOffset, hwm, leaderEnd: res.log_end_offset });
   }
+  if (hwm !== checkpointed) await saveCheckpoint().catch(() => undefined);
   return { reason: "aborted", logEnd: log.endOffset, hwm };
 }

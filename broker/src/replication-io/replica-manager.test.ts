@@ -113,6 +113,7 @@ describe("replica manager: a follower's fetch answers", () => {
         maxFrameBytes: 1 << 20,
         retryBackoffMs: 20,
         frontierRefreshMs: 1_000,
+        checkpointIntervalMs: 1_000,
       },
       nowMs: () => Date.now(),
       logger: { info: () => {}, warn: () => {}, error: () => {} },

@@ -51,6 +51,8 @@ export interface ReplicaManagerOptions {
   maxFrameBytes: number;
   /** Wait before a follower that stopped (refusal, error, no address) tries again. */
   retryBackoffMs: number;
+  /** A follower rewrites the HWM in its replica checkpoint at most this often. */
+  checkpointIntervalMs: number;
   /** How old the leader's cached frontiers may be when sent to followers. */
   frontierRefreshMs: number;
 }
@@ -438,6 +440,8 @@ class PartitionReplica {
           replicaId: this.#d.nodeId,
           volumeId: this.#d.volumeId,
           dir: this.#dir,
+          nowMs: this.#d.nowMs,
+          checkpointIntervalMs: o.checkpointIntervalMs,
           leaderEpoch: epoch,
           segmentBytes: o.segmentBytes,
           maxFrameBytes: o.maxFrameBytes,

@@ -58,6 +58,7 @@ try {
     partition: a.partition,
     replicaId: "test-follower",
     volumeId: "test-volume",
+    nowMs: Date.now,
     dir: a.dir,
     leaderEpoch: a.leaderEpoch,
     segmentBytes: a.segmentBytes,
