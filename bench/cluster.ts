@@ -104,7 +104,8 @@ async function main(): Promise<void> {
     }
     const visible = await hwmSum(urls[0]!, "bench");
     const acceptedAll = (await Promise.all(urls.map((u) => produced(u)))).reduce((a, b) => a + b, 0);
-    if (visible !== acceptedAll) throw new Error(`visible ${visible} != accepted ${acceptedAll} (duplicates?)`);
+    if (visible !== acceptedAll)
+      throw new Error(`visible ${visible} != accepted ${acceptedAll} (duplicates?)`);
     record("cluster_accepted_msg_per_sec", accepted / (loadMs / 1000), "msg/s");
     record("cluster_end_to_end_msg_per_sec", accepted / (visibleMs / 1000), "msg/s");
     record("cluster_backlog_visible_after_load_ms", visibleMs - loadMs, "ms");

@@ -631,7 +631,7 @@ async function main(): Promise<void> {
         return `${((100 * (Math.max(...xs) - Math.min(...xs))) / Math.max(1e-9, mean(xs))).toFixed(0)}%`;
       };
       rows.push(
-        `| ${kind.name} | ${c.topic} | ${c.acks} | ${perRound((r) => r.msgPerSec, 0)} (±${spread((r) => r.msgPerSec)}) | ${ratios((r) => r.msgPerSec)} | ${perRound((r) => r.p50Ms, 0)} | ${ratios((r) => r.p50Ms)} | ${perRound((r) => r.p99Ms, 0)} | ${ratios((r) => r.p99Ms)} | ${perRound((r) => r.drainMs / 1000, 1)} | ${perRound((r) => r.endToEndMsgPerSec, 0)} |`,
+        `| ${kind.name} (${kind.connections * 3 * (c.connectionsFactor ?? 1)} conn.) | ${c.topic} | ${c.acks} | ${perRound((r) => r.msgPerSec, 0)} (±${spread((r) => r.msgPerSec)}) | ${ratios((r) => r.msgPerSec)} | ${perRound((r) => r.p50Ms, 0)} | ${ratios((r) => r.p50Ms)} | ${perRound((r) => r.p99Ms, 0)} | ${ratios((r) => r.p99Ms)} | ${perRound((r) => r.drainMs / 1000, 1)} | ${perRound((r) => r.endToEndMsgPerSec, 0)} |`,
       );
     }
   }
@@ -665,16 +665,26 @@ async function main(): Promise<void> {
   );
   writeSeries("replication-series.json", note, {
     runs,
-    latency: probes.map((p) => ({ name: p.name, samples: p.samples })),
+    latency: probes.map((p) => {
+      const s = [...p.samples].sort((a, b) => a - b);
+      return {
+        name: p.name,
+        n: s.length,
+        p50: pct(s, 0.5),
+        p90: pct(s, 0.9),
+        p99: pct(s, 0.99),
+        max: s.at(-1),
+      };
+    }),
     recovery: rec,
     anomalies,
     loadAverage: { start: load0, end: load1 },
   });
 
   const table = [
-    `Measured ${new Date().toISOString().slice(0, 10)} on ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}; three broker processes; ${rounds} rounds of ${warmupSeconds} s warm-up + ${seconds} s per cell, the order alternating; load average ${load0.toFixed(1)} at the start, ${load1.toFixed(1)} at the end. Values per round (round 1 / round 2), ratios to rf1 + acks=wal of the same round; ± is the spread between rounds.`,
+    `Measured ${new Date().toISOString().slice(0, 10)} on ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}; three broker processes; ${rounds} rounds of ${warmupSeconds} s warm-up + ${seconds} s per cell, the order alternating; load average ${load0.toFixed(1)} at the start, ${load1.toFixed(1)} at the end. Values per round (round 1 / round 2 / …), ratios to rf1 + acks=wal of the same round; ± is the spread between rounds (max − min over the mean).`,
     "",
-    "| load | topic | acks | msg/s | × | p50 ms | × | p99 ms | × | drained after (s) | end to end msg/s |",
+    "| load (connections) | topic | acks | msg/s | × | p50 ms | × | p99 ms | × | drained after (s) | end to end msg/s |",
     "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ...rows,
     "",
