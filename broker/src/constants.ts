@@ -64,6 +64,8 @@ export const topicListLimitMax = 1_000;
 export const drainTimeoutMs = 25_000;
 /** How long an acks=all produce waits for the owner's commit before 503 commit_timeout. */
 export const acksAllTimeoutMs = 15_000;
+/** acks of a produce that names none: all on a replicated topic, wal otherwise (docs/replication.md, "acks"). */
+export const defaultAcks = "auto";
 /**
  * Cluster mode: how long a read of the producer registry is trusted for an
  * epoch decision, and so the longest a re-init waits for a broker that does

@@ -636,4 +636,35 @@ describe("replication on an in-process cluster", () => {
     expect((await produceAll(tc.node("c"), "gone", [100])).status).toBe(200);
     expect(await readIds(tc.node("a"), "gone")).toEqual([100]);
   });
+
+  it("a produce that names no acks is acks=all on a replicated topic (--default-acks auto) and still answers Narad's 202", async () => {
+    const tc = await replicatingCluster();
+    await createTopic(tc, "implicit");
+    const r = await req(tc.node("b"), "POST", "/v1/topics/implicit/produce?partition=0", '{"id":1}');
+    expect(r.status, r.text).toBe(202);
+    expect(r.text).toBe("");
+    // Answered only once committed on the ISR: readable at once, through any node.
+    expect(await readIds(tc.node("c"), "implicit")).toEqual([1]);
+    const batch = await produceIds(tc.node("a"), "implicit", [2, 3], 0);
+    expect(batch.status, batch.text).toBe(202);
+    expect(batch.json()).toEqual({ accepted: 2 });
+    expect(await readIds(tc.node("b"), "implicit")).toEqual([1, 2, 3]);
+    // With the ISR below its minimum the refusal comes up front, as for an explicit acks=all.
+    const record = tc.mc.replicaAssignment("implicit", 0)!;
+    tc.mc.setReplicaAssignment("implicit", 0, {
+      ...record,
+      isr: record.isr.filter((m) => m.member === record.leader),
+    });
+    const refused = await req(tc.node("b"), "POST", "/v1/topics/implicit/produce?partition=0", '{"id":4}');
+    expect(refused.status).toBe(503);
+    expect(refused.json().code).toBe("not_enough_replicas");
+    // An explicit acks=wal keeps the single-copy 202 of the WAL fsync.
+    const wal = await req(
+      tc.node("b"),
+      "POST",
+      "/v1/topics/implicit/produce?partition=0&acks=wal",
+      '{"id":5}',
+    );
+    expect(wal.status).toBe(202);
+  });
 });
