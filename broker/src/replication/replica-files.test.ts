@@ -70,7 +70,11 @@ describe("volume-id classification", () => {
   });
 
   it("a marker from before the cluster uid was known is adopted; a broker without one judges only the member", () => {
-    const legacy = encodeVolumeId({ uuid: "0b9f2a52-2b43-4a4e-9a55-0d4c1f1f7e11", clusterUid: "", memberId: "narad-0" });
+    const legacy = encodeVolumeId({
+      uuid: "0b9f2a52-2b43-4a4e-9a55-0d4c1f1f7e11",
+      clusterUid: "",
+      memberId: "narad-0",
+    });
     expect(classifyVolume(legacy, self)).toEqual({
       kind: "own",
       identity: { uuid: "0b9f2a52-2b43-4a4e-9a55-0d4c1f1f7e11", clusterUid: "", memberId: "narad-0" },

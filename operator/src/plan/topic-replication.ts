@@ -5,6 +5,7 @@ import {
 } from "../../../packages/api/src/v1alpha1/replication.ts";
 import type {
   MemberState,
+  MemberStatus,
   NaradTopicStatus,
   PartitionAssignment,
 } from "../../../packages/api/src/v1alpha1/types.ts";
@@ -29,7 +30,15 @@ import { isForeignVolume, servingVolume } from "./volumes.ts";
 //   3. reassignment: once every staying replica is in the ISR on its current
 //      volume (the leader added the replacement when it caught up), a leaving
 //      leader hands leadership to an in-sync staying replica (epoch + 1), and
-//      on a later pass the leaving replicas leave `replicas` and `isr`.
+//      on a later pass the leaving replicas leave `replicas` and `isr`;
+//   4. handoff: a leader in Maintenance (a planned restart: the roll holds
+//      it) hands leadership to an Active in-sync replica on its recorded
+//      volume (epoch + 1, ISR unchanged), so the partition keeps a serving
+//      leader while it restarts; none eligible: it stays the leader;
+//   5. preferred leader: when replicas[0] is Active, in the ISR on its
+//      recorded volume and settled, and does not lead, leadership returns to
+//      it (epoch + 1, ISR unchanged), at most `balance.maxMoves` partitions
+//      per pass and never while a roll or a scale runs (the caller says).
 // The operator never adds to the ISR: only the leader does, when a replica
 // has caught up. It removes entries only in the election (a lost leader, an
 // entry of a volume that is gone) and when a leaving replica is dropped.
@@ -42,6 +51,26 @@ export interface ReplicaMemberView {
   volumeId?: string | undefined;
   /** `topology.kubernetes.io/zone` of its pod's node, when labelled. */
   zone?: string | undefined;
+  /**
+   * A Decommissioning or Maintenance member whose broker failed for the Down
+   * grace (status.members[].failedSince, members.ts): it keeps its state, but
+   * elections treat it as Down.
+   */
+  failed?: boolean | undefined;
+  /** Since when (ms) it is in `state` (status.members[].since); the preferred-leader settle time. */
+  sinceMs?: number | undefined;
+}
+
+/** The view of a member as recorded in NaradCluster status.members (zone unknown). */
+export function replicaMemberView(m: MemberStatus): ReplicaMemberView {
+  const since = Date.parse(m.since);
+  return {
+    id: m.id,
+    state: m.state,
+    volumeId: m.volumeId,
+    ...(m.failedSince !== undefined ? { failed: true } : {}),
+    ...(Number.isFinite(since) ? { sinceMs: since } : {}),
+  };
 }
 
 // ---------------------------------------------------------------- settings
@@ -123,9 +152,34 @@ export function leavingReason(m: ReplicaMemberView | undefined): string | undefi
 /** Election health: Down (or gone), and the volume it serves (undefined: unknown or foreign). */
 export function memberHealth(m: ReplicaMemberView | undefined): MemberHealth {
   return {
-    down: m === undefined || m.state === "Down" || m.state === "Removed",
+    down: m === undefined || m.state === "Down" || m.state === "Removed" || m.failed === true,
     volumeId: servingVolume(m?.volumeId),
   };
+}
+
+/**
+ * May `id` take leadership of `r` without an election: Active (not failed,
+ * not leaving), and in the recorded ISR on the volume it runs on now.
+ */
+export function canLeadNow(r: ReplicaAssignment, m: ReplicaMemberView | undefined): boolean {
+  if (m === undefined || m.state !== "Active" || m.failed === true) return false;
+  if (leavingReason(m) !== undefined) return false;
+  const v = servingVolume(m.volumeId);
+  return v !== undefined && r.isr.some((e) => e.member === m.id && e.volumeId === v);
+}
+
+/**
+ * Where leadership of `r` goes when its leader hands it off before a planned
+ * restart: the first replica (then ISR member) other than the leader that
+ * can lead now (canLeadNow); undefined when none can (it stays led by the
+ * restarting member). The roll asks the same question to know what it waits for.
+ */
+export function handoffTarget(
+  r: ReplicaAssignment,
+  members: ReadonlyMap<string, ReplicaMemberView>,
+): string | undefined {
+  const order = [...new Set([...r.replicas, ...r.isr.map((e) => e.member)])];
+  return order.find((id) => id !== r.leader && canLeadNow(r, members.get(id)));
 }
 
 /** Why a member cannot take a new replica now, or undefined when it can. */
@@ -139,7 +193,16 @@ function ineligible(m: ReplicaMemberView): string | undefined {
 
 // ---------------------------------------------------------------- the plan
 
-export type ElectionCause = "leader_down" | "leader_volume" | "leader_not_in_isr" | "offline" | "leaving";
+export type ElectionCause =
+  | "leader_down"
+  | "leader_volume"
+  | "leader_not_in_isr"
+  | "offline"
+  | "leaving"
+  /** Moved off a leader in Maintenance before its planned restart. */
+  | "handoff"
+  /** Moved back to the preferred leader (replicas[0]). */
+  | "preferred";
 
 export interface LeaderChange {
   partition: number;
@@ -160,6 +223,18 @@ export interface ReplicatedTopicInput {
   members: readonly ReplicaMemberView[];
   /** status.assignments as read. */
   previous: readonly PartitionAssignment[];
+  /**
+   * Preferred-leader balance: undefined or allowed false (a roll or a scale
+   * runs) moves nothing. nowMs and settleMs: the preferred member must have
+   * been Active for settleMs (its `sinceMs`).
+   */
+  balance?: { allowed: boolean; maxMoves: number; nowMs: number; settleMs: number } | undefined;
+  /**
+   * Fan-out child: partition → the member that owns (leads) the parent's
+   * matching partition. A new partition's leader goes elsewhere when another
+   * Active broker can take it (replica-placement.ts).
+   */
+  avoidLeaders?: ReadonlyMap<number, string> | undefined;
 }
 
 export interface ReplicatedTopicPlan {
@@ -179,6 +254,14 @@ export interface ReplicatedTopicPlan {
   reassigning: Array<{ partition: number; leaving: string[]; waitingFor: string }>;
   offline: number[];
   underReplicated: number[];
+  /**
+   * Partitions whose preferred leader could lead but does not, left for a
+   * later pass (the per-pass limit, or it has not settled): recheck after
+   * `balanceRecheckMs`.
+   */
+  balancePending: number[];
+  /** When to look again for balancePending (undefined: nothing pending). */
+  balanceRecheckMs: number | undefined;
 }
 
 export function planReplicatedTopic(input: ReplicatedTopicInput): ReplicatedTopicPlan {
@@ -213,6 +296,7 @@ export function planReplicatedTopic(input: ReplicatedTopicInput): ReplicatedTopi
     replicationFactor: input.replicationFactor,
     brokers,
     previous: [...previous.values()],
+    ...(input.avoidLeaders !== undefined ? { avoidLeaders: input.avoidLeaders } : {}),
   });
 
   const eligible = brokers.filter((b) => b.active).length;
@@ -234,7 +318,10 @@ export function planReplicatedTopic(input: ReplicatedTopicInput): ReplicatedTopi
     reassigning: [],
     offline: [],
     underReplicated: [],
+    balancePending: [],
+    balanceRecheckMs: undefined,
   };
+  let balanceBudget = input.balance?.allowed === true ? input.balance.maxMoves : 0;
   for (const placed of placement.assignments) {
     const p = placed.partition;
     const before = previous.get(p);
@@ -251,7 +338,10 @@ export function planReplicatedTopic(input: ReplicatedTopicInput): ReplicatedTopi
           });
     }
     let r = placed;
-    const change = elect(r, health, leaving, input.minInsyncReplicas);
+    // Leaving replicas and members in a planned restart are the last choice:
+    // electing one would mean moving leadership again soon.
+    const lastChoice = (id: string) => leaving(id) || byId.get(id)?.state === "Maintenance";
+    const change = elect(r, health, lastChoice, input.minInsyncReplicas);
     if (change !== undefined) {
       r = change.next;
       if (change.from !== change.to)
@@ -264,7 +354,28 @@ export function planReplicatedTopic(input: ReplicatedTopicInput): ReplicatedTopi
           reason: change.reason,
         });
     } else if (r.leader !== null) {
+      const before = r;
       r = reassign(r, plan, input.replicationFactor, health, leaving, inSync);
+      if (r === before) r = handoff(r, plan, byId);
+      if (r === before && input.balance !== undefined) {
+        const b = preferred(r, byId, input.balance);
+        if (b.kind === "move" && balanceBudget > 0) {
+          balanceBudget--;
+          r = b.next;
+          plan.leaderChanges.push({
+            partition: p,
+            from: before.leader,
+            to: r.leader,
+            leaderEpoch: r.leaderEpoch,
+            cause: "preferred",
+            reason: `${r.leader} is the preferred leader (first replica), Active and in sync again`,
+          });
+        } else if (b.kind !== "none") {
+          plan.balancePending.push(p);
+          const wait = b.kind === "settling" ? b.waitMs : 0;
+          plan.balanceRecheckMs = Math.min(plan.balanceRecheckMs ?? Number.POSITIVE_INFINITY, wait);
+        }
+      }
     }
     plan.assignments.push(toPartitionAssignment(r));
     if (r.leader === null) plan.offline.push(p);
@@ -279,16 +390,14 @@ export function planReplicatedTopic(input: ReplicatedTopicInput): ReplicatedTopi
 function elect(
   r: ReplicaAssignment,
   health: (id: string) => MemberHealth,
-  leaving: (id: string) => boolean,
+  lastChoice: (id: string) => boolean,
   minInsync: number,
 ):
   | { next: ReplicaAssignment; from: string | null; to: string | null; cause: ElectionCause; reason: string }
   | undefined {
-  // A replica being moved off is the last choice: electing it would mean
-  // moving leadership again soon.
   const ordered = {
     ...r,
-    replicas: [...r.replicas.filter((id) => !leaving(id)), ...r.replicas.filter((id) => leaving(id))],
+    replicas: [...r.replicas.filter((id) => !lastChoice(id)), ...r.replicas.filter((id) => lastChoice(id))],
   };
   const d = planElection(ordered, health, minInsync);
   if (d.kind === "keep") return undefined;
@@ -303,6 +412,52 @@ function causeOf(r: ReplicaAssignment, health: (id: string) => MemberHealth): El
   const h = health(r.leader);
   if (h.volumeId === undefined || h.volumeId !== entry.volumeId) return "leader_volume";
   return "leader_down";
+}
+
+/** A leader in Maintenance hands leadership to a replica that can lead now (epoch + 1, ISR unchanged). */
+function handoff(
+  r: ReplicaAssignment,
+  plan: ReplicatedTopicPlan,
+  byId: ReadonlyMap<string, ReplicaMemberView>,
+): ReplicaAssignment {
+  if (r.leader === null || byId.get(r.leader)?.state !== "Maintenance") return r;
+  const to = handoffTarget(r, byId);
+  if (to === undefined) return r;
+  const next = { ...r, leader: to, leaderEpoch: r.leaderEpoch + 1 };
+  plan.leaderChanges.push({
+    partition: r.partition,
+    from: r.leader,
+    to,
+    leaderEpoch: next.leaderEpoch,
+    cause: "handoff",
+    reason: `leader ${r.leader} is in Maintenance (planned restart); ${to} (Active, in sync) leads meanwhile`,
+  });
+  return next;
+}
+
+type PreferredDecision =
+  | { kind: "none" }
+  | { kind: "move"; next: ReplicaAssignment }
+  | { kind: "settling"; waitMs: number };
+
+/**
+ * Preferred-leader balance (Kafka's auto leader rebalance): replicas[0] leads
+ * again once it can lead now (canLeadNow) and has been Active for settleMs.
+ * Only from a leader that is not itself in a planned restart or leaving (the
+ * handoff and the reassignment own those).
+ */
+export function preferred(
+  r: ReplicaAssignment,
+  byId: ReadonlyMap<string, ReplicaMemberView>,
+  balance: { nowMs: number; settleMs: number },
+): PreferredDecision {
+  const want = r.replicas[0];
+  if (r.leader === null || want === undefined || want === r.leader) return { kind: "none" };
+  const m = byId.get(want);
+  if (!canLeadNow(r, m)) return { kind: "none" };
+  const activeFor = m?.sinceMs === undefined ? Number.POSITIVE_INFINITY : balance.nowMs - m.sinceMs;
+  if (activeFor < balance.settleMs) return { kind: "settling", waitMs: balance.settleMs - activeFor };
+  return { kind: "move", next: { ...r, leader: want, leaderEpoch: r.leaderEpoch + 1 } };
 }
 
 /**
