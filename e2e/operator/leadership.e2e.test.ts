@@ -12,7 +12,12 @@
 //      its first replica again (measured from the roll's end); then kill -9
 //      of a leader's broker (kept down), an election, the broker back: the
 //      partitions it prefers are led by it again within a bound (measured
-//      from its return to Active).
+//      from its return to Active);
+//   3. a decommissioned leader that crashes: scale to 4, a topic led in
+//      part by the 4th broker, scale back to 3 and kill -9 that broker (kept
+//      down): it stays Decommissioning, gets failedSince after the grace,
+//      its partitions elect new leaders; once it is back the decommission
+//      finishes (Removed, the StatefulSet at 3).
 // Every acks=all record acknowledged (200) is read back exactly once at the
 // end; records whose answer was ambiguous appear at most once.
 // Numbers go to console.log ("leadership-e2e:").
@@ -35,8 +40,8 @@ const DOWN_GRACE_SECONDS = 15;
 
 let s: SuiteCluster;
 
-async function records(): Promise<PartitionAssignment[]> {
-  const t = await getJson<NaradTopic>(s.platform.kubectl, ["-n", NS, "naradtopic", TOPIC]);
+async function records(name = TOPIC): Promise<PartitionAssignment[]> {
+  const t = await getJson<NaradTopic>(s.platform.kubectl, ["-n", NS, "naradtopic", name]);
   return t?.status?.assignments ?? [];
 }
 
@@ -365,6 +370,77 @@ describe("leadership of replicated partitions", () => {
       expect(a.leaderEpoch).toBe((old.leaderEpoch ?? 0) + 2);
     }
     expect(tBack - active).toBeLessThan(60_000);
+  });
+
+  it("a decommissioned leader that crashes is elected around after the grace; the decommission finishes once it is back", async () => {
+    const victim = `${NAME}-3`;
+    await s.patchSpec({ replicas: 4 });
+    await s.waitSettled(4, 180_000, "4 brokers");
+    await s.platform.applyYaml(
+      JSON.stringify({
+        apiVersion: "narad.dev/v1alpha1",
+        kind: "NaradTopic",
+        metadata: { name: "late", namespace: NS },
+        spec: { cluster: NAME, partitions: 4, replicationFactor: 3 },
+      }),
+    );
+    const placed = await waitFor(
+      async () => {
+        const r = await records("late");
+        return r.length === 4 && r.every((a) => a.isr?.length === 3) ? r : undefined;
+      },
+      { timeoutMs: 60_000, what: "the late topic placed", intervalMs: 250 },
+    );
+    const led = placed.filter((a) => a.leader === victim).map((a) => a.partition);
+    expect(led.length).toBeGreaterThan(0);
+    await s.patchSpec({ replicas: 3 });
+    await waitFor(
+      async () =>
+        (await s.resource()).status?.members?.find((m) => m.id === victim)?.state === "Decommissioning"
+          ? true
+          : undefined,
+      { timeoutMs: 30_000, what: `${victim} Decommissioning`, intervalMs: 100 },
+    );
+    const crash = new CrashLoop(victim);
+    const tKill = Date.now();
+    let failedAt = 0;
+    let electedAt = 0;
+    try {
+      await waitFor(
+        async () => {
+          const m = (await s.resource()).status?.members?.find((x) => x.id === victim);
+          return m?.failedSince !== undefined ? m : undefined;
+        },
+        { timeoutMs: 90_000, what: `failedSince on ${victim}`, intervalMs: 200 },
+      );
+      failedAt = Date.now();
+      const m = (await s.resource()).status?.members?.find((x) => x.id === victim);
+      expect(m?.state).toBe("Decommissioning");
+      const after = await waitFor(
+        async () => {
+          const r = await records("late");
+          return led.every((p) => r[p]?.leader !== victim && r[p]?.leader !== null) ? r : undefined;
+        },
+        { timeoutMs: 30_000, what: `new leaders away from ${victim}`, intervalMs: 200 },
+      );
+      electedAt = Date.now();
+      for (const p of led) {
+        expect(placed[p]?.isr?.map((e) => e.member)).toContain(after[p]?.leader);
+        expect(after[p]?.leaderEpoch).toBe((placed[p]?.leaderEpoch ?? 0) + 1);
+      }
+      expect(await s.eventText("MemberFailed")).toContain(`${victim}: Decommissioning`);
+    } finally {
+      await crash.stop();
+    }
+    const tBack = Date.now();
+    await s.waitSettled(3, 240_000, "the decommission of the crashed member finished");
+    const c = await s.resource();
+    expect(c.status?.members?.find((m) => m.id === victim)).toBeUndefined();
+    const late = await records("late");
+    expect(late.every((a) => !a.replicas?.includes(victim) && a.isr?.length === 3)).toBe(true);
+    console.log(
+      `leadership-e2e: decommissioning leader ${victim} (led ${led.length} of 4) killed: failedSince after ${((failedAt - tKill) / 1000).toFixed(1)} s (grace ${DOWN_GRACE_SECONDS} s), new leaders ${electedAt - failedAt} ms later; back → decommission done ${((Date.now() - tBack) / 1000).toFixed(1)} s`,
+    );
   });
 
   it("every acks=all record acknowledged is read back once; ambiguous ones at most once", async () => {
