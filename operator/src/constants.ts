@@ -182,9 +182,10 @@ export const REPLICATION_RECHECK_MS = 5_000;
 /** Preferred-leader balance: at most this many leadership moves per topic per reconcile. */
 export const PREFERRED_LEADER_MAX_PER_PASS = 4;
 /**
- * Preferred-leader balance: the preferred replica must have been Active this
- * long (status.members[].since) before leadership returns to it, so a broker
- * that flaps does not pull leadership back and forth.
+ * Preferred-leader balance: the preferred replica must have been able to
+ * lead (Active, in the ISR on its volume) for this long, as this operator
+ * observed it, before leadership returns to it, so a broker that just came
+ * back, or flaps, does not pull leadership back and forth.
  */
 export const PREFERRED_LEADER_SETTLE_MS = 10_000;
 /** A replicated topic waiting for brokers (fewer eligible than its factor, volume ids not known yet). */

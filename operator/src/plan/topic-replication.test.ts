@@ -430,13 +430,19 @@ describe("preferred-leader balance", () => {
     isr: replicas.map((m) => ({ member: m, volumeId: `vol-${m.slice(-1)}` })),
     leaderEpoch: epoch,
   });
-  const balance = { allowed: true, maxMoves: 2, nowMs: 100_000, settleMs: 10_000 };
-  const settled = (n: number, over: Record<string, Partial<ReplicaMemberView>> = {}) =>
-    members(n, over).map((m) => ({ sinceMs: 0, ...m }));
+  /** Every partition's demo-0 able to lead since long ago. */
+  const settledSince = new Map([0, 1, 2].map((p) => [`${p}/demo-0`, 0]));
+  const balance = {
+    allowed: true,
+    maxMoves: 2,
+    nowMs: 100_000,
+    settleMs: 10_000,
+    eligibleSince: settledSince,
+  };
 
-  it("moves leadership back to replicas[0] when it is Active, in sync and settled: epoch + 1, ISR unchanged", () => {
+  it("moves leadership back to replicas[0] once it has been able to lead for the settle time: epoch + 1, ISR unchanged", () => {
     const prev = [led(0, "demo-1", ["demo-0", "demo-1", "demo-2"], 3)];
-    const p = planReplicatedTopic(input({ partitions: 1, members: settled(3), previous: prev, balance }));
+    const p = planReplicatedTopic(input({ partitions: 1, previous: prev, balance }));
     expect(p.assignments[0]).toMatchObject({ leader: "demo-0", owner: "demo-0", leaderEpoch: 4 });
     expect(isrOf(p.assignments[0])).toEqual(isrOf(prev[0]));
     expect(p.leaderChanges).toEqual([
@@ -449,54 +455,70 @@ describe("preferred-leader balance", () => {
     const prev = [led(0, "demo-1", ["demo-0", "demo-1", "demo-2"])];
     const notInIsr = [{ ...prev[0]!, isr: prev[0]!.isr!.filter((e) => e.member !== "demo-0") }];
     const cases: Array<[ReplicaMemberView[], PartitionAssignment[]]> = [
-      [settled(3), notInIsr],
-      [settled(3, { "demo-0": { volumeId: "vol-new" } }), prev],
-      [settled(3, { "demo-0": { state: "Joining" } }), prev],
-      [settled(3, { "demo-0": { state: "Maintenance" } }), prev],
-      [settled(3, { "demo-0": { state: "Decommissioning" } }), prev],
-      [settled(3, { "demo-0": { failed: true } }), prev],
+      [members(3), notInIsr],
+      [members(3, { "demo-0": { volumeId: "vol-new" } }), prev],
+      [members(3, { "demo-0": { state: "Joining" } }), prev],
+      [members(3, { "demo-0": { state: "Maintenance" } }), prev],
+      [members(3, { "demo-0": { state: "Decommissioning" } }), prev],
+      [members(3, { "demo-0": { failed: true } }), prev],
     ];
     for (const [ms, previous] of cases) {
       const p = planReplicatedTopic(input({ partitions: 1, members: ms, previous, balance }));
       expect(p.assignments[0]?.leader).toBe("demo-1");
       expect(p.balancePending).toEqual([]);
+      // Not able to lead: its clock is dropped, and starts again when it can.
+      expect(p.balanceEligible.size).toBe(0);
     }
   });
 
-  it("waits for the preferred replica to settle, and says when to look again", () => {
+  it("waits until the preferred replica has been able to lead for the settle time, and says when to look again", () => {
     const prev = [led(0, "demo-1", ["demo-0", "demo-1", "demo-2"])];
-    const ms = settled(3, { "demo-0": { sinceMs: 96_000 } });
-    const p = planReplicatedTopic(input({ partitions: 1, members: ms, previous: prev, balance }));
-    expect(p.assignments[0]?.leader).toBe("demo-1");
-    expect(p.balancePending).toEqual([0]);
-    expect(p.balanceRecheckMs).toBe(6_000);
+    const first = planReplicatedTopic(
+      input({ partitions: 1, previous: prev, balance: { ...balance, eligibleSince: undefined } }),
+    );
+    expect(first.assignments[0]?.leader).toBe("demo-1");
+    expect(first.balancePending).toEqual([0]);
+    expect(first.balanceRecheckMs).toBe(10_000);
+    expect(first.balanceEligible).toEqual(new Map([["0/demo-0", 100_000]]));
+    const soon = planReplicatedTopic(
+      input({
+        partitions: 1,
+        previous: prev,
+        balance: { ...balance, nowMs: 106_000, eligibleSince: first.balanceEligible },
+      }),
+    );
+    expect(soon.assignments[0]?.leader).toBe("demo-1");
+    expect(soon.balanceRecheckMs).toBe(4_000);
     const later = planReplicatedTopic(
-      input({ partitions: 1, members: ms, previous: prev, balance: { ...balance, nowMs: 106_000 } }),
+      input({
+        partitions: 1,
+        previous: prev,
+        balance: { ...balance, nowMs: 110_000, eligibleSince: soon.balanceEligible },
+      }),
     );
     expect(later.assignments[0]?.leader).toBe("demo-0");
   });
 
   it("moves at most maxMoves partitions per pass, none when not allowed (a roll or a scale runs)", () => {
     const prev = [0, 1, 2].map((p) => led(p, "demo-1", ["demo-0", "demo-1", "demo-2"]));
-    const p = planReplicatedTopic(input({ members: settled(3), previous: prev, balance }));
+    const p = planReplicatedTopic(input({ previous: prev, balance }));
     expect(p.assignments.map((a) => a.leader)).toEqual(["demo-0", "demo-0", "demo-1"]);
     expect(p.balancePending).toEqual([2]);
     expect(p.balanceRecheckMs).toBe(0);
-    const again = planReplicatedTopic(input({ members: settled(3), previous: p.assignments, balance }));
+    const again = planReplicatedTopic(input({ previous: p.assignments, balance }));
     expect(again.assignments.map((a) => a.leader)).toEqual(["demo-0", "demo-0", "demo-0"]);
-    const off = planReplicatedTopic(
-      input({ members: settled(3), previous: prev, balance: { ...balance, allowed: false } }),
-    );
+    const off = planReplicatedTopic(input({ previous: prev, balance: { ...balance, allowed: false } }));
     expect(off.assignments.map((a) => a.leader)).toEqual(["demo-1", "demo-1", "demo-1"]);
     expect(off.changed).toBe(false);
-    const absent = planReplicatedTopic(input({ members: settled(3), previous: prev }));
+    expect(off.balanceEligible.size).toBe(0);
+    const absent = planReplicatedTopic(input({ previous: prev }));
     expect(absent.changed).toBe(false);
   });
 
   it("does not pull leadership off a leader in a planned restart to a preferred one: the handoff decides", () => {
     // demo-0 preferred but Maintenance; demo-1 leads in Maintenance too: handoff to demo-2.
     const prev = [led(0, "demo-1", ["demo-0", "demo-1", "demo-2"])];
-    const ms = settled(3, { "demo-0": { state: "Maintenance" }, "demo-1": { state: "Maintenance" } });
+    const ms = members(3, { "demo-0": { state: "Maintenance" }, "demo-1": { state: "Maintenance" } });
     const p = planReplicatedTopic(input({ partitions: 1, members: ms, previous: prev, balance }));
     expect(p.assignments[0]?.leader).toBe("demo-2");
     expect(p.leaderChanges.map((c) => c.cause)).toEqual(["handoff"]);

@@ -57,19 +57,15 @@ export interface ReplicaMemberView {
    * elections treat it as Down.
    */
   failed?: boolean | undefined;
-  /** Since when (ms) it is in `state` (status.members[].since); the preferred-leader settle time. */
-  sinceMs?: number | undefined;
 }
 
 /** The view of a member as recorded in NaradCluster status.members (zone unknown). */
 export function replicaMemberView(m: MemberStatus): ReplicaMemberView {
-  const since = Date.parse(m.since);
   return {
     id: m.id,
     state: m.state,
     volumeId: m.volumeId,
     ...(m.failedSince !== undefined ? { failed: true } : {}),
-    ...(Number.isFinite(since) ? { sinceMs: since } : {}),
   };
 }
 
@@ -225,10 +221,21 @@ export interface ReplicatedTopicInput {
   previous: readonly PartitionAssignment[];
   /**
    * Preferred-leader balance: undefined or allowed false (a roll or a scale
-   * runs) moves nothing. nowMs and settleMs: the preferred member must have
-   * been Active for settleMs (its `sinceMs`).
+   * runs) moves nothing. The preferred replica must have been able to lead
+   * (canLeadNow) for settleMs, counted from `eligibleSince` ("partition/member"
+   * → ms, kept by the caller from the plan's `balanceEligible`; absent: from
+   * nowMs), so a broker that just came back, or flaps, does not pull
+   * leadership at once.
    */
-  balance?: { allowed: boolean; maxMoves: number; nowMs: number; settleMs: number } | undefined;
+  balance?:
+    | {
+        allowed: boolean;
+        maxMoves: number;
+        nowMs: number;
+        settleMs: number;
+        eligibleSince?: ReadonlyMap<string, number> | undefined;
+      }
+    | undefined;
   /**
    * Fan-out child: partition → the member that owns (leads) the parent's
    * matching partition. A new partition's leader goes elsewhere when another
@@ -262,6 +269,8 @@ export interface ReplicatedTopicPlan {
   balancePending: number[];
   /** When to look again for balancePending (undefined: nothing pending). */
   balanceRecheckMs: number | undefined;
+  /** "partition/member" → since when its preferred replica could lead it: for the caller to keep. */
+  balanceEligible: Map<string, number>;
 }
 
 export function planReplicatedTopic(input: ReplicatedTopicInput): ReplicatedTopicPlan {
@@ -320,6 +329,7 @@ export function planReplicatedTopic(input: ReplicatedTopicInput): ReplicatedTopi
     underReplicated: [],
     balancePending: [],
     balanceRecheckMs: undefined,
+    balanceEligible: new Map(),
   };
   let balanceBudget = input.balance?.allowed === true ? input.balance.maxMoves : 0;
   for (const placed of placement.assignments) {
@@ -358,7 +368,7 @@ export function planReplicatedTopic(input: ReplicatedTopicInput): ReplicatedTopi
       r = reassign(r, plan, input.replicationFactor, health, leaving, inSync);
       if (r === before) r = handoff(r, plan, byId);
       if (r === before && input.balance !== undefined) {
-        const b = preferred(r, byId, input.balance);
+        const b = preferred(r, byId, input.balance, plan.balanceEligible);
         if (b.kind === "move" && balanceBudget > 0) {
           balanceBudget--;
           r = b.next;
@@ -442,21 +452,31 @@ type PreferredDecision =
 
 /**
  * Preferred-leader balance (Kafka's auto leader rebalance): replicas[0] leads
- * again once it can lead now (canLeadNow) and has been Active for settleMs.
- * Only from a leader that is not itself in a planned restart or leaving (the
- * handoff and the reassignment own those).
+ * again once it has been able to lead (canLeadNow) for settleMs. Runs only
+ * when no other change applies to the record (a leader in a planned restart
+ * or leaving is the handoff's and the reassignment's). Records in `eligible`
+ * since when it could.
  */
 export function preferred(
   r: ReplicaAssignment,
   byId: ReadonlyMap<string, ReplicaMemberView>,
-  balance: { nowMs: number; settleMs: number },
+  balance: {
+    allowed: boolean;
+    nowMs: number;
+    settleMs: number;
+    eligibleSince?: ReadonlyMap<string, number> | undefined;
+  },
+  eligible: Map<string, number>,
 ): PreferredDecision {
   const want = r.replicas[0];
-  if (r.leader === null || want === undefined || want === r.leader) return { kind: "none" };
-  const m = byId.get(want);
-  if (!canLeadNow(r, m)) return { kind: "none" };
-  const activeFor = m?.sinceMs === undefined ? Number.POSITIVE_INFINITY : balance.nowMs - m.sinceMs;
-  if (activeFor < balance.settleMs) return { kind: "settling", waitMs: balance.settleMs - activeFor };
+  if (!balance.allowed || r.leader === null || want === undefined || want === r.leader)
+    return { kind: "none" };
+  if (!canLeadNow(r, byId.get(want))) return { kind: "none" };
+  const key = `${r.partition}/${want}`;
+  const since = Math.min(balance.eligibleSince?.get(key) ?? balance.nowMs, balance.nowMs);
+  eligible.set(key, since);
+  const waited = balance.nowMs - since;
+  if (waited < balance.settleMs) return { kind: "settling", waitMs: balance.settleMs - waited };
   return { kind: "move", next: { ...r, leader: want, leaderEpoch: r.leaderEpoch + 1 } };
 }
 

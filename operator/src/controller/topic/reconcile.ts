@@ -249,6 +249,7 @@ async function decideReplicated(
       maxMoves: PREFERRED_LEADER_MAX_PER_PASS,
       nowMs: deps.clock.now(),
       settleMs: PREFERRED_LEADER_SETTLE_MS,
+      eligibleSince: deps.memory.preferredEligibleSince.get(key),
     },
     ...(avoidLeaders !== undefined ? { avoidLeaders } : {}),
   });
@@ -313,6 +314,8 @@ async function decideReplicated(
     next,
     requeueAfterMs,
     effects: () => {
+      if (plan.balanceEligible.size === 0) deps.memory.preferredEligibleSince.delete(key);
+      else deps.memory.preferredEligibleSince.set(key, plan.balanceEligible);
       const labels = { namespace, cluster: cluster.metadata.name ?? "", topic: topicName(topic) };
       deps.memory.topicGauges.set(key, labels);
       deps.metrics?.underReplicatedPartitions.set(labels, plan.underReplicated.length);
@@ -452,6 +455,7 @@ function parentOwners(topic: NaradTopic, deps: ReconcileDeps): Map<number, strin
 }
 
 function forgetGauges(key: string, deps: ReconcileDeps): void {
+  deps.memory.preferredEligibleSince.delete(key);
   const labels = deps.memory.topicGauges.get(key);
   if (labels === undefined) return;
   deps.memory.topicGauges.delete(key);
