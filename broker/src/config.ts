@@ -23,6 +23,12 @@ export interface Config {
   metastore: "file" | "kubernetes";
   /** NaradCluster this broker belongs to (kubernetes metastore); "" with the file metastore. */
   clusterName: string;
+  /**
+   * metadata.uid of that NaradCluster (the operator sets NARAD_CLUSTER_UID);
+   * written into the volume-id marker, so a volume moved from another cluster
+   * is recognised as foreign. "" when not known (file metastore, older operator).
+   */
+  clusterUid: string;
   /** Namespace of the NaradCluster and its NaradTopics (kubernetes metastore). */
   namespace: string;
   drainTimeoutMs: number;
@@ -207,6 +213,7 @@ const settings = {
   "log-level": { env: "NARAD_LOG_LEVEL", file: "logLevel" },
   metastore: { env: "NARAD_METASTORE", file: "metastore" },
   "cluster-name": { env: "NARAD_CLUSTER_NAME", file: "clusterName" },
+  "cluster-uid": { env: "NARAD_CLUSTER_UID", file: "clusterUid" },
   namespace: { env: "NARAD_NAMESPACE", file: "namespace" },
   "drain-timeout-ms": { env: "NARAD_DRAIN_TIMEOUT_MS", file: "drainTimeoutMs" },
   "acks-all-timeout-ms": { env: "NARAD_ACKS_ALL_TIMEOUT_MS", file: "acksAllTimeoutMs" },
@@ -306,6 +313,7 @@ Options (each also settable as the NARAD_* variable shown, or in --config JSON):
   --log-level LEVEL           trace|debug|info|warn|error NARAD_LOG_LEVEL    (default info)
   --metastore file|kubernetes where topics live          NARAD_METASTORE     (default file)
   --cluster-name NAME         NaradCluster (kubernetes)  NARAD_CLUSTER_NAME  (required with kubernetes)
+  --cluster-uid UID           its metadata.uid (volume-id) NARAD_CLUSTER_UID   (set by the operator)
   --namespace NS              its namespace (kubernetes) NARAD_NAMESPACE     (default $POD_NAMESPACE, the pod's namespace, or default)
   --config FILE               JSON file with any of the settings in camelCase   NARAD_CONFIG
   --drain-timeout-ms N        SIGTERM drain bound        NARAD_DRAIN_TIMEOUT_MS (default ${k.drainTimeoutMs})
@@ -527,6 +535,7 @@ export function loadConfig(
     logLevel,
     metastore,
     clusterName: get("cluster-name") ?? "",
+    clusterUid: get("cluster-uid") ?? "",
     namespace: get("namespace") ?? defaultNamespace(env, namespaceFile),
     drainTimeoutMs: count("drain-timeout-ms", k.drainTimeoutMs),
     acksAllTimeoutMs: positiveCount("acks-all-timeout-ms", k.acksAllTimeoutMs),
