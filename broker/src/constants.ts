@@ -98,10 +98,10 @@ export const topicVisibilityTimeoutMsDefault = 30_000;
 export const topicMaxInFlightDefault = 1_024;
 export const topicMaxAckedAheadDefault = 1_024;
 /**
- * `--replication`: off until the replicated data path is in; while off every
- * new topic has one copy (docs/replication.md).
+ * `--replication`: on, topics default to 3 copies (minimum 2) on a cluster of
+ * at least 3 brokers; off, every new topic has one copy (docs/replication.md).
  */
-export const replicationDefault: "on" | "off" = "off";
+export const replicationDefault: "on" | "off" = "on";
 export const topicNamePattern = /^[A-Za-z0-9._-]{1,255}$/;
 /**
  * Group names end up in file names (<group>.offset.tmp, 11 more bytes) on a
