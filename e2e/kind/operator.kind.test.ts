@@ -265,6 +265,10 @@ describe("operator on kind", () => {
   }, 3_600_000);
 
   afterAll(async () => {
+    // The run's next kind suite may share the cluster: free its node of this suite's brokers.
+    await p?.kubectl(["delete", "namespace", NS, "--ignore-not-found", "--wait=false"], {
+      allowFailure: true,
+    });
     await p?.stop();
     await kind?.delete();
   }, 600_000);
