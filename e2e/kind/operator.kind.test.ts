@@ -2,9 +2,18 @@
 // install of charts/narad-operator, a small NaradCluster -> Ready with its
 // brokers in real containers, the narad CLI in a client pod producing and
 // consuming through the Service's DNS name with the operator-generated
-// credentials, the securityContext enforced by the container runtime, and
-// kill -9 of a broker's container process -> Down -> reroute -> Active with
-// every acknowledged record read back exactly once.
+// credentials, the securityContext enforced by the container runtime,
+// port-forwards from the host, and under a continuous producer whose every
+// 202 is read back:
+//   - kill -9 of a broker's container process (a crash loop): held within
+//     the grace, then Down (Event, Degraded, epoch), reroute, Active;
+//   - a drained roll with the operator's own container kill -9ed mid-roll:
+//     one eviction per pod, highest ordinal first, ≤1 unavailable, ≤0.1 %
+//     produce errors, PVCs kept;
+//   - scale 3 → 5 → 2: rebalance, three decommissions one at a time, the
+//     removed members' PVCs deleted.
+// These are the only runs of those three scenarios (the local platform keeps
+// the variants that freeze a broker: e2e/operator/{roll,scale}.e2e.test.ts).
 //
 // The tests run in order and share the cluster (each builds on the last).
 
@@ -313,6 +322,39 @@ spec:
     expect(cs.stdout).toMatch(/^containerd:\/\//);
     const pvc = await p.kubectl(["-n", NS, "get", "pvc", `data-${pod}`, "-o", "jsonpath={.status.phase}"]);
     expect(pvc.stdout).toBe("Bound");
+    // Installed from the chart, the operator reconciles from inside the
+    // cluster: its pod holds the lease, and the brokers run the chart's brokerImage.
+    const op = await p.kubectl([
+      "-n",
+      "narad-system",
+      "get",
+      "deployment",
+      "narad-operator",
+      "-o",
+      "jsonpath={.status.readyReplicas}",
+    ]);
+    expect(op.stdout).toBe("1");
+    const holder = await p.kubectl([
+      "-n",
+      "narad-system",
+      "get",
+      "lease",
+      "narad-operator",
+      "-o",
+      "jsonpath={.spec.holderIdentity}",
+    ]);
+    expect(holder.stdout).toMatch(/^narad-operator-/);
+    const image = await p.kubectl([
+      "-n",
+      NS,
+      "get",
+      "statefulset",
+      CLUSTER,
+      "-o",
+      "jsonpath={.spec.template.spec.containers[0].image}",
+    ]);
+    expect(image.stdout).toBe(brokerImage);
+    expect((await cluster()).status?.members?.every((m) => m.state === "Active")).toBe(true);
     headers = await clusterCredentials(p.kubectl, NS, CLUSTER);
   });
 
