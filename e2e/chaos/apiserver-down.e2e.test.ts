@@ -7,7 +7,9 @@
 // stale; the pods it may then mark not Ready are logged, "pods seen
 // Ready=False"). 120 s (the earlier default) measured the same.
 //   - the data plane keeps serving: produce 202s, consume and ack work, every
-//     broker stays ready (brokers serve from their watch-fed replica);
+//     broker stays ready (brokers serve from their watch-fed replica); the
+//     topic has the default 3 copies, so each 202 is an acks=all commit on
+//     the ISR, which needs no API server while the ISR does not change;
 //   - topic changes are refused with a 503 while the metastore is unreachable;
 //   - no member is ever marked Down (during, or after the API server returns);
 //   - nothing acknowledged is lost or stored twice, and everything acknowledged
@@ -115,6 +117,12 @@ beforeAll(async () => {
     },
     { timeoutMs: 60_000, what: "every broker to see the topic", intervalMs: 500 },
   );
+  // No factor given: on 3 brokers the default, 3 copies with at least 2 in
+  // sync; produce (no acks named) is acks=all, answered once on the ISR.
+  const topic = (await (
+    await fetch(`http://${ips[0]}:${BROKER_PORT}/v1/topics/${TOPIC}`, { headers: headers() })
+  ).json()) as { replication_factor?: number; min_insync_replicas?: number };
+  expect([topic.replication_factor, topic.min_insync_replicas]).toEqual([3, 2]);
 }, 600_000);
 
 afterAll(async () => {

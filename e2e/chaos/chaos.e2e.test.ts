@@ -121,10 +121,12 @@ beforeAll(async () => {
       kind: "NaradCluster",
       metadata: { name: NAME, namespace: NS },
       // A kill -9'd broker is back within seconds, two kills in a row within
-      // a minute: the grace keeps such restarts from counting as Down (which
-      // reroutes, and a reroute after an ambiguous commit can duplicate, the
-      // open seam in README "Cluster RPC"). With the default 30 s, a run stored
-      // 20 of 3,715 messages twice.
+      // a minute: the grace keeps such restarts from counting as Down. For
+      // single-copy topics a Down reroutes, and a reroute after an ambiguous
+      // commit can duplicate (the open seam in README "Cluster RPC"; with the
+      // default 30 s, a single-copy run stored 20 of 3,715 messages twice);
+      // this suite's topic is replicated (below), where a Down elects a new
+      // leader instead.
       spec: { replicas: 3, image: IMAGE("0.1.0"), rollout: { downGraceSeconds: 120 } },
     }),
   );
@@ -144,6 +146,12 @@ beforeAll(async () => {
     body: JSON.stringify({ name: TOPIC, partitions: PARTITIONS }),
   });
   expect(created.status).toBe(201);
+  // No factor given: on 3 brokers the default, 3 copies with at least 2 in
+  // sync, and produce (no acks named) is acks=all. A broker killed here is
+  // back within the grace: the partitions it led wait for it (or for a
+  // follower's ISR shrink), records meant for them wait in the senders' WALs.
+  const topic = (await created.json()) as { replication_factor?: number; min_insync_replicas?: number };
+  expect([topic.replication_factor, topic.min_insync_replicas]).toEqual([3, 2]);
 }, 600_000);
 
 afterAll(async () => {

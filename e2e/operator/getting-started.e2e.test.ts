@@ -1,11 +1,12 @@
 // docs/getting-started-kubernetes.md, step by step, on the local platform:
 // the operator installed with the page's helm command (it runs as a pod),
-// the two examples applied as written, the password read from the Secret
-// the way the page reads it, then an application pod that produces through
-// the in-cluster Service name (http://demo.default.svc:7942) with those
-// credentials, and a second one that consumes it as the page's
-// `narad sub` does. What the local platform cannot do (no kubelet, so no
-// `kubectl port-forward` stream) is said in the page.
+// the two examples applied as written (the topic at the default 3 copies),
+// the password read from the Secret the way the page reads it, then an
+// application pod that produces through the in-cluster Service name
+// (http://demo.default.svc:7942) with those credentials, and a second one
+// that consumes it as the page's `narad sub` does. What the local platform
+// cannot do (no kubelet, so no `kubectl port-forward` stream) is said in the
+// page.
 
 import { readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
@@ -112,6 +113,20 @@ describe("getting started on Kubernetes (docs/getting-started-kubernetes.md)", (
         (await jsonpath(["naradtopic", "orders"], '{.status.conditions[?(@.type=="Ready")].status}')) ===
         "True",
       { timeoutMs: 120_000, what: "topic orders READY True", intervalMs: 1000 },
+    );
+    // The example names no replicationFactor: on 3 brokers it gets the
+    // default, 3 copies with at least 2 in sync, every replica in sync.
+    await waitFor(
+      async () =>
+        (await jsonpath(
+          ["naradtopic", "orders"],
+          "{.status.replicationFactor}/{.status.minInsyncReplicas}/{.status.underReplicatedPartitions}",
+        )) === "3/2/0",
+      {
+        timeoutMs: 60_000,
+        what: "topic orders at 3 copies, 2 in sync, none under-replicated",
+        intervalMs: 1000,
+      },
     );
 
     // 3. The password, read the way the page reads it.

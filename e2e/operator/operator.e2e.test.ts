@@ -266,11 +266,22 @@ describe("narad-operator", () => {
     expect(seen).toHaveLength(total);
     expect(await readAll(second)).toHaveLength(total);
     const topics = await getJson<{
-      items: Array<{ spec: { name?: string }; status?: { assignments?: Array<{ owner: string }> } }>;
+      items: Array<{
+        spec: { name?: string };
+        status?: {
+          assignments?: Array<{ owner: string; replicas?: string[] }>;
+          replicationFactor?: number;
+          minInsyncReplicas?: number;
+        };
+      }>;
     }>(platform.kubectl, ["-n", NS, "naradtopics"]);
     const orders = topics?.items.find((t) => t.spec.name === "Orders_EU");
     // Partitions are spread over the brokers, so reads above crossed the cluster RPC.
     expect(new Set(orders?.status?.assignments?.map((a) => a.owner)).size).toBe(3);
+    // No factor given on 3 brokers: the default, 3 copies of each partition
+    // (the owner is the leader), at least 2 in sync.
+    expect([orders?.status?.replicationFactor, orders?.status?.minInsyncReplicas]).toEqual([3, 2]);
+    for (const a of orders?.status?.assignments ?? []) expect(new Set(a.replicas).size).toBe(3);
   });
 
   it("changing spec.image with the rollout paused updates the StatefulSet template and deletes no pod", async () => {
