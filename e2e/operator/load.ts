@@ -95,14 +95,22 @@ export interface LoadProducerOptions {
   headers?: HeaderSource;
   /** Pause between two messages of one worker. */
   pauseMs?: number;
+  /**
+   * How long one produce may take before the client gives up (ambiguous);
+   * 5 s unless given. A produce that names no acks on a replicated topic is
+   * acks=all: it waits for the ISR, up to --replica-lag-ms while a follower
+   * restarts.
+   */
+  timeoutMs?: number;
 }
 
 /**
  * Continuous producer over the given brokers (as a client of the Service
  * would). A 503/429/5xx or a refused connection never reached the WAL:
- * retried on another broker with the same id. A timeout, a reset or a 504
- * (a draining broker's forward in doubt) is ambiguous: the id is set aside
- * (may appear at most once) and not retried.
+ * retried on another broker with the same id. A timeout, a reset, a 504
+ * (a draining broker's forward in doubt) or a 503 commit_timeout (acks=all,
+ * the default on a replicated topic: in the WAL, not yet on the ISR) is
+ * ambiguous: the id is set aside (may appear at most once) and not retried.
  */
 export class LoadProducer {
   readonly acked = new Set<string>();
@@ -111,6 +119,8 @@ export class LoadProducer {
   readonly ambiguous = new Set<string>();
   attempts = 0;
   errors = 0;
+  /** The longest time a produce took to its 202. */
+  maxAckMs = 0;
   readonly errorKinds = new Map<string, number>();
   readonly exclude = new Set<string>();
   readonly tag: string;
@@ -148,6 +158,7 @@ export class LoadProducer {
           continue;
         }
         this.attempts++;
+        const sent = Date.now();
         try {
           const r = await fetch(
             `http://${ip}:${BROKER_PORT}/v1/topics/${this.#opts.topic}/produce?key=${id}`,
@@ -155,13 +166,22 @@ export class LoadProducer {
               method: "POST",
               body: JSON.stringify({ id }),
               headers: headers(),
-              signal: AbortSignal.timeout(5_000),
+              signal: AbortSignal.timeout(this.#opts.timeoutMs ?? 5_000),
             },
           );
-          await r.body?.cancel();
+          let body = "";
+          if (r.status === 503) body = await r.text();
+          else await r.body?.cancel();
           if (r.status === 202) {
             this.acked.add(id);
             this.ackedVia.set(id, { ip, at: new Date().toISOString() });
+            this.maxAckMs = Math.max(this.maxAckMs, Date.now() - sent);
+            break;
+          }
+          if (r.status === 503 && body.includes('"commit_timeout"')) {
+            // In the WAL and still to be committed: a retry would store it twice.
+            this.#err("HTTP 503 commit_timeout");
+            this.ambiguous.add(id);
             break;
           }
           if (r.status === 504) {
@@ -209,7 +229,7 @@ export class LoadProducer {
 
   summary(): string {
     const kinds = [...this.errorKinds].map(([k, v]) => `${k}×${v}`).join(", ") || "none";
-    return `${this.acked.size} acked (202) of ${this.attempts} attempts; ${this.errors} errors (${this.errorRate().toFixed(2)}%: ${kinds}); ${this.ambiguous.size} ambiguous`;
+    return `${this.acked.size} acked (202) of ${this.attempts} attempts, the slowest in ${(this.maxAckMs / 1000).toFixed(1)} s; ${this.errors} errors (${this.errorRate().toFixed(2)}%: ${kinds}); ${this.ambiguous.size} ambiguous`;
   }
 }
 
