@@ -447,6 +447,10 @@ spec:
     await cli(["topic", "add", "kind-smoke", "--partitions", "3"]);
     const ls = await cli(["topic", "ls", "--json"]);
     expect(ls.stdout).toContain("kind-smoke");
+    // No factor given, 3 brokers: the default, 3 copies with at least 2 in
+    // sync (so the pubs below are answered once on 2 copies).
+    const smoke = await topicStatus("kind-smoke");
+    expect([smoke?.replicationFactor, smoke?.minInsyncReplicas]).toEqual([3, 2]);
     for (let i = 0; i < 5; i++) await cli(["pub", "kind-smoke", `hello-${i}`, "--key", `k${i}`]);
     const sub = await cli([
       "sub",
