@@ -36,6 +36,8 @@ export interface ReplicatedCluster {
    * goes, then SIGKILL (the node agent restarts it on the empty volume).
    */
   killAndWipe(pod: string): Promise<void>;
+  /** kill -9 of the broker now and of every process the node agent restarts for it, until stopped. */
+  crashLoop(pod: string): { kills: number[]; stop(): Promise<void> };
   /** Every partition: a leader, ISR = every replica on its current volume; 0 under-replicated. */
   fullyInSync(): Promise<boolean>;
   waitFullyInSync(timeoutMs: number, what: string): Promise<void>;
@@ -129,6 +131,31 @@ export async function startReplicatedCluster(o: {
       process.kill(p, "SIGSTOP");
       await rm(dir, { recursive: true, force: true });
       process.kill(p, "SIGKILL");
+    },
+    crashLoop: (pod) => {
+      const kills: number[] = [];
+      let running = true;
+      const loop = (async () => {
+        while (running) {
+          const p = pid(pod);
+          if (p !== null) {
+            try {
+              process.kill(p, "SIGKILL");
+              kills.push(Date.now());
+            } catch {
+              // exited meanwhile
+            }
+          }
+          await sleep(25);
+        }
+      })();
+      return {
+        kills,
+        stop: async () => {
+          running = false;
+          await loop;
+        },
+      };
     },
     fullyInSync,
     waitFullyInSync: async (timeoutMs, what) => {

@@ -7,6 +7,7 @@
 // comparison of a partition's replicas on their volumes (PVC directories of
 // the local platform).
 import { readdir, readFile } from "node:fs/promises";
+import { request as httpRequest } from "node:http";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { CoreV1Api } from "@kubernetes/client-node";
@@ -20,6 +21,8 @@ export interface Ack {
   offset: number;
   /** The broker (pod IP) that answered 200. */
   ip: string;
+  /** When the request was sent, and when its 200 arrived. */
+  sentAtMs: number;
   atMs: number;
 }
 
@@ -37,8 +40,32 @@ export interface AcksAllProducerOptions {
   pauseMs?: number;
   /** Client timeout of one request; above the broker's acks=all wait (30 s) so its 503 arrives. */
   timeoutMs?: number;
-  /** A fetch dispatcher (undici Agent) per target, e.g. one bound to a source address. */
-  dispatcher?: (ip: string) => unknown;
+  /**
+   * Every request on a new connection (node:http, no keep-alive) instead of
+   * fetch's pool: a connection opened after a network cut is on the cut's
+   * terms (loopback-partition.ts), a pooled one from before is not.
+   */
+  freshSockets?: boolean;
+}
+
+/** One POST on a connection of its own; resolves with the status and body, rejects like fetch (err.cause.code). */
+export function postFresh(
+  url: string,
+  body: string,
+  headers: Record<string, string>,
+  timeoutMs: number,
+): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: "POST", headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on("data", (c: Buffer) => chunks.push(c));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
+      res.on("error", (err) => reject(Object.assign(new Error("response failed"), { cause: err })));
+    });
+    req.setTimeout(timeoutMs, () => req.destroy(Object.assign(new Error("timeout"), { code: "TimeoutError" })));
+    req.on("error", (err) => reject(Object.assign(new Error("request failed"), { cause: err })));
+    req.end(body);
+  });
 }
 
 /** Codes of a 503 answered before anything reached a WAL: the same ids are sent again. */
@@ -66,11 +93,13 @@ export class AcksAllProducer {
   /** (partition/offset) → ids acknowledged there: more than one is a divergence. */
   readonly byOffset = new Map<string, string[]>();
   attempts = 0;
+  /** Requests sent and not answered yet. */
+  inFlight = 0;
   readonly errorKinds = new Map<string, number>();
   /** Every 200 in order of arrival (for stall measurements). */
   readonly ackTimes: Array<{ atMs: number; partition: number; ip: string }> = [];
-  /** Every failed attempt (time, broker, kind). */
-  readonly failures: Array<{ atMs: number; ip: string; kind: string }> = [];
+  /** Every failed attempt (when it was sent and answered, broker, kind). */
+  readonly failures: Array<{ sentAtMs: number; atMs: number; ip: string; kind: string }> = [];
   readonly tag: string;
   #running = true;
   #rr = 0;
@@ -89,9 +118,9 @@ export class AcksAllProducer {
     return ips[this.#rr++ % ips.length];
   }
 
-  #err(ip: string, kind: string): void {
+  #err(ip: string, kind: string, sentAtMs: number): void {
     this.errorKinds.set(kind, (this.errorKinds.get(kind) ?? 0) + 1);
-    this.failures.push({ atMs: Date.now(), ip, kind });
+    this.failures.push({ sentAtMs, atMs: Date.now(), ip, kind });
   }
 
   async #send(ip: string, ids: string[]): Promise<"acked" | "retry" | "doubt"> {
@@ -109,25 +138,42 @@ export class AcksAllProducer {
           .join("\n")
       : JSON.stringify({ id: ids[0] });
     this.attempts++;
-    let r: Response;
+    this.inFlight++;
     try {
-      r = await fetch(url, {
-        method: "POST",
-        body,
-        headers: { ...o.headers(), ...(batch ? { "content-type": "application/x-ndjson" } : {}) },
-        signal: AbortSignal.timeout(o.timeoutMs ?? 40_000),
-        ...(o.dispatcher === undefined ? {} : { dispatcher: o.dispatcher(ip) }),
-      } as RequestInit);
+      return await this.#request(ip, ids, url, body, batch, Date.now());
+    } finally {
+      this.inFlight--;
+    }
+  }
+
+  async #request(
+    ip: string,
+    ids: string[],
+    url: string,
+    body: string,
+    batch: boolean,
+    sentAtMs: number,
+  ): Promise<"acked" | "retry" | "doubt"> {
+    const o = this.#o;
+    let r: { status: number; text: string };
+    const headers = { ...o.headers(), ...(batch ? { "content-type": "application/x-ndjson" } : {}) };
+    const timeoutMs = o.timeoutMs ?? 40_000;
+    try {
+      if (o.freshSockets === true) r = await postFresh(url, body, headers, timeoutMs);
+      else {
+        const res = await fetch(url, { method: "POST", body, headers, signal: AbortSignal.timeout(timeoutMs) });
+        r = { status: res.status, text: await res.text() };
+      }
     } catch (err) {
       const code = (err as { cause?: { code?: string } }).cause?.code;
       if (code === "ECONNREFUSED") {
-        this.#err(ip, "ECONNREFUSED");
+        this.#err(ip, "ECONNREFUSED", sentAtMs);
         return "retry";
       }
-      this.#err(ip, code ?? (err as Error).name);
+      this.#err(ip, code ?? (err as Error).name, sentAtMs);
       return "doubt";
     }
-    const text = await r.text().catch(() => "");
+    const text = r.text;
     if (r.status === 200) {
       const atMs = Date.now();
       const parsed = JSON.parse(text) as
@@ -136,7 +182,7 @@ export class AcksAllProducer {
       const results = "results" in parsed ? parsed.results : [parsed];
       ids.forEach((id, i) => {
         const res = results[i]!;
-        this.acked.set(id, { partition: res.partition, offset: res.offset, ip, atMs });
+        this.acked.set(id, { partition: res.partition, offset: res.offset, ip, sentAtMs, atMs });
         const k = `${res.partition}/${res.offset}`;
         const list = this.byOffset.get(k) ?? [];
         list.push(id);
@@ -151,7 +197,7 @@ export class AcksAllProducer {
     } catch {
       // not JSON
     }
-    this.#err(ip, `HTTP ${r.status}${code === "" ? "" : ` ${code}`}`);
+    this.#err(ip, `HTTP ${r.status}${code === "" ? "" : ` ${code}`}`, sentAtMs);
     if (r.status === 429) return "retry";
     if (r.status === 503 && code !== "commit_timeout" && (code === "" || REFUSED_BEFORE_WAL.has(code)))
       return "retry";
@@ -198,19 +244,17 @@ export class AcksAllProducer {
   }
 
   /**
-   * The longest time without a 200 for `partition` that spans `atMs` (from the
-   * last ack before it to the first after it), in ms; undefined if none came after.
+   * The longest time without a 200 for `partition` within [from, to]: the
+   * largest gap between consecutive 200s, the window's ends counting as ones
+   * only when a 200 came before `from` (so the gap before the first 200 after
+   * a fault counts from the last one before it).
    */
-  stallAround(partition: number, atMs: number): number | undefined {
-    let before = Number.NEGATIVE_INFINITY;
-    let after: number | undefined;
-    for (const a of this.ackTimes) {
-      if (a.partition !== partition) continue;
-      if (a.atMs <= atMs) before = Math.max(before, a.atMs);
-      else if (after === undefined || a.atMs < after) after = a.atMs;
-    }
-    if (after === undefined) return undefined;
-    return after - (Number.isFinite(before) ? before : atMs);
+  stall(partition: number, from: number, to: number): number {
+    return maxGap(
+      this.ackTimes.filter((a) => a.partition === partition).map((a) => a.atMs),
+      from,
+      to,
+    );
   }
 
   /** The first 200 for `partition` after `atMs`. */
@@ -244,6 +288,10 @@ export class AckingConsumer {
   readonly ackedKeys = new Set<string>();
   /** Deliveries of a key after its ack was answered 204. */
   redeliveredAfterAck = 0;
+  /** Those keys, in order. */
+  readonly redeliveredAcks: string[] = [];
+  /** key → when its (first) ack was answered 204. */
+  readonly ackedAt = new Map<string, number>();
   /** Deliveries (time, partition) for gap measurements. */
   readonly deliveries: Array<{ atMs: number; partition: number }> = [];
   ackFailures = 0;
@@ -289,7 +337,10 @@ export class AckingConsumer {
         }
         const m = (await r.json()) as { key: string; partition: number; receipt_handle: string };
         this.delivered.set(m.key, (this.delivered.get(m.key) ?? 0) + 1);
-        if (this.ackedKeys.has(m.key)) this.redeliveredAfterAck++;
+        if (this.ackedKeys.has(m.key)) {
+          this.redeliveredAfterAck++;
+          this.redeliveredAcks.push(m.key);
+        }
         this.deliveries.push({ atMs: Date.now(), partition: m.partition });
         const a = await fetch(`${base(ip)}/ack?receipt_handle=${encodeURIComponent(m.receipt_handle)}`, {
           method: "POST",
@@ -297,7 +348,10 @@ export class AckingConsumer {
           signal: AbortSignal.timeout(10_000),
         });
         await a.body?.cancel();
-        if (a.status === 204) this.ackedKeys.add(m.key);
+        if (a.status === 204) {
+          this.ackedKeys.add(m.key);
+          if (!this.ackedAt.has(m.key)) this.ackedAt.set(m.key, Date.now());
+        }
         else {
           this.ackFailures++;
           this.#err(`ack HTTP ${a.status}`);
@@ -320,6 +374,20 @@ export class AckingConsumer {
     return n;
   }
 
+  /** The longest time without a delivery from `partition` within [from, to] (as AcksAllProducer.stall). */
+  gap(partition: number, from: number, to: number): number {
+    return maxGap(
+      this.deliveries.filter((d) => d.partition === partition).map((d) => d.atMs),
+      from,
+      to,
+    );
+  }
+
+  /** For each redelivery of a record whose ack had been answered: how long before `atMs` that ack was. */
+  ackAgesAt(atMs: number): number[] {
+    return this.redeliveredAcks.map((k) => atMs - (this.ackedAt.get(k) ?? atMs));
+  }
+
   /** The first delivery from `partition` after `atMs`. */
   firstDeliveryAfter(partition: number, atMs: number): number | undefined {
     let first: number | undefined;
@@ -332,6 +400,24 @@ export class AckingConsumer {
     const kinds = [...this.errorKinds].map(([k, v]) => `${k}×${v}`).join(", ") || "none";
     return `${this.delivered.size} distinct delivered, ${this.redeliveries()} redeliveries (${this.redeliveredAfterAck} of records whose ack was answered), ${this.ackedKeys.size} acked, ${this.ackFailures} ack failures; errors: ${kinds}`;
   }
+}
+
+/** The largest gap between consecutive times within [from, to] (see AcksAllProducer.stall). */
+function maxGap(times: readonly number[], from: number, to: number): number {
+  const sorted = [...times].sort((a, b) => a - b);
+  let prev = from;
+  for (const t of sorted) if (t <= from) prev = t;
+  let worst = 0;
+  for (const t of sorted) {
+    if (t <= from) continue;
+    if (t > to) {
+      worst = Math.max(worst, to - prev);
+      return worst;
+    }
+    worst = Math.max(worst, t - prev);
+    prev = t;
+  }
+  return Math.max(worst, to - prev);
 }
 
 /** Every record of one partition read through `ip`: offset → key. Undefined when a read fails. */

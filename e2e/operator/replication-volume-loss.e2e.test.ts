@@ -155,13 +155,15 @@ describe("replication: a broker and its volume lost under acks=all load", () => 
       await sleep(5_000);
       await producer.stop();
 
-      const readGaps = led.map((p) => `p${p} ${(((probe?.backAt.get(p) ?? 0) - t0) / 1000).toFixed(1)} s`);
-      const stalls = led.map((p) => `p${p} ${((producer.stallAround(p, t0) ?? Number.NaN) / 1000).toFixed(1)} s`);
-      const consumeGaps = led.map(
-        (p) => `p${p} ${(((consumer.firstDeliveryAfter(p, t0) ?? Number.NaN) - t0) / 1000).toFixed(1)} s`,
-      );
+      const tEnd = Date.now();
+      const secs = (ms: number | undefined) => `${((ms ?? Number.NaN) / 1000).toFixed(1)} s`;
+      const readGaps = led.map((p) => `p${p} ${secs((probe?.backAt.get(p) ?? Number.NaN) - t0)}`);
+      const stalls = led.map((p) => `p${p} ${secs(producer.stall(p, t0, tEnd))}`);
+      const consumeGaps = led.map((p) => `p${p} ${secs(consumer.gap(p, t0, tEnd))}`);
+      const others = [...Array(PARTITIONS).keys()].filter((p) => !led.includes(p));
+      const otherStall = Math.max(...others.map((p) => producer.stall(p, t0, tEnd)));
       log(
-        `kill+wipe → new leaders recorded ${((tElected - t0) / 1000).toFixed(1)} s; read gap (kill → first read through the new leader) ${readGaps.join(", ")}; produce stall (last 200 before → first after) ${stalls.join(", ")}; kill → first delivery ${consumeGaps.join(", ")}; kill → every ISR full again ${((tInSync - t0) / 1000).toFixed(1)} s`,
+        `kill+wipe → new leaders recorded ${secs(tElected - t0)}; read gap (kill → first read through the new leader) ${readGaps.join(", ")}; produce stall (longest time without a 200 after the kill) ${stalls.join(", ")} (other partitions at most ${secs(otherStall)}); consume gap ${consumeGaps.join(", ")}; kill → every ISR full again ${secs(tInSync - t0)}`,
       );
       log(`producer: ${producer.summary()}`);
 
@@ -187,7 +189,10 @@ describe("replication: a broker and its volume lost under acks=all load", () => 
       }).catch(() => undefined);
       await consumer.stop();
       const undelivered = [...producer.acked.keys()].filter((id) => !consumer.delivered.has(id));
-      log(`consumer: ${consumer.summary()}; undelivered acknowledged ${undelivered.length}`);
+      const ages = consumer.ackAgesAt(t0);
+      log(
+        `consumer: ${consumer.summary()}; undelivered acknowledged ${undelivered.length}; redelivered after an answered ack: acked ${ages.length === 0 ? "-" : `${Math.min(...ages)}..${Math.max(...ages)} ms`} before the kill`,
+      );
       expect(undelivered.slice(0, 10)).toEqual([]);
 
       // The replicas are byte-identical.
