@@ -1,0 +1,225 @@
+// Replication chaos on the local platform with the real operator: for
+// NARAD_REPLICATION_CHAOS_SECONDS (default 120; the acceptance run is 600)
+// a seeded loop (NARAD_REPLICATION_CHAOS_SEED, printed) of broker faults under
+// continuous acks=all produce (single records and batches, a ledger of every
+// 200 with its offset) and queue consumption (consume → ack, a ledger of
+// every delivery), on three brokers and a NaradTopic at replicationFactor 3,
+// minInsyncReplicas 2. One broker at a time, every 6–16 s, once the three
+// pods are Ready:
+//   - kill -9 (the node agent restarts it within the grace: no election);
+//   - kill -9 and its volume's contents deleted (it comes back empty on a new
+//     volume id; the operator re-elects what it led; it catches up): only
+//     when every ISR is full, since the guarantee is for the loss of any one
+//     broker with its volume;
+//   - a crash loop: kill -9 of every restart until the member is Down and the
+//     operator elected new leaders for what it led, then it comes back on its
+//     own volume and truncates what it alone had.
+// At the end: every record answered 200 is stored exactly once, at its offset;
+// every one is delivered; the replicas are byte-identical; under-replicated 0.
+// Numbers go to stderr ("replication-chaos-e2e:").
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { prng } from "../../broker/src/testing/prng.ts";
+import { waitFor } from "../operator/harness.ts";
+import { type ReplicatedCluster, startReplicatedCluster } from "../operator/replication-cluster.ts";
+import {
+  AckingConsumer,
+  AcksAllProducer,
+  checkAcksAllLedger,
+  compareReplicas,
+  spread,
+} from "../operator/replication-ledger.ts";
+import { stderrLog } from "../platform/log.ts";
+
+const log = stderrLog("replication-chaos-e2e");
+const NS = "repl-chaos";
+const NAME = "rc";
+const TOPIC = "chaos";
+const PARTITIONS = 6;
+const GROUP = "ledger";
+const SECONDS = Number(process.env["NARAD_REPLICATION_CHAOS_SECONDS"] ?? "120");
+const SEED = Number(process.env["NARAD_REPLICATION_CHAOS_SEED"] ?? "719");
+const BROKERS = [`${NAME}-0`, `${NAME}-1`, `${NAME}-2`];
+/** A kill -9 restart (1 s backoff + start) stays within it; a crash loop goes past it. */
+const DOWN_GRACE_SECONDS = 10;
+
+let c: ReplicatedCluster;
+
+beforeAll(async () => {
+  c = await startReplicatedCluster({
+    suite: "replication-chaos",
+    log,
+    namespace: NS,
+    name: NAME,
+    topic: TOPIC,
+    partitions: PARTITIONS,
+    downGraceSeconds: DOWN_GRACE_SECONDS,
+  });
+}, 900_000);
+
+afterAll(async () => {
+  await c?.stop();
+});
+
+async function allReady(timeoutMs: number): Promise<void> {
+  await waitFor(async () => (await c.s.pods()).filter((p) => p.ready).length === 3, {
+    timeoutMs,
+    what: "all three brokers Ready",
+    intervalMs: 250,
+  });
+}
+
+describe("replication chaos", () => {
+  it(
+    `${SECONDS} s of kill -9, volume deletions and crash loops under acks=all: nothing acknowledged lost or stored twice`,
+    async () => {
+      log(`seed ${SEED} (NARAD_REPLICATION_CHAOS_SEED reproduces the schedule), ${SECONDS} s`);
+      const r = prng(SEED);
+      const producer = new AcksAllProducer({
+        tag: "rc",
+        topic: TOPIC,
+        ips: c.readyIps,
+        headers: c.s.headers,
+        workers: 4,
+      });
+      const batches = new AcksAllProducer({
+        tag: "rcb",
+        topic: TOPIC,
+        ips: c.readyIps,
+        headers: c.s.headers,
+        workers: 2,
+        batch: 10,
+        pauseMs: 50,
+      });
+      const consumer = new AckingConsumer({
+        topic: TOPIC,
+        group: GROUP,
+        ips: c.readyIps,
+        headers: c.s.headers,
+        workers: 3,
+      });
+      const counts = { kills: 0, wipes: 0, crashLoops: 0 };
+      const recoveries: number[] = [];
+      const elections: number[] = [];
+      const t0 = Date.now();
+      const end = t0 + SECONDS * 1000;
+      try {
+        await waitFor(async () => producer.acked.size >= 100, {
+          timeoutMs: 60_000,
+          what: "acknowledged records before the first fault",
+          intervalMs: 200,
+        });
+        while (Date.now() < end) {
+          await sleep(r.range(6_000, 16_000));
+          if (Date.now() >= end) break;
+          await allReady(180_000);
+          const victim = r.pick(BROKERS);
+          const roll = r.next();
+          const at = `${((Date.now() - t0) / 1000).toFixed(0)} s`;
+          if (roll < 0.4) {
+            // Only one volume lost at a time: the others must hold every partition in full.
+            const tWait = Date.now();
+            await c.waitFullyInSync(300_000, "every ISR full before a volume deletion");
+            const waited = Date.now() - tWait;
+            const tKill = Date.now();
+            await c.killAndWipe(victim);
+            counts.wipes++;
+            await c.waitFullyInSync(300_000, `${victim} caught up on its new volume`);
+            recoveries.push(Date.now() - tKill);
+            log(
+              `${at}: kill -9 + volume deleted: ${victim} (waited ${(waited / 1000).toFixed(1)} s for full ISRs); full again after ${((Date.now() - tKill) / 1000).toFixed(1)} s`,
+            );
+          } else if (roll < 0.6) {
+            const before = await c.records();
+            const led = before.filter((a) => a.leader === victim).map((a) => a.partition);
+            const loop = c.crashLoop(victim);
+            const tKill = Date.now();
+            try {
+              await waitFor(
+                async () => {
+                  const now = await c.records();
+                  return led.every((p) => (now[p]?.leaderEpoch ?? 0) > (before[p]?.leaderEpoch ?? 0));
+                },
+                { timeoutMs: 120_000, what: `new leaders for what ${victim} led`, intervalMs: 200 },
+              );
+              elections.push(Date.now() - tKill);
+            } finally {
+              await loop.stop();
+            }
+            counts.crashLoops++;
+            log(
+              `${at}: crash loop of ${victim} (${loop.kills.length} kills) until Down; ${led.length} partition(s) re-led after ${((Date.now() - tKill) / 1000).toFixed(1)} s`,
+            );
+          } else {
+            const pid = c.pid(victim);
+            if (pid === null) continue;
+            process.kill(pid, "SIGKILL");
+            counts.kills++;
+            log(`${at}: kill -9 ${victim}`);
+          }
+        }
+        await allReady(180_000);
+        await c.waitFullyInSync(300_000, "every ISR full at the end");
+        await sleep(3_000);
+        await producer.stop();
+        await batches.stop();
+        const tEnd = Date.now();
+        log(`after ${((tEnd - t0) / 1000).toFixed(0)} s: ${JSON.stringify(counts)}; singles: ${producer.summary()}; batches: ${batches.summary()}`);
+        const stalls = [...Array(PARTITIONS).keys()].map((p) =>
+          Math.max(producer.stall(p, t0, tEnd), batches.stall(p, t0, tEnd)),
+        );
+        log(
+          `longest time without a 200 per partition: ${stalls.map((s) => `${(s / 1000).toFixed(1)} s`).join(", ")}; volume loss → every ISR full: ${spread(recoveries)}; crash loop → re-led: ${spread(elections)}`,
+        );
+
+        const ip = c.readyIps()[0] as string;
+        const reports = [];
+        for (const p of [producer, batches]) {
+          const rep = await checkAcksAllLedger(p, { ip, topic: TOPIC, partitions: PARTITIONS, headers: c.s.headers });
+          log(rep.line);
+          reports.push(rep);
+        }
+        await waitFor(
+          async () =>
+            [producer, batches].every((p) => [...p.acked.keys()].every((id) => consumer.delivered.has(id))),
+          { timeoutMs: 180_000, what: "every acknowledged record delivered", intervalMs: 1000 },
+        ).catch(() => undefined);
+        await consumer.stop();
+        const undelivered = [producer, batches].flatMap((p) =>
+          [...p.acked.keys()].filter((id) => !consumer.delivered.has(id)),
+        );
+        log(`consumer: ${consumer.summary()}; undelivered acknowledged ${undelivered.length}`);
+
+        let cmp = await compareReplicas(await c.records(), c.dataDir, TOPIC);
+        await waitFor(
+          async () => {
+            cmp = await compareReplicas(await c.records(), c.dataDir, TOPIC);
+            return cmp.mismatches.length === 0;
+          },
+          { timeoutMs: 60_000, what: "byte-identical replicas", intervalMs: 1000 },
+        ).catch(() => undefined);
+        log(`replicas: ${cmp.lines.join("; ")}`);
+        const t = await c.naradTopic();
+        log(
+          `epochs: ${(t?.status?.assignments ?? []).map((a) => `p${a.partition} ${a.leaderEpoch}`).join(", ")}; underReplicatedPartitions ${t?.status?.underReplicatedPartitions}`,
+        );
+
+        for (const rep of reports) {
+          expect(rep.lost.slice(0, 10)).toEqual([]);
+          expect(rep.duplicated.slice(0, 10)).toEqual([]);
+          expect(rep.misplaced.slice(0, 10)).toEqual([]);
+          expect(rep.conflicts.slice(0, 10)).toEqual([]);
+          expect(rep.unknown.slice(0, 10)).toEqual([]);
+        }
+        expect(undelivered.slice(0, 10)).toEqual([]);
+        expect(cmp.mismatches).toEqual([]);
+        expect(t?.status?.underReplicatedPartitions).toBe(0);
+      } finally {
+        await producer.stop();
+        await batches.stop();
+        await consumer.stop();
+      }
+    },
+    Math.max(600_000, SECONDS * 1000 + 900_000),
+  );
+});
