@@ -80,16 +80,18 @@ describe("replication chaos", () => {
         topic: TOPIC,
         ips: c.readyIps,
         headers: c.s.headers,
-        workers: 4,
+        workers: PARTITIONS,
+        pinWorkers: PARTITIONS,
       });
       const batches = new AcksAllProducer({
         tag: "rcb",
         topic: TOPIC,
         ips: c.readyIps,
         headers: c.s.headers,
-        workers: 2,
+        workers: PARTITIONS,
+        pinWorkers: PARTITIONS,
         batch: 10,
-        pauseMs: 50,
+        pauseMs: 100,
       });
       const consumer = new AckingConsumer({
         topic: TOPIC,
@@ -113,8 +115,11 @@ describe("replication chaos", () => {
           await sleep(r.range(6_000, 16_000));
           if (Date.now() >= end) break;
           await allReady(180_000);
-          const victim = r.pick(BROKERS);
           const roll = r.next();
+          const recs = await c.records();
+          const leaders = BROKERS.filter((b) => recs.some((a) => a.leader === b));
+          // A crash loop is about a leader going Down: it picks one that leads.
+          const victim = roll >= 0.4 && roll < 0.6 && leaders.length > 0 ? r.pick(leaders) : r.pick(BROKERS);
           const at = `${((Date.now() - t0) / 1000).toFixed(0)} s`;
           if (roll < 0.4) {
             // Only one volume lost at a time: the others must hold every partition in full.
@@ -122,7 +127,7 @@ describe("replication chaos", () => {
             await c.waitFullyInSync(300_000, "every ISR full before a volume deletion");
             const waited = Date.now() - tWait;
             const tKill = Date.now();
-            await c.killAndWipe(victim);
+            await c.killAndWipeUntilNewVolume(victim, 120_000);
             counts.wipes++;
             await c.waitFullyInSync(300_000, `${victim} caught up on its new volume`);
             recoveries.push(Date.now() - tKill);
@@ -164,18 +169,26 @@ describe("replication chaos", () => {
         await producer.stop();
         await batches.stop();
         const tEnd = Date.now();
-        log(`after ${((tEnd - t0) / 1000).toFixed(0)} s: ${JSON.stringify(counts)}; singles: ${producer.summary()}; batches: ${batches.summary()}`);
+        log(
+          `after ${((tEnd - t0) / 1000).toFixed(0)} s: ${JSON.stringify(counts)}; singles: ${producer.summary()}; batches: ${batches.summary()}`,
+        );
         const stalls = [...Array(PARTITIONS).keys()].map((p) =>
           Math.max(producer.stall(p, t0, tEnd), batches.stall(p, t0, tEnd)),
         );
+        const silence = producer.longestSilence(t0, tEnd);
         log(
-          `longest time without a 200 per partition: ${stalls.map((s) => `${(s / 1000).toFixed(1)} s`).join(", ")}; volume loss → every ISR full: ${spread(recoveries)}; crash loop → re-led: ${spread(elections)}`,
+          `longest time without a 200 per partition: ${stalls.map((s) => `${(s / 1000).toFixed(1)} s`).join(", ")}; without any 200 (single records): ${(silence.gap / 1000).toFixed(1)} s from ${((silence.startMs - t0) / 1000).toFixed(1)} s; volume loss → every ISR full: ${spread(recoveries)}; crash loop → re-led: ${spread(elections)}`,
         );
 
         const ip = c.readyIps()[0] as string;
         const reports = [];
         for (const p of [producer, batches]) {
-          const rep = await checkAcksAllLedger(p, { ip, topic: TOPIC, partitions: PARTITIONS, headers: c.s.headers });
+          const rep = await checkAcksAllLedger(p, {
+            ip,
+            topic: TOPIC,
+            partitions: PARTITIONS,
+            headers: c.s.headers,
+          });
           log(rep.line);
           reports.push(rep);
         }

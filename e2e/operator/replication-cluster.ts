@@ -36,6 +36,8 @@ export interface ReplicatedCluster {
    * goes, then SIGKILL (the node agent restarts it on the empty volume).
    */
   killAndWipe(pod: string): Promise<void>;
+  /** killAndWipe, then waits until the operator has recorded the broker's new volume id. */
+  killAndWipeUntilNewVolume(pod: string, timeoutMs: number): Promise<void>;
   /** kill -9 of the broker now and of every process the node agent restarts for it, until stopped. */
   crashLoop(pod: string): { kills: number[]; stop(): Promise<void> };
   /** Every partition: a leader, ISR = every replica on its current volume; 0 under-replicated. */
@@ -111,6 +113,14 @@ export async function startReplicatedCluster(o: {
       )
     );
   };
+  const killAndWipe = async (pod: string) => {
+    const dir = await dataDir(pod);
+    const p = pid(pod);
+    if (p === null) throw new Error(`${pod} has no process`);
+    process.kill(p, "SIGSTOP");
+    await rm(dir, { recursive: true, force: true });
+    process.kill(p, "SIGKILL");
+  };
   return {
     s,
     ns,
@@ -124,13 +134,15 @@ export async function startReplicatedCluster(o: {
     ipOf: (pod) => ips.get(pod),
     pid,
     dataDir,
-    killAndWipe: async (pod) => {
-      const dir = await dataDir(pod);
-      const p = pid(pod);
-      if (p === null) throw new Error(`${pod} has no process`);
-      process.kill(p, "SIGSTOP");
-      await rm(dir, { recursive: true, force: true });
-      process.kill(p, "SIGKILL");
+    killAndWipe,
+    killAndWipeUntilNewVolume: async (pod, timeoutMs) => {
+      const old = (await volumeIds()).get(pod);
+      await killAndWipe(pod);
+      await waitFor(async () => (await volumeIds()).get(pod) !== old, {
+        timeoutMs,
+        what: `${pod}'s new volume id recorded`,
+        intervalMs: 100,
+      });
     },
     crashLoop: (pod) => {
       const kills: number[] = [];

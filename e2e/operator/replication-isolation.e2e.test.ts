@@ -27,16 +27,11 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cutLoopbackPartition, type LoopbackPartition } from "../platform/loopback-partition.ts";
 import { stderrLog } from "../platform/log.ts";
+import { cutLoopbackPartition, type LoopbackPartition } from "../platform/loopback-partition.ts";
 import { waitFor } from "./harness.ts";
 import { type ReplicatedCluster, startReplicatedCluster } from "./replication-cluster.ts";
-import {
-  AcksAllProducer,
-  checkAcksAllLedger,
-  compareReplicas,
-  replicaEpochs,
-} from "./replication-ledger.ts";
+import { AcksAllProducer, checkAcksAllLedger, compareReplicas, replicaEpochs } from "./replication-ledger.ts";
 
 const log = stderrLog("replication-isolation-e2e");
 const NS = "repl-iso";
@@ -70,9 +65,10 @@ afterAll(async () => {
 
 /** Lines of a broker pod's log (all its restarts) whose msg is `msg`. */
 async function brokerLogLines(pod: string, msg: string): Promise<Array<Record<string, unknown>>> {
-  const text = await readFile(join(c.s.platform.dir, "node", "pods", `${NS}_${pod}`, "narad.log"), "utf8").catch(
-    () => "",
-  );
+  const text = await readFile(
+    join(c.s.platform.dir, "node", "pods", `${NS}_${pod}`, "narad.log"),
+    "utf8",
+  ).catch(() => "");
   return text
     .split("\n")
     .filter((l) => l.includes(msg))
@@ -186,20 +182,30 @@ describe("replication: an isolated leader", () => {
       const ip = otherIps()[0] as string;
       const reports = [];
       for (const p of [viaLeader, viaOthers]) {
-        const r = await checkAcksAllLedger(p, { ip, topic: TOPIC, partitions: PARTITIONS, headers: c.s.headers });
+        const r = await checkAcksAllLedger(p, {
+          ip,
+          topic: TOPIC,
+          partitions: PARTITIONS,
+          headers: c.s.headers,
+        });
         log(`${r.line}; ${p.summary()}`);
         reports.push(r);
       }
       // No offset answered to two records across both clients.
       const byOffset = new Map<string, string[]>();
       for (const p of [viaLeader, viaOthers])
-        for (const [id, a] of p.acked) byOffset.set(`${a.partition}/${a.offset}`, [...(byOffset.get(`${a.partition}/${a.offset}`) ?? []), id]);
+        for (const [id, a] of p.acked)
+          byOffset.set(`${a.partition}/${a.offset}`, [
+            ...(byOffset.get(`${a.partition}/${a.offset}`) ?? []),
+            id,
+          ]);
       const conflicts = [...byOffset].filter(([, ids]) => ids.length > 1);
 
       // The epoch of every acknowledged offset, from the final epoch history.
       const history = await replicaEpochs(await c.dataDir(elected.leader as string), TOPIC, P);
       const epochAt = (offset: number) => [...history].reverse().find((e) => e.start <= offset)?.epoch ?? -1;
-      const newStart = history.find((e) => e.epoch === elected.leaderEpoch)?.start ?? Number.POSITIVE_INFINITY;
+      const newStart =
+        history.find((e) => e.epoch === elected.leaderEpoch)?.start ?? Number.POSITIVE_INFINITY;
       const perEpoch = new Map<string, number>();
       for (const [name, p] of [
         ["via the isolated leader", viaLeader],
@@ -213,7 +219,9 @@ describe("replication: an isolated leader", () => {
       log(
         `epochs ${history.map((e) => `${e.epoch}@${e.start}`).join(" ")}; leaders ${[...leaders].map(([e, m]) => `${e}:${m}`).join(" ")}; 200s by epoch: ${[...perEpoch].map(([k, v]) => `${k}: ${v}`).join("; ")}`,
       );
-      const isoInNewEpoch = [...viaLeader.acked.values()].filter((a) => a.atMs < tHeal && a.offset >= newStart);
+      const isoInNewEpoch = [...viaLeader.acked.values()].filter(
+        (a) => a.atMs < tHeal && a.offset >= newStart,
+      );
 
       let cmp = await compareReplicas(await c.records(), c.dataDir, TOPIC);
       await waitFor(

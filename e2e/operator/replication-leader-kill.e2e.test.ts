@@ -55,9 +55,10 @@ afterAll(async () => {
 
 /** Lines of a broker pod's log (all its restarts) whose msg is `msg`. */
 async function brokerLogLines(pod: string, msg: string): Promise<Array<Record<string, unknown>>> {
-  const text = await readFile(join(c.s.platform.dir, "node", "pods", `${NS}_${pod}`, "narad.log"), "utf8").catch(
-    () => "",
-  );
+  const text = await readFile(
+    join(c.s.platform.dir, "node", "pods", `${NS}_${pod}`, "narad.log"),
+    "utf8",
+  ).catch(() => "");
   const out: Array<Record<string, unknown>> = [];
   for (const line of text.split("\n")) {
     if (!line.includes(msg)) continue;
@@ -109,7 +110,11 @@ describe("replication: the leader killed mid-commit, repeatedly", () => {
               const a = (await c.records())[HOT];
               return a !== undefined && (a.leaderEpoch ?? 0) > (before.leaderEpoch ?? 0) ? a : undefined;
             },
-            { timeoutMs: 120_000, what: `round ${round}: a new leader for partition ${HOT}`, intervalMs: 100 },
+            {
+              timeoutMs: 120_000,
+              what: `round ${round}: a new leader for partition ${HOT}`,
+              intervalMs: 100,
+            },
           );
           tElected = Date.now();
         } finally {

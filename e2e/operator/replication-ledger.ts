@@ -37,6 +37,12 @@ export interface AcksAllProducerOptions {
   batch?: number;
   /** Pin every record to this partition (otherwise it is placed by its key). */
   partition?: number;
+  /**
+   * Pin worker w's records to partition w % pinWorkers: a partition whose
+   * leader is gone then holds up only its own workers (an acks=all request
+   * waits up to 30 s), so each partition's stall is measured apart.
+   */
+  pinWorkers?: number;
   pauseMs?: number;
   /** Client timeout of one request; above the broker's acks=all wait (30 s) so its 503 arrives. */
   timeoutMs?: number;
@@ -59,10 +65,14 @@ export function postFresh(
     const req = httpRequest(url, { method: "POST", headers, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }));
+      res.on("end", () =>
+        resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString("utf8") }),
+      );
       res.on("error", (err) => reject(Object.assign(new Error("response failed"), { cause: err })));
     });
-    req.setTimeout(timeoutMs, () => req.destroy(Object.assign(new Error("timeout"), { code: "TimeoutError" })));
+    req.setTimeout(timeoutMs, () =>
+      req.destroy(Object.assign(new Error("timeout"), { code: "TimeoutError" })),
+    );
     req.on("error", (err) => reject(Object.assign(new Error("request failed"), { cause: err })));
     req.end(body);
   });
@@ -123,17 +133,25 @@ export class AcksAllProducer {
     this.failures.push({ sentAtMs, atMs: Date.now(), ip, kind });
   }
 
-  async #send(ip: string, ids: string[]): Promise<"acked" | "retry" | "doubt"> {
+  async #send(
+    ip: string,
+    ids: string[],
+    partition: number | undefined,
+  ): Promise<"acked" | "retry" | "doubt"> {
     const o = this.#o;
     const batch = (o.batch ?? 1) > 1;
-    const pin = o.partition === undefined ? "" : `&partition=${o.partition}`;
+    const pin = partition === undefined ? "" : `&partition=${partition}`;
     const url = batch
       ? `http://${ip}:${BROKER_PORT}/v1/topics/${o.topic}/produce-batch?acks=all`
       : `http://${ip}:${BROKER_PORT}/v1/topics/${o.topic}/produce?acks=all&key=${ids[0]}${pin}`;
     const body = batch
       ? ids
           .map((id) =>
-            JSON.stringify(o.partition === undefined ? { key: id, payload: { id } } : { key: id, partition: o.partition, payload: { id } }),
+            JSON.stringify(
+              partition === undefined
+                ? { key: id, payload: { id } }
+                : { key: id, partition, payload: { id } },
+            ),
           )
           .join("\n")
       : JSON.stringify({ id: ids[0] });
@@ -161,7 +179,12 @@ export class AcksAllProducer {
     try {
       if (o.freshSockets === true) r = await postFresh(url, body, headers, timeoutMs);
       else {
-        const res = await fetch(url, { method: "POST", body, headers, signal: AbortSignal.timeout(timeoutMs) });
+        const res = await fetch(url, {
+          method: "POST",
+          body,
+          headers,
+          signal: AbortSignal.timeout(timeoutMs),
+        });
         r = { status: res.status, text: await res.text() };
       }
     } catch (err) {
@@ -216,7 +239,8 @@ export class AcksAllProducer {
           await sleep(100);
           continue;
         }
-        const out = await this.#send(ip, ids);
+        const partition = this.#o.pinWorkers !== undefined ? w % this.#o.pinWorkers : this.#o.partition;
+        const out = await this.#send(ip, ids, partition);
         if (out === "retry") {
           await sleep(100);
           continue;
@@ -257,11 +281,21 @@ export class AcksAllProducer {
     );
   }
 
+  /** The longest time without a 200 for any partition within [from, to], and where it starts. */
+  longestSilence(from: number, to: number): { gap: number; startMs: number } {
+    return maxGapAt(
+      this.ackTimes.map((a) => a.atMs),
+      from,
+      to,
+    );
+  }
+
   /** The first 200 for `partition` after `atMs`. */
   firstAckAfter(partition: number, atMs: number): number | undefined {
     let first: number | undefined;
     for (const a of this.ackTimes)
-      if (a.partition === partition && a.atMs > atMs && (first === undefined || a.atMs < first)) first = a.atMs;
+      if (a.partition === partition && a.atMs > atMs && (first === undefined || a.atMs < first))
+        first = a.atMs;
     return first;
   }
 }
@@ -351,8 +385,7 @@ export class AckingConsumer {
         if (a.status === 204) {
           this.ackedKeys.add(m.key);
           if (!this.ackedAt.has(m.key)) this.ackedAt.set(m.key, Date.now());
-        }
-        else {
+        } else {
           this.ackFailures++;
           this.#err(`ack HTTP ${a.status}`);
         }
@@ -392,7 +425,8 @@ export class AckingConsumer {
   firstDeliveryAfter(partition: number, atMs: number): number | undefined {
     let first: number | undefined;
     for (const d of this.deliveries)
-      if (d.partition === partition && d.atMs > atMs && (first === undefined || d.atMs < first)) first = d.atMs;
+      if (d.partition === partition && d.atMs > atMs && (first === undefined || d.atMs < first))
+        first = d.atMs;
     return first;
   }
 
@@ -404,20 +438,30 @@ export class AckingConsumer {
 
 /** The largest gap between consecutive times within [from, to] (see AcksAllProducer.stall). */
 function maxGap(times: readonly number[], from: number, to: number): number {
+  return maxGapAt(times, from, to).gap;
+}
+
+/** The largest gap between consecutive times within [from, to], and where it starts. */
+export function maxGapAt(
+  times: readonly number[],
+  from: number,
+  to: number,
+): { gap: number; startMs: number } {
   const sorted = [...times].sort((a, b) => a - b);
   let prev = from;
   for (const t of sorted) if (t <= from) prev = t;
-  let worst = 0;
+  let worst = { gap: 0, startMs: from };
+  const offer = (t: number) => {
+    if (t - prev > worst.gap) worst = { gap: t - prev, startMs: prev };
+  };
   for (const t of sorted) {
     if (t <= from) continue;
-    if (t > to) {
-      worst = Math.max(worst, to - prev);
-      return worst;
-    }
-    worst = Math.max(worst, t - prev);
+    if (t > to) break;
+    offer(t);
     prev = t;
   }
-  return Math.max(worst, to - prev);
+  offer(to);
+  return worst;
 }
 
 /** Every record of one partition read through `ip`: offset → key. Undefined when a read fails. */
@@ -490,7 +534,11 @@ export async function checkAcksAllLedger(
         const keys = new Set(r.flatMap((m) => [...m.values()]));
         return [...p.acked.keys()].every((id) => keys.has(id));
       },
-      { timeoutMs: o.timeoutMs ?? 120_000, what: `every acked ${p.tag} record to be readable`, intervalMs: 1000 },
+      {
+        timeoutMs: o.timeoutMs ?? 120_000,
+        what: `every acked ${p.tag} record to be readable`,
+        intervalMs: 1000,
+      },
     );
   } catch {
     // the report says what is missing
@@ -512,7 +560,9 @@ export async function checkAcksAllLedger(
     const at = found.get(id);
     if (at === undefined) lost.push(id);
     else if (!at.some((x) => x.partition === a.partition && x.offset === a.offset))
-      misplaced.push(`${id}: ${a.partition}/${a.offset} → ${at.map((x) => `${x.partition}/${x.offset}`).join(",")}`);
+      misplaced.push(
+        `${id}: ${a.partition}/${a.offset} → ${at.map((x) => `${x.partition}/${x.offset}`).join(",")}`,
+      );
   }
   const duplicated = [...found].filter(([, at]) => at.length > 1).map(([id, at]) => `${id}×${at.length}`);
   const unknown = [...found.keys()].filter((id) => !p.acked.has(id) && !p.ambiguous.has(id));
@@ -545,7 +595,9 @@ export async function brokerDataDir(core: CoreV1Api, namespace: string, pod: str
 /** A partition's log on one replica's volume: its segment files, in offset order, concatenated. */
 export async function replicaBytes(dataDir: string, topic: string, partition: number): Promise<Buffer> {
   const dir = join(dataDir, "topics", topic, `p${String(partition).padStart(5, "0")}`);
-  const names = (await readdir(dir).catch(() => [] as string[])).filter((n) => /^\d{20}\.log$/.test(n)).sort();
+  const names = (await readdir(dir).catch(() => [] as string[]))
+    .filter((n) => /^\d{20}\.log$/.test(n))
+    .sort();
   return Buffer.concat(await Promise.all(names.map((n) => readFile(join(dir, n)))));
 }
 
@@ -577,7 +629,8 @@ export async function compareReplicas(
   const mismatches: string[] = [];
   for (const a of records) {
     const copies: Array<{ member: string; bytes: Buffer }> = [];
-    for (const m of a.replicas ?? []) copies.push({ member: m, bytes: await replicaBytes(await dataDirOf(m), topic, a.partition) });
+    for (const m of a.replicas ?? [])
+      copies.push({ member: m, bytes: await replicaBytes(await dataDirOf(m), topic, a.partition) });
     const first = copies[0];
     const same = copies.every((c) => first !== undefined && c.bytes.equals(first.bytes));
     lines.push(

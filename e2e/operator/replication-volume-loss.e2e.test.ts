@@ -25,7 +25,12 @@ import { stderrLog } from "../platform/log.ts";
 import { waitFor } from "./harness.ts";
 import { BROKER_PORT } from "./load.ts";
 import { type ReplicatedCluster, startReplicatedCluster } from "./replication-cluster.ts";
-import { AckingConsumer, AcksAllProducer, checkAcksAllLedger, compareReplicas } from "./replication-ledger.ts";
+import {
+  AckingConsumer,
+  AcksAllProducer,
+  checkAcksAllLedger,
+  compareReplicas,
+} from "./replication-ledger.ts";
 
 const log = stderrLog("replication-volume-loss-e2e");
 const NS = "repl-vol";
@@ -124,7 +129,9 @@ describe("replication: a broker and its volume lost under acks=all load", () => 
       const elected = await waitFor(
         async () => {
           const r = await c.records();
-          return led.every((p) => r[p]?.leader !== victim && (r[p]?.leaderEpoch ?? 0) > (before[p]?.leaderEpoch ?? 0))
+          return led.every(
+            (p) => r[p]?.leader !== victim && (r[p]?.leaderEpoch ?? 0) > (before[p]?.leaderEpoch ?? 0),
+          )
             ? r
             : undefined;
         },
@@ -141,14 +148,16 @@ describe("replication: a broker and its volume lost under acks=all load", () => 
         what: "reads of the victim's partitions to work again",
         intervalMs: 100,
       });
-      await waitFor(
-        async () => led.every((p) => producer.firstAckAfter(p, tElected) !== undefined),
-        { timeoutMs: 60_000, what: "acks=all answered for the victim's partitions again", intervalMs: 100 },
-      );
-      await waitFor(
-        async () => led.every((p) => consumer.firstDeliveryAfter(p, tElected) !== undefined),
-        { timeoutMs: 60_000, what: "deliveries from the victim's partitions again", intervalMs: 100 },
-      );
+      await waitFor(async () => led.every((p) => producer.firstAckAfter(p, tElected) !== undefined), {
+        timeoutMs: 60_000,
+        what: "acks=all answered for the victim's partitions again",
+        intervalMs: 100,
+      });
+      await waitFor(async () => led.every((p) => consumer.firstDeliveryAfter(p, tElected) !== undefined), {
+        timeoutMs: 60_000,
+        what: "deliveries from the victim's partitions again",
+        intervalMs: 100,
+      });
       // The empty broker catches up and is back in every ISR with its new volume.
       await c.waitFullyInSync(180_000, "every ISR full again with the new volume");
       const tInSync = Date.now();

@@ -34,8 +34,8 @@ const MARK = "0x4e41";
 
 /** The cgroup v2 mount (hybrid hosts mount it at /sys/fs/cgroup/unified). */
 function cgroup2Root(): string {
-  for (const r of CGROUP2_ROOTS) if (existsSync(join(r, "cgroup.procs")) && existsSync(join(r, "cgroup.controllers")))
-    return r;
+  for (const r of CGROUP2_ROOTS)
+    if (existsSync(join(r, "cgroup.procs")) && existsSync(join(r, "cgroup.controllers"))) return r;
   for (const r of CGROUP2_ROOTS) if (existsSync(join(r, "cgroup.procs"))) return r;
   throw new Error("no cgroup v2 mount found");
 }
@@ -78,7 +78,10 @@ async function removeStale(root: string): Promise<void> {
 }
 
 /** The TCP connections of `pid` whose local address is not `ownIp` (the ones it opened), as 4-tuples. */
-async function openedConnections(pid: number, ownIp: string): Promise<Array<[string, string, string, string]>> {
+async function openedConnections(
+  pid: number,
+  ownIp: string,
+): Promise<Array<[string, string, string, string]>> {
   const { stdout } = await run("ss", ["-tanpH"]);
   const out: Array<[string, string, string, string]> = [];
   for (const line of stdout.split("\n")) {
@@ -107,7 +110,11 @@ export interface LoopbackPartition {
  * Cuts the pod at `ip` whose process is `pid` off from everything on the
  * host, except connections opened after now by processes in `exempt`.
  */
-export async function cutLoopbackPartition(o: { ip: string; pid: number; exempt: number[] }): Promise<LoopbackPartition> {
+export async function cutLoopbackPartition(o: {
+  ip: string;
+  pid: number;
+  exempt: number[];
+}): Promise<LoopbackPartition> {
   const root = cgroup2Root();
   await removeStale(root);
   const chain = `NARAD-ISO-${process.pid}`;

@@ -25,6 +25,7 @@ import type { LogStore, ReplicaOpenMode } from "../log/log-store.ts";
 import type { OpenedPartitionLog, ReplicaCommitGate } from "../log/partition-log.ts";
 import type { Metastore } from "../meta/types.ts";
 import { type EpochHistory, lastEpoch, startEpoch } from "../replication/epoch-history.ts";
+import { RepeatGate } from "../replication/repeat-gate.ts";
 import { type Role, roleOf, sameRole } from "../replication/role.ts";
 import { topicReplication } from "../replication/topic-settings.ts";
 import type { PeerPool } from "../rpc/client.ts";
@@ -385,6 +386,8 @@ class PartitionReplica {
           { once: true },
         );
       });
+    // A leader that is down or deposed fails every retry alike: logged once per 10 s.
+    const gate = new RepeatGate(10_000);
     while (!signal.aborted) {
       const member = this.#d.metastore.members().find((m) => m.id === leader);
       const address = member === undefined ? undefined : clusterAddressOf(member);
@@ -409,8 +412,10 @@ class PartitionReplica {
           onFrontiers: async (frontiers) => {
             for (const f of frontiers) await writeFrontier(this.#dir, f.group, f.offset);
           },
-          onProgress: (p) =>
-            this.#d.events?.followerProgress?.(this.topic, this.partition, p.leaderEnd - p.logEnd),
+          onProgress: (p) => {
+            gate.reset();
+            this.#d.events?.followerProgress?.(this.topic, this.partition, p.leaderEnd - p.logEnd);
+          },
           onTruncated: (t) => {
             if (t.to < t.from)
               this.#d.logger.info(
@@ -425,17 +430,20 @@ class PartitionReplica {
             ),
         });
         if (stop.reason === "aborted") return;
-        this.#d.logger.info(
-          {
-            topic: this.topic,
-            partition: this.partition,
-            epoch,
-            leader,
-            reason: stop.reason,
-            message: stop.message,
-          },
-          "follower stopped; retrying",
-        );
+        const g = gate.offer(`stop ${stop.reason}`, this.#d.nowMs());
+        if (g.log)
+          this.#d.logger.info(
+            {
+              topic: this.topic,
+              partition: this.partition,
+              epoch,
+              leader,
+              reason: stop.reason,
+              message: stop.message,
+              repeated: g.repeated,
+            },
+            "follower stopped; retrying",
+          );
       } catch (err) {
         if (signal.aborted) return;
         if (err instanceof TruncationRefusedError) {
@@ -446,10 +454,12 @@ class PartitionReplica {
           );
           return;
         }
-        this.#d.logger.warn(
-          { topic: this.topic, partition: this.partition, epoch, leader, err },
-          "follower failed; retrying",
-        );
+        const g = gate.offer(`error ${(err as Error)?.message}`, this.#d.nowMs());
+        if (g.log)
+          this.#d.logger.warn(
+            { topic: this.topic, partition: this.partition, epoch, leader, err, repeated: g.repeated },
+            "follower failed; retrying",
+          );
       }
       await sleep(o.retryBackoffMs);
     }
