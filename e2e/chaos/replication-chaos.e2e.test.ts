@@ -101,6 +101,9 @@ describe("replication chaos", () => {
         workers: 3,
       });
       const counts = { kills: 0, wipes: 0, crashLoops: 0 };
+      type Kind = "kill" | "wipe" | "crash-loop";
+      /** Every fault: when, what, and the partitions the victim led then. */
+      const faults: Array<{ atMs: number; kind: Kind; victim: string; led: number[] }> = [];
       const recoveries: number[] = [];
       const elections: number[] = [];
       const t0 = Date.now();
@@ -120,6 +123,13 @@ describe("replication chaos", () => {
           const leaders = BROKERS.filter((b) => recs.some((a) => a.leader === b));
           // A crash loop is about a leader going Down: it picks one that leads.
           const victim = roll >= 0.4 && roll < 0.6 && leaders.length > 0 ? r.pick(leaders) : r.pick(BROKERS);
+          const fault = (kind: Kind) =>
+            faults.push({
+              atMs: Date.now(),
+              kind,
+              victim,
+              led: recs.filter((a) => a.leader === victim).map((a) => a.partition),
+            });
           const at = `${((Date.now() - t0) / 1000).toFixed(0)} s`;
           if (roll < 0.4) {
             // Only one volume lost at a time: the others must hold every partition in full.
@@ -127,6 +137,7 @@ describe("replication chaos", () => {
             await c.waitFullyInSync(300_000, "every ISR full before a volume deletion");
             const waited = Date.now() - tWait;
             const tKill = Date.now();
+            fault("wipe");
             await c.killAndWipeUntilNewVolume(victim, 120_000);
             counts.wipes++;
             await c.waitFullyInSync(300_000, `${victim} caught up on its new volume`);
@@ -137,6 +148,7 @@ describe("replication chaos", () => {
           } else if (roll < 0.6) {
             const before = await c.records();
             const led = before.filter((a) => a.leader === victim).map((a) => a.partition);
+            fault("crash-loop");
             const loop = c.crashLoop(victim);
             const tKill = Date.now();
             try {
@@ -158,6 +170,7 @@ describe("replication chaos", () => {
           } else {
             const pid = c.pid(victim);
             if (pid === null) continue;
+            fault("kill");
             process.kill(pid, "SIGKILL");
             counts.kills++;
             log(`${at}: kill -9 ${victim}`);
@@ -202,6 +215,34 @@ describe("replication chaos", () => {
           [...p.acked.keys()].filter((id) => !consumer.delivered.has(id)),
         );
         log(`consumer: ${consumer.summary()}; undelivered acknowledged ${undelivered.length}`);
+
+        // Per fault, the partitions its victim led: the time without a 200
+        // across it (last 200 before the fault → first after), by kind.
+        const byKind = new Map<Kind, number[]>();
+        for (const f of faults)
+          for (const p of f.led) {
+            const before = Math.max(
+              producer.lastAckBefore(p, f.atMs) ?? f.atMs,
+              batches.lastAckBefore(p, f.atMs) ?? f.atMs,
+            );
+            const after = Math.min(
+              producer.firstAckAfter(p, f.atMs) ?? Number.POSITIVE_INFINITY,
+              batches.firstAckAfter(p, f.atMs) ?? Number.POSITIVE_INFINITY,
+            );
+            if (Number.isFinite(after)) byKind.set(f.kind, [...(byKind.get(f.kind) ?? []), after - before]);
+          }
+        log(
+          `produce stall of the victim's led partitions, per fault kind: ${[...byKind].map(([k, v]) => `${k}: ${spread(v)}`).join("; ")}`,
+        );
+        // A redelivered record whose ack had been answered: how long before the next fault was that ack?
+        const toNextFault = consumer.redeliveredAcks.map((k) => {
+          const ackedAt = consumer.ackedAt.get(k) ?? 0;
+          const next = faults.find((f) => f.atMs >= ackedAt);
+          return next === undefined ? Number.POSITIVE_INFINITY : next.atMs - ackedAt;
+        });
+        log(
+          `redelivered after an answered ack: ${toNextFault.length}, acked this long before the next fault: ${spread(toNextFault.filter(Number.isFinite))}; with no fault after the ack: ${toNextFault.filter((x) => !Number.isFinite(x)).length}`,
+        );
 
         let cmp = await compareReplicas(await c.records(), c.dataDir, TOPIC);
         await waitFor(

@@ -290,6 +290,14 @@ export class AcksAllProducer {
     );
   }
 
+  /** The last 200 for `partition` at or before `atMs`. */
+  lastAckBefore(partition: number, atMs: number): number | undefined {
+    let last: number | undefined;
+    for (const a of this.ackTimes)
+      if (a.partition === partition && a.atMs <= atMs && (last === undefined || a.atMs > last)) last = a.atMs;
+    return last;
+  }
+
   /** The first 200 for `partition` after `atMs`. */
   firstAckAfter(partition: number, atMs: number): number | undefined {
     let first: number | undefined;
