@@ -44,6 +44,10 @@ export interface AcksAllProducerOptions {
    */
   pinWorkers?: number;
   pauseMs?: number;
+  /** Padding added to each record's JSON payload (bytes). */
+  payloadBytes?: number;
+  /** Stop after this many records were acknowledged. */
+  limit?: number;
   /** Client timeout of one request; above the broker's acks=all wait (30 s) so its 503 arrives. */
   timeoutMs?: number;
   /**
@@ -144,17 +148,18 @@ export class AcksAllProducer {
     const url = batch
       ? `http://${ip}:${BROKER_PORT}/v1/topics/${o.topic}/produce-batch?acks=all`
       : `http://${ip}:${BROKER_PORT}/v1/topics/${o.topic}/produce?acks=all&key=${ids[0]}${pin}`;
+    const pad = o.payloadBytes === undefined ? {} : { pad: "x".repeat(o.payloadBytes) };
     const body = batch
       ? ids
           .map((id) =>
             JSON.stringify(
               partition === undefined
-                ? { key: id, payload: { id } }
-                : { key: id, partition, payload: { id } },
+                ? { key: id, payload: { id, ...pad } }
+                : { key: id, partition, payload: { id, ...pad } },
             ),
           )
           .join("\n")
-      : JSON.stringify({ id: ids[0] });
+      : JSON.stringify({ id: ids[0], ...pad });
     this.attempts++;
     this.inFlight++;
     try {
@@ -232,6 +237,7 @@ export class AcksAllProducer {
     let n = 0;
     const size = this.#o.batch ?? 1;
     while (this.#running) {
+      if (this.#o.limit !== undefined && this.acked.size >= this.#o.limit) break;
       const ids = Array.from({ length: size }, () => `${this.tag}-w${w}-${n++}`);
       while (this.#running) {
         const ip = this.#pick();

@@ -38,6 +38,8 @@ const NAME = "rv";
 const TOPIC = "ledger";
 const PARTITIONS = 6;
 const GROUP = "ledger";
+/** Data written before the fault (1 KB records), which the emptied broker copies back: NARAD_REPLICATION_PREFILL_MB. */
+const PREFILL_MB = Number(process.env["NARAD_REPLICATION_PREFILL_MB"] ?? "12");
 /** A restarted broker (1 s backoff + start) comes back well within it: the volume change, not Down, re-elects. */
 const DOWN_GRACE_SECONDS = 30;
 
@@ -92,6 +94,36 @@ class ReadProbe {
 
 describe("replication: a broker and its volume lost under acks=all load", () => {
   it("loses nothing acknowledged, resumes consumption, re-replicates to the empty volume", async () => {
+    // What the emptied broker will have to copy back.
+    const tFill = Date.now();
+    const prefill = new AcksAllProducer({
+      tag: "pf",
+      topic: TOPIC,
+      ips: c.readyIps,
+      headers: c.s.headers,
+      workers: 3,
+      batch: 200,
+      payloadBytes: 1000,
+      limit: PREFILL_MB * 1000,
+      pauseMs: 0,
+    });
+    await waitFor(async () => prefill.acked.size >= PREFILL_MB * 1000, {
+      timeoutMs: 300_000,
+      what: `${PREFILL_MB} MB written before the fault`,
+      intervalMs: 250,
+    });
+    await prefill.stop();
+    log(`prefill: ${prefill.summary()} in ${((Date.now() - tFill) / 1000).toFixed(1)} s`);
+    // The consumer starts after the prefill (which the ledger and the replica comparison still check).
+    const seek = await fetch(
+      `http://${c.readyIps()[0]}:${BROKER_PORT}/v1/topics/${TOPIC}/groups/${GROUP}/seek`,
+      {
+        method: "POST",
+        headers: { ...c.s.headers(), "content-type": "application/json" },
+        body: JSON.stringify({ to: "latest" }),
+      },
+    );
+    expect(seek.status).toBe(200);
     const producer = new AcksAllProducer({
       tag: "vl",
       topic: TOPIC,
@@ -177,18 +209,20 @@ describe("replication: a broker and its volume lost under acks=all load", () => 
       log(`producer: ${producer.summary()}`);
 
       // Every acknowledged record once, at its offset.
-      const report = await checkAcksAllLedger(producer, {
-        ip: c.ipOf(witness) as string,
-        topic: TOPIC,
-        partitions: PARTITIONS,
-        headers: c.s.headers,
-      });
-      log(report.line);
-      expect(report.lost.slice(0, 10)).toEqual([]);
-      expect(report.duplicated.slice(0, 10)).toEqual([]);
-      expect(report.misplaced.slice(0, 10)).toEqual([]);
-      expect(report.conflicts.slice(0, 10)).toEqual([]);
-      expect(report.unknown.slice(0, 10)).toEqual([]);
+      for (const p of [prefill, producer]) {
+        const report = await checkAcksAllLedger(p, {
+          ip: c.ipOf(witness) as string,
+          topic: TOPIC,
+          partitions: PARTITIONS,
+          headers: c.s.headers,
+        });
+        log(report.line);
+        expect(report.lost.slice(0, 10)).toEqual([]);
+        expect(report.duplicated.slice(0, 10)).toEqual([]);
+        expect(report.misplaced.slice(0, 10)).toEqual([]);
+        expect(report.conflicts.slice(0, 10)).toEqual([]);
+        expect(report.unknown.slice(0, 10)).toEqual([]);
+      }
 
       // Consumption drains: every acknowledged record delivered.
       await waitFor(async () => [...producer.acked.keys()].every((id) => consumer.delivered.has(id)), {
