@@ -61,10 +61,16 @@ afterAll(async () => {
   await c?.stop();
 });
 
-/** Reads of `partitions` through `ip` every 100 ms: per partition, when reads failed and when they worked again. */
+/**
+ * Reads of `partitions` at offset 0 through `ip` every 100 ms: per partition,
+ * when reads failed and when they worked again (a 200 holding the record at
+ * offset 0). A 200 without it (a partition served from an empty copy) is
+ * counted apart: it must never happen.
+ */
 class ReadProbe {
   readonly failedAt = new Map<number, number>();
   readonly backAt = new Map<number, number>();
+  readonly emptyAnswers: string[] = [];
   #running = true;
   readonly #loop: Promise<void>;
   constructor(ip: () => string, partitions: number[], since: number) {
@@ -75,10 +81,16 @@ class ReadProbe {
             `http://${ip()}:${BROKER_PORT}/v1/topics/${TOPIC}/records?partition=${p}&offset=0&limit=1`,
             { headers: c.s.headers(), signal: AbortSignal.timeout(2_000) },
           ).catch(() => undefined);
-          await r?.body?.cancel();
+          let body: { records: Array<{ offset: number }>; high_watermark: number } | undefined;
+          if (r?.status === 200) body = (await r.json().catch(() => undefined)) as typeof body;
+          else await r?.body?.cancel();
           const now = Date.now();
           if (now < since) continue;
-          if (r?.status !== 200) {
+          if (r?.status === 200 && body?.records[0]?.offset !== 0)
+            this.emptyAnswers.push(
+              `p${p} at +${now - since} ms: hwm ${body?.high_watermark}, ${body?.records.length} record(s)`,
+            );
+          if (r?.status !== 200 || body?.records[0]?.offset !== 0) {
             if (!this.failedAt.has(p)) this.failedAt.set(p, now);
           } else if (this.failedAt.has(p) && !this.backAt.has(p)) this.backAt.set(p, now);
         }
@@ -202,11 +214,15 @@ describe("replication: a broker and its volume lost under acks=all load", () => 
       const stalls = led.map((p) => `p${p} ${secs(producer.stall(p, t0, tEnd))}`);
       const consumeGaps = led.map((p) => `p${p} ${secs(consumer.gap(p, t0, tEnd))}`);
       const others = [...Array(PARTITIONS).keys()].filter((p) => !led.includes(p));
-      const otherStall = Math.max(...others.map((p) => producer.stall(p, t0, tEnd)));
+      const otherStalls = others.map((p) => `p${p} ${secs(producer.stall(p, t0, tEnd))}`).join(", ");
       log(
-        `kill+wipe → new leaders recorded ${secs(tElected - t0)}; read gap (kill → first read through the new leader) ${readGaps.join(", ")}; produce stall (longest time without a 200 after the kill) ${stalls.join(", ")} (other partitions at most ${secs(otherStall)}); consume gap ${consumeGaps.join(", ")}; kill → every ISR full again ${secs(tInSync - t0)}`,
+        `kill+wipe → new leaders recorded ${secs(tElected - t0)}; read gap (kill → first read through the new leader) ${readGaps.join(", ")}; produce stall (longest time without a 200 after the kill) ${stalls.join(", ")} (the partitions it followed: ${otherStalls}); consume gap ${consumeGaps.join(", ")}; kill → every ISR full again ${secs(tInSync - t0)}`,
       );
       log(`producer: ${producer.summary()}`);
+      log(
+        `reads answered 200 without the partition's first record: ${probe?.emptyAnswers.length ?? 0} ${probe?.emptyAnswers.slice(0, 5).join("; ")}`,
+      );
+      expect(probe?.emptyAnswers ?? []).toEqual([]);
 
       // Every acknowledged record once, at its offset.
       for (const p of [prefill, producer]) {
