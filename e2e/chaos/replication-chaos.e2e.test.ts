@@ -98,7 +98,7 @@ describe("replication chaos", () => {
         group: GROUP,
         ips: c.readyIps,
         headers: c.s.headers,
-        workers: 3,
+        workers: 6,
       });
       const counts = { kills: 0, wipes: 0, crashLoops: 0 };
       type Kind = "kill" | "wipe" | "crash-loop";
@@ -243,6 +243,21 @@ describe("replication chaos", () => {
         log(
           `redelivered after an answered ack: ${toNextFault.length}, acked this long before the next fault: ${spread(toNextFault.filter(Number.isFinite))}; with no fault after the ack: ${toNextFault.filter((x) => !Number.isFinite(x)).length}`,
         );
+        // The same, per fault and partition: how many, from which offsets, acked how long before.
+        const groups = new Map<string, Array<(typeof consumer.redeliveredAckEvents)[number]>>();
+        for (const e of consumer.redeliveredAckEvents) {
+          const f = [...faults].reverse().find((x) => x.atMs <= e.atMs);
+          const k = `${f === undefined ? "before any fault" : `${f.kind} ${f.victim} at ${((f.atMs - t0) / 1000).toFixed(0)} s`} p${e.partition}`;
+          groups.set(k, [...(groups.get(k) ?? []), e]);
+        }
+        for (const [k, list] of groups) {
+          const offsets = list.map((e) => e.offset);
+          const f = faults.find((x) => k.includes(`at ${((x.atMs - t0) / 1000).toFixed(0)} s`));
+          const ages = list.map((e) => (f?.atMs ?? e.atMs) - e.ackedAtMs);
+          log(
+            `  ${k}: ${list.length} redelivered, offsets ${Math.min(...offsets)}..${Math.max(...offsets)}, acked ${Math.min(...ages)}..${Math.max(...ages)} ms before the fault`,
+          );
+        }
 
         let cmp = await compareReplicas(await c.records(), c.dataDir, TOPIC);
         await waitFor(

@@ -338,6 +338,14 @@ export class AckingConsumer {
   redeliveredAfterAck = 0;
   /** Those keys, in order. */
   readonly redeliveredAcks: string[] = [];
+  /** Each such delivery: when, where, and when the earlier ack was answered. */
+  readonly redeliveredAckEvents: Array<{
+    key: string;
+    partition: number;
+    offset: number;
+    atMs: number;
+    ackedAtMs: number;
+  }> = [];
   /** key → when its (first) ack was answered 204. */
   readonly ackedAt = new Map<string, number>();
   /** Deliveries (time, partition) for gap measurements. */
@@ -383,11 +391,23 @@ export class AckingConsumer {
           await sleep(100);
           continue;
         }
-        const m = (await r.json()) as { key: string; partition: number; receipt_handle: string };
+        const m = (await r.json()) as {
+          key: string;
+          partition: number;
+          offset: number;
+          receipt_handle: string;
+        };
         this.delivered.set(m.key, (this.delivered.get(m.key) ?? 0) + 1);
         if (this.ackedKeys.has(m.key)) {
           this.redeliveredAfterAck++;
           this.redeliveredAcks.push(m.key);
+          this.redeliveredAckEvents.push({
+            key: m.key,
+            partition: m.partition,
+            offset: m.offset,
+            atMs: Date.now(),
+            ackedAtMs: this.ackedAt.get(m.key) ?? 0,
+          });
         }
         this.deliveries.push({ atMs: Date.now(), partition: m.partition });
         const a = await fetch(`${base(ip)}/ack?receipt_handle=${encodeURIComponent(m.receipt_handle)}`, {
