@@ -53,8 +53,8 @@ export async function startNodeClusterServer(d: {
           ? {
               ledPartition: (topic: string, partition: number) =>
                 d.replication?.ledPartition(topic, partition),
-              frontiersFor: (topic: string, partition: number, replica: string) =>
-                d.replication?.frontiersFor(topic, partition, replica) ?? Promise.resolve([]),
+              frontiersFor: (topic: string, partition: number, replica: string, volumeId: string) =>
+                d.replication?.frontiersFor(topic, partition, replica, volumeId) ?? Promise.resolve([]),
             }
           : {}),
         maxFetchBytes: Math.min(config.replica.fetchMaxBytes, Math.floor(k.rpcMaxMessageBytes / 2)),

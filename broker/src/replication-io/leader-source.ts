@@ -34,13 +34,15 @@ export interface LeaderSourceOptions {
   /** The leader state of a replicated partition this node leads now, if any. */
   ledPartition?(topic: string, partition: number): LedPartition | undefined;
   /**
-   * The partition's durable group frontiers to send `replica` (only those
-   * that changed since its previous answer; empty when none did).
+   * The partition's durable group frontiers to send `replica` fetching from
+   * `volumeId` (only those that changed since its previous answer to that
+   * replica on that volume; empty when none did).
    */
   frontiersFor?(
     topic: string,
     partition: number,
     replica: string,
+    volumeId: string,
   ): Promise<Array<{ group: string; offset: number }>>;
   /** Upper bound on one answer's frames (the follower's max_bytes is capped by it). */
   maxFetchBytes: number;
@@ -127,7 +129,8 @@ export function leaderSource(o: LeaderSourceOptions): ReplicaLeaderService {
     const starts = history
       .filter((e) => e.epoch >= from && e.startOffset < Math.max(got.nextOffset, req.fetch_offset + 1))
       .map((e) => ({ epoch: e.epoch, start_offset: e.startOffset }));
-    const frontiers = (await o.frontiersFor?.(req.topic, req.partition, req.replica_id)) ?? [];
+    const frontiers =
+      (await o.frontiersFor?.(req.topic, req.partition, req.replica_id, req.replica_volume_id)) ?? [];
     return answer({ error: "", frames: got.frames, epoch_starts: starts, frontiers });
   };
 

@@ -101,6 +101,9 @@ class GateProxy implements ReplicaCommitGate {
   }
 }
 
+/** How often a follower gets every frontier again, changed or not (see #sent). */
+const FRONTIER_FULL_RESEND_MS = 10_000;
+
 function notLeader(message: string): LogError {
   return new LogError("NOT_LEADER", message);
 }
@@ -120,8 +123,14 @@ class PartitionReplica {
   #current: Current = { kind: "idle" };
   #chain: Promise<void> = Promise.resolve();
   #closed = false;
-  /** Frontiers sent to each follower (only changes are sent). */
-  readonly #sent = new Map<string, Map<string, number>>();
+  /**
+   * Frontiers sent to each follower, by member and volume (only changes are
+   * sent): a follower back on another volume has none of them and gets them
+   * all again, and every FRONTIER_FULL_RESEND_MS each follower gets the whole
+   * set (an answer lost, or a follower killed before it wrote what it got,
+   * would otherwise leave it without a frontier that stopped moving).
+   */
+  readonly #sent = new Map<string, { atMs: number; offsets: Map<string, number> }>();
   #frontierCache: { atMs: number; list: Array<{ group: string; offset: number }> } | undefined;
   /**
    * An epoch whose leadership ended by a refused ISR write (the record moved
@@ -465,8 +474,8 @@ class PartitionReplica {
     }
   }
 
-  /** The frontiers `replica` has not been sent yet (leader side of the piggyback). */
-  async frontiersFor(replica: string): Promise<Array<{ group: string; offset: number }>> {
+  /** The frontiers `replica` on `volumeId` has not been sent yet (leader side of the piggyback). */
+  async frontiersFor(replica: string, volumeId: string): Promise<Array<{ group: string; offset: number }>> {
     const consumers = this.#d.consumers;
     if (consumers === undefined) return [];
     const now = this.#d.nowMs();
@@ -478,11 +487,14 @@ class PartitionReplica {
         atMs: now,
         list: await consumers.frontiers(this.topic, this.partition).catch(() => []),
       };
-    let sent = this.#sent.get(replica);
-    if (sent === undefined) {
-      sent = new Map();
-      this.#sent.set(replica, sent);
+    const key = `${replica}\u0000${volumeId}`;
+    let entry = this.#sent.get(key);
+    if (entry === undefined || now - entry.atMs >= FRONTIER_FULL_RESEND_MS) {
+      for (const k of this.#sent.keys()) if (k.startsWith(`${replica}\u0000`)) this.#sent.delete(k);
+      entry = { atMs: now, offsets: new Map() };
+      this.#sent.set(key, entry);
     }
+    const sent = entry.offsets;
     const out: Array<{ group: string; offset: number }> = [];
     for (const f of this.#frontierCache.list) {
       if (sent.get(f.group) === f.offset) continue;
@@ -578,8 +590,11 @@ export class ReplicaManager {
     topic: string,
     partition: number,
     replica: string,
+    volumeId: string,
   ): Promise<Array<{ group: string; offset: number }>> {
-    return this.#replicas.get(`${topic}\u0000${partition}`)?.frontiersFor(replica) ?? Promise.resolve([]);
+    return (
+      this.#replicas.get(`${topic}\u0000${partition}`)?.frontiersFor(replica, volumeId) ?? Promise.resolve([])
+    );
   }
 
   /** What each replica does now (admin status, tests). */
