@@ -4,7 +4,10 @@
 // iptables on its pod address and on its process's cgroup; SIGSTOP would be a
 // pause, not a partition: the process would not run at all), while clients on
 // both sides keep producing acks=all to that partition: one through the
-// isolated leader itself, one through the two other brokers.
+// isolated leader itself, one through the two other brokers. The client of
+// the isolated leader is on its side of the cut: its requests in flight at
+// the cut hang (their connections are dropped), and a second client starts
+// right after the cut, on connections the cut lets through.
 //
 // The kubelet's probes are cut too at first (a pod whose network is broken
 // fails them): the pod goes not Ready, the operator's status probes fail, the
@@ -17,7 +20,7 @@
 // added back to the ISR.
 //
 // Checked: no request sent to the isolated leader after the cut is answered
-// 200 while it is cut off; every 200 of either client is stored once at the
+// 200 while it is cut off, and some were sent and ended (503 commit_timeout); every 200 of either client is stored once at the
 // offset it gave, and no offset was answered to two records (the epoch of
 // each acknowledged offset is read from the final leader-epochs file: every
 // 200 of the isolated leader is below the new epoch's start); the three
@@ -101,15 +104,18 @@ describe("replication: an isolated leader", () => {
       }
     })();
 
-    const viaLeader = new AcksAllProducer({
-      tag: "iso",
+    const viaLeaderOpts = {
       topic: TOPIC,
       ips: () => [leaderIp],
       headers: c.s.headers,
       workers: 3,
       partition: P,
       freshSockets: true,
-    });
+    };
+    // Before the cut; its requests in flight at the cut hang on connections the
+    // cut drops (in doubt after the client's timeout).
+    const viaLeader = new AcksAllProducer({ ...viaLeaderOpts, tag: "iso" });
+    let viaLeaderCut: AcksAllProducer | undefined;
     const viaOthers = new AcksAllProducer({
       tag: "maj",
       topic: TOPIC,
@@ -128,6 +134,9 @@ describe("replication: an isolated leader", () => {
       const agentPid = c.s.platform.nodeAgent?.pid as number;
       cut = await cutLoopbackPartition({ ip: leaderIp, pid: leaderPid, exempt: [process.pid] });
       const tCut = Date.now();
+      // A client on the leader's side of the cut: new requests, on connections opened after it.
+      const stoppingBefore = viaLeader.stop();
+      viaLeaderCut = new AcksAllProducer({ ...viaLeaderOpts, tag: "isc" });
       log(
         `cut ${leader} (${leaderIp}, pid ${leaderPid}) off; ${cut.cutConnections.length} connection(s) it had opened now dropped: ${cut.cutConnections.join(", ")}`,
       );
@@ -157,20 +166,27 @@ describe("replication: an isolated leader", () => {
       await cut.heal();
       const tHeal = Date.now();
 
-      const isoAfterCut = [...viaLeader.acked.values()].filter((a) => a.sentAtMs > tCut && a.atMs < tHeal);
-      const isoFailures = viaLeader.failures.filter((f) => f.sentAtMs > tCut && f.atMs < tHeal);
+      const isoAfterCut = [...viaLeader.acked.values(), ...viaLeaderCut.acked.values()].filter(
+        (a) => a.sentAtMs > tCut && a.atMs < tHeal,
+      );
+      const isoFailures = [...viaLeader.failures, ...viaLeaderCut.failures].filter(
+        (f) => f.sentAtMs > tCut && f.atMs < tHeal,
+      );
       const failureKinds = new Map<string, number>();
       for (const f of isoFailures) failureKinds.set(f.kind, (failureKinds.get(f.kind) ?? 0) + 1);
       log(
         `cut → elected (epoch ${elected.leaderEpoch}, ${elected.leader}) ${((tElected - tCut) / 1000).toFixed(1)} s; cut → first 200 through the others ${((tResumed - tCut) / 1000).toFixed(1)} s; produce stall via the others ${(viaOthers.stall(P, tCut, tResumed) / 1000).toFixed(1)} s; while cut off the isolated leader answered ${isoAfterCut.length} request(s) sent after the cut with 200, ended ${isoFailures.length}: ${[...failureKinds].map(([k, v]) => `${k}×${v}`).join(", ")}`,
       );
       expect(isoAfterCut).toEqual([]);
+      // Not vacuous: requests did reach it while it was cut off, and ended without a 200.
+      expect(isoFailures.length).toBeGreaterThan(0);
 
       // The old leader truncates and rejoins.
       await c.waitFullyInSync(180_000, `${leader} back in the ISR`);
       const tRejoined = Date.now();
       await sleep(3_000);
-      await viaLeader.stop();
+      await stoppingBefore;
+      await viaLeaderCut.stop();
       await viaOthers.stop();
       watching = false;
       await watch;
@@ -181,7 +197,7 @@ describe("replication: an isolated leader", () => {
 
       const ip = otherIps()[0] as string;
       const reports = [];
-      for (const p of [viaLeader, viaOthers]) {
+      for (const p of [viaLeader, viaLeaderCut, viaOthers]) {
         const r = await checkAcksAllLedger(p, {
           ip,
           topic: TOPIC,
@@ -193,7 +209,7 @@ describe("replication: an isolated leader", () => {
       }
       // No offset answered to two records across both clients.
       const byOffset = new Map<string, string[]>();
-      for (const p of [viaLeader, viaOthers])
+      for (const p of [viaLeader, viaLeaderCut, viaOthers])
         for (const [id, a] of p.acked)
           byOffset.set(`${a.partition}/${a.offset}`, [
             ...(byOffset.get(`${a.partition}/${a.offset}`) ?? []),
@@ -209,6 +225,7 @@ describe("replication: an isolated leader", () => {
       const perEpoch = new Map<string, number>();
       for (const [name, p] of [
         ["via the isolated leader", viaLeader],
+        ["via the isolated leader (sent after the cut)", viaLeaderCut],
         ["via the others", viaOthers],
       ] as const)
         for (const a of p.acked.values()) {
@@ -219,7 +236,7 @@ describe("replication: an isolated leader", () => {
       log(
         `epochs ${history.map((e) => `${e.epoch}@${e.start}`).join(" ")}; leaders ${[...leaders].map(([e, m]) => `${e}:${m}`).join(" ")}; 200s by epoch: ${[...perEpoch].map(([k, v]) => `${k}: ${v}`).join("; ")}`,
       );
-      const isoInNewEpoch = [...viaLeader.acked.values()].filter(
+      const isoInNewEpoch = [...viaLeader.acked.values(), ...viaLeaderCut.acked.values()].filter(
         (a) => a.atMs < tHeal && a.offset >= newStart,
       );
 
@@ -246,6 +263,7 @@ describe("replication: an isolated leader", () => {
       watching = false;
       await cut?.heal();
       await viaLeader.stop();
+      await viaLeaderCut?.stop();
       await viaOthers.stop();
       await watch;
     }
