@@ -5,7 +5,8 @@
 // 200 with its offset) and queue consumption (consume → ack, a ledger of
 // every delivery), on three brokers and a NaradTopic at replicationFactor 3,
 // minInsyncReplicas 2. One broker at a time, every 6–16 s, once the three
-// pods are Ready:
+// pods are Ready (the first three faults are one of each kind, so a short run
+// has them all; then 40 % / 20 % / 40 %):
 //   - kill -9 (the node agent restarts it within the grace: no election);
 //   - kill -9 and its volume's contents deleted (it comes back empty on a new
 //     volume id; the operator re-elects what it led; it catches up): only
@@ -104,6 +105,11 @@ describe("replication chaos", () => {
       type Kind = "kill" | "wipe" | "crash-loop";
       /** Every fault: when, what, and the partitions the victim led then. */
       const faults: Array<{ atMs: number; kind: Kind; victim: string; led: number[] }> = [];
+      const firstKinds: Kind[] = ["wipe", "crash-loop", "kill"];
+      for (let i = firstKinds.length - 1; i > 0; i--) {
+        const j = r.int(i + 1);
+        [firstKinds[i], firstKinds[j]] = [firstKinds[j] as Kind, firstKinds[i] as Kind];
+      }
       const recoveries: number[] = [];
       const elections: number[] = [];
       const t0 = Date.now();
@@ -118,11 +124,21 @@ describe("replication chaos", () => {
           await sleep(r.range(6_000, 16_000));
           if (Date.now() >= end) break;
           await allReady(180_000);
-          const roll = r.next();
+          // The first three faults are one of each kind (a short run covers all three), then 40%
+          // volume deletions, 20% crash loops, 40% kills.
+          const draw = r.next();
+          const kind: Kind =
+            faults.length < 3
+              ? (firstKinds[faults.length] as Kind)
+              : draw < 0.4
+                ? "wipe"
+                : draw < 0.6
+                  ? "crash-loop"
+                  : "kill";
           const recs = await c.records();
           const leaders = BROKERS.filter((b) => recs.some((a) => a.leader === b));
           // A crash loop is about a leader going Down: it picks one that leads.
-          const victim = roll >= 0.4 && roll < 0.6 && leaders.length > 0 ? r.pick(leaders) : r.pick(BROKERS);
+          const victim = kind === "crash-loop" && leaders.length > 0 ? r.pick(leaders) : r.pick(BROKERS);
           const fault = (kind: Kind) =>
             faults.push({
               atMs: Date.now(),
@@ -131,21 +147,27 @@ describe("replication chaos", () => {
               led: recs.filter((a) => a.leader === victim).map((a) => a.partition),
             });
           const at = `${((Date.now() - t0) / 1000).toFixed(0)} s`;
-          if (roll < 0.4) {
+          if (kind === "wipe") {
             // Only one volume lost at a time: the others must hold every partition in full.
             const tWait = Date.now();
             await c.waitFullyInSync(300_000, "every ISR full before a volume deletion");
             const waited = Date.now() - tWait;
+            const oldVolume = (await c.volumeIds()).get(victim);
             const tKill = Date.now();
             fault("wipe");
-            await c.killAndWipeUntilNewVolume(victim, 120_000);
+            await c.killAndWipe(victim);
+            await waitFor(async () => (await c.volumeIds()).get(victim) !== oldVolume, {
+              timeoutMs: 120_000,
+              what: `${victim}'s new volume id recorded`,
+              intervalMs: 100,
+            });
             counts.wipes++;
             await c.waitFullyInSync(300_000, `${victim} caught up on its new volume`);
             recoveries.push(Date.now() - tKill);
             log(
               `${at}: kill -9 + volume deleted: ${victim} (waited ${(waited / 1000).toFixed(1)} s for full ISRs); full again after ${((Date.now() - tKill) / 1000).toFixed(1)} s`,
             );
-          } else if (roll < 0.6) {
+          } else if (kind === "crash-loop") {
             const before = await c.records();
             const led = before.filter((a) => a.leader === victim).map((a) => a.partition);
             fault("crash-loop");

@@ -36,8 +36,6 @@ export interface ReplicatedCluster {
    * goes, then SIGKILL (the node agent restarts it on the empty volume).
    */
   killAndWipe(pod: string): Promise<void>;
-  /** killAndWipe, then waits until the operator has recorded the broker's new volume id. */
-  killAndWipeUntilNewVolume(pod: string, timeoutMs: number): Promise<void>;
   /** kill -9 of the broker now and of every process the node agent restarts for it, until stopped. */
   crashLoop(pod: string): { kills: number[]; stop(): Promise<void> };
   /** Every partition: a leader, ISR = every replica on its current volume; 0 under-replicated. */
@@ -135,15 +133,6 @@ export async function startReplicatedCluster(o: {
     pid,
     dataDir,
     killAndWipe,
-    killAndWipeUntilNewVolume: async (pod, timeoutMs) => {
-      const old = (await volumeIds()).get(pod);
-      await killAndWipe(pod);
-      await waitFor(async () => (await volumeIds()).get(pod) !== old, {
-        timeoutMs,
-        what: `${pod}'s new volume id recorded`,
-        intervalMs: 100,
-      });
-    },
     crashLoop: (pod) => {
       const kills: number[] = [];
       let running = true;
