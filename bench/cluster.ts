@@ -5,24 +5,19 @@
 // owner), and the WAL backlog sampled every 500 ms (it must stay bounded).
 // Merges its rows (name prefix "cluster_") into bench/results.json.
 //
-// The three processes have no shared metastore service, so each builds the
-// same in-memory one (testing/memory-metastore.ts) from its arguments: the
-// same members and the same topics, hence the same owners (round-robin over
-// the sorted member ids). Membership does not change during the run.
+// The three processes have no shared metastore service: each builds the
+// same in-memory one from its arguments (bench/lib/local-cluster.ts), hence
+// the same owners. Membership does not change during the run.
 //
 // BENCH_SECONDS (default 10) sets the load phase.
 
-import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { cpus, tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { cpus } from "node:os";
 import { join } from "node:path";
-import { pino } from "pino";
-import { loadConfig } from "../broker/src/config.ts";
 import { encodeBinaryBatch } from "../broker/src/core/batch-codec.ts";
-import { startBroker } from "../broker/src/node.ts";
-import { createMemoryCluster } from "../broker/src/testing/memory-metastore.ts";
-import { freePort, repoRoot, waitReady } from "../broker/test/harness/process.ts";
+import { repoRoot } from "../broker/test/harness/process.ts";
 import { load } from "./lib/load.ts";
+import { hwmSum, LocalCluster, pendingRecords, produced } from "./lib/local-cluster.ts";
 
 interface Result {
   name: string;
@@ -32,71 +27,10 @@ interface Result {
   ratio: number | null;
 }
 
-interface Peer {
-  id: string;
-  http: number;
-  cluster: number;
-}
-
 const topics = [
   { name: "bench", partitions: 6 },
   { name: "latency", partitions: 3 },
 ];
-
-// ---------------------------------------------------------------------------
-// Child: one broker.
-
-async function serve(args: string[]): Promise<void> {
-  const [id, dataDir, peersJson] = args as [string, string, string];
-  const peers = JSON.parse(peersJson) as Peer[];
-  const mc = createMemoryCluster(
-    peers.map((p) => ({
-      id: p.id,
-      address: `127.0.0.1:${p.http}`,
-      clusterAddress: `127.0.0.1:${p.cluster}`,
-      state: "Active" as const,
-    })),
-  );
-  const metastore = mc.metastore();
-  for (const t of topics) {
-    await metastore.createTopic({
-      name: t.name,
-      partitions: t.partitions,
-      retention_ms: 0,
-      retention_bytes: 0,
-      visibility_timeout_ms: 30_000,
-      max_in_flight_per_partition: 1024,
-      max_acked_ahead_per_partition: 1024,
-      created_at: new Date().toISOString(),
-    });
-  }
-  const me = peers.find((p) => p.id === id)!;
-  const config = loadConfig(
-    [
-      "--addr",
-      `127.0.0.1:${me.http}`,
-      "--cluster-addr",
-      `127.0.0.1:${me.cluster}`,
-      "--data-dir",
-      dataDir,
-      "--node-id",
-      id,
-    ],
-    {},
-    id,
-  );
-  const broker = await startBroker(config, pino({ level: "warn" }), { metastore });
-  process.stdout.write(`${JSON.stringify({ id, owners: mc.owners("latency") })}\n`);
-  process.once("SIGTERM", () => {
-    broker.shutdown().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  });
-}
-
-// ---------------------------------------------------------------------------
-// Parent: start, load, measure.
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const results: Result[] = [];
@@ -105,51 +39,14 @@ const record = (name: string, value: number, unit: string) => {
   process.stderr.write(`  ${name}: ${value.toFixed(2)} ${unit}\n`);
 };
 
-async function hwmSum(url: string, topic: string): Promise<number> {
-  const res = await fetch(`${url}/v1/topics/${topic}`);
-  if (res.status !== 200) return -1;
-  const info = (await res.json()) as { partition_stats: Array<{ high_watermark: number }> };
-  return info.partition_stats.reduce((a, p) => a + p.high_watermark, 0);
-}
-
-async function pendingRecords(url: string): Promise<number> {
-  const s = (await (await fetch(`${url}/admin/v1/status`)).json()) as { wal: { pendingRecords: number } };
-  return s.wal.pendingRecords;
-}
-
-async function produced(url: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
-  let n = 0;
-  for (const line of text.split("\n"))
-    if (line.startsWith("narad_messages_produced_total{")) n += Number(line.split(" ")[1]);
-  return n;
-}
-
 async function main(): Promise<void> {
   process.stderr.write(
     `narad cluster bench: 3 broker processes, ${cpus().length} cpus (${cpus()[0]?.model}), node ${process.version}, ${seconds}s load\n`,
   );
-  const peers: Peer[] = [];
-  for (const id of ["a", "b", "c"]) peers.push({ id, http: await freePort(), cluster: await freePort() });
-  const dirs: string[] = [];
-  const children: ChildProcess[] = [];
-  let owners: string[] = [];
+  const cluster = await LocalCluster.start({ ids: ["a", "b", "c"], topics });
   try {
-    for (const p of peers) {
-      const dir = mkdtempSync(join(tmpdir(), `narad-bench-${p.id}-`));
-      dirs.push(dir);
-      const child = spawn(
-        process.execPath,
-        [join(repoRoot, "bench/cluster.ts"), "--serve", p.id, dir, JSON.stringify(peers)],
-        { stdio: ["ignore", "pipe", "inherit"] },
-      );
-      children.push(child);
-      child.stdout?.once("data", (buf: Buffer) => {
-        owners = (JSON.parse(buf.toString().split("\n")[0]!) as { owners: string[] }).owners;
-      });
-    }
-    const urls = peers.map((p) => `http://127.0.0.1:${p.http}`);
-    await Promise.all(urls.map((u) => waitReady(u)));
+    const owners = cluster.info("a").owners.latency ?? [];
+    const urls = cluster.urls;
 
     // Load: binary batches of 100 × 1 KiB keyless records (spread over all
     // partitions, so two thirds of every node's records go to a peer).
@@ -189,7 +86,7 @@ async function main(): Promise<void> {
     for (const l of loads) {
       if (l.non2xx > 0 || l.errors > 0) throw new Error(`produce: ${l.non2xx} non-2xx, ${l.errors} errors`);
     }
-    const accepted = (await Promise.all(urls.map(produced))).reduce((a, b) => a + b, 0);
+    const accepted = (await Promise.all(urls.map((u) => produced(u)))).reduce((a, b) => a + b, 0);
     for (;;) {
       if ((await hwmSum(urls[0]!, "bench")) >= accepted) break;
       if (performance.now() - t0 > loadMs + 300_000) throw new Error("backlog not visible after 300 s");
@@ -198,8 +95,17 @@ async function main(): Promise<void> {
     const visibleMs = performance.now() - t0;
     sampling = false;
     await sampler;
+    // Requests in flight when the load stopped may be accepted after the
+    // count above: compare with the count once every WAL is drained.
+    for (;;) {
+      if ((await Promise.all(urls.map(pendingRecords))).every((n) => n === 0)) break;
+      if (performance.now() - t0 > loadMs + 300_000) throw new Error("WAL not drained after 300 s");
+      await new Promise((r) => setTimeout(r, 50));
+    }
     const visible = await hwmSum(urls[0]!, "bench");
-    if (visible !== accepted) throw new Error(`visible ${visible} != accepted ${accepted} (duplicates?)`);
+    const acceptedAll = (await Promise.all(urls.map((u) => produced(u)))).reduce((a, b) => a + b, 0);
+    if (visible !== acceptedAll)
+      throw new Error(`visible ${visible} != accepted ${acceptedAll} (duplicates?)`);
     record("cluster_accepted_msg_per_sec", accepted / (loadMs / 1000), "msg/s");
     record("cluster_end_to_end_msg_per_sec", accepted / (visibleMs / 1000), "msg/s");
     record("cluster_backlog_visible_after_load_ms", visibleMs - loadMs, "ms");
@@ -283,18 +189,7 @@ async function main(): Promise<void> {
       record(`cluster_produce_to_visible_${kind}_p99_ms`, lat[Math.floor(lat.length * 0.99)]!, "ms");
     }
   } finally {
-    await Promise.all(
-      children.map(
-        (c) =>
-          new Promise<void>((r) => {
-            if (c.exitCode !== null) return r();
-            c.once("exit", () => r());
-            c.kill("SIGTERM");
-            setTimeout(() => c.kill("SIGKILL"), 30_000).unref();
-          }),
-      ),
-    );
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    await cluster.stop();
   }
 
   const out = join(repoRoot, "bench/results.json");
@@ -306,14 +201,7 @@ async function main(): Promise<void> {
   console.log(`\nmerged into ${out}`);
 }
 
-if (process.argv[2] === "--serve") {
-  serve(process.argv.slice(3)).catch((err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  });
-} else {
-  main().catch((err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  });
-}
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -29,10 +29,16 @@ export class Report {
     );
   }
 
-  /** Writes bench/<file> and the docs table between the marker comments. */
-  write(file: string, marker: string, note: string): void {
+  /** Writes bench/<file> with the results; returns its path. */
+  writeResults(file: string): string {
     const out = join(repoRoot, "bench", file);
     writeFileSync(out, `${JSON.stringify(this.results, null, 2)}\n`);
+    return out;
+  }
+
+  /** Writes bench/<file> and the docs table between the marker comments. */
+  write(file: string, marker: string, note: string): void {
+    const out = this.writeResults(file);
     const table = [
       `Measured ${new Date().toISOString().slice(0, 10)} on ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, Node ${process.version}; ${note}.`,
       "",

@@ -9,6 +9,8 @@ import { parseGoDurationMs } from "./core/go-duration.ts";
 import type { TopicDefaults } from "./core/topic-spec.ts";
 import type { DispatcherOptions } from "./dispatch/types.ts";
 
+export type DefaultAcks = "auto" | "wal" | "all";
+
 export interface Config {
   dev: boolean;
   http: { host: string; port: number };
@@ -21,11 +23,23 @@ export interface Config {
   metastore: "file" | "kubernetes";
   /** NaradCluster this broker belongs to (kubernetes metastore); "" with the file metastore. */
   clusterName: string;
+  /**
+   * metadata.uid of that NaradCluster (the operator sets NARAD_CLUSTER_UID);
+   * written into the volume-id marker, so a volume moved from another cluster
+   * is recognised as foreign. "" when not known (file metastore, older operator).
+   */
+  clusterUid: string;
   /** Namespace of the NaradCluster and its NaradTopics (kubernetes metastore). */
   namespace: string;
   drainTimeoutMs: number;
   /** acks=all: how long a produce waits for the owner's commit. */
   acksAllTimeoutMs: number;
+  /**
+   * The acks mode of a produce that names none (Narad's clients never do):
+   * "auto" is acks=all on a replicated topic and acks=wal otherwise; the
+   * answer keeps Narad's shape (202) either way (http/produce-acks.ts).
+   */
+  defaultAcks: DefaultAcks;
   /**
    * Cluster mode: a read of the producer registry is trusted for producer
    * epoch decisions this long after it started; a re-init that bumps an
@@ -100,6 +114,8 @@ export interface ReplicaConfig {
   fetchMaxWaitMs: number;
   retryBackoffMs: number;
   frontierRefreshMs: number;
+  /** A follower rewrites the HWM in its replica checkpoint at most this often (the epoch: at once). */
+  checkpointIntervalMs: number;
 }
 
 /**
@@ -197,9 +213,11 @@ const settings = {
   "log-level": { env: "NARAD_LOG_LEVEL", file: "logLevel" },
   metastore: { env: "NARAD_METASTORE", file: "metastore" },
   "cluster-name": { env: "NARAD_CLUSTER_NAME", file: "clusterName" },
+  "cluster-uid": { env: "NARAD_CLUSTER_UID", file: "clusterUid" },
   namespace: { env: "NARAD_NAMESPACE", file: "namespace" },
   "drain-timeout-ms": { env: "NARAD_DRAIN_TIMEOUT_MS", file: "drainTimeoutMs" },
   "acks-all-timeout-ms": { env: "NARAD_ACKS_ALL_TIMEOUT_MS", file: "acksAllTimeoutMs" },
+  "default-acks": { env: "NARAD_DEFAULT_ACKS", file: "defaultAcks" },
   "producer-fence-lease-ms": { env: "NARAD_PRODUCER_FENCE_LEASE_MS", file: "producerFenceLeaseMs" },
   "users-max-staleness-ms": { env: "NARAD_USERS_MAX_STALENESS_MS", file: "usersMaxStalenessMs" },
   "unknown-query-params": { env: "NARAD_UNKNOWN_QUERY_PARAMS", file: "unknownQueryParams" },
@@ -295,11 +313,15 @@ Options (each also settable as the NARAD_* variable shown, or in --config JSON):
   --log-level LEVEL           trace|debug|info|warn|error NARAD_LOG_LEVEL    (default info)
   --metastore file|kubernetes where topics live          NARAD_METASTORE     (default file)
   --cluster-name NAME         NaradCluster (kubernetes)  NARAD_CLUSTER_NAME  (required with kubernetes)
+  --cluster-uid UID           its metadata.uid (volume-id) NARAD_CLUSTER_UID   (set by the operator)
   --namespace NS              its namespace (kubernetes) NARAD_NAMESPACE     (default $POD_NAMESPACE, the pod's namespace, or default)
   --config FILE               JSON file with any of the settings in camelCase   NARAD_CONFIG
   --drain-timeout-ms N        SIGTERM drain bound        NARAD_DRAIN_TIMEOUT_MS (default ${k.drainTimeoutMs})
   --acks-all-timeout-ms N     acks=all wait for the owner's commit, then 503
                                                          NARAD_ACKS_ALL_TIMEOUT_MS (default ${k.acksAllTimeoutMs})
+  --default-acks auto|wal|all acks of a produce that names none (answered 202 as Narad does);
+                              auto: all on a replicated topic, wal otherwise
+                                                         NARAD_DEFAULT_ACKS  (default ${k.defaultAcks})
   --producer-fence-lease-ms N cluster mode: a producer-registry read is trusted this long for
                               producer epoch decisions; a re-init waits at most ~N for brokers
                               that do not confirm it (1-${k.producerFenceLeaseMaxMs})
@@ -488,6 +510,9 @@ export function loadConfig(
   const loopbackForward = get("loopback-forward") ?? "off";
   if (loopbackForward !== "on" && loopbackForward !== "off")
     throw new ConfigError(`--loopback-forward must be on or off, got "${loopbackForward}"`);
+  const defaultAcks = get("default-acks") ?? k.defaultAcks;
+  if (defaultAcks !== "auto" && defaultAcks !== "wal" && defaultAcks !== "all")
+    throw new ConfigError(`--default-acks must be auto, wal or all, got "${defaultAcks}"`);
   const replication = get("replication") ?? k.replicationDefault;
   if (replication !== "on" && replication !== "off")
     throw new ConfigError(`--replication must be on or off, got "${replication}"`);
@@ -510,9 +535,11 @@ export function loadConfig(
     logLevel,
     metastore,
     clusterName: get("cluster-name") ?? "",
+    clusterUid: get("cluster-uid") ?? "",
     namespace: get("namespace") ?? defaultNamespace(env, namespaceFile),
     drainTimeoutMs: count("drain-timeout-ms", k.drainTimeoutMs),
     acksAllTimeoutMs: positiveCount("acks-all-timeout-ms", k.acksAllTimeoutMs),
+    defaultAcks,
     producerFenceLeaseMs: positiveCount("producer-fence-lease-ms", k.producerFenceLeaseMs),
     usersMaxStalenessMs: positiveCount("users-max-staleness-ms", k.usersMaxStalenessMs),
     unknownQueryParams,
@@ -562,6 +589,7 @@ export function loadConfig(
       fetchMaxWaitMs: k.replicaFetchMaxWaitMs,
       retryBackoffMs: k.replicaRetryBackoffMs,
       frontierRefreshMs: k.replicaFrontierRefreshMs,
+      checkpointIntervalMs: k.replicaCheckpointIntervalMs,
     },
     topicDefaults: {
       partitions: count("topic-partitions", k.topicPartitionsDefault),

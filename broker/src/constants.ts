@@ -46,6 +46,8 @@ export const replicaFetchMaxWaitMs = 500;
 export const replicaRetryBackoffMs = 250;
 /** A leader re-reads its group frontiers for its followers at most this often. */
 export const replicaFrontierRefreshMs = 1_000;
+/** A follower persists its HWM lazily (Kafka checkpoints its high watermarks every 5 s). */
+export const replicaCheckpointIntervalMs = 1_000;
 /** A commit that failed without an answer is kept for its Down owner this long before a reroute (dispatch-plan.ts I4). */
 export const dispatchInDoubtHoldMs = 120_000;
 export const dispatchErrorBackoffMs = 1_000;
@@ -62,6 +64,8 @@ export const topicListLimitMax = 1_000;
 export const drainTimeoutMs = 25_000;
 /** How long an acks=all produce waits for the owner's commit before 503 commit_timeout. */
 export const acksAllTimeoutMs = 15_000;
+/** acks of a produce that names none: all on a replicated topic, wal otherwise (docs/replication.md, "acks"). */
+export const defaultAcks = "auto";
 /**
  * Cluster mode: how long a read of the producer registry is trusted for an
  * epoch decision, and so the longest a re-init waits for a broker that does
@@ -94,10 +98,10 @@ export const topicVisibilityTimeoutMsDefault = 30_000;
 export const topicMaxInFlightDefault = 1_024;
 export const topicMaxAckedAheadDefault = 1_024;
 /**
- * `--replication`: off until the replicated data path is in; while off every
- * new topic has one copy (docs/replication.md).
+ * `--replication`: on, topics default to 3 copies (minimum 2) on a cluster of
+ * at least 3 brokers; off, every new topic has one copy (docs/replication.md).
  */
-export const replicationDefault: "on" | "off" = "off";
+export const replicationDefault: "on" | "off" = "on";
 export const topicNamePattern = /^[A-Za-z0-9._-]{1,255}$/;
 /**
  * Group names end up in file names (<group>.offset.tmp, 11 more bytes) on a

@@ -89,9 +89,12 @@ export async function startBroker(
   await mkdir(config.dataDir, { recursive: true });
   const lock = await acquireDataDirLock(config.dataDir);
   // Replication's volume identity (ADR 0007): written on a volume's first
-  // start, reported in /admin/v1/status. Nothing acts on it yet; the
-  // cluster uid comes from the operator once replication is wired ("" now).
-  const volume = await ensureVolumeId(config.dataDir, { clusterUid: "", memberId: config.nodeId });
+  // start, reported in /admin/v1/status. The cluster uid comes from the
+  // operator (NARAD_CLUSTER_UID; "" when not known).
+  const volume = await ensureVolumeId(config.dataDir, {
+    clusterUid: config.clusterUid,
+    memberId: config.nodeId,
+  });
   if (volume.kind === "foreign")
     logger.warn({ reason: volume.reason }, "data dir holds a foreign volume-id marker");
   const metrics = createBrokerMetrics({ defaultMetrics: true, dataDir: config.dataDir });
@@ -122,6 +125,7 @@ export async function startBroker(
     producerRegistry,
     topicExists: (topic) => metastore.getTopic(topic) !== undefined,
     replicaMode: (topic, partition) => replication?.openMode(topic, partition) ?? { kind: "single" },
+    beforeDeleteTopic: async (topic) => replication?.releaseTopic(topic),
     nowMs,
   });
   const consumers = createLocalConsumers({ config, logs, metastore, metrics, logger, monoMs });

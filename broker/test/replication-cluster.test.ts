@@ -5,10 +5,11 @@
 // the replica manager's roles, the leader state's HWM and ISR writes, the
 // fetchers, the commit wait, the dispatcher holding records for a leader.
 import { readFileSync } from "node:fs";
-import { readdir, readFile, rm } from "node:fs/promises";
+import { readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { ReplicaAssignment } from "../../packages/api/src/v1alpha1/replication.ts";
+import { scanFrames } from "../src/replication-io/replica-log.ts";
 import {
   drained,
   eventually,
@@ -26,10 +27,18 @@ function volumeIdOf(node: TestNode): string {
 }
 
 /** Three replicating brokers with their volume ids published, as the operator records them. */
-async function replicatingCluster(opts: { lagMs?: number } = {}): Promise<TestCluster> {
+async function replicatingCluster(
+  opts: { lagMs?: number; commitTimeoutMs?: number; acksAllTimeoutMs?: number } = {},
+): Promise<TestCluster> {
   const tc = clusters.create({
     prefix: "narad-repl",
-    args: ["--replication", "on", "--replica-lag-ms", String(opts.lagMs ?? 10_000)],
+    args: [
+      ...["--replication", "on", "--replica-lag-ms", String(opts.lagMs ?? 10_000)],
+      ...["--replica-commit-timeout-ms", String(opts.commitTimeoutMs ?? 10_000)],
+      ...(opts.acksAllTimeoutMs === undefined
+        ? []
+        : ["--acks-all-timeout-ms", String(opts.acksAllTimeoutMs)]),
+    ],
   });
   await tc.startAll(["a", "b", "c"]);
   for (const n of tc.nodes()) tc.mc.setVolumeId(n.id, volumeIdOf(n));
@@ -179,7 +188,7 @@ describe("replication on an in-process cluster", () => {
   });
 
   it("a deposed leader truncates what it appended above the HWM, and its WAL re-sends it to the new leader once", async () => {
-    const tc = await replicatingCluster({ lagMs: 60_000 });
+    const tc = await replicatingCluster({ lagMs: 60_000, commitTimeoutMs: 2_000, acksAllTimeoutMs: 3_000 });
     const record = await createTopic(tc, "div");
     const oldId = record.leader!;
     const [b, c] = record.replicas.filter((m) => m !== oldId) as [string, string];
@@ -357,5 +366,351 @@ describe("replication on an in-process cluster", () => {
       ),
     );
     expect((await produceAll(d, "move", [100])).status).toBe(200);
+  });
+
+  it("an ISR change the leader decided before the operator dropped a replica never puts the dropped replica back", async () => {
+    // The leader's ISR writes go through a gate the test opens: the write is
+    // decided on the record before the operator's change and lands after it,
+    // as a compare-and-swap that conflicted and was retried on a fresh read.
+    let hold: Promise<void> | undefined;
+    let release = (): void => {};
+    const held: string[] = [];
+    const tc = clusters.create({
+      prefix: "narad-repl",
+      args: ["--replication", "on", "--replica-lag-ms", "800"],
+      metastore: (_id, view) => ({
+        ...view,
+        recordIsr: async (topic, partition, expect, isr) => {
+          if (hold !== undefined) {
+            held.push(isr.map((m) => m.member).join(","));
+            await hold;
+          }
+          return view.recordIsr!(topic, partition, expect, isr);
+        },
+      }),
+    });
+    await tc.startAll(["a", "b", "c", "d"]);
+    for (const n of tc.nodes()) tc.mc.setVolumeId(n.id, volumeIdOf(n));
+    const record = await createTopic(tc, "drop");
+    const leader = tc.node(record.leader!);
+    const [x, y] = record.replicas.filter((m) => m !== leader.id) as [string, string];
+    const spare = tc.nodes().find((n) => !record.replicas.includes(n.id))!.id;
+    expect((await produceAll(leader, "drop", [1, 2, 3])).status).toBe(200);
+    // The operator adds a replacement for x; the leader adds it to the ISR once caught up.
+    tc.mc.setReplicaAssignment("drop", 0, { ...record, replicas: [...record.replicas, spare] });
+    await eventually("the replacement in the ISR", 15_000, async () =>
+      (tc.mc.replicaAssignment("drop", 0)?.isr ?? []).some((m) => m.member === spare),
+    );
+    // y stops: the leader decides to shrink it away, on the record that still lists x.
+    hold = new Promise<void>((r) => {
+      release = r;
+    });
+    await tc.kill(y);
+    await eventually("the leader asked to shrink y", 15_000, async () => held.length > 0);
+    expect(held[0]!.split(",")).not.toContain(y);
+    expect(held[0]!.split(",")).toContain(x);
+    // Meanwhile the operator drops x from the replicas and the ISR (its replacement is in sync).
+    const now = tc.mc.replicaAssignment("drop", 0)!;
+    tc.mc.setReplicaAssignment("drop", 0, {
+      ...now,
+      replicas: now.replicas.filter((m) => m !== x),
+      isr: now.isr.filter((m) => m.member !== x),
+    });
+    await eventually("x removed its copy", 10_000, async () =>
+      readdir(join(tc.node(x).dir, "topics", "drop", "p00000")).then(
+        () => false,
+        () => true,
+      ),
+    );
+    hold = undefined;
+    release();
+    // Whatever the leader does with its change, the ISR never again names x:
+    // x holds no copy, yet an ISR entry makes it electable and counted.
+    const deadline = Date.now() + 4_000;
+    while (Date.now() < deadline) {
+      const r = tc.mc.replicaAssignment("drop", 0)!;
+      for (const m of r.isr) expect(r.replicas, `ISR ${JSON.stringify(r.isr)}`).toContain(m.member);
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    // The leader decided again on the operator's record: y (dead) leaves, the two live stay.
+    await eventually("the ISR is the two live replicas", 10_000, async () => {
+      const isr = (tc.mc.replicaAssignment("drop", 0)?.isr ?? []).map((m) => m.member).sort();
+      return JSON.stringify(isr) === JSON.stringify([leader.id, spare].sort());
+    });
+    expect((await produceAll(leader, "drop", [4])).status).toBe(200);
+  });
+
+  it("a leader back after a kill -9 in its own epoch adds a follower to the ISR only once it holds everything the leader may have acknowledged", async () => {
+    // The leader's ISR writes after its restart are checked against the
+    // joining follower's copy on disk at the moment of the write.
+    const joins: Array<{ member: string; end: number }> = [];
+    let watchJoin: { member: string; dir: string } | undefined;
+    const copyEnd = async (dir: string): Promise<number> => {
+      const names = (await readdir(dir).catch(() => [] as string[])).filter((n) => n.endsWith(".log")).sort();
+      if (names.length === 0) return 0;
+      const buf = Buffer.concat(await Promise.all(names.map((n) => readFile(join(dir, n)))));
+      const first = Number(names[0]!.slice(0, 20));
+      const scan = scanFrames(buf, first, 1 << 24);
+      const last = scan.frames.at(-1);
+      return last === undefined ? first : last.baseOffset + last.count;
+    };
+    const tc = await replicatingCluster({ lagMs: 800 });
+    const record = await createTopic(tc, "restart");
+    const leaderId = record.leader!;
+    const [f1, f2] = record.replicas.filter((m) => m !== leaderId) as [string, string];
+    expect((await produceAll(tc.node(leaderId), "restart", [1, 2, 3])).status).toBe(200);
+    const f2Dir = join((await tc.kill(f2)).dir, "topics", "restart", "p00000");
+    await eventually("the ISR shrank to the two live replicas", 15_000, async () =>
+      (tc.mc.replicaAssignment("restart", 0)?.isr ?? []).every((m) => m.member !== f2),
+    );
+    const acked = await produceAll(tc.node(leaderId), "restart", [4, 5, 6, 7, 8, 9]);
+    expect(acked.status, acked.text).toBe(200);
+    const ackedEnd = 1 + Math.max(...acked.json().results.map((r: { offset: number }) => r.offset));
+    expect(ackedEnd).toBe(9);
+    // kill -9 of the leader: its lazily written HWM file (and the replica
+    // checkpoint) are what they were on disk at that instant, not what a
+    // clean close would write.
+    const dir = join(tc.node(leaderId).dir, "topics", "restart", "p00000");
+    const onDisk = await Promise.all(["hwm", "replica-checkpoint"].map((f) => readFile(join(dir, f))));
+    expect(onDisk[0]!.readUInt32BE(0) * 2 ** 32 + onDisk[0]!.readUInt32BE(4)).toBeLessThan(ackedEnd);
+    await tc.kill(leaderId);
+    await Promise.all(["hwm", "replica-checkpoint"].map((f, i) => writeFile(join(dir, f), onDisk[i]!)));
+    // f1, the other in-sync replica, is slow to come back (stopped meanwhile).
+    await tc.kill(f1);
+    // Back within the grace: still the leader at the same epoch.
+    await tc.restart(leaderId, {
+      metastore: (_id, view) => ({
+        ...view,
+        recordIsr: async (topic, partition, expect_, isr) => {
+          const w = watchJoin;
+          if (w !== undefined && isr.some((m) => m.member === w.member))
+            joins.push({ member: w.member, end: await copyEnd(w.dir) });
+          return view.recordIsr!(topic, partition, expect_, isr);
+        },
+      }),
+    });
+    watchJoin = { member: f2, dir: f2Dir };
+    await tc.restart(f2);
+    await eventually("f2 back in the ISR", 15_000, async () =>
+      (tc.mc.replicaAssignment("restart", 0)?.isr ?? []).some((m) => m.member === f2),
+    );
+    expect(joins.length).toBeGreaterThan(0);
+    // Everything acknowledged (offsets below 9) was on f2 when it was added:
+    // an ISR member is electable, and the records it lacks would be lost.
+    for (const j of joins) expect(j.end, JSON.stringify(joins)).toBeGreaterThanOrEqual(ackedEnd);
+    await tc.restart(f1);
+    expect((await produceAll(tc.node(leaderId), "restart", [10])).status).toBe(200);
+    const ids = await readIds(tc.node(leaderId), "restart");
+    for (const id of [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]) expect(ids).toContain(id);
+  });
+
+  it("a deposed leader whose view still names it leader acknowledges nothing the new leader lacks", async () => {
+    // The old leader's metastore view is frozen (a watch that stopped
+    // delivering) while the operator hands leadership to another replica.
+    let frozen: { at: Map<string, ReplicaAssignment | undefined>; listeners: Array<() => void> } | undefined;
+    const tc = clusters.create({
+      prefix: "narad-repl",
+      args: [
+        ...["--replication", "on", "--replica-lag-ms", "1500"],
+        ...["--replica-commit-timeout-ms", "1500", "--acks-all-timeout-ms", "2500"],
+      ],
+    });
+    await tc.startAll(["a", "b", "c"]);
+    for (const n of tc.nodes()) tc.mc.setVolumeId(n.id, volumeIdOf(n));
+    const record = await createTopic(tc, "zombie");
+    const oldId = record.leader!;
+    const [next, third] = record.replicas.filter((m) => m !== oldId) as [string, string];
+    expect((await produceAll(tc.node(next), "zombie", [1, 2, 3])).status).toBe(200);
+    await eventually("drained", 10_000, () => drained(tc.nodes()));
+    // The old leader again, with a view the test can freeze.
+    await tc.restart(oldId, {
+      metastore: (_id, view) => ({
+        ...view,
+        replicaAssignment: (t, p) =>
+          frozen?.at.has(`${t}/${p}`) === true ? frozen.at.get(`${t}/${p}`) : view.replicaAssignment?.(t, p),
+        ownerOf: (t, p) => {
+          const r = frozen?.at.get(`${t}/${p}`);
+          return r !== undefined ? (r.leader ?? "") : view.ownerOf(t, p);
+        },
+        onChange: (l) => {
+          view.onChange(() => {
+            if (frozen !== undefined) frozen.listeners.push(l);
+            else l();
+          });
+        },
+      }),
+    });
+    await eventually(
+      "the old leader leads again",
+      10_000,
+      async () => (await produceAll(tc.node(oldId), "zombie", [4])).status === 200,
+    );
+    frozen = { at: new Map([["zombie/0", tc.mc.replicaAssignment("zombie", 0)]]), listeners: [] };
+    // Handover: `next` leads at epoch + 1; the ISR is unchanged (the old leader stays in it,
+    // and leaves it after replica_lag_ms: it never fetches from `next`).
+    const now = tc.mc.replicaAssignment("zombie", 0)!;
+    tc.mc.setReplicaAssignment("zombie", 0, { ...now, leader: next, leaderEpoch: now.leaderEpoch + 1 });
+    // Produce through the deposed leader (it commits locally, as its view says)
+    // and through the new one, at the same time.
+    const [viaOld, viaNew] = await Promise.all([
+      produceAll(tc.node(oldId), "zombie", [100, 101]),
+      eventually(
+        "the new leader answers",
+        15_000,
+        async () => (await produceAll(tc.node(third), "zombie", [200])).status === 200,
+      ),
+    ]);
+    expect(viaOld.status, viaOld.text).not.toBe(200);
+    expect(viaNew).toBeUndefined();
+    // The old leader sees the record: it follows, cuts its tail, re-sends 100-101 once.
+    const listeners = frozen.listeners;
+    frozen = undefined;
+    for (const l of listeners) l();
+    await eventually("every WAL drained", 20_000, () => drained(tc.nodes()));
+    const ids = await readIds(tc.node(next), "zombie");
+    for (const id of [1, 2, 3, 4, 100, 101]) expect(ids.filter((x) => x === id)).toHaveLength(1);
+    expect(ids).toContain(200);
+    const want = await segmentBytes(tc.node(next), "zombie");
+    await eventually("the old leader's copy equals the new leader's", 10_000, async () =>
+      (await segmentBytes(tc.node(oldId), "zombie")).equals(want),
+    );
+  });
+
+  for (const fault of ["lost", "applied"] as const)
+    it(`an ISR shrink whose answer is ${fault} stays pending: nothing is acknowledged on the shrunk set until the change is known`, async () => {
+      const tc = await replicatingCluster({ lagMs: 800, commitTimeoutMs: 2_000, acksAllTimeoutMs: 3_000 });
+      const record = await createTopic(tc, `pend-${fault}`, { min_insync_replicas: 2 });
+      const topic = `pend-${fault}`;
+      const leader = tc.node(record.leader!);
+      const [f1, f2] = record.replicas.filter((m) => m !== leader.id) as [string, string];
+      expect((await produceAll(leader, topic, [1])).status).toBe(200);
+      // Three answers are lost; f2 and f1 die, one after the other.
+      tc.mc.failIsrWrites(fault, 3);
+      const writesBefore = tc.mc.isrWrites();
+      await tc.kill(f2);
+      const t0 = Date.now();
+      const r = await produceAll(leader, topic, [2]);
+      expect(r.status, r.text).toBe(200);
+      // Answered only once the shrink was recorded (applied) or re-sent and recorded (lost).
+      const isr = tc.mc
+        .replicaAssignment(topic, 0)!
+        .isr.map((m) => m.member)
+        .sort();
+      expect(isr).toEqual([leader.id, f1].sort());
+      expect(tc.mc.isrWrites()).toBeGreaterThan(writesBefore);
+      console.log(`ISR shrink with the answer ${fault} x3: acks=all answered after ${Date.now() - t0} ms`);
+      // With f1 gone too the ISR cannot shrink below 2: acks=all waits, then 503; nothing on one copy.
+      await tc.kill(f1);
+      const alone = await produceAll(leader, topic, [3]);
+      expect(alone.status).toBe(503);
+      expect(tc.mc.replicaAssignment(topic, 0)!.isr).toHaveLength(2);
+    });
+
+  it("a fan-out cursor survives the parent leader's loss: the new leader copies on from it, not from the attach", async () => {
+    const tc = await replicatingCluster();
+    const record = await createTopic(tc, "parent");
+    const leaderId = record.leader!;
+    const via = tc.node(record.replicas.find((m) => m !== leaderId)!);
+    await createTopic(tc, "kid");
+    const child = await req(via, "POST", "/v1/topics/parent/children", { child: "kid" });
+    expect(child.status, child.text).toBe(200);
+    const ids = Array.from({ length: 50 }, (_, i) => i);
+    for (let i = 0; i < 50; i += 10)
+      expect((await produceAll(via, "parent", ids.slice(i, i + 10))).status).toBe(200);
+    const childIds = async () => {
+      const out: number[] = [];
+      const t = (await req(via, "GET", "/v1/topics/kid")).json();
+      for (let p = 0; p < t.partitions; p++) {
+        const r = await req(via, "GET", `/v1/topics/kid/records?partition=${p}&offset=0&limit=1000`);
+        if (r.status === 200)
+          for (const x of r.json().records as Array<{ payload: { id: number } }>) out.push(x.payload.id);
+      }
+      return out;
+    };
+    await eventually("the child got the 50", 15_000, async () => (await childIds()).length >= 50);
+    // The cursor reached the followers of the parent partition.
+    await eventually("followers hold the cursor", 15_000, async () => {
+      for (const m of record.replicas.filter((x) => x !== leaderId)) {
+        const dir = join(tc.node(m).dir, "topics", "parent", "p00000");
+        const names = await readdir(dir).catch(() => [] as string[]);
+        const f = names.find((n) => n.startsWith("fanout-") && n.endsWith(".offset"));
+        if (f === undefined) return false;
+        if ((JSON.parse(await readFile(join(dir, f), "utf8")) as { next_offset: number }).next_offset < 50)
+          return false;
+      }
+      return true;
+    });
+    await tc.kill(leaderId);
+    tc.mc.setState(leaderId, "Down");
+    tc.mc.setReplicaAssignment("parent", 0, {
+      ...record,
+      leader: via.id,
+      leaderEpoch: record.leaderEpoch + 1,
+      isr: record.isr.filter((m) => m.member !== leaderId),
+    });
+    await eventually(
+      "acks=all at the new leader",
+      15_000,
+      async () => (await produceAll(via, "parent", [100])).status === 200,
+    );
+    await eventually("the child got 100", 15_000, async () => (await childIds()).includes(100));
+    const got = await childIds();
+    // Copied on from the replicated cursor: none of the first 50 again.
+    for (const id of ids) expect(got.filter((x) => x === id)).toHaveLength(1);
+  });
+
+  it("a deleted replicated topic's directory is not recreated by a fetcher; a namesake replicates afresh", async () => {
+    const tc = await replicatingCluster();
+    await createTopic(tc, "gone");
+    for (let i = 0; i < 5; i++) expect((await produceAll(tc.node("a"), "gone", [i])).status).toBe(200);
+    const del = await req(tc.node("b"), "DELETE", "/v1/topics/gone");
+    expect(del.status, del.text).toBe(204);
+    // Every node deletes its files (the operator's delete-data step, done here by the test).
+    for (const n of tc.nodes()) {
+      const r = await req(n, "DELETE", "/admin/v1/topics/gone/data");
+      expect([200, 204, 404]).toContain(r.status);
+    }
+    await new Promise((r) => setTimeout(r, 1_500));
+    for (const n of tc.nodes())
+      expect(
+        await readdir(join(n.dir, "topics", "gone")).then(
+          () => "exists",
+          () => "absent",
+        ),
+      ).toBe("absent");
+    await createTopic(tc, "gone");
+    expect((await produceAll(tc.node("c"), "gone", [100])).status).toBe(200);
+    expect(await readIds(tc.node("a"), "gone")).toEqual([100]);
+  });
+
+  it("a produce that names no acks is acks=all on a replicated topic (--default-acks auto) and still answers Narad's 202", async () => {
+    const tc = await replicatingCluster();
+    await createTopic(tc, "implicit");
+    const r = await req(tc.node("b"), "POST", "/v1/topics/implicit/produce?partition=0", '{"id":1}');
+    expect(r.status, r.text).toBe(202);
+    expect(r.text).toBe("");
+    // Answered only once committed on the ISR: readable at once, through any node.
+    expect(await readIds(tc.node("c"), "implicit")).toEqual([1]);
+    const batch = await produceIds(tc.node("a"), "implicit", [2, 3], 0);
+    expect(batch.status, batch.text).toBe(202);
+    expect(batch.json()).toEqual({ accepted: 2 });
+    expect(await readIds(tc.node("b"), "implicit")).toEqual([1, 2, 3]);
+    // With the ISR below its minimum the refusal comes up front, as for an explicit acks=all.
+    const record = tc.mc.replicaAssignment("implicit", 0)!;
+    tc.mc.setReplicaAssignment("implicit", 0, {
+      ...record,
+      isr: record.isr.filter((m) => m.member === record.leader),
+    });
+    const refused = await req(tc.node("b"), "POST", "/v1/topics/implicit/produce?partition=0", '{"id":4}');
+    expect(refused.status).toBe(503);
+    expect(refused.json().code).toBe("not_enough_replicas");
+    // An explicit acks=wal keeps the single-copy 202 of the WAL fsync.
+    const wal = await req(
+      tc.node("b"),
+      "POST",
+      "/v1/topics/implicit/produce?partition=0&acks=wal",
+      '{"id":5}',
+    );
+    expect(wal.status).toBe(202);
   });
 });

@@ -348,6 +348,37 @@ describe("replica fetch on the cluster RPC", () => {
     expect(after.endOffset).toBe(93); // nothing was cut
   });
 
+  it("a follower killed -9 right after it restarted its copy at the leader's oldest offset follows again (an empty history is not a divergent one)", async () => {
+    const tc = clusters.create({
+      args: ["--log-segment-bytes", "4096", "--retention-check-interval-ms", "100"],
+    });
+    const [a, b] = await tc.startAll(["a", "b"]);
+    const r = await req(a!, "POST", "/v1/topics", { name: topic, partitions: 1, retention_bytes: 8192 });
+    expect(r.status, r.text).toBe(201);
+    const leader = tc.mc.owners(topic)[0] === "a" ? a! : b!;
+    await produceRange(leader, 0, 300);
+    // A replicated leader's history starts at its first epoch's offset, 0.
+    await appendEpoch(leaderDir(leader), 0, 0);
+    const oldest = async () =>
+      (await req(leader, "GET", `/v1/topics/${topic}?partition=0`)).json().partition_stats[0]
+        .oldest_offset as number;
+    await eventually("retention deleted the oldest segments", 15_000, async () => (await oldest()) > 0);
+    // An empty copy (a new replica) is below the leader's oldest offset: it
+    // restarts at it, and is killed -9 before any frame arrives.
+    const copy = join(tc.tempDir("narad-repl-reset"), "p00000");
+    const first = startFollower(followerArgs(leader, copy, { crashAfter: "reset" }));
+    const reset = await first.waitFor((e) => e.event === "reset", "reset");
+    expect(reset.from).toBe(0);
+    expect(reset.to as number).toBeGreaterThan(0);
+    await first.exited;
+    expect(first.child.signalCode).toBe("SIGKILL");
+    // The next life must follow from there, not refuse a truncation to 0.
+    const f = startFollower(followerArgs(leader, copy));
+    await f.waitFor((e) => e.event === "progress" && e.logEnd === 300, "caught up after the crash");
+    f.child.kill("SIGTERM");
+    await f.exited;
+  });
+
   it("each broker writes a volume-id marker on its first start, finds it again after a restart, and reports it in /admin/v1/status", async () => {
     const tc = clusters.create();
     const [a] = await tc.startAll(["a"]);

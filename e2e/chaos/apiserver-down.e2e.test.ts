@@ -1,6 +1,11 @@
-// The Kubernetes API server down for minutes (NARAD_APISERVER_DOWN_SECONDS,
-// default 120) under a 3-broker cluster run by the real operator, with
-// continuous produce and queue consumption through every broker:
+// The Kubernetes API server down (NARAD_APISERVER_DOWN_SECONDS, default 75)
+// under a 3-broker cluster run by the real operator, with continuous produce
+// and queue consumption through every broker. The outage outlasts the two
+// clocks it could trip: the operator's Down grace (30 s by default, so an
+// operator that trusted its stale view would mark members Down) and
+// kube-controller-manager's node-monitor grace (50 s: the node's lease goes
+// stale; the pods it may then mark not Ready are logged, "pods seen
+// Ready=False"). 120 s (the earlier default) measured the same.
 //   - the data plane keeps serving: produce 202s, consume and ack work, every
 //     broker stays ready (brokers serve from their watch-fed replica);
 //   - topic changes are refused with a 503 while the metastore is unreachable;
@@ -40,7 +45,7 @@ const NS = "apidown";
 const NAME = "apidown";
 const TOPIC = "events";
 const PARTITIONS = 6;
-const DOWN_SECONDS = Number(process.env["NARAD_APISERVER_DOWN_SECONDS"] ?? "120");
+const DOWN_SECONDS = Number(process.env["NARAD_APISERVER_DOWN_SECONDS"] ?? "75");
 
 interface Cluster {
   status?: {

@@ -1,5 +1,5 @@
 // Replication chaos on the local platform with the real operator: for
-// NARAD_REPLICATION_CHAOS_SECONDS (default 120; the acceptance run is 600)
+// NARAD_REPLICATION_CHAOS_SECONDS (default 90; the acceptance run is 600)
 // a seeded loop (NARAD_REPLICATION_CHAOS_SEED, printed) of broker faults under
 // continuous acks=all produce (single records and batches, a ledger of every
 // 200 with its offset) and queue consumption (consume → ack, a ledger of
@@ -38,7 +38,7 @@ const NAME = "rc";
 const TOPIC = "chaos";
 const PARTITIONS = 6;
 const GROUP = "ledger";
-const SECONDS = Number(process.env["NARAD_REPLICATION_CHAOS_SECONDS"] ?? "120");
+const SECONDS = Number(process.env["NARAD_REPLICATION_CHAOS_SECONDS"] ?? "90");
 const SEED = Number(process.env["NARAD_REPLICATION_CHAOS_SEED"] ?? "719");
 const BROKERS = [`${NAME}-0`, `${NAME}-1`, `${NAME}-2`];
 /** A kill -9 restart (1 s backoff + start) stays within it; a crash loop goes past it. */

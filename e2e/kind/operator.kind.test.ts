@@ -2,9 +2,18 @@
 // install of charts/narad-operator, a small NaradCluster -> Ready with its
 // brokers in real containers, the narad CLI in a client pod producing and
 // consuming through the Service's DNS name with the operator-generated
-// credentials, the securityContext enforced by the container runtime, and
-// kill -9 of a broker's container process -> Down -> reroute -> Active with
-// every acknowledged record read back exactly once.
+// credentials, the securityContext enforced by the container runtime,
+// port-forwards from the host, and under a continuous producer whose every
+// 202 is read back:
+//   - kill -9 of a broker's container process (a crash loop): held within
+//     the grace, then Down (Event, Degraded, epoch), reroute, Active;
+//   - a drained roll with the operator's own container kill -9ed mid-roll:
+//     one eviction per pod, highest ordinal first, ≤1 unavailable, ≤0.1 %
+//     produce errors, PVCs kept;
+//   - scale 3 → 5 → 2: rebalance, three decommissions one at a time, the
+//     removed members' PVCs deleted.
+// These are the only runs of those three scenarios (the local platform keeps
+// the variants that freeze a broker: e2e/operator/{roll,scale}.e2e.test.ts).
 //
 // The tests run in order and share the cluster (each builds on the last).
 
@@ -16,14 +25,15 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { partitionForKey } from "../../broker/src/core/partitioner.ts";
 import { type E2EPlatform, getPlatform } from "../harness/index.ts";
 import { clusterCredentials } from "../operator/credentials.ts";
+import { expectEveryAckReadableOnce } from "../operator/expect-ledger.ts";
 import {
   BROKER_PORT,
-  checkLedger,
   type HeaderSource,
   LoadProducer,
   listBrokerPods,
   type PodInfo,
   PodSampler,
+  readTopic,
 } from "../operator/load.ts";
 import { createKindCluster, type KindCluster } from "./cluster.ts";
 import { brokerImage, docker, repoRoot } from "./docker.ts";
@@ -67,6 +77,32 @@ async function cluster(): Promise<Cluster> {
 const member = (c: Cluster, id: string) => c.status?.members?.find((m) => m.id === id);
 const cond = (c: Cluster, type: string) => c.status?.conditions?.find((x) => x.type === type);
 const pods = (): Promise<PodInfo[]> => listBrokerPods(core, NS, CLUSTER);
+
+interface KubeEvent {
+  metadata: { name: string };
+  reason?: string;
+  message?: string;
+  count?: number;
+}
+/** The namespace's Events with this reason, oldest first (the operator names them by creation time). */
+async function events(reason: string): Promise<KubeEvent[]> {
+  const out = await p.kubectl([
+    "-n",
+    NS,
+    "get",
+    "events",
+    "--field-selector",
+    `reason=${reason}`,
+    "-o",
+    "json",
+  ]);
+  // `<object>.<creation ms, hex><sequence, 3 hex digits>` (operator/src/kube/events.ts)
+  const created = (e: KubeEvent) => BigInt(`0x${e.metadata.name.split(".").pop() ?? "0"}`);
+  return (JSON.parse(out.stdout) as { items: KubeEvent[] }).items.sort((a, b) =>
+    created(a) < created(b) ? -1 : created(a) > created(b) ? 1 : 0,
+  );
+}
+const eventText = async (reason: string) => (await events(reason)).map((e) => e.message ?? "").join("\n");
 
 /** `kubectl exec` in a pod's container; the exit code is returned, not thrown. */
 async function exec(pod: string, container: string, argv: string[], allowFailure = false) {
@@ -238,6 +274,10 @@ describe("operator on kind", () => {
   }, 3_600_000);
 
   afterAll(async () => {
+    // The run's next kind suite may share the cluster: free its node of this suite's brokers.
+    await p?.kubectl(["delete", "namespace", NS, "--ignore-not-found", "--wait=false"], {
+      allowFailure: true,
+    });
     await p?.stop();
     await kind?.delete();
   }, 600_000);
@@ -252,6 +292,7 @@ metadata:
 spec:
   replicas: ${REPLICAS}
   rollout: { downGraceSeconds: ${DOWN_GRACE_SECONDS} }
+  storage: { reclaimPolicy: { whenScaled: Delete } }
 `);
     await p.waitFor(
       async () => {
@@ -281,6 +322,39 @@ spec:
     expect(cs.stdout).toMatch(/^containerd:\/\//);
     const pvc = await p.kubectl(["-n", NS, "get", "pvc", `data-${pod}`, "-o", "jsonpath={.status.phase}"]);
     expect(pvc.stdout).toBe("Bound");
+    // Installed from the chart, the operator reconciles from inside the
+    // cluster: its pod holds the lease, and the brokers run the chart's brokerImage.
+    const op = await p.kubectl([
+      "-n",
+      "narad-system",
+      "get",
+      "deployment",
+      "narad-operator",
+      "-o",
+      "jsonpath={.status.readyReplicas}",
+    ]);
+    expect(op.stdout).toBe("1");
+    const holder = await p.kubectl([
+      "-n",
+      "narad-system",
+      "get",
+      "lease",
+      "narad-operator",
+      "-o",
+      "jsonpath={.spec.holderIdentity}",
+    ]);
+    expect(holder.stdout).toMatch(/^narad-operator-/);
+    const image = await p.kubectl([
+      "-n",
+      NS,
+      "get",
+      "statefulset",
+      CLUSTER,
+      "-o",
+      "jsonpath={.spec.template.spec.containers[0].image}",
+    ]);
+    expect(image.stdout).toBe(brokerImage);
+    expect((await cluster()).status?.members?.every((m) => m.state === "Active")).toBe(true);
     headers = await clusterCredentials(p.kubectl, NS, CLUSTER);
   });
 
@@ -437,7 +511,7 @@ spec:
     expect(plugin.exit).toEqual({ code: 0, signal: null });
   });
 
-  it("kill -9 of a broker's container process → Down → reroute → Active; every acknowledged record read back once", async () => {
+  it("kill -9 of a broker's container process: held within the grace → Down (MemberDown, Degraded) → reroute → Active; every acknowledged record read back once", async () => {
     const ip0 = (await pods()).find((x) => x.ready)?.ip ?? "";
     const created = await fetch(`http://${ip0}:${BROKER_PORT}/v1/topics`, {
       method: "POST",
@@ -457,6 +531,7 @@ spec:
       { timeoutMs: 60_000, what: `assignments of ${TOPIC}`, intervalMs: 500 },
     );
     expect(owned.length).toBeGreaterThan(0);
+    const survivorPartitions = [...Array(PARTITIONS).keys()].filter((x) => !owned.includes(x));
     const before = await cluster();
     expect(member(before, VICTIM)?.state).toBe("Active");
     const epoch0 = before.status?.membershipEpoch ?? 0;
@@ -469,10 +544,9 @@ spec:
     const producer = new LoadProducer({ tag: "kind", topic: TOPIC, ips: () => sampler.readyIps, headers });
     const survivorIps = (await pods()).filter((x) => x.name !== VICTIM && x.ready).map((x) => x.ip as string);
     expect(survivorIps).toHaveLength(REPLICAS - 1);
-    const rerouted = async () =>
-      (
-        await Promise.all(survivorIps.map((ip) => metricSum(ip, "narad_dispatch_rerouted_records_total")))
-      ).reduce((a, b) => a + b, 0);
+    const survivorSum = async (metric: string) =>
+      (await Promise.all(survivorIps.map((ip) => metricSum(ip, metric)))).reduce((a, b) => a + b, 0);
+    const rerouted = () => survivorSum("narad_dispatch_rerouted_records_total");
     await p.waitFor(async () => producer.acked.size >= 50, {
       timeoutMs: 60_000,
       what: "traffic before the kill",
@@ -486,11 +560,44 @@ spec:
     const crash = new CrashLoop(node, VICTIM);
     let released = false;
     try {
+      // The first kill, seen here within ~100 ms of it: the clock of the checks below.
       await p.waitFor(async () => crash.kills > 0, {
         timeoutMs: 30_000,
         what: "the first kill -9",
         intervalMs: 100,
       });
+      const tKill = Date.now();
+      // Records acknowledged from a second after the kill on can not have
+      // been dispatched to the dead owner: the window of the reroute check.
+      await sleep(Math.max(0, tKill + 1_000 - Date.now()));
+      const windowStart = producer.acked.size;
+
+      // Within the grace the member stays Active: the survivors hold the
+      // records meant for its partitions in their WALs (retrying the owner)
+      // and reroute none. Sampled every 250 ms from 4 s after the kill until
+      // 2 s before the grace ends (one slow scrape cannot decide it).
+      await sleep(Math.max(0, tKill + 4_000 - Date.now()));
+      let pendingInGrace = 0;
+      let reroutedInGrace = reroutedBefore;
+      let stateInGrace: string | undefined;
+      for (;;) {
+        const state = member(await cluster(), VICTIM)?.state;
+        // A read that returns after the grace ended may rightly say Down (the
+        // grace starts from a timestamp with one-second resolution).
+        if (Date.now() >= tKill + (DOWN_GRACE_SECONDS - 1) * 1000) break;
+        stateInGrace = state;
+        pendingInGrace = Math.max(pendingInGrace, await survivorSum("narad_wal_pending_records"));
+        reroutedInGrace = await rerouted();
+        if (stateInGrace !== "Active" || reroutedInGrace !== reroutedBefore) break;
+        if (Date.now() >= tKill + (DOWN_GRACE_SECONDS - 2) * 1000) break;
+        await sleep(250);
+      }
+      const tInGrace = Date.now();
+      expect(stateInGrace).toBe("Active");
+      expect(reroutedInGrace).toBe(reroutedBefore);
+      expect(pendingInGrace).toBeGreaterThan(0);
+
+      // Down after the grace: epoch bumped, Degraded, a MemberDown Event.
       const down = await p.waitFor(
         async () => {
           const c = await cluster();
@@ -499,37 +606,76 @@ spec:
         { timeoutMs: 120_000, what: `${VICTIM} Down`, intervalMs: 250 },
       );
       const tDown = Date.now();
-      expect(down.status?.membershipEpoch ?? 0).toBeGreaterThan(epoch0);
+      const epochDown = down.status?.membershipEpoch ?? 0;
+      expect(epochDown).toBeGreaterThan(epoch0);
       expect(tDown - t0).toBeGreaterThanOrEqual(DOWN_GRACE_SECONDS * 1000 - 1000);
+      // Written by the operator beside the member change, not necessarily in the same write.
+      await p.waitFor(async () => cond(await cluster(), "Degraded")?.status === "True", {
+        timeoutMs: 30_000,
+        what: "Degraded=True while a member is Down",
+        intervalMs: 250,
+      });
+      await p.waitFor(async () => (await eventText("MemberDown")).includes(`${VICTIM}: Active → Down`), {
+        timeoutMs: 30_000,
+        what: `a MemberDown Event for ${VICTIM}`,
+        intervalMs: 500,
+      });
+
+      // The survivors reroute: their rerouted counter moves.
       await p.waitFor(async () => (await rerouted()) > reroutedBefore, {
         timeoutMs: 60_000,
         what: "the survivors to reroute",
         intervalMs: 500,
       });
       const tReroute = Date.now();
-      const windowStart = producer.acked.size;
       await sleep(5_000); // produce while Down
       const window = [...producer.acked].slice(windowStart);
       const meantForVictim = window.filter((id) =>
         owned.includes(partitionForKey(new TextEncoder().encode(id), PARTITIONS)),
       );
       expect(meantForVictim.length).toBeGreaterThan(0);
+      // Every record acknowledged while the owner was dead is readable from
+      // the survivors' partitions while it is still Down: the ones meant for
+      // its partitions went to siblings.
+      let missing: string[] = window;
+      try {
+        await p.waitFor(
+          async () => {
+            const seen = await readTopic(survivorIps[0] ?? "", TOPIC, survivorPartitions, headers);
+            if (seen === undefined) return false;
+            missing = window.filter((id) => !seen.has(id));
+            return missing.length === 0;
+          },
+          { timeoutMs: 30_000, what: "every record acked while Down on the survivors", intervalMs: 1000 },
+        );
+      } catch {
+        // the assertion below shows what is missing
+      }
+      expect(missing.slice(0, 10)).toEqual([]);
       expect(member(await cluster(), VICTIM)?.state).toBe("Down");
 
       await crash.stop();
       released = true;
       const tRelease = Date.now();
-      await p.waitFor(async () => member(await cluster(), VICTIM)?.state === "Active", {
-        timeoutMs: 600_000,
-        what: `${VICTIM} Active again (after the kubelet's crash-loop back-off)`,
-        intervalMs: 500,
-      });
+      const up = await p.waitFor(
+        async () => {
+          const c = await cluster();
+          return member(c, VICTIM)?.state === "Active" ? c : undefined;
+        },
+        {
+          timeoutMs: 600_000,
+          what: `${VICTIM} Active again (after the kubelet's crash-loop back-off)`,
+          intervalMs: 500,
+        },
+      );
       const tActive = Date.now();
+      expect(up.status?.membershipEpoch ?? 0).toBeGreaterThan(epochDown);
       await p.waitFor(async () => cond(await cluster(), "Ready")?.status === "True", {
         timeoutMs: 120_000,
         what: "the cluster Ready again",
         intervalMs: 500,
       });
+      expect(await eventText("MemberChanged")).toContain(`${VICTIM}: Down → Active`);
       await p.waitFor(async () => sampler.readyIps.length === REPLICAS, {
         timeoutMs: 120_000,
         what: `${REPLICAS} Ready brokers`,
@@ -540,7 +686,7 @@ spec:
       await sampler.stop();
       const s = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
       console.log(
-        `operator-kind: kill -9 of ${VICTIM} (${crash.kills} kills in the crash loop, grace ${DOWN_GRACE_SECONDS} s): Down after ${s(tDown - t0)}, rerouting ${s(tReroute - tDown)} later, ${window.length} acked while Down (${meantForVictim.length} keyed to its partitions [${owned.join(",")}]); released → Active after ${s(tActive - tRelease)}; ${producer.summary()}`,
+        `operator-kind: kill -9 of ${VICTIM} (${crash.kills} kills in the crash loop, grace ${DOWN_GRACE_SECONDS} s): ${pendingInGrace} records pending in the survivors' WALs and none rerouted ${s(tInGrace - tKill)} after the kill; Down after ${s(tDown - t0)} (epoch ${epoch0} → ${epochDown}), rerouting ${s(tReroute - tDown)} later, ${window.length} acked while dead (${meantForVictim.length} keyed to its partitions [${owned.join(",")}], all on sibling partitions); released → Active after ${s(tActive - tRelease)} (epoch ${up.status?.membershipEpoch}); ${producer.summary()}`,
       );
     } finally {
       if (!released) await crash.stop();
@@ -548,21 +694,20 @@ spec:
       await sampler.stop();
     }
 
-    const ips = (await pods()).filter((x) => x.ready && x.ip).map((x) => x.ip as string);
-    const report = await checkLedger(producer, {
-      ip: ips[0] ?? "",
+    // Every 202 read back exactly once, through two brokers. A commit in
+    // flight to the owner at the kill has an unknown outcome: the survivors
+    // hold such records for it (never rerouted), so none is stored twice.
+    await expectEveryAckReadableOnce(producer, {
+      pods,
       topic: TOPIC,
       partitions: PARTITIONS,
       headers,
+      logPrefix: "operator-kind",
       timeoutMs: 120_000,
+      throughOthers: "second",
     });
-    console.log(`operator-kind: ${report.line}`);
-    expect(report.acked).toBeGreaterThan(0);
-    expect(report.lost.slice(0, 10)).toEqual([]);
-    expect(report.duplicated.slice(0, 10)).toEqual([]);
-    expect(report.unknown.slice(0, 10)).toEqual([]);
   });
-  it("a spec change rolls the brokers one at a time with the operator pod kill -9ed mid-roll: ≤1 unavailable, PVCs kept, nothing lost", async () => {
+  it("a spec change rolls the brokers one at a time, highest ordinal first, with the operator pod kill -9ed mid-roll and resuming (not restarting) it: ≤1 unavailable, ≤0.1 % produce errors, PVCs kept, nothing lost", async () => {
     const pvcUids = async () =>
       Object.fromEntries(
         (await core.listNamespacedPersistentVolumeClaim({ namespace: NS })).items.map((c) => [
@@ -646,6 +791,7 @@ spec:
             rev !== undefined &&
             rev !== fromRevision &&
             c.status?.roll === undefined &&
+            cond(c, "Progressing")?.reason === "UpToDate" &&
             cond(c, "Ready")?.status === "True" &&
             list.length === REPLICAS &&
             list.every((x) => x.ready && x.revision === rev)
@@ -673,29 +819,39 @@ spec:
       // The kubelet restarted the operator's container (the kill was real), and the roll finished.
       expect(Number(restarts.stdout)).toBeGreaterThan(restartsBefore);
       expect(sampler.maxUnavailable, `worst sample: ${sampler.worst.join(" ")}`).toBeLessThanOrEqual(1);
+      // A planned restart costs clients nothing: the draining broker forwards
+      // produce to a peer's WAL, and its pod turns not Ready before it goes.
+      // Refused connections (the pod gone before the readiness sampler
+      // noticed, nothing sent, retried at once) are counted in the summary.
+      expect(producer.applicationErrors(), producer.summary()).toBeLessThanOrEqual(
+        Math.floor(producer.attempts / 1000),
+      );
       // Every broker pod was replaced, and each new pod mounted the same claim.
       const after = await pods();
       for (const b of before) expect(after.find((x) => x.name === b.name)?.uid).not.toBe(b.uid);
       expect(await pvcUids()).toEqual(pvcs);
+      // One eviction per pod, highest ordinal first: the restarted operator
+      // picked the roll up from status.roll, it did not start over.
+      const evictions = (await events("RollingUpdate"))
+        .filter((e) => e.message?.startsWith("evicted pod ") === true)
+        .flatMap((e) => Array<string>(e.count ?? 1).fill(e.message?.split(" ")[2] ?? ""));
+      expect(evictions).toEqual([`${CLUSTER}-2`, `${CLUSTER}-1`, `${CLUSTER}-0`]);
+      expect(await eventText("RollComplete")).toContain("every pod runs it now");
     } finally {
       await producer.stop();
       await sampler.stop();
     }
-    const ips = (await pods()).filter((x) => x.ready && x.ip).map((x) => x.ip as string);
-    const report = await checkLedger(producer, {
-      ip: ips[0] ?? "",
+    await expectEveryAckReadableOnce(producer, {
+      pods,
       topic: TOPIC,
       partitions: PARTITIONS,
       headers,
+      logPrefix: "operator-kind",
       timeoutMs: 120_000,
+      throughOthers: "second",
     });
-    console.log(`operator-kind: ${report.line}`);
-    expect(report.acked).toBeGreaterThan(0);
-    expect(report.lost.slice(0, 10)).toEqual([]);
-    expect(report.duplicated.slice(0, 10)).toEqual([]);
-    expect(report.unknown.slice(0, 10)).toEqual([]);
   });
-  it("scale 3 → 5 → 2 under load: new members take partitions, three decommissions one at a time, nothing lost", async () => {
+  it("scale 3 → 5 → 2 under load: new members take partitions, three decommissions one at a time (highest ordinal first), their PVCs deleted, nothing lost", async () => {
     const owners = async () => {
       const t = await p.kubectl(["-n", NS, "get", "naradtopic", TOPIC, "-o", "json"]);
       const a = (JSON.parse(t.stdout) as { status?: { assignments?: { owner: string }[] } }).status
@@ -764,6 +920,7 @@ spec:
         { timeoutMs: 300_000, what: "partitions rebalanced onto the new members", intervalMs: 1000 },
       );
       const upMs = Date.now() - t0;
+      expect(await eventText("Rebalanced")).toContain("partitions balanced over 5 member(s)");
       const t1 = Date.now();
       replicas = 2;
       await patchReplicas(2);
@@ -788,22 +945,35 @@ spec:
       );
       expect(leavingAtOnce).toBeLessThanOrEqual(1);
       expect(await owners()).toEqual([`${CLUSTER}-0`, `${CLUSTER}-1`]);
+      // Removed one at a time, highest ordinal first.
+      const removed = (await events("MemberRemoved")).map((e) => e.message?.split(" ")[0]);
+      expect(removed).toEqual([`${CLUSTER}-4`, `${CLUSTER}-3`, `${CLUSTER}-2`]);
+      for (const reason of ["Decommissioning", "MovePlanned", "PartitionMoved"])
+        expect(await eventText(reason), reason).not.toBe("");
+      expect(await eventText("OwnerSwapped")).toContain("destination ready");
+      // whenScaled: Delete → the removed members' PVCs go (the kubelet lets go of them first).
+      await p.waitFor(
+        async () => {
+          const claims = (await core.listNamespacedPersistentVolumeClaim({ namespace: NS })).items
+            .filter((c) => c.metadata?.deletionTimestamp === undefined)
+            .map((c) => c.metadata?.name ?? "")
+            .sort();
+          return JSON.stringify(claims) === JSON.stringify([`data-${CLUSTER}-0`, `data-${CLUSTER}-1`]);
+        },
+        { timeoutMs: 120_000, what: "the PVCs of the removed members deleted", intervalMs: 1000 },
+      );
     } finally {
       await producer.stop();
       await sampler.stop();
     }
-    const ips = (await pods()).filter((x) => x.ready && x.ip).map((x) => x.ip as string);
-    const report = await checkLedger(producer, {
-      ip: ips[0] ?? "",
+    await expectEveryAckReadableOnce(producer, {
+      pods,
       topic: TOPIC,
       partitions: PARTITIONS,
       headers,
+      logPrefix: "operator-kind",
       timeoutMs: 120_000,
+      throughOthers: "all",
     });
-    console.log(`operator-kind: ${report.line}`);
-    expect(report.acked).toBeGreaterThan(0);
-    expect(report.lost.slice(0, 10)).toEqual([]);
-    expect(report.duplicated.slice(0, 10)).toEqual([]);
-    expect(report.unknown.slice(0, 10)).toEqual([]);
   });
 });

@@ -928,6 +928,47 @@ describe("kubernetes metastore: replication settings, replicated records and the
     }
   });
 
+  it("a change decided on an ISR another writer changed is superseded, never written over it", async () => {
+    await newTopic("superseded");
+    const t = await fresh("superseded");
+    await waitFor(() => store.replicaAssignment("superseded", 1)?.isr.length === 3, {
+      timeoutMs: 5_000,
+      what: "watch",
+    });
+    const decidedOn = isrOf("demo-1", "demo-2", "demo-0");
+    // The operator drops demo-0 (replicas and ISR, same epoch) ...
+    await objects.patchNamespacedCustomObjectStatus(
+      {
+        ...base(),
+        name: t.metadata.name ?? "",
+        body: [
+          { op: "test", path: "/status/assignments/1/partition", value: 1 },
+          { op: "replace", path: "/status/assignments/1/replicas", value: ["demo-1", "demo-2"] },
+          { op: "replace", path: "/status/assignments/1/isr", value: isrOf("demo-1", "demo-2") },
+        ],
+      },
+      setHeaderOptions("Content-Type", PatchStrategy.JsonPatch),
+    );
+    // ... while the leader asks, on the record before it, to shrink demo-2 away.
+    const out = await store.recordIsr(
+      "superseded",
+      1,
+      { leader: "demo-1", leaderEpoch: 4, isr: decidedOn },
+      isrOf("demo-1", "demo-0"),
+    );
+    expect(out).toMatchObject({ kind: "superseded", record: { isr: isrOf("demo-1", "demo-2") } });
+    expect((await fresh("superseded")).status?.assignments?.[1]?.isr).toEqual(isrOf("demo-1", "demo-2"));
+    // Decided on the ISR as it is now: recorded.
+    const again = await store.recordIsr(
+      "superseded",
+      1,
+      { leader: "demo-1", leaderEpoch: 4, isr: isrOf("demo-2", "demo-1") },
+      isrOf("demo-1"),
+    );
+    expect(again.kind).toBe("recorded");
+    expect((await fresh("superseded")).status?.assignments?.[1]?.isr).toEqual(isrOf("demo-1"));
+  });
+
   it("answers stale, and changes nothing, when the record moved on or the topic is gone", async () => {
     await newTopic("stale");
     const t = await fresh("stale");

@@ -174,6 +174,10 @@ async function startKubeBroker(
       b.id,
       "--cluster-addr",
       `127.0.0.1:${b.httpPort + 1}`,
+      // The fake operator places single-copy owners only (no replicated
+      // records, no elections): these suites run their topics at one copy.
+      // A suite may pass --replication on itself (later flags win).
+      ...["--replication", "off"],
       ...o.args,
     ],
     env: { KUBECONFIG: o.kubeconfig, KUBERNETES_SERVICE_HOST: "" },

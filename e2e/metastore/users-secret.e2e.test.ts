@@ -331,6 +331,8 @@ describe("two narad processes on the kubernetes metastore, auth on", () => {
             b.id,
             "--cluster-addr",
             `127.0.0.1:${b.httpPort + 1}`,
+            // Single-copy topics: the fake operator places no replicated records.
+            ...["--replication", "off"],
             "--auth",
             "on",
             "--auth-file",

@@ -513,47 +513,4 @@ describe("narad-operator", () => {
       { timeoutMs: 120_000, what: "cluster crash and everything it owned to be gone", intervalMs: 1000 },
     );
   });
-
-  it("installs from the Helm chart and reconciles from inside the cluster", async () => {
-    for (const op of operators) await op.kill("SIGTERM");
-    const chart = join(REPO, "charts/narad-operator");
-    await platform.helm(
-      [
-        "install",
-        "narad-operator",
-        chart,
-        "-n",
-        LEASE_NS,
-        "--set",
-        "replicas=1",
-        "--set",
-        "logLevel=debug",
-        "--set",
-        `brokerImage=${BROKER_IMAGE}`,
-        "--wait",
-        "--timeout",
-        "180s",
-      ],
-      { timeoutMs: 240_000 },
-    );
-    const deployment = await getJson<{ status: { readyReplicas?: number } }>(platform.kubectl, [
-      "-n",
-      LEASE_NS,
-      "deployment",
-      "narad-operator",
-    ]);
-    expect(deployment?.status.readyReplicas).toBe(1);
-    await waitFor(async () => (await leaseHolder())?.startsWith("narad-operator-") === true, {
-      timeoutMs: 60_000,
-      what: "the in-cluster operator to hold the lease",
-    });
-    await platform.applyYaml(clusterYaml("helm", { replicas: 1 }));
-    const c = await waitClusterReady("helm");
-    const sts = await getJson<{ spec: { template: { spec: { containers: Array<{ image: string }> } } } }>(
-      platform.kubectl,
-      ["-n", NS, "statefulset", "helm"],
-    );
-    expect(sts?.spec.template.spec.containers[0]?.image).toBe(BROKER_IMAGE);
-    expect(c.status?.members?.[0]?.state).toBe("Active");
-  });
 });

@@ -1,19 +1,18 @@
 // Scaling against a real API server (the local platform) with the real
 // operator and brokers, under a continuous producer and a verifier that
-// reads every record back (e2e/operator/load.ts):
-//   1. 3 → 5 with spec.rebalance: the new members go Active and partitions
-//      move onto them; then 5 → 2: three decommissions, one at a time
-//      (partition moves, WAL drain, Removed, StatefulSet shrink, PVCs
-//      deleted per whenScaled: Delete); zero lost, zero duplicated, zero
-//      unknown;
-//   2. scaling back up while a member is being decommissioned cancels it;
-//   3. an unsafe scale-down (a remaining broker not Ready) is refused with
+// reads every record back (e2e/operator/load.ts), the cases that need a
+// broker frozen (SIGSTOP) or a scale changed mid-decommission:
+//   1. scaling back up while a member is being decommissioned cancels it;
+//   2. an unsafe scale-down (a remaining broker not Ready) is refused with
 //      Degraded=ScaleDownBlocked and a Warning, the StatefulSet unchanged;
 //      it proceeds once the broker is back; replicas 0 is refused by the CRD;
-//   4. #21 item 1: the leaving member's broker stops answering right after
+//   3. #21 item 1: the leaving member's broker stops answering right after
 //      its last partition moved and its pod is force-deleted: it is not
 //      Removed on its stale WAL count, its PVC survives, the recreated pod
 //      goes through the removal gate; zero lost.
+// The plain 3 → 5 → 2 under load (rebalance onto the new members, three
+// decommissions highest ordinal first, PVCs deleted per whenScaled: Delete,
+// zero lost) runs on real kubelets: e2e/kind/operator.kind.test.ts.
 // All on one cluster, in order. Numbers go to console.log ("scale-e2e:").
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -38,14 +37,6 @@ const PARTITIONS = 6;
 let s: SuiteCluster;
 const state = (c: ClusterView | undefined, id: string) => memberOf(c, id)?.state;
 
-async function pvcNames(): Promise<string[]> {
-  const list = await s.core.listNamespacedPersistentVolumeClaim({ namespace: NS });
-  return list.items
-    .filter((p) => !p.metadata?.deletionTimestamp)
-    .map((p) => p.metadata?.name ?? "")
-    .sort();
-}
-
 /** Every acked id readable exactly once, through each remaining broker. */
 const verify = (producer: LoadProducer) =>
   expectEveryAckReadableOnce(producer, {
@@ -58,13 +49,10 @@ const verify = (producer: LoadProducer) =>
     throughOthers: "all",
   });
 
-// Part of `npm test` (also alone: npm run e2e:scale). It was quarantined
-// after two runs each lost one acknowledged record in 3 → 5 → 2; the fixes
-// (a move's source keeps its freeze until its own view shows the swap; the
-// operator removes a member only after seeing it refuse produce on an
-// earlier pass with an empty WAL and no moved-away copy; a Removed broker
-// refuses produce) are in, and a data loss here must fail CI, never be
-// retried into green.
+// Part of `npm test` (also alone: npm run e2e:scale). The 3 → 5 → 2
+// scenario, when it ran here, lost one acknowledged record in each of two
+// runs before the move and removal-gate fixes: a data loss in these suites
+// must fail CI, never be retried into green.
 describe("scaling", () => {
   beforeAll(async () => {
     s = await startSuiteCluster({
@@ -87,85 +75,6 @@ describe("scaling", () => {
 
   afterAll(async () => {
     await s?.stop();
-  });
-
-  it("3 → 5 (rebalance onto the new members) → 2 (three decommissions) under load: zero lost, zero duplicated", async () => {
-    let replicas = 3;
-    const sampler = new PodSampler(() => replicas, s.pods, log);
-    const producer = new LoadProducer({
-      tag: "s1",
-      topic: TOPIC,
-      ips: () => sampler.readyIps,
-      headers: s.headers,
-    });
-    await sleep(2_000);
-
-    const t0 = Date.now();
-    replicas = 5;
-    await s.patchSpec({ replicas: 5 });
-    await s.waitSettled(5, 180_000, "5 Active members");
-    // rebalance: the new members own partitions now
-    await waitFor(
-      async () => {
-        const o = await s.owners();
-        return (
-          o.includes(`${NAME}-3`) &&
-          o.includes(`${NAME}-4`) &&
-          (await s.cluster())?.status?.scale === undefined
-        );
-      },
-      { timeoutMs: 120_000, what: "partitions rebalanced onto the new members", intervalMs: 500 },
-    );
-    const upMs = Date.now() - t0;
-    const spread = await s.owners();
-    console.log(
-      `scale-e2e: 3 → 5 with rebalance took ${(upMs / 1000).toFixed(1)} s; owners ${spread.join(",")}`,
-    );
-    expect(await s.eventText("Rebalanced")).toContain("partitions balanced over 5 member(s)");
-    await sleep(2_000); // traffic on 5
-
-    const t1 = Date.now();
-    replicas = 2;
-    const removedAt: Record<string, number> = {};
-    const watch = (async () => {
-      while (Object.keys(removedAt).length < 3 && Date.now() - t1 < 400_000) {
-        const c = await s.cluster();
-        for (const m of c?.status?.members ?? [])
-          if (m.state === "Removed" && removedAt[m.id] === undefined) removedAt[m.id] = Date.now() - t1;
-        // never two members leaving at once
-        const leaving = (c?.status?.members ?? []).filter((m) => m.state === "Decommissioning");
-        expect(leaving.length).toBeLessThanOrEqual(1);
-        await sleep(300);
-      }
-    })();
-    await s.patchSpec({ replicas: 2 });
-    await s.waitSettled(2, 400_000, "the cluster settled at 2");
-    await watch;
-    const downMs = Date.now() - t1;
-    await sleep(1_000);
-    await producer.stop();
-    await sampler.stop();
-    console.log(
-      `scale-e2e: 5 → 2 took ${(downMs / 1000).toFixed(1)} s (Removed at ${Object.entries(removedAt)
-        .map(([id, ms]) => `${id} ${(ms / 1000).toFixed(1)} s`)
-        .join(", ")}); produce: ${producer.summary()}`,
-    );
-    // highest ordinal first, one at a time
-    const order = Object.entries(removedAt)
-      .sort((a, b) => a[1] - b[1])
-      .map(([id]) => id);
-    expect(order).toEqual([`${NAME}-4`, `${NAME}-3`, `${NAME}-2`]);
-    expect(new Set(await s.owners())).toEqual(new Set([`${NAME}-0`, `${NAME}-1`]));
-    expect(await s.stsReplicas()).toBe(2);
-    // whenScaled: Delete → the removed members' PVCs go
-    await waitFor(
-      async () => JSON.stringify(await pvcNames()) === JSON.stringify([`data-${NAME}-0`, `data-${NAME}-1`]),
-      { timeoutMs: 60_000, what: "PVCs of removed members deleted", intervalMs: 500 },
-    );
-    for (const reason of ["Decommissioning", "MovePlanned", "PartitionMoved", "MemberRemoved"])
-      expect(await s.eventText(reason), reason).not.toBe("");
-    expect(await s.eventText("OwnerSwapped")).toContain("destination ready");
-    await verify(producer);
   });
 
   it("scaling back up during a decommission cancels it cleanly", async () => {

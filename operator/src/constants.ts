@@ -120,6 +120,14 @@ export const ROLL_REQUEUE_MS = 2_000;
 export const ROLL_ACTION_REQUEUE_MS = 500;
 /** How long one drain request waits on the broker for its WAL to empty (a reconcile holds a worker meanwhile). */
 export const ROLL_DRAIN_WAIT_MS = 2_000;
+/**
+ * How long a planned restart waits, from status.roll.startedAt, for the
+ * leadership of the replicated partitions its pod leads to move to another
+ * in-sync replica (the topic reconciles do it once the member is in
+ * Maintenance, within a second when the API server is healthy); past it the
+ * drain goes on and the partitions left stay led by the restarting broker.
+ */
+export const ROLL_HANDOFF_TIMEOUT_MS = 30_000;
 /** Bound on the admin status call for the pod in flight. */
 export const ROLL_STATUS_TIMEOUT_MS = 2_000;
 /**
@@ -171,6 +179,15 @@ export const REQUEUE_WAITING_MS = 15_000;
  * membership change and every change of the topic, ISR writes included).
  */
 export const REPLICATION_RECHECK_MS = 5_000;
+/** Preferred-leader balance: at most this many leadership moves per topic per reconcile. */
+export const PREFERRED_LEADER_MAX_PER_PASS = 4;
+/**
+ * Preferred-leader balance: the preferred replica must have been able to
+ * lead (Active, in the ISR on its volume) for this long, as this operator
+ * observed it, before leadership returns to it, so a broker that just came
+ * back, or flaps, does not pull leadership back and forth.
+ */
+export const PREFERRED_LEADER_SETTLE_MS = 10_000;
 /** A replicated topic waiting for brokers (fewer eligible than its factor, volume ids not known yet). */
 export const REPLICATION_WAITING_MS = 2_000;
 /** Compare-and-swap attempts of a topic status write within one reconcile (re-read live on each conflict). */

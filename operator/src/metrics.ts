@@ -51,7 +51,7 @@ export class OperatorMetrics {
 
   readonly leaderElections = new Counter({
     name: "narad_operator_leader_elections_total",
-    help: "New leaders the operator recorded for replicated partitions, by cause (leader_down, leader_volume, leader_not_in_isr, offline: the first live in-sync replica after an offline spell, leaving: moved off a member being removed).",
+    help: "New leaders the operator recorded for replicated partitions, by cause (leader_down, leader_volume, leader_not_in_isr, offline: the first live in-sync replica after an offline spell, leaving: moved off a member being removed, handoff: moved off a member before its planned restart, preferred: moved back to the first replica).",
     labelNames: ["namespace", "cluster", "topic", "cause"] as const,
     registers: [this.registry],
   });

@@ -72,8 +72,46 @@ export async function readCursorFile(partitionDir: string, child: string): Promi
 }
 
 /** Durably replaces the cursor (order above). Rejects with ENOENT when the partition dir is gone. */
-export async function writeCursor(partitionDir: string, child: string, pos: CursorPosition): Promise<void> {
-  const file = join(partitionDir, cursorFileName(child));
+export function writeCursor(partitionDir: string, child: string, pos: CursorPosition): Promise<void> {
+  return writeCursorFile(partitionDir, cursorFileName(child), pos);
+}
+
+/** Whether `name` is a cursor file's name (cursorFileName's shape; never a path). */
+export function isCursorFileName(name: string): boolean {
+  return /^fanout-[A-Za-z0-9._-]{1,220}\.offset$/.test(name) && !name.includes("..");
+}
+
+/**
+ * Every cursor position kept in a partition dir, by file name (replication
+ * sends them to followers, which keep them under the same names).
+ */
+export async function listCursorFiles(
+  partitionDir: string,
+): Promise<Array<{ file: string; position: CursorPosition }>> {
+  let names: string[];
+  try {
+    names = await fsp.readdir(partitionDir);
+  } catch (err) {
+    if (errno(err) === "ENOENT") return [];
+    throw err;
+  }
+  const out: Array<{ file: string; position: CursorPosition }> = [];
+  for (const file of names.filter(isCursorFileName).sort()) {
+    const text = await fsp.readFile(join(partitionDir, file), "utf8").catch(() => undefined);
+    const position = text === undefined ? undefined : parseCursor(text);
+    if (position !== undefined) out.push({ file, position });
+  }
+  return out;
+}
+
+/** Durably replaces the cursor file `fileName` (a cursorFileName) in the partition dir. */
+export async function writeCursorFile(
+  partitionDir: string,
+  fileName: string,
+  pos: CursorPosition,
+): Promise<void> {
+  if (!isCursorFileName(fileName)) throw new Error(`not a cursor file name: ${JSON.stringify(fileName)}`);
+  const file = join(partitionDir, fileName);
   const tmp = `${file}.tmp`;
   const h = await fsp.open(tmp, "w");
   try {

@@ -55,8 +55,8 @@ const notReachedHere: Partial<Record<ApiErrorCode, string>> = {
   acks_all_unavailable: "a node without commit waiters (startBroker always builds them)",
   not_enough_replicas:
     "acks=all on a replicated partition whose ISR is below its minimum: broker/test/replication-cluster.test.ts",
-  replication_factor_above_brokers:
-    "a factor above 1 needs --replication on (this node runs with it off): http/routes/topics-replication.test.ts, broker/test/topic-replication.test.ts",
+  replication_not_enabled:
+    "a factor above 1 with --replication off (this walk runs with the default, on): http/routes/topics-replication.test.ts",
   registry_unavailable: "a node without a producer registry (startBroker always builds one)",
   not_implemented:
     "a decommission on a cluster without an operator (in-process test clusters only; core/decommission.test.ts)",
@@ -180,9 +180,9 @@ describe("every error answer carries a stable code (auth off)", () => {
       "invalid_min_insync_replicas",
       { method: "POST", url: "/v1/topics", ...json({ name: "min2", min_insync_replicas: 2 }) },
     ],
-    // --replication off (the default): a factor above 1 is refused.
+    // One broker (replication on, the default): three copies cannot be placed.
     [
-      "replication_not_enabled",
+      "replication_factor_above_brokers",
       { method: "POST", url: "/v1/topics", ...json({ name: "rf3", replication_factor: 3 }) },
     ],
     [

@@ -13,6 +13,23 @@ export type Acks = "0" | "wal" | "all";
 
 export type AcksParse = { ok: true; acks: Acks; given: boolean } | { ok: false; error: string };
 
+/**
+ * The acks mode of a request that named none: the --default-acks setting,
+ * where "auto" is acks=all on a replicated topic (the 202 then means the
+ * records are on min_insync_replicas copies) and acks=wal on a single-copy
+ * one. A node that forwards its produce (draining) takes acks=wal: the peer's
+ * WAL holds the records, as Narad's 202 promises.
+ */
+export function implicitAcks(
+  setting: "auto" | "wal" | "all",
+  replicationFactor: number,
+  forwarding: boolean,
+): Acks {
+  if (forwarding) return "wal";
+  if (setting === "auto") return replicationFactor > 1 ? "all" : "wal";
+  return setting;
+}
+
 export function parseAcks(v: unknown): AcksParse {
   if (v === undefined) return { ok: true, acks: "wal", given: false };
   if (v === "0" || v === "wal" || v === "all") return { ok: true, acks: v, given: true };

@@ -15,6 +15,7 @@
 // Small: one entry per ingress WAL that ever committed here.
 
 import { join } from "node:path";
+import { frameBytes, frameHeaderBytes, parseFrameHeader, scanFrameIds } from "../core/log-codec.ts";
 import type { LogIo } from "./log-io.ts";
 
 export const dedupFloorFileName = "dedup-floor";
@@ -83,4 +84,47 @@ export async function writeDedupFloor(
   }
   await io.rename(tmp, join(dir, dedupFloorFileName));
   await io.fsyncDir(dir);
+}
+
+/**
+ * Raises `floor` with the highest (incarnation, seq) of every whole frame in
+ * the first `bytes` of the segment file at `path`, read frame by frame. For
+ * a replicated partition's leader: its in-memory dedup map also holds the
+ * seqs of records above the HWM, which a new leader may never have had and
+ * this copy's fetcher cuts once deposed; a floor written from that map would
+ * later drop their re-send as a duplicate of records that are gone.
+ */
+export async function raiseFloorFromSegment(
+  io: LogIo,
+  path: string,
+  bytes: number,
+  maxFrameBytes: number,
+  floor: Map<string, number>,
+  /** Corrupt ranges recovery skipped: start position → end position. */
+  gaps: ReadonlyMap<number, number> = new Map(),
+): Promise<void> {
+  const file = await io.open(path, false);
+  try {
+    const head = Buffer.allocUnsafe(frameHeaderBytes);
+    let pos = 0;
+    while (pos + frameHeaderBytes <= bytes) {
+      const gapEnd = gaps.get(pos);
+      if (gapEnd !== undefined) {
+        pos = gapEnd;
+        continue;
+      }
+      if ((await file.read(head, 0, frameHeaderBytes, pos)) !== frameHeaderBytes) break;
+      const parsed = parseFrameHeader(head, 0, maxFrameBytes);
+      if (!parsed.ok) throw new Error(`${path}: frame header at ${pos} cannot be read (${parsed.problem})`);
+      const size = frameBytes(parsed.header);
+      const buf = Buffer.allocUnsafe(size);
+      if ((await file.read(buf, 0, size, pos)) !== size) throw new Error(`${path}: short frame at ${pos}`);
+      const ids = scanFrameIds(buf, 0, parsed.header);
+      if (ids === null) throw new Error(`${path}: frame at ${pos} cannot be read for the dedup floor`);
+      for (const [inc, seq] of ids.maxSeq) if (seq > (floor.get(inc) ?? -1)) floor.set(inc, seq);
+      pos += size;
+    }
+  } finally {
+    await file.close();
+  }
 }

@@ -66,6 +66,11 @@ export interface LogStoreOptions {
    * Absent: every partition is single-copy.
    */
   replicaMode?: (topic: string, partition: number) => ReplicaOpenMode;
+  /**
+   * Called before a topic's files are deleted, awaited: replication stops
+   * its fetchers for the topic so none writes into (or recreates) them.
+   */
+  beforeDeleteTopic?: (topic: string) => Promise<void>;
 }
 
 /** How the log store may open a partition (LogStoreOptions.replicaMode). */
@@ -405,6 +410,7 @@ class LogStoreImpl implements LogStore {
   }
 
   async #delete(topic: string): Promise<void> {
+    await this.#opts.beforeDeleteTopic?.(topic);
     await this.#closeTopic(topic);
     this.#known.delete(topic);
     const topicDir = join(this.#topicsDir, topic);

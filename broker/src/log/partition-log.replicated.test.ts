@@ -183,3 +183,44 @@ describe("replicated partition log", () => {
     gate.release(1_000);
   });
 });
+
+describe("replicated partition log: the dedup floor after a deposed leader's tail is cut", () => {
+  it("retention on the leader never records seqs of records above the HWM in the dedup floor", async () => {
+    // A leader appends 1-12 (six frames over several segments); the
+    // replicas have 1-4 only (HWM 4). Retention deletes the first
+    // segment and writes the dedup floor before it unlinks.
+    const gate = new TestGate();
+    let log = await open(gate, 0, 200);
+    for (let i = 0; i < 6; i++) {
+      void log.commitDurable(recs(1 + i * 2, 2, 60)).catch(() => {});
+      await until(() => gate.waits.length === i + 1);
+    }
+    log.advanceHwm(4);
+    expect(await log.applyRetention(0, 1)).toBeGreaterThan(0);
+    const tailStart = log.stats().highWatermark;
+    expect(log.stats().nextOffset).toBe(12);
+    await log.close();
+    // Deposed: the new leader never had 5-12, so this copy's fetcher cuts them
+    // (fetcher.ts truncation; here directly, with the follower's own log).
+    const { ReplicaLog } = await import("../replication-io/replica-log.ts");
+    const copy = await ReplicaLog.open({ dir, segmentBytes: 200, maxFrameBytes: 1 << 20 });
+    await copy.truncateTo(tailStart);
+    expect(copy.endOffset).toBe(4);
+    // Elected again, before the senders re-sent 5-12: their re-send must be
+    // appended, since nothing of it is here any more.
+    const gate2 = new TestGate();
+    log = await open(gate2, 4, 200);
+    const again = log.commitDurable(recs(5, 8, 60));
+    await until(() => gate2.waits.length === 1);
+    gate2.release(1_000);
+    const r = await again;
+    expect(r.duplicates).toBe(0);
+    expect(r.appended).toBe(8);
+    expect(log.stats().nextOffset).toBe(12);
+    // What retention deleted was committed: its re-send is still a duplicate.
+    const old = log.commitDurable(recs(1, 4, 60));
+    await until(() => gate2.waits.length === 1);
+    gate2.release(1_000);
+    expect(await old).toMatchObject({ appended: 0, duplicates: 4 });
+  });
+});

@@ -47,7 +47,7 @@ import {
 } from "../core/log-codec.ts";
 import { type ProducerSequenceLimits, ProducerSequences } from "../core/producer-sequence.ts";
 import type { CommitRecord, ProducerStamp, StoredRecord } from "../core/records.ts";
-import { readDedupFloor, writeDedupFloor } from "./dedup-floor.ts";
+import { raiseFloorFromSegment, readDedupFloor, writeDedupFloor } from "./dedup-floor.ts";
 import { HwmFile, readHwmFile } from "./hwm.ts";
 import { LogError } from "./log-errors.ts";
 import { type LogIo, nodeLogIo } from "./log-io.ts";
@@ -974,7 +974,8 @@ class PartitionLogImpl implements OpenedPartitionLog {
       if (seg.endOffset > this.#hwm) break;
       // Before the first unlink: the floor must already cover every seq the
       // deleted segments hold, or a re-sent record would commit again.
-      if (deleted === 0) await writeDedupFloor(this.#io, this.#opts.dir, this.#dedup);
+      if (deleted === 0)
+        await writeDedupFloor(this.#io, this.#opts.dir, await this.#floorFor(retentionMs, maxBytes));
       this.#segments.shift();
       seg
         .retire()
@@ -989,6 +990,37 @@ class PartitionLogImpl implements OpenedPartitionLog {
     }
     if (deleted > 0) await this.#io.fsyncDir(this.#opts.dir);
     return deleted;
+  }
+
+  /**
+   * The dedup floor to write before retention unlinks. Single copy: the
+   * in-memory map (everything appended is committed). Replicated: the floor
+   * raised with what the segments about to go hold, never the in-memory map,
+   * which also holds records above the HWM that a deposed leader's fetcher
+   * cuts (their re-send must then be appended, not dropped as a duplicate).
+   */
+  async #floorFor(retentionMs: number, maxBytes: number): Promise<Map<string, number>> {
+    if (this.#gate === undefined) return this.#dedup;
+    const floor = await readDedupFloor(this.#io, this.#opts.dir);
+    const now = this.#opts.nowMs();
+    let total = 0;
+    for (const s of this.#segments) total += s.fileBytes;
+    for (let i = 0; i < this.#segments.length - 1; i++) {
+      const seg = this.#segments[i]!;
+      const expired = retentionMs > 0 && seg.newestCommitMs < now - retentionMs;
+      const oversize = maxBytes > 0 && total > maxBytes;
+      if ((!expired && !oversize) || seg.endOffset > this.#hwm) break;
+      await raiseFloorFromSegment(
+        this.#io,
+        seg.path,
+        seg.verifiedEnd,
+        this.#opts.maxFrameBytes,
+        floor,
+        seg.gaps,
+      );
+      total -= seg.fileBytes;
+    }
+    return floor;
   }
 
   async close(): Promise<void> {

@@ -130,7 +130,7 @@ export interface KubeMetastore extends Metastore {
   recordIsr(
     topic: string,
     partition: number,
-    expect: { leader: string; leaderEpoch: number },
+    expect: { leader: string; leaderEpoch: number; isr?: readonly IsrMember[] },
     isr: readonly IsrMember[],
   ): Promise<IsrWriteOutcome>;
   completeLink(child: string, epoch: string): Promise<void>;
@@ -182,6 +182,13 @@ function bounded<T>(start: () => Promise<T>, deadline: number): Promise<T> {
     timer = setTimeout(() => reject(new DeadlineExceeded(`no answer within ${left} ms`)), left);
   });
   return Promise.race([start(), late]).finally(() => clearTimeout(timer));
+}
+
+/** The same ISR entries, in any order. */
+function sameMembers(a: readonly IsrMember[], b: readonly IsrMember[]): boolean {
+  const k = (m: IsrMember) => `${m.member}\u0000${m.volumeId}`;
+  const set = new Set(a.map(k));
+  return a.length === b.length && b.every((m) => set.has(k(m)));
 }
 
 function sameIsr(a: readonly IsrMember[], b: readonly IsrMember[]): boolean {
@@ -385,12 +392,15 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
    * and nothing else of the object is touched (not `owner`, not the other
    * partitions). On a 409 the object is read again from the API server (a
    * quorum GET, not the watch) and the write retried while that record still
-   * names `expect.leader` at `expect.leaderEpoch`.
+   * names `expect.leader` at `expect.leaderEpoch` and still holds the ISR the
+   * change was decided on (`expect.isr`): an ISR changed by another writer
+   * (the operator dropping a replica) is answered "superseded", not
+   * overwritten with a change decided without it.
    */
   const recordIsr = async (
     topic: string,
     partition: number,
-    expect: { leader: string; leaderEpoch: number },
+    expect: { leader: string; leaderEpoch: number; isr?: readonly IsrMember[] },
     isr: readonly IsrMember[],
   ): Promise<IsrWriteOutcome> => {
     const at = `${topic}/${partition}`;
@@ -406,7 +416,12 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
       return { kind: "unknown", reason: `record the ISR of ${at}: ${reason}` };
     };
     /** Why the object no longer takes this change, or where the partition's record is. */
-    const judge = (obj: NaradTopic): { stale: string } | { index: number; record: ReplicaAssignment } => {
+    const judge = (
+      obj: NaradTopic,
+    ):
+      | { stale: string }
+      | { superseded: string; record: ReplicaAssignment }
+      | { index: number; record: ReplicaAssignment } => {
       if (obj.metadata?.uid !== uid) return { stale: `topic "${topic}" was deleted and created again` };
       if (obj.metadata?.deletionTimestamp !== undefined || obj.spec?.cluster !== clusterName)
         return { stale: `topic "${topic}" is being deleted` };
@@ -418,6 +433,14 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
         return {
           stale: `the record of ${at} names leader ${record.leader ?? "(none)"} at epoch ${record.leaderEpoch}, not ${expect.leader} at ${expect.leaderEpoch}`,
         };
+      // Another writer (the operator dropping a leaving replica) changed the
+      // ISR since the change was decided: writing it would undo that change.
+      if (
+        expect.isr !== undefined &&
+        !sameMembers(record.isr, expect.isr) &&
+        !sameMembers(record.isr, wanted)
+      )
+        return { superseded: `the ISR of ${at} changed since the change was decided`, record };
       return { index, record };
     };
     // First from the watch's copy (a conflict costs a re-read); anything but
@@ -436,12 +459,14 @@ export async function openKubeMetastore(opts: KubeMetastoreOptions): Promise<Kub
         fresh = true;
       }
       const verdict = judge(obj);
-      if ("stale" in verdict || sameIsr(verdict.record.isr, wanted)) {
+      if ("stale" in verdict || "superseded" in verdict || sameIsr(verdict.record.isr, wanted)) {
         if (!fresh) {
           obj = undefined;
           continue;
         }
         if ("stale" in verdict) return { kind: "stale", reason: verdict.stale };
+        if ("superseded" in verdict)
+          return { kind: "superseded", record: verdict.record, reason: verdict.superseded };
         // Already recorded (an earlier write whose answer was lost, or a repeat).
         return { kind: "recorded", record: verdict.record };
       }

@@ -124,7 +124,15 @@ export type IsrWriteOutcome =
    */
   | { kind: "stale"; reason: string }
   /** No answer: the change may or may not have landed (ADR 0007: it stays pending). */
-  | { kind: "unknown"; reason: string };
+  | { kind: "unknown"; reason: string }
+  /**
+   * Not applied: at the leader's epoch the record's ISR is neither the one
+   * the change was decided on (`expect.isr`) nor the change itself: another
+   * writer changed it (the operator dropping a leaving replica). Read on a
+   * fresh record, so no write of this change can land any more; the leader
+   * takes `record` and decides again.
+   */
+  | { kind: "superseded"; record: ReplicaAssignment; reason: string };
 
 /** One partition moving from member `from` to member `to`. */
 export interface ClusterMove {
@@ -202,14 +210,17 @@ export interface Metastore {
   replicaAssignment?(topic: string, partition: number): ReplicaAssignment | undefined;
   /**
    * Compare-and-swap of the ISR of a partition this node leads: applied only
-   * while the record still names `leader` at `leaderEpoch` (kubernetes: a
-   * status write conditional on the NaradTopic's resourceVersion, retried on
-   * a fresh read while those two still hold).
+   * while the record still names `leader` at `leaderEpoch` and, when
+   * `expect.isr` is given, still holds that ISR (the one the change was
+   * decided on; any order) or already the change (kubernetes: a status write
+   * conditional on the NaradTopic's resourceVersion, retried on a fresh read
+   * while those still hold). An ISR another writer changed meanwhile is
+   * "superseded", never overwritten: the change was decided without it.
    */
   recordIsr?(
     topic: string,
     partition: number,
-    expect: { leader: string; leaderEpoch: number },
+    expect: { leader: string; leaderEpoch: number; isr?: readonly IsrMember[] },
     isr: readonly IsrMember[],
   ): Promise<IsrWriteOutcome>;
   /**

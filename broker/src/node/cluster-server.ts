@@ -53,8 +53,9 @@ export async function startNodeClusterServer(d: {
           ? {
               ledPartition: (topic: string, partition: number) =>
                 d.replication?.ledPartition(topic, partition),
-              frontiersFor: (topic: string, partition: number, replica: string, volumeId: string) =>
-                d.replication?.frontiersFor(topic, partition, replica, volumeId) ?? Promise.resolve([]),
+              positionsFor: (topic: string, partition: number, replica: string, volumeId: string) =>
+                d.replication?.positionsFor(topic, partition, replica, volumeId) ??
+                Promise.resolve({ frontiers: [], fanout_cursors: [] }),
             }
           : {}),
         maxFetchBytes: Math.min(config.replica.fetchMaxBytes, Math.floor(k.rpcMaxMessageBytes / 2)),

@@ -56,6 +56,7 @@ export function openNodeReplication(d: {
       maxFrameBytes: config.log.maxFrameBytes,
       retryBackoffMs: config.replica.retryBackoffMs,
       frontierRefreshMs: config.replica.frontierRefreshMs,
+      checkpointIntervalMs: config.replica.checkpointIntervalMs,
     },
     nowMs: d.nowMs,
     logger: d.logger.child({ component: "replication" }),

@@ -53,6 +53,7 @@ export async function openNodeLogs(d: {
   topicExists: (topic: string) => boolean;
   /** Replication: how a partition may be opened now (LogStoreOptions.replicaMode). */
   replicaMode?: LogStoreOptions["replicaMode"];
+  beforeDeleteTopic?: LogStoreOptions["beforeDeleteTopic"];
   nowMs: () => number;
 }): Promise<LogStore> {
   const { config, metrics, producerRegistry } = d;
@@ -72,6 +73,7 @@ export async function openNodeLogs(d: {
     maxSegmentFds: config.limits.maxSegmentFds,
     onOpenRefused: () => metrics.limitRefusals.inc({ limit: "open_logs" }),
     ...(d.replicaMode !== undefined ? { replicaMode: d.replicaMode } : {}),
+    ...(d.beforeDeleteTopic !== undefined ? { beforeDeleteTopic: d.beforeDeleteTopic } : {}),
   });
   // Read at scrape time: the sealed-segment handle cache (log/segment-handles.ts).
   new Gauge({

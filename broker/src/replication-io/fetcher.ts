@@ -19,6 +19,7 @@ import {
   truncationQuery,
 } from "../replication/replica.ts";
 import type { PeerClient } from "../rpc/client.ts";
+import type { PbReplicaFetchResponse } from "../rpc/proto.ts";
 import { ReplicaLog } from "./replica-log.ts";
 import {
   appendEpoch,
@@ -44,12 +45,16 @@ export interface FollowerOptions {
   maxBytes: number;
   maxWaitMs: number;
   signal: AbortSignal;
+  /** Clock of the lazy checkpoint (checkpointIntervalMs). */
+  nowMs: () => number;
+  /** The HWM in the checkpoint is rewritten at most this often (0: after every fetch that moved it). */
+  checkpointIntervalMs?: number;
   /** After each durable append (and once after truncation). */
   onProgress?: (p: { logEnd: number; hwm: number; leaderEnd: number }) => void;
   /** After the start-up truncation step. */
   onTruncated?: (t: { from: number; to: number }) => void;
-  /** The leader's group frontiers that changed (persisted before the next fetch). */
-  onFrontiers?: (frontiers: ReadonlyArray<{ group: string; offset: number }>) => Promise<void>;
+  /** The leader's group frontiers and fan-out cursors that changed (persisted before the next fetch). */
+  onPositions?: (p: Pick<PbReplicaFetchResponse, "frontiers" | "fanout_cursors">) => Promise<void>;
   /** The copy was dropped and restarted empty at the leader's oldest offset. */
   onReset?: (r: { from: number; to: number }) => void;
 }
@@ -88,6 +93,14 @@ export async function runFollower(o: FollowerOptions): Promise<FollowerStop> {
   if (hwm > log.endOffset)
     throw new Error(`${o.dir}: the checkpoint's HWM ${hwm} is above the recovered log end ${log.endOffset}`);
 
+  let checkpointed = hwm;
+  let checkpointedAtMs = Number.NEGATIVE_INFINITY;
+  const saveCheckpoint = async (): Promise<void> => {
+    await writeCheckpoint(o.dir, { leaderEpoch: knownEpoch, hwm });
+    checkpointed = hwm;
+    checkpointedAtMs = o.nowMs();
+  };
+
   const stop = (reason: Exclude<FollowerStop["reason"], "aborted">, message: string): FollowerStop => ({
     reason,
     message,
@@ -106,25 +119,35 @@ export async function runFollower(o: FollowerOptions): Promise<FollowerStop> {
 
   // Epoch-based truncation, at every start (a crash mid-truncation re-runs it).
   const before = log.endOffset;
-  for (;;) {
-    const state: ReplicaLogState = { logEnd: log.endOffset, hwm, history };
-    const asked = truncationQuery(state);
-    const res = await o.leader.offsetForLeaderEpoch({
-      topic: o.topic,
-      partition: o.partition,
-      epoch: asked,
-      leader_epoch: o.leaderEpoch,
-    });
-    if (res.error !== "") return stop(res.error as Exclude<FollowerStop["reason"], "aborted">, res.message);
-    const step = planTruncation(state, asked, { epoch: res.epoch, endOffset: res.end_offset });
-    if (step.kind === "refuse") throw new TruncationRefusedError(`${o.dir}: ${step.reason}`);
-    if (step.truncateTo < log.endOffset) {
-      await log.truncateTo(step.truncateTo);
-      history = truncateHistory(history, log.endOffset);
+  if (log.startOffset === log.endOffset) {
+    // An empty copy (new, or restarted at the leader's oldest offset by a
+    // reset that crashed before its first append) holds nothing to cut, and
+    // epochs it kept of records it no longer has say nothing: asking about
+    // them would answer an offset below its start (and its HWM), refused.
+    if (history.length > 0) {
+      history = [];
       await rewriteEpochFile(o.dir, history);
     }
-    if (step.kind === "follow") break;
-  }
+  } else
+    for (;;) {
+      const state: ReplicaLogState = { logEnd: log.endOffset, hwm, history };
+      const asked = truncationQuery(state);
+      const res = await o.leader.offsetForLeaderEpoch({
+        topic: o.topic,
+        partition: o.partition,
+        epoch: asked,
+        leader_epoch: o.leaderEpoch,
+      });
+      if (res.error !== "") return stop(res.error as Exclude<FollowerStop["reason"], "aborted">, res.message);
+      const step = planTruncation(state, asked, { epoch: res.epoch, endOffset: res.end_offset });
+      if (step.kind === "refuse") throw new TruncationRefusedError(`${o.dir}: ${step.reason}`);
+      if (step.truncateTo < log.endOffset) {
+        await log.truncateTo(step.truncateTo);
+        history = truncateHistory(history, log.endOffset);
+        await rewriteEpochFile(o.dir, history);
+      }
+      if (step.kind === "follow") break;
+    }
   o.onTruncated?.({ from: before, to: log.endOffset });
 
   while (!o.signal.aborted) {
@@ -161,7 +184,7 @@ export async function runFollower(o: FollowerOptions): Promise<FollowerStop> {
       continue;
     }
     if (res.error !== "") return stop(res.error as Exclude<FollowerStop["reason"], "aborted">, res.message);
-    if (res.frontiers.length > 0) await o.onFrontiers?.(res.frontiers);
+    if (res.frontiers.length > 0 || res.fanout_cursors.length > 0) await o.onPositions?.(res);
     if (res.frames.length > 0) {
       const from = log.endOffset;
       // Epoch starts first (fsynced): the load rule drops any at or above the log end after a crash.
@@ -175,12 +198,16 @@ export async function runFollower(o: FollowerOptions): Promise<FollowerStop> {
     }
     // Retention follows the leader's: what it deleted, the copy drops too.
     if (res.log_start_offset > log.startOffset) await log.deleteBelow(res.log_start_offset);
-    const next = followerHwm(hwm, res.leader_hwm, log.endOffset);
-    if (next !== hwm || res.frames.length > 0) {
-      hwm = next;
-      await writeCheckpoint(o.dir, { leaderEpoch: knownEpoch, hwm });
-    }
+    hwm = followerHwm(hwm, res.leader_hwm, log.endOffset);
+    // The HWM is persisted lazily (at most every checkpointIntervalMs, and
+    // when the loop ends), like the leader's hwm file: a lagging value only
+    // weakens the truncation guard and lowers the HWM a new leader starts
+    // from, both of which the protocol allows. The epoch is written eagerly
+    // above, before it is acted on. Two fsyncs fewer per fetch round.
+    if (hwm !== checkpointed && o.nowMs() - checkpointedAtMs >= (o.checkpointIntervalMs ?? 0))
+      await saveCheckpoint();
     o.onProgress?.({ logEnd: log.endOffset, hwm, leaderEnd: res.log_end_offset });
   }
+  if (hwm !== checkpointed) await saveCheckpoint().catch(() => undefined);
   return { reason: "aborted", logEnd: log.endOffset, hwm };
 }

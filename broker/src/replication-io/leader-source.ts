@@ -20,6 +20,9 @@ import type { PbReplicaFetchRequest, PbReplicaFetchResponse } from "../rpc/proto
 import type { ReplicaLeaderService } from "../rpc/server.ts";
 import { readEpochFile } from "./replica-state-files.ts";
 
+/** Durable positions a leader piggybacks on its fetch answers (replica-manager.ts). */
+export type ReplicatedPositions = Pick<PbReplicaFetchResponse, "frontiers" | "fanout_cursors">;
+
 /** What the fetch handler needs of a partition this node leads (leader-state.ts). */
 export interface LedPartition {
   readonly epoch: number;
@@ -34,16 +37,15 @@ export interface LeaderSourceOptions {
   /** The leader state of a replicated partition this node leads now, if any. */
   ledPartition?(topic: string, partition: number): LedPartition | undefined;
   /**
-   * The partition's durable group frontiers to send `replica` fetching from
-   * `volumeId` (only those that changed since its previous answer to that
-   * replica on that volume; empty when none did).
+   * The partition's durable positions to send `replica`: group frontiers
+   * and fan-out cursors that changed since its previous answer.
    */
-  frontiersFor?(
+  positionsFor?(
     topic: string,
     partition: number,
     replica: string,
     volumeId: string,
-  ): Promise<Array<{ group: string; offset: number }>>;
+  ): Promise<ReplicatedPositions>;
   /** Upper bound on one answer's frames (the follower's max_bytes is capped by it). */
   maxFetchBytes: number;
   /** Upper bound on a long poll. */
@@ -65,6 +67,27 @@ async function leaderHistory(dir: string, log: PartitionLog): Promise<EpochHisto
   return loaded.history.length > 0 ? loaded.history : [{ epoch: 0, startOffset: st.oldestOffset }];
 }
 
+/** A fetch answer of `log` at `epoch`: the log's bounds as of now, plus `extra`. */
+function answerOf(log: PartitionLog, epoch: number) {
+  return (
+    extra: Partial<PbReplicaFetchResponse> & Pick<PbReplicaFetchResponse, "error">,
+  ): PbReplicaFetchResponse => {
+    const st = log.stats();
+    return {
+      message: "",
+      frames: Buffer.alloc(0),
+      leader_hwm: st.highWatermark,
+      leader_epoch: epoch,
+      log_start_offset: st.oldestOffset,
+      log_end_offset: st.nextOffset,
+      epoch_starts: [],
+      frontiers: [],
+      fanout_cursors: [],
+      ...extra,
+    };
+  };
+}
+
 export function leaderSource(o: LeaderSourceOptions): ReplicaLeaderService {
   /** A replicated partition's fetch: progress first, then frames up to the durable end. */
   const fetchReplicated = async (
@@ -73,22 +96,7 @@ export function leaderSource(o: LeaderSourceOptions): ReplicaLeaderService {
     signal: AbortSignal,
   ): Promise<PbReplicaFetchResponse> => {
     const led = o.ledPartition?.(req.topic, req.partition);
-    const answer = (
-      extra: Partial<PbReplicaFetchResponse> & Pick<PbReplicaFetchResponse, "error">,
-    ): PbReplicaFetchResponse => {
-      const st = log.stats();
-      return {
-        message: "",
-        frames: Buffer.alloc(0),
-        leader_hwm: st.highWatermark,
-        leader_epoch: led?.epoch ?? -1,
-        log_start_offset: st.oldestOffset,
-        log_end_offset: st.nextOffset,
-        epoch_starts: [],
-        frontiers: [],
-        ...extra,
-      };
-    };
+    const answer = answerOf(log, led?.epoch ?? -1);
     if (led === undefined || led.stopped)
       return answer({
         error: "not_leader",
@@ -129,9 +137,16 @@ export function leaderSource(o: LeaderSourceOptions): ReplicaLeaderService {
     const starts = history
       .filter((e) => e.epoch >= from && e.startOffset < Math.max(got.nextOffset, req.fetch_offset + 1))
       .map((e) => ({ epoch: e.epoch, start_offset: e.startOffset }));
-    const frontiers =
-      (await o.frontiersFor?.(req.topic, req.partition, req.replica_id, req.replica_volume_id)) ?? [];
-    return answer({ error: "", frames: got.frames, epoch_starts: starts, frontiers });
+    const positions = (await o.positionsFor?.(
+      req.topic,
+      req.partition,
+      req.replica_id,
+      req.replica_volume_id,
+    )) ?? {
+      frontiers: [],
+      fanout_cursors: [],
+    };
+    return answer({ error: "", frames: got.frames, epoch_starts: starts, ...positions });
   };
 
   return {
@@ -142,22 +157,7 @@ export function leaderSource(o: LeaderSourceOptions): ReplicaLeaderService {
       if (log.replicated) return fetchReplicated(log, req, signal);
       const history = await leaderHistory(dir, log);
       const epoch = lastEpoch(history);
-      const answer = (
-        extra: Partial<PbReplicaFetchResponse> & Pick<PbReplicaFetchResponse, "error">,
-      ): PbReplicaFetchResponse => {
-        const st = log.stats();
-        return {
-          message: "",
-          frames: Buffer.alloc(0),
-          leader_hwm: st.highWatermark,
-          leader_epoch: epoch,
-          log_start_offset: st.oldestOffset,
-          log_end_offset: st.nextOffset,
-          epoch_starts: [],
-          frontiers: [],
-          ...extra,
-        };
-      };
+      const answer = answerOf(log, epoch);
       const fence = fenceLeader(epoch, req.leader_epoch);
       if (!fence.ok)
         return answer({

@@ -30,7 +30,12 @@ export interface LeaderStateOptions {
   /** The record this node leads by (record.leader === self, at record.leaderEpoch). */
   record: ReplicaAssignment;
   minInsync: number;
-  /** This epoch's start offset (the log end when this node took over). */
+  /**
+   * The log end when this node took over (the epoch's start for a new
+   * leader; its log end at restart for one back in its own epoch): every
+   * record that may have been acknowledged lies below it, so a replica joins
+   * the ISR only past it.
+   */
   epochStartOffset: number;
   /** The partition's epoch history, this epoch included (OffsetForLeaderEpoch, fetch answers). */
   history: EpochHistory;
@@ -46,8 +51,9 @@ export interface LeaderStateOptions {
   isrCheckIntervalMs: number;
   /** Backoff before an ISR change with no answer is asked again. */
   isrRetryMs: number;
+  /** `expect.isr`: the recorded ISR the change was decided on (metastore recordIsr). */
   recordIsr(
-    expect: { leader: string; leaderEpoch: number },
+    expect: { leader: string; leaderEpoch: number; isr: readonly IsrMember[] },
     isr: readonly IsrMember[],
   ): Promise<IsrWriteOutcome>;
   nowMs(): number;
@@ -81,6 +87,8 @@ export class LeaderState implements ReplicaCommitGate {
   #stopped: string | null = null;
   #waiters: Waiter[] = [];
   #asking = false;
+  /** The recorded ISR the pending change was decided on (sent with each retry of it). */
+  #pendingBase: readonly IsrMember[] = [];
   readonly #timer: NodeJS.Timeout;
 
   constructor(o: LeaderStateOptions) {
@@ -291,6 +299,8 @@ export class LeaderState implements ReplicaCommitGate {
   #checkIsr(): void {
     if (this.#stopped !== null || this.#asking) return;
     const pending = this.#view.pending;
+    if (pending === null) this.#pendingBase = this.#view.recordedIsr;
+    const base = this.#pendingBase;
     const change =
       pending?.isr ??
       planIsrChange({
@@ -305,7 +315,7 @@ export class LeaderState implements ReplicaCommitGate {
     this.#view = { ...this.#view, pending: { isr: change } };
     this.#asking = true;
     void this.#o
-      .recordIsr({ leader: this.#o.self, leaderEpoch: this.epoch }, change)
+      .recordIsr({ leader: this.#o.self, leaderEpoch: this.epoch, isr: base }, change)
       .catch((err: unknown): IsrWriteOutcome => ({ kind: "unknown", reason: String(err) }))
       .then((outcome) => {
         this.#asking = false;
@@ -319,6 +329,17 @@ export class LeaderState implements ReplicaCommitGate {
             this.#view = { ...this.#view, pending: null };
             this.onRecord(outcome.record, this.#view.minInsync);
             this.#o.onIsrChange?.(kind, outcome.record.isr);
+            return;
+          case "superseded":
+            // Another writer changed the ISR (the operator dropped a replica)
+            // since this change was decided; nothing of it can land any more.
+            // Decide again on the record as it is.
+            this.#o.logger.info(
+              { topic: this.topic, partition: this.partition, epoch: this.epoch, reason: outcome.reason },
+              `ISR ${kind} superseded; deciding again`,
+            );
+            this.#view = { ...this.#view, pending: null };
+            if (this.onRecord(outcome.record, this.#view.minInsync)) queueMicrotask(() => this.#checkIsr());
             return;
           case "stale":
             // The record moved on: another leader or epoch. Nothing more is

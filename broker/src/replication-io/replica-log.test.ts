@@ -109,6 +109,23 @@ describe("volume-id file", () => {
     const foreign = await ensureVolumeId(root, { clusterUid: "c1", memberId: "a" });
     expect(foreign.kind).toBe("foreign");
     expect((await readVolumeId(root, self)).kind).toBe("own");
+    // Moved to another cluster (another uid): foreign, the marker untouched.
+    const moved = await ensureVolumeId(root, { clusterUid: "c2", memberId: "b" });
+    expect(moved.kind === "foreign" && moved.reason).toContain('cluster "c1"');
+    expect((await readVolumeId(root, self)).kind).toBe("own");
+  });
+
+  it("a marker written before the cluster uid was known is rewritten with it, same uuid", async () => {
+    const first = await ensureVolumeId(root, { clusterUid: "", memberId: "b" });
+    const adopted = await ensureVolumeId(root, { clusterUid: "c9", memberId: "b" });
+    expect(adopted.kind).toBe("own");
+    expect(adopted.kind !== "foreign" && adopted.identity).toEqual({
+      uuid: first.kind !== "foreign" ? first.identity.uuid : "",
+      clusterUid: "c9",
+      memberId: "b",
+    });
+    expect((await readVolumeId(root, { clusterUid: "c9", memberId: "b" })).kind).toBe("own");
+    expect((await readVolumeId(root, { clusterUid: "c8", memberId: "b" })).kind).toBe("foreign");
   });
 
   it("follows the leader's retention: drops sealed segments below its oldest offset after raising the dedup floor", async () => {

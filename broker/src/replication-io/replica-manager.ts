@@ -18,8 +18,15 @@
 // reached in the replica checkpoint, so the fetcher never truncates below it.
 
 import type { ReplicaAssignment } from "../../../packages/api/src/v1alpha1/replication.ts";
+import { groupNamePattern } from "../constants.ts";
 import { writeFrontier } from "../consumer/frontier-file.ts";
 import { clusterAddressOf } from "../core/routing.ts";
+import {
+  type CursorPosition,
+  isCursorFileName,
+  listCursorFiles,
+  writeCursorFile,
+} from "../fanout/cursor-file.ts";
 import { isLogError, LogError } from "../log/log-errors.ts";
 import type { LogStore, ReplicaOpenMode } from "../log/log-store.ts";
 import type { OpenedPartitionLog, ReplicaCommitGate } from "../log/partition-log.ts";
@@ -30,7 +37,7 @@ import { type Role, roleOf, sameRole } from "../replication/role.ts";
 import { topicReplication } from "../replication/topic-settings.ts";
 import type { PeerPool } from "../rpc/client.ts";
 import { runFollower, TruncationRefusedError } from "./fetcher.ts";
-import type { LedPartition } from "./leader-source.ts";
+import type { LedPartition, ReplicatedPositions } from "./leader-source.ts";
 import { LeaderState } from "./leader-state.ts";
 import { appendEpoch, readCheckpoint, readEpochFile, writeCheckpoint } from "./replica-state-files.ts";
 
@@ -45,6 +52,8 @@ export interface ReplicaManagerOptions {
   maxFrameBytes: number;
   /** Wait before a follower that stopped (refusal, error, no address) tries again. */
   retryBackoffMs: number;
+  /** A follower rewrites the HWM in its replica checkpoint at most this often. */
+  checkpointIntervalMs: number;
   /** How old the leader's cached frontiers may be when sent to followers. */
   frontierRefreshMs: number;
 }
@@ -81,6 +90,9 @@ export interface ReplicaManagerDeps {
   };
 }
 
+/** Every position is sent to each follower again this often, changed or not (a lost answer is made good). */
+const resendAllMs = 30_000;
+
 /** A commit gate that refuses until the leader state behind it is ready. */
 class GateProxy implements ReplicaCommitGate {
   target: LeaderState | undefined;
@@ -101,8 +113,7 @@ class GateProxy implements ReplicaCommitGate {
   }
 }
 
-/** How often a follower gets every frontier again, changed or not (see #sent). */
-const FRONTIER_FULL_RESEND_MS = 10_000;
+const validOffset = (n: number): boolean => Number.isSafeInteger(n) && n >= 0;
 
 function notLeader(message: string): LogError {
   return new LogError("NOT_LEADER", message);
@@ -123,15 +134,15 @@ class PartitionReplica {
   #current: Current = { kind: "idle" };
   #chain: Promise<void> = Promise.resolve();
   #closed = false;
-  /**
-   * Frontiers sent to each follower, by member and volume (only changes are
-   * sent): a follower back on another volume has none of them and gets them
-   * all again, and every FRONTIER_FULL_RESEND_MS each follower gets the whole
-   * set (an answer lost, or a follower killed before it wrote what it got,
-   * would otherwise leave it without a frontier that stopped moving).
-   */
-  readonly #sent = new Map<string, { atMs: number; offsets: Map<string, number> }>();
-  #frontierCache: { atMs: number; list: Array<{ group: string; offset: number }> } | undefined;
+  /** What each follower was sent, on which volume (only changes are sent, all again every resendAllMs or to a new volume). */
+  readonly #sent = new Map<string, { sinceMs: number; volumeId: string; values: Map<string, string> }>();
+  #positionCache:
+    | {
+        atMs: number;
+        frontiers: Array<{ group: string; offset: number }>;
+        cursors: Array<{ file: string; position: CursorPosition }>;
+      }
+    | undefined;
   /**
    * An epoch whose leadership ended by a refused ISR write (the record moved
    * on): not taken up again until the record this node sees changes.
@@ -202,12 +213,19 @@ class PartitionReplica {
       () => this.#reconcile(),
       () => this.#reconcile(),
     );
-    this.#chain.catch((err: unknown) =>
+    this.#chain.catch((err: unknown) => {
       this.#d.logger.error(
         { topic: this.topic, partition: this.partition, err },
-        "replica transition failed",
-      ),
-    );
+        "replica transition failed; retrying",
+      );
+      // A take-over or hand-back that failed on I/O (an fd limit, a full
+      // disk) is tried again; a change of the record meanwhile also retries.
+      if (this.#closed) return;
+      const t = setTimeout(() => {
+        if (!this.#closed) this.#enqueue();
+      }, this.#d.options.retryBackoffMs * 8);
+      t.unref();
+    });
   }
 
   #desired(): Role {
@@ -337,6 +355,12 @@ class PartitionReplica {
     }
     if (knownEpoch < epoch) await writeCheckpoint(dir, { leaderEpoch: epoch, hwm: st.highWatermark });
     const start = history.find((e) => e.epoch === epoch)?.startOffset ?? st.nextOffset;
+    // The bound below which everything acknowledged lies, for ISR expansion:
+    // the log end now, not the epoch's start. Back after a crash in its own
+    // epoch, this node may have acknowledged records above the epoch's start
+    // that its lazily written HWM file does not show; every one of them is
+    // below its log end (ADR 0007, "Expansion at the HWM alone").
+    const takeoverEnd = st.nextOffset;
     const state = new LeaderState({
       topic: this.topic,
       partition: this.partition,
@@ -344,7 +368,7 @@ class PartitionReplica {
       selfVolumeId: this.#d.volumeId,
       record,
       minInsync: this.#minInsync,
-      epochStartOffset: start,
+      epochStartOffset: takeoverEnd,
       history,
       hwm: st.highWatermark,
       logEnd: st.nextOffset,
@@ -398,6 +422,13 @@ class PartitionReplica {
     // A leader that is down or deposed fails every retry alike: logged once per 10 s.
     const gate = new RepeatGate(10_000);
     while (!signal.aborted) {
+      // A topic deleted meanwhile: its directory must not be created again
+      // by a fetcher (a later namesake would adopt it). The manager stops
+      // this loop once it sees the deletion; until then it only waits.
+      if (this.#d.metastore.getTopic(this.topic) === undefined) {
+        await sleep(o.retryBackoffMs);
+        continue;
+      }
       const member = this.#d.metastore.members().find((m) => m.id === leader);
       const address = member === undefined ? undefined : clusterAddressOf(member);
       if (address === undefined) {
@@ -412,14 +443,33 @@ class PartitionReplica {
           replicaId: this.#d.nodeId,
           volumeId: this.#d.volumeId,
           dir: this.#dir,
+          nowMs: this.#d.nowMs,
+          checkpointIntervalMs: o.checkpointIntervalMs,
           leaderEpoch: epoch,
           segmentBytes: o.segmentBytes,
           maxFrameBytes: o.maxFrameBytes,
           maxBytes: o.fetchMaxBytes,
           maxWaitMs: o.fetchMaxWaitMs,
           signal,
-          onFrontiers: async (frontiers) => {
-            for (const f of frontiers) await writeFrontier(this.#dir, f.group, f.offset);
+          onPositions: async (p) => {
+            // Names and offsets come from another member: only a group name
+            // or cursor file name this node could have written itself is
+            // written (never a path out of the partition dir), and one bad
+            // entry does not hold back the others.
+            for (const f of p.frontiers) {
+              if (!groupNamePattern.test(f.group) || !validOffset(f.offset)) {
+                this.#skipped("frontier", f);
+                continue;
+              }
+              await writeFrontier(this.#dir, f.group, f.offset);
+            }
+            for (const c of p.fanout_cursors) {
+              if (!isCursorFileName(c.file) || !validOffset(c.next_offset)) {
+                this.#skipped("fan-out cursor", c);
+                continue;
+              }
+              await writeCursorFile(this.#dir, c.file, { epoch: c.epoch, nextOffset: c.next_offset });
+            }
           },
           onProgress: (p) => {
             gate.reset();
@@ -474,32 +524,52 @@ class PartitionReplica {
     }
   }
 
-  /** The frontiers `replica` on `volumeId` has not been sent yet (leader side of the piggyback). */
-  async frontiersFor(replica: string, volumeId: string): Promise<Array<{ group: string; offset: number }>> {
-    const consumers = this.#d.consumers;
-    if (consumers === undefined) return [];
+  #skipped(what: string, entry: object): void {
+    this.#d.logger.warn(
+      { topic: this.topic, partition: this.partition, entry },
+      `ignored a ${what} from the leader: not a name or offset this node writes`,
+    );
+  }
+
+  /**
+   * The durable positions kept with this partition that `replica` fetching
+   * from `volumeId` has not been sent yet (the leader side of the
+   * piggyback): consumer-group frontiers and fan-out cursors. Read at most
+   * every frontierRefreshMs; all of them are sent again every resendAllMs,
+   * so a lost answer is made good, and at once to a follower on another
+   * volume than before (back empty: it has none of them, and a frontier that
+   * stopped moving would otherwise reach it only at the next full resend).
+   */
+  async positionsFor(replica: string, volumeId: string): Promise<ReplicatedPositions> {
     const now = this.#d.nowMs();
-    if (
-      this.#frontierCache === undefined ||
-      now - this.#frontierCache.atMs >= this.#d.options.frontierRefreshMs
-    )
-      this.#frontierCache = {
+    const o = this.#d.options;
+    if (this.#positionCache === undefined || now - this.#positionCache.atMs >= o.frontierRefreshMs) {
+      const dir = this.#dir;
+      this.#positionCache = {
         atMs: now,
-        list: await consumers.frontiers(this.topic, this.partition).catch(() => []),
+        frontiers: (await this.#d.consumers?.frontiers(this.topic, this.partition).catch(() => [])) ?? [],
+        cursors: await listCursorFiles(dir).catch(() => []),
       };
-    const key = `${replica}\u0000${volumeId}`;
-    let entry = this.#sent.get(key);
-    if (entry === undefined || now - entry.atMs >= FRONTIER_FULL_RESEND_MS) {
-      for (const k of this.#sent.keys()) if (k.startsWith(`${replica}\u0000`)) this.#sent.delete(k);
-      entry = { atMs: now, offsets: new Map() };
-      this.#sent.set(key, entry);
     }
-    const sent = entry.offsets;
-    const out: Array<{ group: string; offset: number }> = [];
-    for (const f of this.#frontierCache.list) {
-      if (sent.get(f.group) === f.offset) continue;
-      sent.set(f.group, f.offset);
-      out.push(f);
+    let sent = this.#sent.get(replica);
+    if (sent === undefined || sent.volumeId !== volumeId || now - sent.sinceMs >= resendAllMs) {
+      sent = { sinceMs: now, volumeId, values: new Map() };
+      this.#sent.set(replica, sent);
+    }
+    const out: ReplicatedPositions = { frontiers: [], fanout_cursors: [] };
+    for (const f of this.#positionCache.frontiers) {
+      const k = `g:${f.group}`;
+      const v = String(f.offset);
+      if (sent.values.get(k) === v) continue;
+      sent.values.set(k, v);
+      out.frontiers.push(f);
+    }
+    for (const c of this.#positionCache.cursors) {
+      const k = `c:${c.file}`;
+      const v = `${c.position.epoch}@${c.position.nextOffset}`;
+      if (sent.values.get(k) === v) continue;
+      sent.values.set(k, v);
+      out.fanout_cursors.push({ file: c.file, epoch: c.position.epoch, next_offset: c.position.nextOffset });
     }
     return out;
   }
@@ -510,10 +580,29 @@ export class ReplicaManager {
   readonly #replicas = new Map<string, PartitionReplica>();
   /** Removals of dropped copies in flight: a replica added back waits for them. */
   readonly #removals = new Map<string, Promise<void>>();
+  /** Topics whose files are being (or were) deleted, by the uid then known ("": already gone from the metastore). */
+  readonly #released = new Map<string, string>();
   #closed = false;
 
   constructor(d: ReplicaManagerDeps) {
     this.#d = d;
+  }
+
+  /**
+   * Stops every replica of `topic` before its files are deleted (the log
+   * store's topic deletion): no fetcher may write into, or recreate, a
+   * directory being removed. The topic's replicas come back only for
+   * another incarnation (a namesake created later has another uid).
+   */
+  async releaseTopic(topic: string): Promise<void> {
+    this.#released.set(topic, this.#d.metastore.getTopic(topic)?.uid ?? "");
+    const closing: Array<Promise<void>> = [];
+    for (const [key, r] of this.#replicas) {
+      if (r.topic !== topic) continue;
+      this.#replicas.delete(key);
+      closing.push(r.close());
+    }
+    await Promise.allSettled([...closing, ...this.#removals.values()]);
   }
 
   /** Takes the current records and follows every change. */
@@ -527,6 +616,13 @@ export class ReplicaManager {
     if (this.#closed) return;
     const seen = new Set<string>();
     for (const t of this.#d.metastore.listTopics()) {
+      const released = this.#released.get(t.name);
+      if (released !== undefined) {
+        // The incarnation whose files went stays stopped; another one (a
+        // namesake created since) replicates afresh.
+        if (released === t.uid) continue;
+        this.#released.delete(t.name);
+      }
       const { factor, minInsync } = topicReplication(t);
       if (factor <= 1) continue;
       for (let p = 0; p < t.partitions; p++) {
@@ -586,14 +682,15 @@ export class ReplicaManager {
     return this.#replicas.get(`${topic}\u0000${partition}`)?.led();
   }
 
-  frontiersFor(
+  positionsFor(
     topic: string,
     partition: number,
     replica: string,
     volumeId: string,
-  ): Promise<Array<{ group: string; offset: number }>> {
+  ): Promise<ReplicatedPositions> {
     return (
-      this.#replicas.get(`${topic}\u0000${partition}`)?.frontiersFor(replica, volumeId) ?? Promise.resolve([])
+      this.#replicas.get(`${topic}\u0000${partition}`)?.positionsFor(replica, volumeId) ??
+      Promise.resolve({ frontiers: [], fanout_cursors: [] })
     );
   }
 

@@ -33,7 +33,12 @@ export async function ensureVolumeId(
 ): Promise<VolumeAtStart> {
   await mkdir(dataDir, { recursive: true });
   const found = await readVolumeId(dataDir, self);
-  if (found.kind === "own") return found;
+  if (found.kind === "own" && found.adopt !== undefined) {
+    // Written before the cluster uid was known: the same volume (same uuid), now named.
+    await writeFileAtomic(join(dataDir, volumeIdFileName), encodeVolumeId(found.adopt));
+    return { kind: "own", identity: found.adopt };
+  }
+  if (found.kind === "own") return { kind: "own", identity: found.identity };
   if (found.kind === "foreign") return found;
   const identity: VolumeIdentity = { uuid: randomUUID(), ...self };
   await writeFileAtomic(join(dataDir, volumeIdFileName), encodeVolumeId(identity));

@@ -28,7 +28,11 @@ export interface LeaderView {
   logEnd: number;
   /** The HWM so far: it never moves back. */
   hwm: number;
-  /** Where this leader's epoch starts (its log end when it took over). */
+  /**
+   * This leader's log end when it took over: its epoch's start when newly
+   * elected, its log end at restart when back in its own epoch (it may have
+   * acknowledged records above the epoch's start before the crash).
+   */
   epochStartOffset: number;
   /** The ISR as recorded in the NaradTopic status at this leader's epoch. */
   recordedIsr: readonly IsrMember[];
@@ -154,10 +158,12 @@ export function recordFetch(
  * replication e2e saw: shrink, expand with the dead follower's old volume,
  * shrink, ...). The HWM alone is not enough: a leader that
  * restarted, or was just elected, may know a lower HWM than the one its
- * predecessor acknowledged up to (the HWM file is written lazily), and a
- * replica added at that HWM would lack acknowledged records. Everything
- * acknowledged is below the epoch's start, which every ISR member had when
- * the epoch began. One change at a time; none while one is in flight.
+ * predecessor (or it, before a crash) acknowledged up to (the HWM file is
+ * written lazily), and a replica added at that HWM would lack acknowledged
+ * records. Everything acknowledged is below this leader's log end when it
+ * took over (`epochStartOffset`), which every ISR member had or gets before
+ * anything above it commits. One change at a time; none while one is in
+ * flight.
  *
  * `leaderStartMs` is when this leader took over: a follower it has not
  * heard from counts as lagging from then.

@@ -68,4 +68,21 @@ describe("volume-id classification", () => {
       found: null,
     });
   });
+
+  it("a marker from before the cluster uid was known is adopted; a broker without one judges only the member", () => {
+    const legacy = encodeVolumeId({
+      uuid: "0b9f2a52-2b43-4a4e-9a55-0d4c1f1f7e11",
+      clusterUid: "",
+      memberId: "narad-0",
+    });
+    expect(classifyVolume(legacy, self)).toEqual({
+      kind: "own",
+      identity: { uuid: "0b9f2a52-2b43-4a4e-9a55-0d4c1f1f7e11", clusterUid: "", memberId: "narad-0" },
+      adopt: { uuid: "0b9f2a52-2b43-4a4e-9a55-0d4c1f1f7e11", clusterUid: "c1", memberId: "narad-0" },
+    });
+    expect(classifyVolume(legacy, { clusterUid: "", memberId: "narad-0" })).toMatchObject({ kind: "own" });
+    expect(classifyVolume(legacy, { clusterUid: "", memberId: "narad-0" })).not.toHaveProperty("adopt");
+    expect(classifyVolume(marker, { clusterUid: "", memberId: "narad-0" }).kind).toBe("own");
+    expect(classifyVolume(legacy, { clusterUid: "c1", memberId: "narad-1" }).kind).toBe("foreign");
+  });
 });

@@ -35,8 +35,12 @@ export function parseVolumeId(buf: Buffer): VolumeIdentity | null {
 }
 
 export type VolumeClass =
-  /** The marker names this cluster and member: the volume is the one this broker wrote. */
-  | { kind: "own"; identity: VolumeIdentity }
+  /**
+   * The marker names this cluster and member: the volume is the one this
+   * broker wrote. `adopt`: the marker was written before the broker knew its
+   * cluster's uid (clusterUid ""); it is rewritten with the uid, same uuid.
+   */
+  | { kind: "own"; identity: VolumeIdentity; adopt?: VolumeIdentity }
   /** No marker: a new (or wiped) volume. The broker writes a fresh identity and holds no replica data. */
   | { kind: "missing" }
   /** A marker of another member or cluster, or one that does not parse: never served, never overwritten. */
@@ -50,7 +54,13 @@ export function classifyVolume(
   if (raw === null) return { kind: "missing" };
   const found = parseVolumeId(raw);
   if (found === null) return { kind: "foreign", reason: "the volume-id marker does not parse", found: null };
-  if (found.clusterUid !== self.clusterUid)
+  // A broker that does not know its cluster's uid ("") cannot judge the
+  // cluster; a marker written before the uid was known ("") is this
+  // cluster's as long as the member matches (the operator passes the uid
+  // since the volume-id marker exists, so such a volume never left it).
+  const sameCluster =
+    found.clusterUid === self.clusterUid || self.clusterUid === "" || found.clusterUid === "";
+  if (!sameCluster)
     return {
       kind: "foreign",
       reason: `the volume belongs to cluster "${found.clusterUid}", not "${self.clusterUid}"`,
@@ -62,5 +72,7 @@ export function classifyVolume(
       reason: `the volume belongs to member "${found.memberId}", not "${self.memberId}"`,
       found,
     };
+  if (found.clusterUid === "" && self.clusterUid !== "")
+    return { kind: "own", identity: found, adopt: { ...found, clusterUid: self.clusterUid } };
   return { kind: "own", identity: found };
 }

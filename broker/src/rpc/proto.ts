@@ -286,6 +286,8 @@ export interface PbReplicaFetchResponse {
   epoch_starts: Array<{ epoch: number; start_offset: number }>;
   /** The leader's durable group frontiers of the partition (empty when unchanged since the follower's last answer). */
   frontiers: Array<{ group: string; offset: number }>;
+  /** The leader's fan-out cursor files of the partition that changed since the follower's last answer. */
+  fanout_cursors: Array<{ file: string; epoch: string; next_offset: number }>;
 }
 
 export interface PbOffsetForLeaderEpochRequest {

@@ -274,6 +274,7 @@ export function clusterHandlers(d: ClusterServerDeps): UntypedServiceImplementat
           log_end_offset: 0,
           epoch_starts: [],
           frontiers: [],
+          fanout_cursors: [],
         };
       return r.fetch(led.log, r.partitionDir(req.topic, req.partition), req, signal);
     }),

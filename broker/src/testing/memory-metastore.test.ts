@@ -1,6 +1,7 @@
 // The memory metastore's replicated records: placement of a replicated
 // topic, the owner as the leader, the ISR compare-and-swap and its faults.
 import { describe, expect, it } from "vitest";
+import type { IsrMember } from "../../../packages/api/src/v1alpha1/replication.ts";
 import { topicFixture } from "../meta/contract.ts";
 import type { Member } from "../meta/types.ts";
 import { createMemoryCluster } from "./memory-metastore.ts";
@@ -107,6 +108,25 @@ describe("memory metastore: replicated partitions", () => {
     expect(mc.isrWrites()).toBe(1);
     await ms.deleteTopic("t");
     expect((await ms.recordIsr?.("t", 0, { leader, leaderEpoch: 2 }, r.isr))?.kind).toBe("stale");
+  });
+
+  it("with the ISR a change was decided on: written only on that ISR or the change itself, else superseded", async () => {
+    const mc = createMemoryCluster(members());
+    const ms = mc.metastore();
+    await ms.createTopic(topicFixture("t", { partitions: 1, replication_factor: 3 }));
+    const r = ms.replicaAssignment?.("t", 0);
+    if (r === undefined || r.leader === null) throw new Error("no record");
+    const [self, x, y] = r.isr as [IsrMember, IsrMember, IsrMember];
+    const at = { leader: r.leader, leaderEpoch: 0, isr: [y, x, self] }; // any order
+    // Decided on {self, x, y}: shrink y away. Meanwhile the operator drops x.
+    mc.setReplicaAssignment("t", 0, { ...r, replicas: [self.member, y.member], isr: [self, y] });
+    const out = await ms.recordIsr?.("t", 0, at, [self, x]);
+    expect(out).toMatchObject({ kind: "superseded", record: { isr: [self, y] } });
+    expect(ms.replicaAssignment?.("t", 0)?.isr).toEqual([self, y]);
+    // On the ISR it was decided on, or when the change is already there: recorded.
+    expect((await ms.recordIsr?.("t", 0, { ...at, isr: [self, y] }, [self]))?.kind).toBe("recorded");
+    expect((await ms.recordIsr?.("t", 0, { ...at, isr: [self, y] }, [self]))?.kind).toBe("recorded");
+    expect(ms.replicaAssignment?.("t", 0)?.isr).toEqual([self]);
   });
 
   it("answers unknown while a fault is set: the change applied (answer lost) or not (request lost)", async () => {

@@ -15,8 +15,10 @@
 // Tests replace records with setReplicaAssignment (an election, an offline
 // partition) as the operator would. recordIsr is the same compare-and-swap
 // as the kubernetes backend's: applied only while the record names that
-// leader at that epoch; failIsrWrites makes it answer "unknown" (the change
-// applied or lost), the way a write whose answer is lost does.
+// leader at that epoch (and, when the caller names it, still holds the ISR
+// the change was decided on, else "superseded"); failIsrWrites makes it
+// answer "unknown" (the change applied or lost), the way a write whose
+// answer is lost does.
 
 import { randomUUID } from "node:crypto";
 import type { IsrMember, ReplicaAssignment } from "../../../packages/api/src/v1alpha1/replication.ts";
@@ -63,6 +65,13 @@ export interface MemoryCluster {
 }
 
 const key = (topic: string, partition: number): string => `${partition}/${topic}`;
+
+/** The same ISR entries, in any order. */
+function sameMembers(a: readonly IsrMember[], b: readonly IsrMember[]): boolean {
+  const k = (m: IsrMember) => `${m.member}\u0000${m.volumeId}`;
+  const set = new Set(a.map(k));
+  return a.length === b.length && b.every((m) => set.has(k(m)));
+}
 
 function copyRecord(r: ReplicaAssignment): ReplicaAssignment {
   return {
@@ -153,7 +162,7 @@ export function createMemoryCluster(initialMembers: readonly Member[] = []): Mem
   const recordIsr = async (
     topic: string,
     partition: number,
-    expect: { leader: string; leaderEpoch: number },
+    expect: { leader: string; leaderEpoch: number; isr?: readonly IsrMember[] },
     isr: readonly IsrMember[],
   ): Promise<IsrWriteOutcome> => {
     const fault = isrFault;
@@ -170,6 +179,12 @@ export function createMemoryCluster(initialMembers: readonly Member[] = []): Mem
       outcome = {
         kind: "stale",
         reason: `the record names leader ${r.leader ?? "(none)"} at epoch ${r.leaderEpoch}, not ${expect.leader} at ${expect.leaderEpoch}`,
+      };
+    else if (expect.isr !== undefined && !sameMembers(r.isr, expect.isr) && !sameMembers(r.isr, isr))
+      outcome = {
+        kind: "superseded",
+        record: copyRecord(r),
+        reason: `the ISR of ${topic}/${partition} changed since the change was decided`,
       };
     else {
       if (fault?.fault === "lost") return { kind: "unknown", reason: "test fault: the request was lost" };

@@ -21,6 +21,8 @@ export interface FollowerArgs {
   segmentBytes: number;
   /** Pause after each append (so a test can kill it part-way through a catch-up). */
   pauseMs: number;
+  /** kill -9 itself right after this step (a crash point the test cannot hit from outside). */
+  crashAfter?: "reset";
 }
 
 const a = JSON.parse(process.argv[2] ?? "{}") as FollowerArgs;
@@ -56,6 +58,7 @@ try {
     partition: a.partition,
     replicaId: "test-follower",
     volumeId: "test-volume",
+    nowMs: Date.now,
     dir: a.dir,
     leaderEpoch: a.leaderEpoch,
     segmentBytes: a.segmentBytes,
@@ -64,6 +67,10 @@ try {
     maxWaitMs: a.maxWaitMs,
     signal: abort.signal,
     onTruncated: (t) => say({ event: "truncated", ...t }),
+    onReset: (r) => {
+      say({ event: "reset", ...r });
+      if (a.crashAfter === "reset") process.kill(process.pid, "SIGKILL");
+    },
     onProgress: (p) => {
       say({ event: "progress", ...p });
       pause = new Promise((r) => setTimeout(r, a.pauseMs));

@@ -92,6 +92,9 @@ export class TestCluster {
     const base = loadConfig(
       [
         ...["--data-dir", dir, "--addr", "127.0.0.1:0", "--cluster-addr", "127.0.0.1:0", "--node-id", id],
+        // The test plays the operator for single-copy owners; a replication
+        // test passes --replication on (later flags win).
+        ...["--replication", "off"],
         ...(o.args ?? []),
         ...(node.args ?? []),
       ],

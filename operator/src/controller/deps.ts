@@ -43,6 +43,12 @@ export class ControllerMemory {
   readonly podMonitor = new Map<string, string>();
   /** topic key → the labels of its replication gauges, to remove them when it goes. */
   readonly topicGauges = new Map<string, { namespace: string; cluster: string; topic: string }>();
+  /**
+   * topic key → "partition/member" → first time (this term, operator clock)
+   * the partition's preferred replica could lead it without leading it: the
+   * preferred-leader balance waits until that has lasted its settle time.
+   */
+  readonly preferredEligibleSince = new Map<string, Map<string, number>>();
 
   /**
    * A new leadership term begins. Observations from an earlier term are not
@@ -55,6 +61,7 @@ export class ControllerMemory {
     this.notReadySince.clear();
     this.brokerUnreachableSince.clear();
     this.replacementSeen.clear();
+    this.preferredEligibleSince.clear();
   }
 
   forget(uid: string): void {

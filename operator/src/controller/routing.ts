@@ -23,10 +23,16 @@ export interface ClusterSeen {
    */
   actionAnnotations: string;
   /**
-   * Each member's state and volume id: replicated topics elect on a Down
-   * leader or a leader on another volume (a volume change bumps no epoch).
+   * Each member's state, volume id and whether it failed while held:
+   * replicated topics elect on a Down (or failed) leader or a leader on
+   * another volume (neither bumps the membership epoch).
    */
   memberVolumes: string;
+  /**
+   * Whether a roll or a scale runs (status.roll, status.scale): the
+   * preferred-leader balance of replicated topics waits for both to end.
+   */
+  busy: string;
 }
 
 /** Annotations whose change must reconcile at once, not at the next resync. */
@@ -45,7 +51,14 @@ export function clusterSeen(c: NaradCluster): ClusterSeen {
     deleting: Boolean(c.metadata.deletionTimestamp),
     epoch: c.status?.membershipEpoch,
     actionAnnotations: JSON.stringify(ACTION_ANNOTATIONS.map((k) => c.metadata.annotations?.[k] ?? null)),
-    memberVolumes: JSON.stringify((c.status?.members ?? []).map((m) => [m.id, m.state, m.volumeId ?? null])),
+    memberVolumes: JSON.stringify(
+      (c.status?.members ?? []).map((m) => [m.id, m.state, m.volumeId ?? null, m.failedSince !== undefined]),
+    ),
+    busy: JSON.stringify([
+      c.status?.roll?.podInFlight ?? null,
+      c.status?.scale?.decommissioning ?? null,
+      (c.status?.scale?.moves?.length ?? 0) > 0,
+    ]),
   };
 }
 
@@ -54,8 +67,9 @@ export function clusterSeen(c: NaradCluster): ClusterSeen {
  *   deletion and changes of the action annotations (restartedAt, rebalance:
  *   they change no generation); NOT on status-only updates (our own writes would loop). Its
  *   topics are requeued when its membership epoch changes too (placement
- *   depends on Active members), and when a member's state or volume id
- *   changes (elections of replicated partitions depend on both).
+ *   depends on Active members), when a member's state, volume id or failure
+ *   changes (elections of replicated partitions depend on them), and when a
+ *   roll or a scale starts or ends (the preferred-leader balance waits for them).
  * - NaradTopic: requeued on every event (its finalizer and deletion matter).
  * - Owned objects and pods: their cluster, by the narad.dev/cluster label.
  */
@@ -78,7 +92,10 @@ export function route(
       before.deleting !== now.deleting ||
       before.actionAnnotations !== now.actionAnnotations;
     const membershipChanged =
-      specChanged || before?.epoch !== now.epoch || before?.memberVolumes !== now.memberVolumes;
+      specChanged ||
+      before?.epoch !== now.epoch ||
+      before?.memberVolumes !== now.memberVolumes ||
+      before?.busy !== now.busy;
     return {
       clusters: specChanged ? [objectKey(ns, name)] : [],
       topics: membershipChanged ? topicsOf(ns, name).map((t) => objectKey(ns, t.metadata.name ?? "")) : [],

@@ -124,3 +124,51 @@ describe("assignPartitions", () => {
     expect(r).toEqual({ ok: false, reason: "2 partition(s) need an owner and no member is Active" });
   });
 });
+
+describe("assignPartitions: fan-out children away from the parent", () => {
+  it("places each partition on another Active member than the parent's owner of it, when there is one", () => {
+    const ids = ["demo-0", "demo-1", "demo-2"];
+    const parent = assignPartitions({
+      topic: "orders",
+      partitions: 6,
+      previous: [],
+      memberIds: ids,
+      activeIds: ids,
+    });
+    if (!parent.ok) throw new Error("parent not placed");
+    const avoid = new Map(parent.assignments.map((a) => [a.partition, a.owner]));
+    const child = assignPartitions({
+      topic: "orders-audit",
+      partitions: 6,
+      previous: [],
+      memberIds: ids,
+      activeIds: ids,
+      avoid,
+    });
+    if (!child.ok) throw new Error("child not placed");
+    for (const a of child.assignments) expect(a.owner).not.toBe(avoid.get(a.partition));
+    // Still balanced: 2 each.
+    const load = new Map<string, number>();
+    for (const a of child.assignments) load.set(a.owner, (load.get(a.owner) ?? 0) + 1);
+    expect([...load.values()].sort()).toEqual([2, 2, 2]);
+    // One Active member: it takes them anyway. Placed partitions stay (sticky).
+    const one = assignPartitions({
+      topic: "c",
+      partitions: 2,
+      previous: [],
+      memberIds: ids,
+      activeIds: ["demo-0"],
+      avoid: new Map([[0, "demo-0"]]),
+    });
+    expect(one.ok && one.assignments.map((a) => a.owner)).toEqual(["demo-0", "demo-0"]);
+    const kept = assignPartitions({
+      topic: "orders-audit",
+      partitions: 6,
+      previous: child.assignments,
+      memberIds: ids,
+      activeIds: ids,
+      avoid: new Map(child.assignments.map((a) => [a.partition, a.owner])),
+    });
+    expect(kept.ok && kept.changed).toBe(false);
+  });
+});

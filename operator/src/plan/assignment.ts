@@ -7,7 +7,10 @@ import type { PartitionAssignment } from "../../../packages/api/src/v1alpha1/typ
 // - balanced: unplaced partitions go to the Active member owning the fewest
 //   partitions of this topic;
 // - deterministic: ties break in member order rotated by a hash of the
-//   topic name, so topics do not all pile partition 0 onto the same member.
+//   topic name, so topics do not all pile partition 0 onto the same member;
+// - fan-out children (avoid): an unplaced partition goes to another Active
+//   member than the owner of the parent's matching partition when there is
+//   one (Narad places a child away from its parent). Placed ones stay.
 
 export interface AssignmentInput {
   topic: string;
@@ -17,6 +20,8 @@ export interface AssignmentInput {
   memberIds: readonly string[];
   /** Members that may receive new partitions. */
   activeIds: readonly string[];
+  /** partition → a member it should not be placed on, when another can take it (a fan-out child's parent owner). */
+  avoid?: ReadonlyMap<number, string>;
 }
 
 export type AssignmentResult =
@@ -47,8 +52,10 @@ export function assignPartitions(input: AssignmentInput): AssignmentResult {
   const load = new Map<string, number>(order.map((id) => [id, 0]));
   for (const owner of kept.values()) if (load.has(owner)) load.set(owner, (load.get(owner) ?? 0) + 1);
   for (const p of unplaced) {
-    let best = order[0] as string;
-    for (const id of order) if ((load.get(id) ?? 0) < (load.get(best) ?? 0)) best = id;
+    const avoid = input.avoid?.get(p);
+    const candidates = order.some((id) => id !== avoid) ? order.filter((id) => id !== avoid) : order;
+    let best = candidates[0] as string;
+    for (const id of candidates) if ((load.get(id) ?? 0) < (load.get(best) ?? 0)) best = id;
     kept.set(p, best);
     load.set(best, (load.get(best) ?? 0) + 1);
   }

@@ -488,3 +488,80 @@ describe("podView: who said not ready", () => {
     ).toBeUndefined();
   });
 });
+
+describe("planMembers: a held member whose broker failed (failedSince)", () => {
+  const grace = 30_000;
+  const prev = [member(0, "Active"), member(1, "Active"), member(2, "Decommissioning")];
+  const base = (over: Partial<MembersInput>) =>
+    input({
+      replicas: 2,
+      previous: prev,
+      pods: [pod(0, true), pod(1, true), pod(2, false)],
+      holds: new Map([["demo-2", "Decommissioning"]]),
+      downGraceMs: grace,
+      ...over,
+    });
+
+  it("a Decommissioning member keeps its state; failedSince once its pod is not Ready and its broker failed for the grace", () => {
+    const early = planMembers(base({ brokerUnreachableSinceMs: new Map([["demo-2", NOW - grace + 5_000]]) }));
+    expect(early.members[2]).toMatchObject({ state: "Decommissioning" });
+    expect(early.members[2]?.failedSince).toBeUndefined();
+    expect(early.recheckAfterMs).toBe(5_000);
+    const r = planMembers(base({ brokerUnreachableSinceMs: new Map([["demo-2", NOW - grace]]) }));
+    expect(r.members[2]).toMatchObject({
+      state: "Decommissioning",
+      failedSince: new Date(NOW).toISOString(),
+    });
+    expect(r.failures).toEqual([
+      expect.stringContaining("demo-2: Decommissioning, pod not ready, broker unreachable for 30s"),
+    ]);
+    // Not a membership change brokers act on: no epoch bump, no transition.
+    expect(r.changed).toBe(false);
+    expect(r.transitions).toEqual([]);
+    // Kept (same since) while it lasts, no second Event; cleared once the broker answers.
+    const withFailed = [prev[0]!, prev[1]!, { ...prev[2]!, failedSince: "2026-11-29T11:59:00.000Z" }];
+    const still = planMembers(
+      base({ previous: withFailed, brokerUnreachableSinceMs: new Map([["demo-2", NOW - 90_000]]) }),
+    );
+    expect(still.members[2]?.failedSince).toBe("2026-11-29T11:59:00.000Z");
+    expect(still.failures).toEqual([]);
+    const back = planMembers(base({ previous: withFailed, brokerUnreachableSinceMs: new Map() }));
+    expect(back.members[2]?.failedSince).toBeUndefined();
+    expect(back.members[2]?.state).toBe("Decommissioning");
+  });
+
+  it("needs both: a Ready pod, an answering broker, an untrusted cache or a node's verdict sets nothing", () => {
+    const since = new Map([["demo-2", NOW - 60_000]]);
+    const cases: Array<Partial<MembersInput>> = [
+      { pods: [pod(0, true), pod(1, true), pod(2, true)], brokerUnreachableSinceMs: since },
+      { brokerUnreachableSinceMs: new Map() },
+      { brokerUnreachableSinceMs: since, observationsTrusted: false },
+      {
+        pods: [pod(0, true), pod(1, true), pod(2, false, { readyVerdictFromNode: true })],
+        brokerUnreachableSinceMs: since,
+      },
+    ];
+    for (const c of cases)
+      expect(planMembers(base(c)).members[2]?.failedSince, JSON.stringify(c)).toBeUndefined();
+    // A missing pod counts as not Ready.
+    const gone = planMembers(base({ pods: [pod(0, true), pod(1, true)], brokerUnreachableSinceMs: since }));
+    expect(gone.members[2]?.failedSince).toBeDefined();
+  });
+
+  it("a member the roll holds in Maintenance likewise, without ever going Down while held", () => {
+    const r = planMembers(
+      input({
+        previous: [member(0, "Active"), member(1, "Active"), member(2, "Maintenance")],
+        pods: [pod(0, true), pod(1, true)],
+        maintenance: new Set(["demo-2"]),
+        downGraceMs: grace,
+        notReadySinceMs: new Map([["demo-2", NOW - 120_000]]),
+        brokerUnreachableSinceMs: new Map([["demo-2", NOW - 120_000]]),
+      }),
+    );
+    expect(r.members[2]).toMatchObject({ state: "Maintenance" });
+    expect(r.members[2]?.failedSince).toBeDefined();
+    // Active members never get it: they go Down instead.
+    expect(r.members[0]?.failedSince).toBeUndefined();
+  });
+});

@@ -32,6 +32,15 @@ import type { PodView } from "./pods.ts";
 //   - the broker's admin status failing for downGrace, counted from the
 //     first failed probe of an unbroken run of failures
 //     (brokerUnreachableSinceMs, kept by the caller; see reachability.ts).
+//
+// A member whose state is held (Decommissioning by the scale step,
+// Maintenance by the roll) never goes Down: the decommission and the roll
+// own its state. But a replicated partition it leads needs an election when
+// its broker is dead. So the same broker-side evidence (admin status failing
+// for downGrace, and the pod not Ready now) sets failedSince on it instead:
+// its state stays, elections treat it as Down (plan/topic-replication.ts).
+// The pod's own not-ready clock does not run while the roll holds it (a
+// planned restart is not a failure), so the broker's is the clock here.
 // A pod whose Ready=False was written by the node lifecycle controller (the
 // node missed heartbeats, typically during an API outage) says nothing about
 // the broker: it counts as unknown, and its clock does not run. Nor does any
@@ -89,6 +98,8 @@ export interface MembersResult {
   pendingDown: Map<string, string>;
   /** Human-readable transitions, for Events and logs ("demo-1: Active → Down (not ready for 31s)"). */
   transitions: string[];
+  /** Held members that failed this pass (failedSince newly set), for Warning Events. */
+  failures: string[];
 }
 
 /** How long to wait, at most, before probing a member whose Down grace runs. */
@@ -102,6 +113,7 @@ export function planMembers(input: MembersInput): MembersResult {
   const prevById = new Map(input.previous.map((m) => [m.id, m]));
   const notReadySinceMs = new Map<string, number>();
   const transitions: string[] = [];
+  const failures: string[] = [];
   const pendingDown = new Map<string, string>();
   let recheckAfterMs: number | undefined;
 
@@ -188,6 +200,25 @@ export function planMembers(input: MembersInput): MembersResult {
     if (revision !== undefined) member.revision = revision;
     const volumeId = input.volumeIds?.get(id) ?? prev?.volumeId;
     if (volumeId !== undefined) member.volumeId = volumeId;
+    if (state === "Decommissioning" || state === "Maintenance") {
+      // Held or not: a Maintenance member released by the roll goes Down by
+      // the rule above, this only covers the time before.
+      const unreachableSince = input.brokerUnreachableSinceMs?.get(id);
+      const brokerFor = unreachableSince === undefined ? undefined : nowMs - unreachableSince;
+      const podAway = pod === undefined || (!pod.ready && pod.readyVerdictFromNode !== true);
+      if (trusted && podAway && brokerFor !== undefined) {
+        if (brokerFor >= downGraceMs) {
+          member.failedSince = prev?.failedSince ?? new Date(nowMs).toISOString();
+          if (prev?.failedSince === undefined)
+            failures.push(
+              `${id}: ${state}, ${pod === undefined ? "pod missing" : "pod not ready"}, broker unreachable for ${Math.round(brokerFor / 1000)}s: replicated partitions elect around it`,
+            );
+        } else {
+          const next = Math.min(Math.max(downGraceMs - brokerFor, 1), DOWN_RECHECK_MAX_MS);
+          recheckAfterMs = recheckAfterMs === undefined ? next : Math.min(recheckAfterMs, next);
+        }
+      }
+    }
     if (prevState !== state)
       transitions.push(`${id}: ${prevState ?? "(new)"} → ${state}${why ? ` (${why})` : ""}`);
     members.push(member);
@@ -202,6 +233,7 @@ export function planMembers(input: MembersInput): MembersResult {
     recheckAfterMs,
     pendingDown,
     transitions,
+    failures,
   };
 }
 

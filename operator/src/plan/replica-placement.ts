@@ -12,7 +12,11 @@ import { fnv1a, rotate, sortIds } from "./assignment.ts";
 //   partition keeps its leader, ISR and epoch (leadership changes are the
 //   election's, plan/election.ts); a new replica joins outside the ISR and
 //   enters it by catching up;
-// - deterministic: ties break in broker order rotated by a hash of the topic.
+// - deterministic: ties break in broker order rotated by a hash of the topic;
+// - fan-out children (avoidLeaders): a new partition's leader is another
+//   Active broker than the one leading the parent's matching partition when
+//   there is one (Narad places a child away from its parent); that broker
+//   may still hold a follower replica.
 //
 // Brokers that are not members any more (Removed) leave the replica list;
 // if one was the leader, the caller runs the election on the result.
@@ -42,6 +46,8 @@ export interface PlacementInput {
   /** Every member (any state but Removed). */
   brokers: readonly PlacementBroker[];
   previous: readonly ReplicaAssignment[];
+  /** partition → a broker its leader should not be, when another can (a fan-out child's parent leader). */
+  avoidLeaders?: ReadonlyMap<number, string>;
 }
 
 export interface PlacementResult {
@@ -93,15 +99,15 @@ export function placeReplicas(input: PlacementInput): PlacementResult {
     const replicas = existing ? [...existing.replicas] : [];
     let leader = existing?.leader ?? null;
     if (existing === undefined) {
-      // A new partition: its leader first, the broker leading the fewest.
-      const first = pick(
-        order,
-        replicas,
-        members,
-        (id) => [leaderLoad.get(id) ?? 0, replicaLoad.get(id) ?? 0],
-        rank,
-        false,
-      );
+      // A new partition: its leader first, the broker leading the fewest
+      // (away from the parent's leader when another broker can lead).
+      const leaderKey = (id: string): [number, number] => [leaderLoad.get(id) ?? 0, replicaLoad.get(id) ?? 0];
+      const avoid = input.avoidLeaders?.get(p);
+      const first =
+        (avoid === undefined
+          ? undefined
+          : pick(order, [...replicas, avoid], members, leaderKey, rank, false)) ??
+        pick(order, replicas, members, leaderKey, rank, false);
       if (first !== undefined) {
         replicas.push(first);
         leader = first;

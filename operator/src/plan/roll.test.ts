@@ -689,3 +689,114 @@ describe("planRoll: brokers above spec.replicas still in the cluster", () => {
     expect(a).toMatchObject({ kind: "enterMaintenance", pod: "demo-1" });
   });
 });
+
+describe("planRoll: leadership handoff before the drain", () => {
+  const maint = [member(0), member(1), member(2, "Maintenance")];
+  const led = (...entries: Array<[string, boolean]>) => ({
+    leadership: { led: entries.map(([key, movable]) => ({ key, movable })) },
+    handoffTimeoutMs: 30_000,
+  });
+
+  it("waits while the pod in flight leads a partition another in-sync replica could take", () => {
+    const a = planRoll(
+      input({
+        roll: roll("demo-2"),
+        members: maint,
+        inFlightBroker: serving,
+        ...led(["orders/0", true], ["orders/2", false]),
+      }),
+    );
+    expect(a).toMatchObject({ kind: "wait", code: "HandingOffLeadership", pod: "demo-2" });
+    expect(a.kind === "wait" && a.reason).toContain("orders/0");
+    // The wait is not the gate's: no gate clock, status.roll unchanged.
+    expect(nextRollStatus(roll("demo-2"), a, NOW)).toEqual(roll("demo-2"));
+  });
+
+  it("drains once nothing movable is led, recording the handoff (and what stays led) with that action", () => {
+    const a = planRoll(
+      input({ roll: roll("demo-2"), members: maint, inFlightBroker: serving, ...led(["orders/2", false]) }),
+    );
+    expect(a).toMatchObject({
+      kind: "drain",
+      pod: "demo-2",
+      handoff: { kept: ["orders/2"], timedOut: false },
+    });
+    expect(nextRollStatus(roll("demo-2"), a, NOW)).toEqual({
+      ...roll("demo-2"),
+      handoffDoneAt: new Date(NOW).toISOString(),
+      leadersKept: ["orders/2"],
+    });
+    const none = planRoll(input({ roll: roll("demo-2"), members: maint, inFlightBroker: serving, ...led() }));
+    expect(none).toMatchObject({ kind: "drain", handoff: { kept: [], timedOut: false } });
+    expect(nextRollStatus(roll("demo-2"), none, NOW)).toEqual({
+      ...roll("demo-2"),
+      handoffDoneAt: new Date(NOW).toISOString(),
+    });
+  });
+
+  it("goes on after handoffTimeoutMs from startedAt, saying it timed out", () => {
+    const a = planRoll(
+      input({
+        roll: roll("demo-2", 30_000),
+        members: maint,
+        inFlightBroker: serving,
+        ...led(["orders/0", true]),
+      }),
+    );
+    expect(a).toMatchObject({ kind: "drain", handoff: { kept: ["orders/0"], timedOut: true } });
+  });
+
+  it("once recorded it is not waited for again (a restarted operator resumes from status.roll)", () => {
+    const done = roll("demo-2", 5_000, { handoffDoneAt: new Date(NOW - 1_000).toISOString() });
+    const a = planRoll(
+      input({ roll: done, members: maint, inFlightBroker: pending(4), ...led(["orders/0", true]) }),
+    );
+    expect(a).toMatchObject({ kind: "wait", code: "Draining" });
+    expect(a.handoff).toBeUndefined();
+    expect(nextRollStatus(done, a, NOW)).toEqual(done);
+    // Not recorded (an operator restarted mid-handoff): it waits again, bounded by startedAt.
+    const again = planRoll(
+      input({
+        roll: roll("demo-2", 5_000),
+        members: maint,
+        inFlightBroker: serving,
+        ...led(["orders/0", true]),
+      }),
+    );
+    expect(again).toMatchObject({ kind: "wait", code: "HandingOffLeadership" });
+  });
+
+  it("the drain bound runs from the end of the handoff", () => {
+    const done = roll("demo-2", 70_000, { handoffDoneAt: new Date(NOW - 30_000).toISOString() });
+    expect(
+      planRoll(input({ roll: done, members: maint, inFlightBroker: pending(4), ...led() })),
+    ).toMatchObject({
+      kind: "wait",
+      code: "Draining",
+    });
+    const late = roll("demo-2", 70_000, { handoffDoneAt: new Date(NOW - 60_000).toISOString() });
+    expect(
+      planRoll(input({ roll: late, members: maint, inFlightBroker: pending(4), ...led() })),
+    ).toMatchObject({
+      kind: "stuck",
+    });
+  });
+
+  it("the other brokers' gate comes first; the replacement pod needs no handoff", () => {
+    const down = [member(0, "Down"), member(1), member(2, "Maintenance")];
+    expect(
+      planRoll(
+        input({ roll: roll("demo-2"), members: down, inFlightBroker: serving, ...led(["orders/0", true]) }),
+      ),
+    ).toMatchObject({ kind: "wait", code: "MemberNotActive", gateBlocked: true });
+    const replaced = planRoll(
+      input({
+        roll: roll("demo-2"),
+        members: maint,
+        pods: [pod(0), pod(1), pod(2, { revision: NEW, uid: "uid-2b" })],
+        ...led(["orders/0", true]),
+      }),
+    );
+    expect(replaced).toMatchObject({ kind: "finish" });
+  });
+});

@@ -12,6 +12,12 @@ import type { PodView } from "./pods.ts";
 // first, so it was persisted before.
 //
 // Per pod:  enterMaintenance (status.roll + member Maintenance, one status write)
+//        →  handoff: the topic reconcile moves leadership of every
+//           replicated partition the pod leads to another in-sync replica
+//           (plan/topic-replication.ts, as it does for any leader in
+//           Maintenance); the roll waits until none it leads can move, at
+//           most handoffTimeoutMs from startedAt, then records
+//           status.roll.handoffDoneAt (and leadersKept) with its next action
 //        →  drain (admin API: stop produce, dispatch the WAL)
 //        →  deletePod (an Eviction) once the WAL is empty
 //        →  wait for the replacement to be Ready at the new revision
@@ -66,6 +72,29 @@ export interface RollInput {
    * may refuse produce, so no other restart starts until it is confirmed.
    */
   drainCancelOwed?: string | undefined;
+  /**
+   * The replicated partitions the pod in flight leads now, each with whether
+   * another replica could take leadership now (handoffTarget in
+   * topic-replication.ts). Undefined: no handoff phase (no topic view).
+   */
+  leadership?: { led: readonly LedPartition[] } | undefined;
+  /** Bound on the handoff wait, from status.roll.startedAt. */
+  handoffTimeoutMs?: number | undefined;
+}
+
+export interface LedPartition {
+  /** "topic/partition". */
+  key: string;
+  /** Another in-sync replica can lead it now: the handoff will move it. */
+  movable: boolean;
+}
+
+/** How the handoff ended, carried by the first action after it (recorded in status.roll). */
+export interface HandoffOutcome {
+  /** Partitions still led by the pod ("topic/partition"). */
+  kept: string[];
+  /** Some could have moved but had not within handoffTimeoutMs. */
+  timedOut: boolean;
 }
 
 /** Why a roll waits, for conditions (machine-readable) and messages. */
@@ -80,9 +109,15 @@ export type WaitCode =
   | "NewPodNotReady"
   | "DisruptionBudget"
   | "DrainCancelPending"
+  | "HandingOffLeadership"
   | "NoRevision";
 
-export type RollAction =
+export type RollAction = RollStep & {
+  /** Set on the first action after the handoff ended: status.roll records it. */
+  handoff?: HandoffOutcome;
+};
+
+type RollStep =
   | { kind: "none"; reason: string }
   | {
       kind: "wait";
@@ -190,7 +225,53 @@ function continueRoll(input: RollInput, roll: RollStatus): RollAction {
   const blocked = gate(input, name, true, true);
   if (blocked !== undefined) return blockedOrAbort(input, roll, blocked, probe);
 
-  const elapsed = input.nowMs - Date.parse(roll.startedAt);
+  // Leadership first: a replicated partition led by a broker that drains and
+  // restarts is neither written nor read until it is back.
+  if (input.leadership === undefined || roll.handoffDoneAt !== undefined)
+    return drainAndRestart(input, roll, pod, probe, undefined);
+  const led = input.leadership.led;
+  const movable = led.filter((l) => l.movable);
+  const waited = input.nowMs - Date.parse(roll.startedAt);
+  const timeoutMs = input.handoffTimeoutMs ?? 0;
+  const timedOut = Number.isFinite(waited) && waited >= timeoutMs;
+  if (movable.length > 0 && !timedOut)
+    return {
+      kind: "wait",
+      code: "HandingOffLeadership",
+      pod: name,
+      reason: `moving leadership of ${movable.length} replicated partition(s) off ${name} before its restart (${listKeys(movable.map((l) => l.key))})`,
+    };
+  return drainAndRestart(input, roll, pod, probe, {
+    kept: led.map((l) => l.key),
+    timedOut: movable.length > 0,
+  });
+}
+
+function listKeys(keys: readonly string[]): string {
+  return keys.length > 5 ? `${keys.slice(0, 5).join(", ")}, …` : keys.join(", ");
+}
+
+/** The drain and the deletion of the outdated pod in flight (the handoff is over). */
+function drainAndRestart(
+  input: RollInput,
+  roll: RollStatus,
+  pod: PodView,
+  probe: BrokerProbe | undefined,
+  handoff: HandoffOutcome | undefined,
+): RollAction {
+  const a = drainOrDelete(input, roll, pod, probe);
+  return handoff === undefined ? a : { ...a, handoff };
+}
+
+function drainOrDelete(
+  input: RollInput,
+  roll: RollStatus,
+  pod: PodView,
+  probe: BrokerProbe | undefined,
+): RollAction {
+  const name = pod.name;
+  // The drain bound runs from the end of the handoff (startedAt before it existed).
+  const elapsed = input.nowMs - Date.parse(roll.handoffDoneAt ?? roll.startedAt);
   const timedOut = Number.isFinite(elapsed) && elapsed >= input.drainTimeoutMs;
   const secs = Math.round((Number.isFinite(elapsed) ? elapsed : 0) / 1000);
   if (probe === undefined || !probe.reachable) {
@@ -306,7 +387,12 @@ export function nextRollStatus(
   if (action.kind === "wait" && action.gateBlocked === true)
     return { ...prev, gateBlockedSince: prev.gateBlockedSince ?? new Date(nowMs).toISOString() };
   const { gateBlockedSince: _, ...rest } = prev;
-  return rest;
+  if (action.handoff === undefined) return rest;
+  return {
+    ...rest,
+    handoffDoneAt: new Date(nowMs).toISOString(),
+    ...(action.handoff.kept.length > 0 ? { leadersKept: action.handoff.kept } : {}),
+  };
 }
 
 function stuckOrForce(

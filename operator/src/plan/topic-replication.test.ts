@@ -342,3 +342,204 @@ describe("planReplicatedTopic: reassignment off a leaving member", () => {
     expect(back.assignments[0]?.leaderEpoch).toBe(4);
   });
 });
+
+describe("leadership handoff before a planned restart", () => {
+  const rec = (over: Partial<PartitionAssignment> = {}): PartitionAssignment => ({
+    partition: 0,
+    owner: "demo-0",
+    leader: "demo-0",
+    replicas: ["demo-0", "demo-1", "demo-2"],
+    isr: [
+      { member: "demo-0", volumeId: "vol-0" },
+      { member: "demo-1", volumeId: "vol-1" },
+      { member: "demo-2", volumeId: "vol-2" },
+    ],
+    leaderEpoch: 4,
+    ...over,
+  });
+  const plan = (ms: ReplicaMemberView[], r = rec()) =>
+    planReplicatedTopic(input({ partitions: 1, members: ms, previous: [r] }));
+
+  it("a leader in Maintenance hands leadership to the next Active in-sync replica: epoch + 1, ISR unchanged", () => {
+    const p = plan(members(3, { "demo-0": { state: "Maintenance" } }));
+    expect(p.assignments[0]).toMatchObject({ leader: "demo-1", owner: "demo-1", leaderEpoch: 5 });
+    expect(isrOf(p.assignments[0])).toEqual(["demo-0@vol-0", "demo-1@vol-1", "demo-2@vol-2"]);
+    expect(p.assignments[0]?.replicas).toEqual(["demo-0", "demo-1", "demo-2"]);
+    expect(p.leaderChanges).toEqual([
+      expect.objectContaining({
+        partition: 0,
+        from: "demo-0",
+        to: "demo-1",
+        leaderEpoch: 5,
+        cause: "handoff",
+      }),
+    ]);
+    expect(p.changed).toBe(true);
+  });
+
+  it("never to a replica outside the ISR, on another volume, not Active, or failed", () => {
+    // demo-1 out of the ISR, demo-2 on another volume: nobody can take it.
+    const r = rec({
+      isr: [
+        { member: "demo-0", volumeId: "vol-0" },
+        { member: "demo-2", volumeId: "vol-2" },
+      ],
+    });
+    const none = plan(members(3, { "demo-0": { state: "Maintenance" }, "demo-2": { volumeId: "vol-9" } }), r);
+    expect(none.assignments[0]).toMatchObject({ leader: "demo-0", leaderEpoch: 4 });
+    expect(none.leaderChanges).toEqual([]);
+    for (const over of [{ state: "Joining" as const }, { state: "Maintenance" as const }, { failed: true }]) {
+      const p = plan(members(3, { "demo-0": { state: "Maintenance" }, "demo-1": over, "demo-2": over }));
+      expect(p.assignments[0]?.leader, JSON.stringify(over)).toBe("demo-0");
+    }
+    // Only demo-2 can: it gets it.
+    const two = plan(members(3, { "demo-0": { state: "Maintenance" }, "demo-1": { state: "Down" } }));
+    expect(two.assignments[0]).toMatchObject({ leader: "demo-2", leaderEpoch: 5 });
+  });
+
+  it("an election never picks a member in Maintenance while another in-sync replica is live", () => {
+    const p = plan(members(3, { "demo-0": { state: "Down" }, "demo-1": { state: "Maintenance" } }));
+    expect(p.assignments[0]).toMatchObject({ leader: "demo-2", leaderEpoch: 5 });
+    expect(p.leaderChanges[0]?.cause).toBe("leader_down");
+  });
+
+  it("a Decommissioning or Maintenance member that failed counts as Down: elected around, never elected", () => {
+    const failedLeader = plan(members(3, { "demo-0": { state: "Decommissioning", failed: true } }));
+    expect(failedLeader.assignments[0]).toMatchObject({ leader: "demo-1", leaderEpoch: 5 });
+    expect(failedLeader.leaderChanges[0]?.cause).toBe("leader_down");
+    // Without the failure the decommissioning leader stays until its replacement is in sync.
+    const alive = plan(members(4, { "demo-0": { state: "Decommissioning" } }));
+    expect(alive.assignments[0]?.leader).toBe("demo-0");
+    const onlyFailed = plan(
+      members(3, {
+        "demo-0": { state: "Down" },
+        "demo-1": { state: "Maintenance", failed: true },
+        "demo-2": { state: "Down" },
+      }),
+    );
+    expect(onlyFailed.assignments[0]).toMatchObject({ leader: null, owner: "" });
+  });
+});
+
+describe("preferred-leader balance", () => {
+  const led = (partition: number, leader: string, replicas: string[], epoch = 1): PartitionAssignment => ({
+    partition,
+    owner: leader,
+    leader,
+    replicas,
+    isr: replicas.map((m) => ({ member: m, volumeId: `vol-${m.slice(-1)}` })),
+    leaderEpoch: epoch,
+  });
+  /** Every partition's demo-0 able to lead since long ago. */
+  const settledSince = new Map([0, 1, 2].map((p) => [`${p}/demo-0`, 0]));
+  const balance = {
+    allowed: true,
+    maxMoves: 2,
+    nowMs: 100_000,
+    settleMs: 10_000,
+    eligibleSince: settledSince,
+  };
+
+  it("moves leadership back to replicas[0] once it has been able to lead for the settle time: epoch + 1, ISR unchanged", () => {
+    const prev = [led(0, "demo-1", ["demo-0", "demo-1", "demo-2"], 3)];
+    const p = planReplicatedTopic(input({ partitions: 1, previous: prev, balance }));
+    expect(p.assignments[0]).toMatchObject({ leader: "demo-0", owner: "demo-0", leaderEpoch: 4 });
+    expect(isrOf(p.assignments[0])).toEqual(isrOf(prev[0]));
+    expect(p.leaderChanges).toEqual([
+      expect.objectContaining({ from: "demo-1", to: "demo-0", cause: "preferred" }),
+    ]);
+    expect(p.balancePending).toEqual([]);
+  });
+
+  it("leaves it while the preferred replica is out of the ISR, on another volume, not Active, or failed", () => {
+    const prev = [led(0, "demo-1", ["demo-0", "demo-1", "demo-2"])];
+    const notInIsr = [{ ...prev[0]!, isr: prev[0]!.isr!.filter((e) => e.member !== "demo-0") }];
+    const cases: Array<[ReplicaMemberView[], PartitionAssignment[]]> = [
+      [members(3), notInIsr],
+      [members(3, { "demo-0": { volumeId: "vol-new" } }), prev],
+      [members(3, { "demo-0": { state: "Joining" } }), prev],
+      [members(3, { "demo-0": { state: "Maintenance" } }), prev],
+      [members(3, { "demo-0": { state: "Decommissioning" } }), prev],
+      [members(3, { "demo-0": { failed: true } }), prev],
+    ];
+    for (const [ms, previous] of cases) {
+      const p = planReplicatedTopic(input({ partitions: 1, members: ms, previous, balance }));
+      expect(p.assignments[0]?.leader).toBe("demo-1");
+      expect(p.balancePending).toEqual([]);
+      // Not able to lead: its clock is dropped, and starts again when it can.
+      expect(p.balanceEligible.size).toBe(0);
+    }
+  });
+
+  it("waits until the preferred replica has been able to lead for the settle time, and says when to look again", () => {
+    const prev = [led(0, "demo-1", ["demo-0", "demo-1", "demo-2"])];
+    const first = planReplicatedTopic(
+      input({ partitions: 1, previous: prev, balance: { ...balance, eligibleSince: undefined } }),
+    );
+    expect(first.assignments[0]?.leader).toBe("demo-1");
+    expect(first.balancePending).toEqual([0]);
+    expect(first.balanceRecheckMs).toBe(10_000);
+    expect(first.balanceEligible).toEqual(new Map([["0/demo-0", 100_000]]));
+    const soon = planReplicatedTopic(
+      input({
+        partitions: 1,
+        previous: prev,
+        balance: { ...balance, nowMs: 106_000, eligibleSince: first.balanceEligible },
+      }),
+    );
+    expect(soon.assignments[0]?.leader).toBe("demo-1");
+    expect(soon.balanceRecheckMs).toBe(4_000);
+    const later = planReplicatedTopic(
+      input({
+        partitions: 1,
+        previous: prev,
+        balance: { ...balance, nowMs: 110_000, eligibleSince: soon.balanceEligible },
+      }),
+    );
+    expect(later.assignments[0]?.leader).toBe("demo-0");
+  });
+
+  it("moves at most maxMoves partitions per pass, none when not allowed (a roll or a scale runs)", () => {
+    const prev = [0, 1, 2].map((p) => led(p, "demo-1", ["demo-0", "demo-1", "demo-2"]));
+    const p = planReplicatedTopic(input({ previous: prev, balance }));
+    expect(p.assignments.map((a) => a.leader)).toEqual(["demo-0", "demo-0", "demo-1"]);
+    expect(p.balancePending).toEqual([2]);
+    expect(p.balanceRecheckMs).toBe(0);
+    const again = planReplicatedTopic(input({ previous: p.assignments, balance }));
+    expect(again.assignments.map((a) => a.leader)).toEqual(["demo-0", "demo-0", "demo-0"]);
+    const off = planReplicatedTopic(input({ previous: prev, balance: { ...balance, allowed: false } }));
+    expect(off.assignments.map((a) => a.leader)).toEqual(["demo-1", "demo-1", "demo-1"]);
+    expect(off.changed).toBe(false);
+    expect(off.balanceEligible.size).toBe(0);
+    const absent = planReplicatedTopic(input({ previous: prev }));
+    expect(absent.changed).toBe(false);
+  });
+
+  it("does not pull leadership off a leader in a planned restart to a preferred one: the handoff decides", () => {
+    // demo-0 preferred but Maintenance; demo-1 leads in Maintenance too: handoff to demo-2.
+    const prev = [led(0, "demo-1", ["demo-0", "demo-1", "demo-2"])];
+    const ms = members(3, { "demo-0": { state: "Maintenance" }, "demo-1": { state: "Maintenance" } });
+    const p = planReplicatedTopic(input({ partitions: 1, members: ms, previous: prev, balance }));
+    expect(p.assignments[0]?.leader).toBe("demo-2");
+    expect(p.leaderChanges.map((c) => c.cause)).toEqual(["handoff"]);
+  });
+});
+
+describe("fan-out children placed away from the parent", () => {
+  it("a new partition's leader avoids the parent's leader of the same partition when another broker can lead", () => {
+    const base = planReplicatedTopic(input({ partitions: 3 }));
+    const avoidLeaders = new Map(base.assignments.map((a) => [a.partition, a.leader as string]));
+    const child = planReplicatedTopic(input({ partitions: 3, avoidLeaders }));
+    for (const a of child.assignments) {
+      expect(a.leader).not.toBe(avoidLeaders.get(a.partition));
+      expect(new Set(a.replicas).size).toBe(3);
+      expect(a.leader).toBe(a.replicas?.[0]);
+    }
+    // Placed ones stay (the sticky rule): a later parent leader changes nothing.
+    const flipped = new Map(child.assignments.map((a) => [a.partition, a.leader as string]));
+    const again = planReplicatedTopic(
+      input({ partitions: 3, previous: child.assignments, avoidLeaders: flipped }),
+    );
+    expect(again.changed).toBe(false);
+  });
+});

@@ -5,6 +5,7 @@ import {
 } from "../../../packages/api/src/v1alpha1/replication.ts";
 import type {
   MemberState,
+  MemberStatus,
   NaradTopicStatus,
   PartitionAssignment,
 } from "../../../packages/api/src/v1alpha1/types.ts";
@@ -29,7 +30,15 @@ import { isForeignVolume, servingVolume } from "./volumes.ts";
 //   3. reassignment: once every staying replica is in the ISR on its current
 //      volume (the leader added the replacement when it caught up), a leaving
 //      leader hands leadership to an in-sync staying replica (epoch + 1), and
-//      on a later pass the leaving replicas leave `replicas` and `isr`.
+//      on a later pass the leaving replicas leave `replicas` and `isr`;
+//   4. handoff: a leader in Maintenance (a planned restart: the roll holds
+//      it) hands leadership to an Active in-sync replica on its recorded
+//      volume (epoch + 1, ISR unchanged), so the partition keeps a serving
+//      leader while it restarts; none eligible: it stays the leader;
+//   5. preferred leader: when replicas[0] is Active, in the ISR on its
+//      recorded volume and settled, and does not lead, leadership returns to
+//      it (epoch + 1, ISR unchanged), at most `balance.maxMoves` partitions
+//      per pass and never while a roll or a scale runs (the caller says).
 // The operator never adds to the ISR: only the leader does, when a replica
 // has caught up. It removes entries only in the election (a lost leader, an
 // entry of a volume that is gone) and when a leaving replica is dropped.
@@ -42,6 +51,22 @@ export interface ReplicaMemberView {
   volumeId?: string | undefined;
   /** `topology.kubernetes.io/zone` of its pod's node, when labelled. */
   zone?: string | undefined;
+  /**
+   * A Decommissioning or Maintenance member whose broker failed for the Down
+   * grace (status.members[].failedSince, members.ts): it keeps its state, but
+   * elections treat it as Down.
+   */
+  failed?: boolean | undefined;
+}
+
+/** The view of a member as recorded in NaradCluster status.members (zone unknown). */
+export function replicaMemberView(m: MemberStatus): ReplicaMemberView {
+  return {
+    id: m.id,
+    state: m.state,
+    volumeId: m.volumeId,
+    ...(m.failedSince !== undefined ? { failed: true } : {}),
+  };
 }
 
 // ---------------------------------------------------------------- settings
@@ -123,9 +148,34 @@ export function leavingReason(m: ReplicaMemberView | undefined): string | undefi
 /** Election health: Down (or gone), and the volume it serves (undefined: unknown or foreign). */
 export function memberHealth(m: ReplicaMemberView | undefined): MemberHealth {
   return {
-    down: m === undefined || m.state === "Down" || m.state === "Removed",
+    down: m === undefined || m.state === "Down" || m.state === "Removed" || m.failed === true,
     volumeId: servingVolume(m?.volumeId),
   };
+}
+
+/**
+ * May `id` take leadership of `r` without an election: Active (not failed,
+ * not leaving), and in the recorded ISR on the volume it runs on now.
+ */
+export function canLeadNow(r: ReplicaAssignment, m: ReplicaMemberView | undefined): boolean {
+  if (m === undefined || m.state !== "Active" || m.failed === true) return false;
+  if (leavingReason(m) !== undefined) return false;
+  const v = servingVolume(m.volumeId);
+  return v !== undefined && r.isr.some((e) => e.member === m.id && e.volumeId === v);
+}
+
+/**
+ * Where leadership of `r` goes when its leader hands it off before a planned
+ * restart: the first replica (then ISR member) other than the leader that
+ * can lead now (canLeadNow); undefined when none can (it stays led by the
+ * restarting member). The roll asks the same question to know what it waits for.
+ */
+export function handoffTarget(
+  r: ReplicaAssignment,
+  members: ReadonlyMap<string, ReplicaMemberView>,
+): string | undefined {
+  const order = [...new Set([...r.replicas, ...r.isr.map((e) => e.member)])];
+  return order.find((id) => id !== r.leader && canLeadNow(r, members.get(id)));
 }
 
 /** Why a member cannot take a new replica now, or undefined when it can. */
@@ -139,7 +189,16 @@ function ineligible(m: ReplicaMemberView): string | undefined {
 
 // ---------------------------------------------------------------- the plan
 
-export type ElectionCause = "leader_down" | "leader_volume" | "leader_not_in_isr" | "offline" | "leaving";
+export type ElectionCause =
+  | "leader_down"
+  | "leader_volume"
+  | "leader_not_in_isr"
+  | "offline"
+  | "leaving"
+  /** Moved off a leader in Maintenance before its planned restart. */
+  | "handoff"
+  /** Moved back to the preferred leader (replicas[0]). */
+  | "preferred";
 
 export interface LeaderChange {
   partition: number;
@@ -160,6 +219,29 @@ export interface ReplicatedTopicInput {
   members: readonly ReplicaMemberView[];
   /** status.assignments as read. */
   previous: readonly PartitionAssignment[];
+  /**
+   * Preferred-leader balance: undefined or allowed false (a roll or a scale
+   * runs) moves nothing. The preferred replica must have been able to lead
+   * (canLeadNow) for settleMs, counted from `eligibleSince` ("partition/member"
+   * → ms, kept by the caller from the plan's `balanceEligible`; absent: from
+   * nowMs), so a broker that just came back, or flaps, does not pull
+   * leadership at once.
+   */
+  balance?:
+    | {
+        allowed: boolean;
+        maxMoves: number;
+        nowMs: number;
+        settleMs: number;
+        eligibleSince?: ReadonlyMap<string, number> | undefined;
+      }
+    | undefined;
+  /**
+   * Fan-out child: partition → the member that owns (leads) the parent's
+   * matching partition. A new partition's leader goes elsewhere when another
+   * Active broker can take it (replica-placement.ts).
+   */
+  avoidLeaders?: ReadonlyMap<number, string> | undefined;
 }
 
 export interface ReplicatedTopicPlan {
@@ -179,6 +261,16 @@ export interface ReplicatedTopicPlan {
   reassigning: Array<{ partition: number; leaving: string[]; waitingFor: string }>;
   offline: number[];
   underReplicated: number[];
+  /**
+   * Partitions whose preferred leader could lead but does not, left for a
+   * later pass (the per-pass limit, or it has not settled): recheck after
+   * `balanceRecheckMs`.
+   */
+  balancePending: number[];
+  /** When to look again for balancePending (undefined: nothing pending). */
+  balanceRecheckMs: number | undefined;
+  /** "partition/member" → since when its preferred replica could lead it: for the caller to keep. */
+  balanceEligible: Map<string, number>;
 }
 
 export function planReplicatedTopic(input: ReplicatedTopicInput): ReplicatedTopicPlan {
@@ -213,6 +305,7 @@ export function planReplicatedTopic(input: ReplicatedTopicInput): ReplicatedTopi
     replicationFactor: input.replicationFactor,
     brokers,
     previous: [...previous.values()],
+    ...(input.avoidLeaders !== undefined ? { avoidLeaders: input.avoidLeaders } : {}),
   });
 
   const eligible = brokers.filter((b) => b.active).length;
@@ -234,7 +327,11 @@ export function planReplicatedTopic(input: ReplicatedTopicInput): ReplicatedTopi
     reassigning: [],
     offline: [],
     underReplicated: [],
+    balancePending: [],
+    balanceRecheckMs: undefined,
+    balanceEligible: new Map(),
   };
+  let balanceBudget = input.balance?.allowed === true ? input.balance.maxMoves : 0;
   for (const placed of placement.assignments) {
     const p = placed.partition;
     const before = previous.get(p);
@@ -251,7 +348,10 @@ export function planReplicatedTopic(input: ReplicatedTopicInput): ReplicatedTopi
           });
     }
     let r = placed;
-    const change = elect(r, health, leaving, input.minInsyncReplicas);
+    // Leaving replicas and members in a planned restart are the last choice:
+    // electing one would mean moving leadership again soon.
+    const lastChoice = (id: string) => leaving(id) || byId.get(id)?.state === "Maintenance";
+    const change = elect(r, health, lastChoice, input.minInsyncReplicas);
     if (change !== undefined) {
       r = change.next;
       if (change.from !== change.to)
@@ -264,7 +364,28 @@ export function planReplicatedTopic(input: ReplicatedTopicInput): ReplicatedTopi
           reason: change.reason,
         });
     } else if (r.leader !== null) {
+      const before = r;
       r = reassign(r, plan, input.replicationFactor, health, leaving, inSync);
+      if (r === before) r = handoff(r, plan, byId);
+      if (r === before && input.balance !== undefined) {
+        const b = preferred(r, byId, input.balance, plan.balanceEligible);
+        if (b.kind === "move" && balanceBudget > 0) {
+          balanceBudget--;
+          r = b.next;
+          plan.leaderChanges.push({
+            partition: p,
+            from: before.leader,
+            to: r.leader,
+            leaderEpoch: r.leaderEpoch,
+            cause: "preferred",
+            reason: `${r.leader} is the preferred leader (first replica), Active and in sync again`,
+          });
+        } else if (b.kind !== "none") {
+          plan.balancePending.push(p);
+          const wait = b.kind === "settling" ? b.waitMs : 0;
+          plan.balanceRecheckMs = Math.min(plan.balanceRecheckMs ?? Number.POSITIVE_INFINITY, wait);
+        }
+      }
     }
     plan.assignments.push(toPartitionAssignment(r));
     if (r.leader === null) plan.offline.push(p);
@@ -279,16 +400,14 @@ export function planReplicatedTopic(input: ReplicatedTopicInput): ReplicatedTopi
 function elect(
   r: ReplicaAssignment,
   health: (id: string) => MemberHealth,
-  leaving: (id: string) => boolean,
+  lastChoice: (id: string) => boolean,
   minInsync: number,
 ):
   | { next: ReplicaAssignment; from: string | null; to: string | null; cause: ElectionCause; reason: string }
   | undefined {
-  // A replica being moved off is the last choice: electing it would mean
-  // moving leadership again soon.
   const ordered = {
     ...r,
-    replicas: [...r.replicas.filter((id) => !leaving(id)), ...r.replicas.filter((id) => leaving(id))],
+    replicas: [...r.replicas.filter((id) => !lastChoice(id)), ...r.replicas.filter((id) => lastChoice(id))],
   };
   const d = planElection(ordered, health, minInsync);
   if (d.kind === "keep") return undefined;
@@ -303,6 +422,62 @@ function causeOf(r: ReplicaAssignment, health: (id: string) => MemberHealth): El
   const h = health(r.leader);
   if (h.volumeId === undefined || h.volumeId !== entry.volumeId) return "leader_volume";
   return "leader_down";
+}
+
+/** A leader in Maintenance hands leadership to a replica that can lead now (epoch + 1, ISR unchanged). */
+function handoff(
+  r: ReplicaAssignment,
+  plan: ReplicatedTopicPlan,
+  byId: ReadonlyMap<string, ReplicaMemberView>,
+): ReplicaAssignment {
+  if (r.leader === null || byId.get(r.leader)?.state !== "Maintenance") return r;
+  const to = handoffTarget(r, byId);
+  if (to === undefined) return r;
+  const next = { ...r, leader: to, leaderEpoch: r.leaderEpoch + 1 };
+  plan.leaderChanges.push({
+    partition: r.partition,
+    from: r.leader,
+    to,
+    leaderEpoch: next.leaderEpoch,
+    cause: "handoff",
+    reason: `leader ${r.leader} is in Maintenance (planned restart); ${to} (Active, in sync) leads meanwhile`,
+  });
+  return next;
+}
+
+type PreferredDecision =
+  | { kind: "none" }
+  | { kind: "move"; next: ReplicaAssignment }
+  | { kind: "settling"; waitMs: number };
+
+/**
+ * Preferred-leader balance (Kafka's auto leader rebalance): replicas[0] leads
+ * again once it has been able to lead (canLeadNow) for settleMs. Runs only
+ * when no other change applies to the record (a leader in a planned restart
+ * or leaving is the handoff's and the reassignment's). Records in `eligible`
+ * since when it could.
+ */
+export function preferred(
+  r: ReplicaAssignment,
+  byId: ReadonlyMap<string, ReplicaMemberView>,
+  balance: {
+    allowed: boolean;
+    nowMs: number;
+    settleMs: number;
+    eligibleSince?: ReadonlyMap<string, number> | undefined;
+  },
+  eligible: Map<string, number>,
+): PreferredDecision {
+  const want = r.replicas[0];
+  if (!balance.allowed || r.leader === null || want === undefined || want === r.leader)
+    return { kind: "none" };
+  if (!canLeadNow(r, byId.get(want))) return { kind: "none" };
+  const key = `${r.partition}/${want}`;
+  const since = Math.min(balance.eligibleSince?.get(key) ?? balance.nowMs, balance.nowMs);
+  eligible.set(key, since);
+  const waited = balance.nowMs - since;
+  if (waited < balance.settleMs) return { kind: "settling", waitMs: balance.settleMs - waited };
+  return { kind: "move", next: { ...r, leader: want, leaderEpoch: r.leaderEpoch + 1 } };
 }
 
 /**

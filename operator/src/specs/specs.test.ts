@@ -309,6 +309,7 @@ describe("statefulset", () => {
       "POD_IP",
       "POD_NAMESPACE",
       "NARAD_CLUSTER_NAME",
+      "NARAD_CLUSTER_UID",
       "NARAD_LOOPBACK_FORWARD",
       "NARAD_AUTH",
       "NARAD_CLUSTER_SECRET_FILE",
@@ -316,6 +317,7 @@ describe("statefulset", () => {
     ]);
     expect(c?.env?.find((e) => e.name === "POD_IP")?.valueFrom?.fieldRef?.fieldPath).toBe("status.podIP");
     expect(c?.env?.find((e) => e.name === "NARAD_CLUSTER_NAME")?.value).toBe("demo");
+    expect(c?.env?.find((e) => e.name === "NARAD_CLUSTER_UID")?.value).toBe(cluster.metadata.uid);
     expect(c?.ports?.map((p) => p.containerPort)).toEqual([7942, 7943]);
   });
 

@@ -105,7 +105,7 @@ function podTemplate({ cluster, spec, configHash }: StatefulSetInputs): V1PodTem
       fsGroup: BROKER_USER_ID,
       seccompProfile: { type: "RuntimeDefault" },
     },
-    containers: [brokerContainer(name, spec)],
+    containers: [brokerContainer(cluster, spec)],
     // No /tmp volume: the broker writes only under its data dir. (A /tmp
     // mount would also hide the local platform's volume sources, which live
     // under /tmp, from the pod's mount namespace.)
@@ -135,7 +135,8 @@ function podTemplate({ cluster, spec, configHash }: StatefulSetInputs): V1PodTem
   };
 }
 
-function brokerContainer(clusterName: string, spec: ResolvedNaradClusterSpec): V1Container {
+function brokerContainer(cluster: NaradCluster, spec: ResolvedNaradClusterSpec): V1Container {
+  const clusterName = cluster.metadata.name ?? "";
   const scheme = brokerScheme(spec);
   const container: V1Container = {
     name: BROKER_CONTAINER_NAME,
@@ -148,12 +149,12 @@ function brokerContainer(clusterName: string, spec: ResolvedNaradClusterSpec): V
       `--cluster-addr=$(POD_IP):${BROKER_CLUSTER_PORT}`,
       "--node-id=$(POD_NAME)",
       // Topics, assignments and membership come from the Kubernetes API
-      // (NARAD_CLUSTER_NAME and POD_NAMESPACE name the cluster).
+      // (NARAD_CLUSTER_NAME and POD_NAMESPACE name the cluster, NARAD_CLUSTER_UID its uid).
       "--metastore=kubernetes",
       `--data-dir=${BROKER_DATA_DIR}`,
       `--config=${BROKER_CONFIG_DIR}/${BROKER_CONFIG_FILE}`,
     ],
-    env: [...brokerEnv(clusterName), ...securityEnv(spec)],
+    env: [...brokerEnv(clusterName, cluster.metadata.uid ?? ""), ...securityEnv(spec)],
     ports: [
       { name: BROKER_HTTP_PORT_NAME, containerPort: BROKER_HTTP_PORT, protocol: "TCP" },
       { name: BROKER_CLUSTER_PORT_NAME, containerPort: BROKER_CLUSTER_PORT, protocol: "TCP" },
@@ -193,12 +194,15 @@ function brokerContainer(clusterName: string, spec: ResolvedNaradClusterSpec): V
   return container;
 }
 
-function brokerEnv(clusterName: string): V1EnvVar[] {
+function brokerEnv(clusterName: string, clusterUid: string): V1EnvVar[] {
   return [
     { name: "POD_NAME", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.name" } } },
     { name: "POD_IP", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "status.podIP" } } },
     { name: "POD_NAMESPACE", valueFrom: { fieldRef: { apiVersion: "v1", fieldPath: "metadata.namespace" } } },
     { name: "NARAD_CLUSTER_NAME", value: clusterName },
+    // Written into each volume's volume-id marker: a volume moved to another
+    // cluster (another uid) is foreign there and never served as a replica.
+    { name: "NARAD_CLUSTER_UID", value: clusterUid },
     // The kubelet's port-forward dials localhost in the pod, and --addr is the
     // pod IP: accept on 127.0.0.1 too. An environment variable, not a flag, so
     // a cluster pinned to an older image that lacks the setting still starts.

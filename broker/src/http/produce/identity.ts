@@ -19,11 +19,11 @@ export async function identifyProducer(
   s: BrokerServices,
   headers: Headers,
   acksParam: unknown,
-): Promise<{ producer: ProducerHeader | undefined; acks: Acks }> {
+): Promise<{ producer: ProducerHeader | undefined; acks: Acks; acksGiven: boolean }> {
   const a = parseAcks(acksParam);
   if (!a.ok) throw new CodedRefusal(400, "invalid_acks", a.error);
   const h = parseProducerHeaders(headers);
-  if (h === undefined) return { producer: undefined, acks: a.acks };
+  if (h === undefined) return { producer: undefined, acks: a.acks, acksGiven: a.given };
   if (a.acks !== "all") {
     throw new CodedRefusal(
       400,
@@ -66,6 +66,6 @@ export async function identifyProducer(
         `producer ${h.id} has epoch ${current}; epoch ${h.epoch} was never issued`,
       );
     case "ok":
-      return { producer: h, acks: a.acks };
+      return { producer: h, acks: a.acks, acksGiven: true };
   }
 }

@@ -19,7 +19,7 @@ import { directProduceProblem } from "../../fanout/rules.ts";
 import type { TopicConfig } from "../../meta/types.ts";
 import type { BrokerServices } from "../../services.ts";
 import { RateLimits } from "../plugins/rate-limit.ts";
-import type { Acks, RecordResult } from "../produce-acks.ts";
+import { type Acks, implicitAcks, type RecordResult } from "../produce-acks.ts";
 import { type ProducerHeader, stampRecords } from "../producer-headers.ts";
 import { requireTopic } from "../routes/topics.ts";
 import { SchemaGate } from "../schema-validation.ts";
@@ -38,6 +38,8 @@ export interface OpenProduce {
   topic: TopicConfig;
   producer: ProducerHeader | undefined;
   acks: Acks;
+  /** The request named no acks: its answer keeps Narad's 202 shape whatever the mode. */
+  implicitAcks: boolean;
   route: Route;
 }
 
@@ -138,13 +140,17 @@ export function createProducePipeline(s: BrokerServices) {
     acksParam: unknown,
   ): Promise<OpenProduce> => {
     const admitted = admit();
-    const { producer, acks } = await identifyProducer(s, request.headers, acksParam);
-    const route = forwardable(admitted, acks, producer !== undefined);
+    const given = await identifyProducer(s, request.headers, acksParam);
+    const { producer } = given;
     const topic = requireTopic(s, topicName);
+    const acks = given.acksGiven
+      ? given.acks
+      : implicitAcks(s.config.defaultAcks, topic.replication_factor ?? 1, admitted === "forward");
+    const route = forwardable(admitted, acks, producer !== undefined);
     // A delay child's timeline comes only from its parent (409, as Narad).
     const linked = directProduceProblem(topic);
     if (linked !== undefined) throw linked;
-    return { topic, producer, acks, route };
+    return { topic, producer, acks, implicitAcks: !given.acksGiven, route };
   };
 
   /** The shared last steps: sequences, limits, schema, append, answer. */
@@ -173,7 +179,7 @@ export function createProducePipeline(s: BrokerServices) {
     }
     const res = await appender.appendAndAnswer(request, o.topic, records, o.acks, idempotent, o.route);
     accepted(o.topic.name, records);
-    if (res.status === 202) return reply.code(202).send(shape.accepted(records.length));
+    if (res.status === 202 || o.implicitAcks) return reply.code(202).send(shape.accepted(records.length));
     return reply.code(200).send(shape.committed(res.results));
   };
 

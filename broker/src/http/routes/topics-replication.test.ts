@@ -62,8 +62,8 @@ describe("topic replication settings on a single node", () => {
     ).toBe(201);
   });
 
-  it("gate off (the default): a factor above 1 is 400 replication_not_enabled saying how to enable it; nothing is created", async () => {
-    const b = await start();
+  it("gate off: a factor above 1 is 400 replication_not_enabled saying how to enable it; nothing is created", async () => {
+    const b = await start(["--replication", "off"]);
     const r = await call(b, "POST", "/v1/topics", { name: "r", replication_factor: 3 });
     expect(r.status).toBe(400);
     expect(r.json().code).toBe("replication_not_enabled");
@@ -126,11 +126,11 @@ describe("topic replication settings on a single node", () => {
 });
 
 describe("--replication", () => {
-  it("defaults to off and reads on|off from the flag, NARAD_REPLICATION or the config file", () => {
-    expect(loadConfig([], {}, "h").replication).toBe("off");
-    expect(loadConfig(["--replication", "on"], {}, "h").replication).toBe("on");
-    expect(loadConfig([], { NARAD_REPLICATION: "on" }, "h").replication).toBe("on");
-    expect(loadConfig(["--replication", "off"], { NARAD_REPLICATION: "on" }, "h").replication).toBe("off");
+  it("defaults to on and reads on|off from the flag, NARAD_REPLICATION or the config file", () => {
+    expect(loadConfig([], {}, "h").replication).toBe("on");
+    expect(loadConfig(["--replication", "off"], {}, "h").replication).toBe("off");
+    expect(loadConfig([], { NARAD_REPLICATION: "off" }, "h").replication).toBe("off");
+    expect(loadConfig(["--replication", "on"], { NARAD_REPLICATION: "off" }, "h").replication).toBe("on");
     expect(() => loadConfig(["--replication", "yes"], {}, "h")).toThrow(/--replication must be on or off/);
   });
 });

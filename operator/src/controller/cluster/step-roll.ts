@@ -2,6 +2,7 @@ import type { DrainCancelStatus, RollStatus } from "../../../../packages/api/src
 import {
   ROLL_ACTION_REQUEUE_MS,
   ROLL_DRAIN_WAIT_MS,
+  ROLL_HANDOFF_TIMEOUT_MS,
   ROLL_REQUEUE_MS,
   ROLL_STATUS_TIMEOUT_MS,
 } from "../../constants.ts";
@@ -10,6 +11,7 @@ import { getCondition } from "../../plan/conditions.ts";
 import type { PodView } from "../../plan/pods.ts";
 import {
   type BrokerProbe,
+  type LedPartition,
   nextRollStatus,
   outdatedPods,
   planDrainCancel,
@@ -17,6 +19,7 @@ import {
   type RollAction,
   rollForPodInFlight,
 } from "../../plan/roll.ts";
+import { asReplicaAssignment, handoffTarget, replicaMemberView } from "../../plan/topic-replication.ts";
 import { resourceNames } from "../../specs/labels.ts";
 import { StepError } from "./apply-owned.ts";
 import { clusterPodViews } from "./cluster-pods.ts";
@@ -74,6 +77,8 @@ export async function rollPods(ctx: ClusterContext): Promise<StepResult> {
             ? `${cluster.status.scale.moves.length} partition move(s) in flight`
             : undefined,
           drainCancelOwed: cluster.status?.drainCancel?.pod,
+          leadership: prevRoll === undefined ? undefined : { led: ledBy(ctx, prevRoll.podInFlight) },
+          handoffTimeoutMs: ROLL_HANDOFF_TIMEOUT_MS,
         });
   const outdated =
     updateRevision === undefined ? 0 : outdatedPods(pods, updateRevision, ctx.spec.replicas).length;
@@ -81,6 +86,22 @@ export async function rollPods(ctx: ClusterContext): Promise<StepResult> {
   const podOf = (name: string) => pods.find((p) => p.name === name);
   let drainCancel: DrainCancelStatus | undefined = cluster.status?.drainCancel ?? undefined;
   const log = ctx.log.child({ roll: action.kind, ...("pod" in action ? { pod: action.pod } : {}) });
+  if (action.handoff !== undefined && "pod" in action) {
+    const h = action.handoff;
+    const waited = prevRoll === undefined ? 0 : now - Date.parse(prevRoll.startedAt);
+    if (h.kept.length === 0) {
+      const msg = `${action.pod} leads no replicated partition (handoff done in ${waited} ms); draining it`;
+      log.info(msg);
+      deps.recorder.record(cluster, "Normal", "LeadershipHandedOff", msg);
+    } else {
+      const why = h.timedOut
+        ? `leadership did not move within ${ROLL_HANDOFF_TIMEOUT_MS / 1000}s`
+        : "no other in-sync replica is Active on its recorded volume";
+      const msg = `${action.pod} still leads ${h.kept.length} replicated partition(s) (${h.kept.slice(0, 10).join(", ")}${h.kept.length > 10 ? ", …" : ""}): ${why}; they stay led by it and are unavailable while it restarts`;
+      log.warn(msg);
+      deps.recorder.record(cluster, "Warning", "LeadershipKept", msg);
+    }
+  }
 
   switch (action.kind) {
     case "none":
@@ -261,6 +282,27 @@ async function retryDrainCancel(
     );
     return { ...pending, attempts: step.attempt, lastError: apiMessage(err) };
   }
+}
+
+/**
+ * The replicated partitions `pod` leads now (cached NaradTopics of this
+ * cluster), each with whether another replica can lead it now.
+ */
+function ledBy(ctx: ClusterContext, pod: string): LedPartition[] {
+  const members = new Map((ctx.cluster.status?.members ?? []).map((m) => [m.id, replicaMemberView(m)]));
+  const out: LedPartition[] = [];
+  for (const t of ctx.deps.caches.topics.list(ctx.namespace)) {
+    if (t.spec?.cluster !== ctx.name || t.metadata.deletionTimestamp) continue;
+    for (const a of t.status?.assignments ?? []) {
+      const r = asReplicaAssignment(a);
+      if (r === undefined || r.leader !== pod) continue;
+      out.push({
+        key: `${t.metadata.name ?? ""}/${a.partition}`,
+        movable: handoffTarget(r, members) !== undefined,
+      });
+    }
+  }
+  return out;
 }
 
 function isWaiting(a: RollAction): boolean {

@@ -192,6 +192,10 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
       `${t}; membership epoch ${membership.epoch}`,
     );
   }
+  for (const f of membership.failures) {
+    ctx.log.warn(`member ${f}`);
+    deps.recorder.record(cluster, "Warning", "MemberFailed", f);
+  }
   for (const v of volumes.changes) {
     // A new volume: ISR entries naming the old one vouch for nothing. The
     // topic reconciles (requeued by this write) elect away from it if it led.

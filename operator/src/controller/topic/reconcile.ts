@@ -14,6 +14,8 @@ import {
   API_GROUP_VERSION,
   FINALIZER_TOPIC_DATA,
   LABEL_CLUSTER,
+  PREFERRED_LEADER_MAX_PER_PASS,
+  PREFERRED_LEADER_SETTLE_MS,
   REPLICATION_RECHECK_MS,
   REPLICATION_WAITING_MS,
   REQUEUE_WAITING_MS,
@@ -33,6 +35,7 @@ import {
   planReplicatedTopic,
   type ReplicaMemberView,
   type ReplicatedTopicPlan,
+  replicaMemberView,
 } from "../../plan/topic-replication.ts";
 import { resourceNames } from "../../specs/labels.ts";
 import { type ReconcileDeps, splitKey } from "../deps.ts";
@@ -160,12 +163,14 @@ async function decide(topic: NaradTopic, key: string, deps: ReconcileDeps, log: 
 
   // One copy: today's placement, unchanged.
   const members = (cluster.status?.members ?? []).filter((m) => m.state !== "Removed");
+  const avoid = parentOwners(topic, deps);
   const result = assignPartitions({
     topic: topicName(topic),
     partitions: spec.partitions,
     previous: prev.assignments ?? [],
     memberIds: members.map((m) => m.id),
     activeIds: activeMemberIds(members),
+    ...(avoid !== undefined ? { avoid } : {}),
   });
   if (!result.ok) {
     log.info(`not assigning: ${result.reason}`);
@@ -230,6 +235,8 @@ async function decideReplicated(
   const generation = topic.metadata.generation ?? 0;
   const now = new Date(deps.clock.now()).toISOString();
   const members = await memberViews(cluster, deps, log);
+  const avoidLeaders = parentOwners(topic, deps);
+  const busy = clusterBusy(cluster);
   const plan = planReplicatedTopic({
     topic: topicName(topic),
     partitions: spec.partitions,
@@ -237,6 +244,14 @@ async function decideReplicated(
     minInsyncReplicas: settings.minInsyncReplicas,
     members,
     previous: prev.assignments ?? [],
+    balance: {
+      allowed: busy === undefined,
+      maxMoves: PREFERRED_LEADER_MAX_PER_PASS,
+      nowMs: deps.clock.now(),
+      settleMs: PREFERRED_LEADER_SETTLE_MS,
+      eligibleSince: deps.memory.preferredEligibleSince.get(key),
+    },
+    ...(avoidLeaders !== undefined ? { avoidLeaders } : {}),
   });
   const epoch = (prev.assignmentEpoch ?? 0) + (plan.changed ? 1 : 0);
   const complete = plan.assignments.length === spec.partitions;
@@ -277,9 +292,17 @@ async function decideReplicated(
     next.assignments = plan.assignments;
     next.assignmentEpoch = epoch;
   }
-  const busy = plan.offline.length > 0 || plan.underReplicated.length > 0 || plan.reassigning.length > 0;
+  const unsettled = plan.offline.length > 0 || plan.underReplicated.length > 0 || plan.reassigning.length > 0;
+  const balanceMs =
+    plan.balanceRecheckMs === undefined
+      ? undefined
+      : Math.min(Math.max(plan.balanceRecheckMs, REPLICATION_WAITING_MS), REPLICATION_RECHECK_MS);
   const requeueAfterMs =
-    plan.waiting !== undefined ? REPLICATION_WAITING_MS : busy ? REPLICATION_RECHECK_MS : undefined;
+    plan.waiting !== undefined
+      ? REPLICATION_WAITING_MS
+      : unsettled
+        ? Math.min(REPLICATION_RECHECK_MS, balanceMs ?? REPLICATION_RECHECK_MS)
+        : balanceMs;
   if (plan.waiting !== undefined) log.info(`not placing yet: ${plan.waiting}`);
   for (const r of plan.reassigning)
     log.debug(
@@ -291,6 +314,8 @@ async function decideReplicated(
     next,
     requeueAfterMs,
     effects: () => {
+      if (plan.balanceEligible.size === 0) deps.memory.preferredEligibleSince.delete(key);
+      else deps.memory.preferredEligibleSince.set(key, plan.balanceEligible);
       const labels = { namespace, cluster: cluster.metadata.name ?? "", topic: topicName(topic) };
       deps.memory.topicGauges.set(key, labels);
       deps.metrics?.underReplicatedPartitions.set(labels, plan.underReplicated.length);
@@ -385,12 +410,52 @@ async function memberViews(
           log.debug({ node, err: String(err) }, "node zone unknown");
         }
       }
-      return { id: m.id, state: m.state, volumeId: m.volumeId, zone };
+      return { ...replicaMemberView(m), zone };
     }),
   );
 }
 
+/**
+ * Why preferred-leader balance waits (a roll or a scale runs), or undefined.
+ * Leadership moved now would be moved again by the next restart or the
+ * decommission.
+ */
+function clusterBusy(cluster: NaradCluster): string | undefined {
+  const s = cluster.status;
+  if (s?.roll?.podInFlight !== undefined) return `${s.roll.podInFlight} in a planned restart`;
+  if (s?.scale?.decommissioning !== undefined) return `decommissioning ${s.scale.decommissioning}`;
+  if ((s?.scale?.moves?.length ?? 0) > 0) return "partition moves in flight";
+  const paused = cluster.spec?.rollout?.paused === true;
+  const outdated = (s?.members ?? []).filter(
+    (m) =>
+      m.state !== "Removed" &&
+      s?.updateRevision !== undefined &&
+      m.revision !== undefined &&
+      m.revision !== s.updateRevision,
+  );
+  if (!paused && outdated.length > 0) return `${outdated.length} broker(s) to restart`;
+  return undefined;
+}
+
+/**
+ * A fan-out child (spec.parent): partition → the owner (leader) of the
+ * parent's matching partition, for placing new partitions away from it.
+ * Undefined for a topic without a parent, or a parent not found or not placed.
+ */
+function parentOwners(topic: NaradTopic, deps: ReconcileDeps): Map<number, string> | undefined {
+  const parent = topic.spec.parent;
+  if (parent === undefined || parent === "") return undefined;
+  const namespace = topic.metadata.namespace ?? "";
+  const p = (deps.caches.topics.list(namespace) as NaradTopic[]).find(
+    (t) => t.spec?.cluster === topic.spec.cluster && !t.metadata.deletionTimestamp && topicName(t) === parent,
+  );
+  const owners = new Map<number, string>();
+  for (const a of p?.status?.assignments ?? []) if (a.owner !== "") owners.set(a.partition, a.owner);
+  return owners.size === 0 ? undefined : owners;
+}
+
 function forgetGauges(key: string, deps: ReconcileDeps): void {
+  deps.memory.preferredEligibleSince.delete(key);
   const labels = deps.memory.topicGauges.get(key);
   if (labels === undefined) return;
   deps.memory.topicGauges.delete(key);

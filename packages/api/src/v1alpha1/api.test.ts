@@ -129,6 +129,7 @@ const member: Required<MemberStatus> = {
   walPendingRecords: 0,
   revision: "demo-5d8f",
   volumeId: "7c1d0a52-6f3e-4c55-9a1b-0d2e7f3a9b10",
+  failedSince: "2026-01-01T00:01:00Z",
 };
 const fullClusterStatus: Required<NaradClusterStatus> = {
   observedGeneration: 2,
@@ -156,6 +157,8 @@ const fullClusterStatus: Required<NaradClusterStatus> = {
     podReadyAtStart: true,
     podUid: "1c1c1c1c-0000-4000-8000-000000000002",
     gateBlockedSince: "2026-01-01T00:00:05Z",
+    handoffDoneAt: "2026-01-01T00:00:01Z",
+    leadersKept: ["orders/3"],
   },
   selector: "app.kubernetes.io/instance=demo",
   scale: {

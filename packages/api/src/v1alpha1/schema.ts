@@ -461,6 +461,9 @@ const memberStatus = obj(
     volumeId: str(
       "Identity of the data volume the broker runs on (its volume-id marker). A new value means the member came back on an empty or foreign volume.",
     ),
+    failedSince: timestamp(
+      "A Decommissioning or Maintenance member (whose state the decommission or the roll holds) whose pod is not Ready and whose broker failed its admin status for the Down grace: it keeps its state, but replicated partitions elect around it as around a Down member.",
+    ),
   },
   { required: ["id", "pod", "ordinal", "state", "since"] },
 );
@@ -489,6 +492,13 @@ const clusterStatus = obj("Observed state, written by the operator.", {
       podReadyAtStart: bool("Whether the pod was Ready when the roll named it."),
       podUid: str("uid of the pod the roll named."),
       gateBlockedSince: timestamp("Since when the other brokers keep this restart from going on."),
+      handoffDoneAt: timestamp(
+        "When leadership of the replicated partitions the pod led was moved off it (or the wait for that ended); the drain starts after it.",
+      ),
+      leadersKept: arr(
+        "Replicated partitions (topic/partition) still led by the pod when the handoff ended: no other in-sync replica could lead, or the wait timed out.",
+        str("topic/partition"),
+      ),
     },
     { required: ["podInFlight", "startedAt", "reason"] },
   ),

@@ -293,6 +293,14 @@ export interface MemberStatus {
    * old one vouch for nothing (docs/adr/0007-replication.md).
    */
   volumeId?: string;
+  /**
+   * RFC 3339. A member whose state the decommission or the roll holds
+   * (Decommissioning, Maintenance) is never marked Down; when its pod is not
+   * Ready and its broker has failed its admin status for the Down grace, this
+   * says since when, and replicated partitions elect around it as around a
+   * Down member. Cleared when it answers again.
+   */
+  failedSince?: string;
 }
 
 /** A planned restart in progress (at most one pod at a time). */
@@ -315,6 +323,15 @@ export interface RollStatus {
   podUid?: string;
   /** RFC 3339: since when the other brokers keep this restart from going on (cleared when they are back). */
   gateBlockedSince?: string;
+  /**
+   * RFC 3339: when the handoff ended, i.e. leadership of every replicated
+   * partition the pod led moved to another in-sync replica, or the bounded
+   * wait for it ended. The drain starts after it; a restarted operator that
+   * finds it absent waits for the handoff again.
+   */
+  handoffDoneAt?: string;
+  /** Replicated partitions ("topic/partition") the pod still led when the handoff ended. */
+  leadersKept?: string[];
 }
 
 export interface NaradClusterStatus {
