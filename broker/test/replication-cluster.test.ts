@@ -197,7 +197,14 @@ describe("replication on an in-process cluster", () => {
     // Both followers die: the leader appends what its own WAL sends it, but cannot commit it.
     await tc.kill(b);
     await tc.kill(c);
-    const held = await produceIds(tc.node(oldId), "div", [50, 51, 52], 0);
+    // acks=wal: answered once in the leader's WAL (the default, auto, is acks=all on a replicated topic).
+    const held = await req(
+      tc.node(oldId),
+      "POST",
+      "/v1/topics/div/produce-batch?acks=wal",
+      [50, 51, 52].map((id) => JSON.stringify({ key: `k${id}`, partition: 0, payload: { id } })).join("\n"),
+      { "content-type": "application/x-ndjson" },
+    );
     expect(held.status).toBe(202);
     await eventually("the leader appended above its HWM", 10_000, async () => {
       const st = (await req(tc.node(oldId), "GET", "/v1/topics/div?partition=0")).json().partition_stats[0];
