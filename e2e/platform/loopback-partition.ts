@@ -24,7 +24,7 @@
 // a test process that died is removed by the next cut().
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir, readFile, rmdir, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
 
@@ -68,8 +68,7 @@ async function removeStale(root: string): Promise<void> {
     await iptables("-F", m[1]!).catch(() => undefined);
     await iptables("-X", m[1]!).catch(() => undefined);
   }
-  const { stdout: ls } = await run("ls", [root]);
-  for (const name of ls.split("\n")) {
+  for (const name of await readdir(root)) {
     const m = /^narad-iso-(\d+)-(isolated|exempt)$/.exec(name);
     if (m === null || alive(Number(m[1]))) continue;
     await moveAll(join(root, name), root);
