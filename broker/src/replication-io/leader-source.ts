@@ -40,7 +40,12 @@ export interface LeaderSourceOptions {
    * The partition's durable positions to send `replica`: group frontiers
    * and fan-out cursors that changed since its previous answer.
    */
-  positionsFor?(topic: string, partition: number, replica: string): Promise<ReplicatedPositions>;
+  positionsFor?(
+    topic: string,
+    partition: number,
+    replica: string,
+    volumeId: string,
+  ): Promise<ReplicatedPositions>;
   /** Upper bound on one answer's frames (the follower's max_bytes is capped by it). */
   maxFetchBytes: number;
   /** Upper bound on a long poll. */
@@ -132,7 +137,12 @@ export function leaderSource(o: LeaderSourceOptions): ReplicaLeaderService {
     const starts = history
       .filter((e) => e.epoch >= from && e.startOffset < Math.max(got.nextOffset, req.fetch_offset + 1))
       .map((e) => ({ epoch: e.epoch, start_offset: e.startOffset }));
-    const positions = (await o.positionsFor?.(req.topic, req.partition, req.replica_id)) ?? {
+    const positions = (await o.positionsFor?.(
+      req.topic,
+      req.partition,
+      req.replica_id,
+      req.replica_volume_id,
+    )) ?? {
       frontiers: [],
       fanout_cursors: [],
     };
