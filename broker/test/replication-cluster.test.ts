@@ -197,7 +197,14 @@ describe("replication on an in-process cluster", () => {
     // Both followers die: the leader appends what its own WAL sends it, but cannot commit it.
     await tc.kill(b);
     await tc.kill(c);
-    const held = await produceIds(tc.node(oldId), "div", [50, 51, 52], 0);
+    // acks=wal: answered once in the leader's WAL (the default, auto, is acks=all on a replicated topic).
+    const held = await req(
+      tc.node(oldId),
+      "POST",
+      "/v1/topics/div/produce-batch?acks=wal",
+      [50, 51, 52].map((id) => JSON.stringify({ key: `k${id}`, partition: 0, payload: { id } })).join("\n"),
+      { "content-type": "application/x-ndjson" },
+    );
     expect(held.status).toBe(202);
     await eventually("the leader appended above its HWM", 10_000, async () => {
       const st = (await req(tc.node(oldId), "GET", "/v1/topics/div?partition=0")).json().partition_stats[0];
@@ -288,6 +295,52 @@ describe("replication on an in-process cluster", () => {
     // The first consume above took offset 4 (id 5); this one gets id 6, or 5 again: never 1-4.
     expect(got.status, got.text).toBe(200);
     expect([5, 6]).toContain(got.json().payload.id);
+  });
+
+  it("a follower back on an empty volume gets the group frontiers again, also ones that no longer change", async () => {
+    const tc = await replicatingCluster({ lagMs: 60_000 });
+    const record = await createTopic(tc, "qv");
+    const leaderId = record.leader!;
+    const leader = tc.node(leaderId);
+    const victimId = record.replicas.find((m) => m !== leaderId)!;
+    const frontierOf = async (node: TestNode) => {
+      const buf = await readFile(join(node.dir, "topics", "qv", "p00000", "consumers", "g.offset")).catch(
+        () => null,
+      );
+      return buf === null ? undefined : Number(buf.readBigUInt64BE(0));
+    };
+    expect((await produceAll(leader, "qv", [1, 2, 3, 4, 5, 6])).status).toBe(200);
+    for (let i = 0; i < 4; i++) {
+      const got = await req(leader, "GET", "/v1/topics/qv/consume?group=g&wait=1s");
+      expect(got.status, got.text).toBe(200);
+      const ack = await req(
+        leader,
+        "POST",
+        `/v1/topics/qv/ack?receipt_handle=${encodeURIComponent(got.json().receipt_handle as string)}`,
+      );
+      expect(ack.status, ack.text).toBe(204);
+    }
+    await eventually(
+      "the follower holds the frontier",
+      15_000,
+      async () => (await frontierOf(tc.node(victimId))) === 4,
+    );
+    // The follower's volume is lost; nobody consumes any more, so the frontier stays at 4.
+    const victim = await tc.kill(victimId);
+    await rm(victim.dir, { recursive: true, force: true });
+    const fresh = await tc.start(victimId, { dir: tc.tempDir("narad-repl-fresh") });
+    tc.mc.setVolumeId(victimId, volumeIdOf(fresh));
+    await eventually("rejoined with its new volume", 15_000, async () =>
+      (tc.mc.replicaAssignment("qv", 0)?.isr ?? []).some(
+        (m) => m.member === victimId && m.volumeId === volumeIdOf(fresh),
+      ),
+    );
+    // Its copy of the frontier comes back although the frontier did not move.
+    await eventually(
+      "the emptied follower holds the frontier again",
+      10_000,
+      async () => (await frontierOf(fresh)) === 4,
+    );
   });
 
   it("reassignment: an added replica catches up and joins the ISR; a dropped one deletes its copy", async () => {

@@ -308,12 +308,24 @@ export class ReplicationWorld {
     const v = b.view.get(p) as Versioned;
     const r = b.replicas.get(p) as Replica;
     // Names-only mode: a follower's volume is never compared with its entry.
-    const followers = this.s.volumeIdentity
+    const named = this.s.volumeIdentity
       ? mem.followers
       : new Map(
           [...mem.followers].map(([k, f]) => [
             k,
             { ...f, volumeId: v.rec.isr.find((m) => m.member === k)?.volumeId ?? f.volumeId },
+          ]),
+        );
+    // HWM-only expansion (the ADR's first design): a replica outside the ISR
+    // is added back at the HWM alone, neither at the epoch's start nor only
+    // while caught up (its clock counts as current; ISR members' clocks, which
+    // the shrink reads, are left alone).
+    const followers = this.s.epochStartRule
+      ? named
+      : new Map(
+          [...named].map(([k, f]) => [
+            k,
+            v.rec.isr.some((m) => m.member === k) ? f : { ...f, caughtUpAtMs: this.nowMs },
           ]),
         );
     return {
@@ -522,6 +534,9 @@ export class ReplicationWorld {
     // earlier answer is the same data again, or stale: replaced).
     if (r.log.length > fetchOffset) this.changes++;
     r.log.length = fetchOffset;
+    // Epoch starts of the replaced tail go with it (the broker's load rule
+    // drops entries at or above the recovered end the same way).
+    r.history = truncateHistory(r.history, fetchOffset);
     for (const e of frames) {
       if (e.epoch > lastEpoch(r.history)) r.history = startEpoch(r.history, e.epoch, r.log.length);
       r.log.push(e);

@@ -320,11 +320,17 @@ export interface FrameIds {
   producers: ProducerStamp[];
   /** The same records with their offset, commit time and content fingerprint (key + payload). */
   producerRecords: Array<{ stamp: ProducerStamp; offset: number; commitMs: number; fingerprint: number }>;
+  /** Every record's (incarnation, seq) with its offset, in offset order (only when asked for). */
+  seqs?: Array<{ incarnation: string; seq: number; offset: number }>;
 }
 
-/** Extracts (incarnation, seq) and commit times without copying payloads. */
-export function scanFrameIds(buf: Buffer, pos: number, h: FrameHeader): FrameIds | null {
+/**
+ * Extracts (incarnation, seq) and commit times without copying payloads;
+ * with `withSeqs`, also every record's (incarnation, seq, offset).
+ */
+export function scanFrameIds(buf: Buffer, pos: number, h: FrameHeader, withSeqs = false): FrameIds | null {
   const maxSeq = new Map<string, number>();
+  const seqs: NonNullable<FrameIds["seqs"]> | undefined = withSeqs ? [] : undefined;
   let lastCommitMs = 0;
   let bad = false;
   const producers: ProducerStamp[] = [];
@@ -341,6 +347,7 @@ export function scanFrameIds(buf: Buffer, pos: number, h: FrameHeader): FrameIds
     const inc = buf.toString("hex", tail + 16, tail + 16 + incarnationBytes);
     const prev = maxSeq.get(inc);
     if (prev === undefined || seq > prev) maxSeq.set(inc, seq);
+    seqs?.push({ incarnation: inc, seq, offset: h.baseOffset + i });
     if (producer !== undefined) {
       producers.push(producer);
       producerRecords.push({
@@ -352,7 +359,7 @@ export function scanFrameIds(buf: Buffer, pos: number, h: FrameHeader): FrameIds
     }
   });
   if (!ok || bad) return null;
-  return { maxSeq, lastCommitMs, producers, producerRecords };
+  return { maxSeq, lastCommitMs, producers, producerRecords, ...(seqs === undefined ? {} : { seqs }) };
 }
 
 /**

@@ -604,4 +604,20 @@ describe("idempotent producers", () => {
       outcomes: [1, 2, 3],
     });
   });
+
+  it("answers a plain re-sent record with its offset after a reopen (rebuilt from the log)", async () => {
+    // A restarted owner, or a newly elected leader opening the copy it
+    // fetched, gets the records the dispatcher re-sends: their offsets come
+    // from the log, not only from commits made since the open.
+    let log = await open({ segmentBytes: 400 });
+    await log.commitDurable(recs(1, 3));
+    await log.commitDurable(recs(4, 3, incB));
+    await log.commitDurable(recs(4, 2));
+    log = await reopen(log, { segmentBytes: 400 });
+    expect(await log.commitDurable([...recs(2, 2), ...recs(5, 1, incB), ...recs(5, 2)])).toMatchObject({
+      appended: 1,
+      duplicates: 4,
+      outcomes: [1, 2, 4, 7, 8],
+    });
+  });
 });

@@ -244,6 +244,10 @@ export async function openPartitionLog(opts: OpenPartitionLogOptions): Promise<O
   // recovery raises it with what the remaining segments hold.
   const dedup = await readDedupFloor(io, opts.dir);
   const producers = new ProducerSequences(opts.producerLimits ?? {});
+  // The offsets of the last records, rebuilt from the log: a record re-sent
+  // after a restart, or to a newly elected leader that copied it, is answered
+  // with the offset it got.
+  const recent = new RecentOffsets();
   const segments: Segment[] = [];
   const report: PartitionRecoveryReport = {
     segments: bases.length,
@@ -280,6 +284,7 @@ export async function openPartitionLog(opts: OpenPartitionLogOptions): Promise<O
         opts.maxFrameBytes,
         dedup,
         producers,
+        recent,
       );
       addRecovery(report, r);
       // A sealed segment's handle goes back now: reads reopen it through the
@@ -320,6 +325,7 @@ export async function openPartitionLog(opts: OpenPartitionLogOptions): Promise<O
     segments,
     dedup,
     producers,
+    recent,
     next,
     initialHwm,
     hwm,
@@ -361,7 +367,7 @@ class PartitionLogImpl implements OpenedPartitionLog {
   #frozen = false;
   #commitCount = 0;
   #lastEvictMs = 0;
-  readonly #recent = new RecentOffsets();
+  readonly #recent: RecentOffsets;
   readonly #handles: SegmentHandles;
   /** Long polls (waitForHwmAbove, waitForEndAbove), woken when the HWM or the log end moves; each checks its own condition. */
   readonly #hwmWaiters = new Set<() => void>();
@@ -375,6 +381,7 @@ class PartitionLogImpl implements OpenedPartitionLog {
     segments: Segment[],
     dedup: Map<string, number>,
     producers: ProducerSequences,
+    recent: RecentOffsets,
     next: number,
     initialHwm: number,
     hwmFile: HwmFile,
@@ -390,6 +397,7 @@ class PartitionLogImpl implements OpenedPartitionLog {
     this.#segments = segments;
     this.#dedup = dedup;
     this.#producers = producers;
+    this.#recent = recent;
     this.#nextOffset = next;
     this.#hwm = initialHwm;
     this.#hwmFile = hwmFile;

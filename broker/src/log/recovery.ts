@@ -39,6 +39,7 @@ import {
   verifyFrameCrc,
 } from "../core/log-codec.ts";
 import type { ProducerSequences } from "../core/producer-sequence.ts";
+import type { RecentOffsets } from "./recent-offsets.ts";
 import { FrameWindow, type Segment } from "./segment.ts";
 
 /** Read size while scanning segments at open (sequential, so larger is cheaper). */
@@ -78,6 +79,7 @@ async function acceptFrame(
   dedup: Map<string, number>,
   afterGap: boolean,
   producers: ProducerSequences | undefined,
+  recent: RecentOffsets | undefined,
 ): Promise<number> {
   if (!(await win.ensure(pos, frameHeaderBytes))) return -1;
   const parsed = parseFrameHeader(win.buf, pos - win.start, maxFrameBytes);
@@ -88,8 +90,9 @@ async function acceptFrame(
   if (!(await win.ensure(pos, size))) return -1;
   const at = pos - win.start;
   if (!verifyFrameCrc(win.buf, at, h)) return -1;
-  const ids = scanFrameIds(win.buf, at, h);
+  const ids = scanFrameIds(win.buf, at, h, recent !== undefined);
   if (ids === null) return -1;
+  if (recent !== undefined) for (const r of ids.seqs ?? []) recent.set(r.incarnation, r.seq, r.offset);
   for (const [inc, seq] of ids.maxSeq) {
     const prev = dedup.get(inc);
     if (prev === undefined || seq > prev) dedup.set(inc, seq);
@@ -113,6 +116,7 @@ async function findNextFrame(
   maxFrameBytes: number,
   dedup: Map<string, number>,
   producers: ProducerSequences | undefined,
+  recent: RecentOffsets | undefined,
 ): Promise<FoundFrame | null> {
   let pos = from;
   while (pos + frameHeaderBytes <= win.limit) {
@@ -126,7 +130,7 @@ async function findNextFrame(
     }
     const candidate = win.start + hit;
     // acceptFrame mutates state only on success, so probing is safe.
-    const end = await acceptFrame(seg, win, candidate, maxFrameBytes, dedup, true, producers);
+    const end = await acceptFrame(seg, win, candidate, maxFrameBytes, dedup, true, producers, recent);
     if (end >= 0) return { pos: candidate, end };
     pos = candidate + 1;
   }
@@ -135,7 +139,9 @@ async function findNextFrame(
 
 /**
  * Scans `seg` (whose file is `fileSize` bytes), setting verifiedEnd, index,
- * gaps, endOffset and newestCommitMs, and merging its ids into `dedup`.
+ * gaps, endOffset and newestCommitMs, and merging its ids into `dedup`
+ * (and each record's offset into `recent`, so a re-sent record is answered
+ * with its offset after a restart or on a newly elected leader).
  * The active segment's torn tail is truncated and fdatasync'd before return.
  */
 export async function recoverSegment(
@@ -145,18 +151,19 @@ export async function recoverSegment(
   maxFrameBytes: number,
   dedup: Map<string, number>,
   producers?: ProducerSequences,
+  recent?: RecentOffsets,
 ): Promise<SegmentRecovery> {
   const result: SegmentRecovery = { frames: 0, gaps: 0, truncatedBytes: 0, corruptTailBytes: 0 };
   const win = new FrameWindow(seg.writer, fileSize, recoveryChunkBytes);
   let pos = 0;
   while (pos < fileSize) {
-    const next = await acceptFrame(seg, win, pos, maxFrameBytes, dedup, false, producers);
+    const next = await acceptFrame(seg, win, pos, maxFrameBytes, dedup, false, producers, recent);
     if (next >= 0) {
       result.frames++;
       pos = next;
       continue;
     }
-    const found = await findNextFrame(seg, win, pos + 1, maxFrameBytes, dedup, producers);
+    const found = await findNextFrame(seg, win, pos + 1, maxFrameBytes, dedup, producers, recent);
     if (found !== null) {
       // Case gap: findNextFrame already accepted the frame at found.pos.
       seg.gaps.set(pos, found.pos);

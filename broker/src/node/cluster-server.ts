@@ -53,8 +53,8 @@ export async function startNodeClusterServer(d: {
           ? {
               ledPartition: (topic: string, partition: number) =>
                 d.replication?.ledPartition(topic, partition),
-              positionsFor: (topic: string, partition: number, replica: string) =>
-                d.replication?.positionsFor(topic, partition, replica) ??
+              positionsFor: (topic: string, partition: number, replica: string, volumeId: string) =>
+                d.replication?.positionsFor(topic, partition, replica, volumeId) ??
                 Promise.resolve({ frontiers: [], fanout_cursors: [] }),
             }
           : {}),

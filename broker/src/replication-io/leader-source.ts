@@ -40,7 +40,12 @@ export interface LeaderSourceOptions {
    * The partition's durable positions to send `replica`: group frontiers
    * and fan-out cursors that changed since its previous answer.
    */
-  positionsFor?(topic: string, partition: number, replica: string): Promise<ReplicatedPositions>;
+  positionsFor?(
+    topic: string,
+    partition: number,
+    replica: string,
+    volumeId: string,
+  ): Promise<ReplicatedPositions>;
   /** Upper bound on one answer's frames (the follower's max_bytes is capped by it). */
   maxFetchBytes: number;
   /** Upper bound on a long poll. */
@@ -62,6 +67,27 @@ async function leaderHistory(dir: string, log: PartitionLog): Promise<EpochHisto
   return loaded.history.length > 0 ? loaded.history : [{ epoch: 0, startOffset: st.oldestOffset }];
 }
 
+/** A fetch answer of `log` at `epoch`: the log's bounds as of now, plus `extra`. */
+function answerOf(log: PartitionLog, epoch: number) {
+  return (
+    extra: Partial<PbReplicaFetchResponse> & Pick<PbReplicaFetchResponse, "error">,
+  ): PbReplicaFetchResponse => {
+    const st = log.stats();
+    return {
+      message: "",
+      frames: Buffer.alloc(0),
+      leader_hwm: st.highWatermark,
+      leader_epoch: epoch,
+      log_start_offset: st.oldestOffset,
+      log_end_offset: st.nextOffset,
+      epoch_starts: [],
+      frontiers: [],
+      fanout_cursors: [],
+      ...extra,
+    };
+  };
+}
+
 export function leaderSource(o: LeaderSourceOptions): ReplicaLeaderService {
   /** A replicated partition's fetch: progress first, then frames up to the durable end. */
   const fetchReplicated = async (
@@ -70,23 +96,7 @@ export function leaderSource(o: LeaderSourceOptions): ReplicaLeaderService {
     signal: AbortSignal,
   ): Promise<PbReplicaFetchResponse> => {
     const led = o.ledPartition?.(req.topic, req.partition);
-    const answer = (
-      extra: Partial<PbReplicaFetchResponse> & Pick<PbReplicaFetchResponse, "error">,
-    ): PbReplicaFetchResponse => {
-      const st = log.stats();
-      return {
-        message: "",
-        frames: Buffer.alloc(0),
-        leader_hwm: st.highWatermark,
-        leader_epoch: led?.epoch ?? -1,
-        log_start_offset: st.oldestOffset,
-        log_end_offset: st.nextOffset,
-        epoch_starts: [],
-        frontiers: [],
-        fanout_cursors: [],
-        ...extra,
-      };
-    };
+    const answer = answerOf(log, led?.epoch ?? -1);
     if (led === undefined || led.stopped)
       return answer({
         error: "not_leader",
@@ -127,7 +137,12 @@ export function leaderSource(o: LeaderSourceOptions): ReplicaLeaderService {
     const starts = history
       .filter((e) => e.epoch >= from && e.startOffset < Math.max(got.nextOffset, req.fetch_offset + 1))
       .map((e) => ({ epoch: e.epoch, start_offset: e.startOffset }));
-    const positions = (await o.positionsFor?.(req.topic, req.partition, req.replica_id)) ?? {
+    const positions = (await o.positionsFor?.(
+      req.topic,
+      req.partition,
+      req.replica_id,
+      req.replica_volume_id,
+    )) ?? {
       frontiers: [],
       fanout_cursors: [],
     };
@@ -142,23 +157,7 @@ export function leaderSource(o: LeaderSourceOptions): ReplicaLeaderService {
       if (log.replicated) return fetchReplicated(log, req, signal);
       const history = await leaderHistory(dir, log);
       const epoch = lastEpoch(history);
-      const answer = (
-        extra: Partial<PbReplicaFetchResponse> & Pick<PbReplicaFetchResponse, "error">,
-      ): PbReplicaFetchResponse => {
-        const st = log.stats();
-        return {
-          message: "",
-          frames: Buffer.alloc(0),
-          leader_hwm: st.highWatermark,
-          leader_epoch: epoch,
-          log_start_offset: st.oldestOffset,
-          log_end_offset: st.nextOffset,
-          epoch_starts: [],
-          frontiers: [],
-          fanout_cursors: [],
-          ...extra,
-        };
-      };
+      const answer = answerOf(log, epoch);
       const fence = fenceLeader(epoch, req.leader_epoch);
       if (!fence.ok)
         return answer({

@@ -32,6 +32,7 @@ import type { LogStore, ReplicaOpenMode } from "../log/log-store.ts";
 import type { OpenedPartitionLog, ReplicaCommitGate } from "../log/partition-log.ts";
 import type { Metastore } from "../meta/types.ts";
 import { type EpochHistory, lastEpoch, startEpoch } from "../replication/epoch-history.ts";
+import { RepeatGate } from "../replication/repeat-gate.ts";
 import { type Role, roleOf, sameRole } from "../replication/role.ts";
 import { topicReplication } from "../replication/topic-settings.ts";
 import type { PeerPool } from "../rpc/client.ts";
@@ -133,8 +134,8 @@ class PartitionReplica {
   #current: Current = { kind: "idle" };
   #chain: Promise<void> = Promise.resolve();
   #closed = false;
-  /** What each follower was sent (only changes are sent, all again every resendAllMs). */
-  readonly #sent = new Map<string, { sinceMs: number; values: Map<string, string> }>();
+  /** What each follower was sent, on which volume (only changes are sent, all again every resendAllMs or to a new volume). */
+  readonly #sent = new Map<string, { sinceMs: number; volumeId: string; values: Map<string, string> }>();
   #positionCache:
     | {
         atMs: number;
@@ -418,6 +419,8 @@ class PartitionReplica {
           { once: true },
         );
       });
+    // A leader that is down or deposed fails every retry alike: logged once per 10 s.
+    const gate = new RepeatGate(10_000);
     while (!signal.aborted) {
       // A topic deleted meanwhile: its directory must not be created again
       // by a fetcher (a later namesake would adopt it). The manager stops
@@ -468,8 +471,10 @@ class PartitionReplica {
               await writeCursorFile(this.#dir, c.file, { epoch: c.epoch, nextOffset: c.next_offset });
             }
           },
-          onProgress: (p) =>
-            this.#d.events?.followerProgress?.(this.topic, this.partition, p.leaderEnd - p.logEnd),
+          onProgress: (p) => {
+            gate.reset();
+            this.#d.events?.followerProgress?.(this.topic, this.partition, p.leaderEnd - p.logEnd);
+          },
           onTruncated: (t) => {
             if (t.to < t.from)
               this.#d.logger.info(
@@ -484,17 +489,20 @@ class PartitionReplica {
             ),
         });
         if (stop.reason === "aborted") return;
-        this.#d.logger.info(
-          {
-            topic: this.topic,
-            partition: this.partition,
-            epoch,
-            leader,
-            reason: stop.reason,
-            message: stop.message,
-          },
-          "follower stopped; retrying",
-        );
+        const g = gate.offer(`stop ${stop.reason}`, this.#d.nowMs());
+        if (g.log)
+          this.#d.logger.info(
+            {
+              topic: this.topic,
+              partition: this.partition,
+              epoch,
+              leader,
+              reason: stop.reason,
+              message: stop.message,
+              repeated: g.repeated,
+            },
+            "follower stopped; retrying",
+          );
       } catch (err) {
         if (signal.aborted) return;
         if (err instanceof TruncationRefusedError) {
@@ -505,10 +513,12 @@ class PartitionReplica {
           );
           return;
         }
-        this.#d.logger.warn(
-          { topic: this.topic, partition: this.partition, epoch, leader, err },
-          "follower failed; retrying",
-        );
+        const g = gate.offer(`error ${(err as Error)?.message}`, this.#d.nowMs());
+        if (g.log)
+          this.#d.logger.warn(
+            { topic: this.topic, partition: this.partition, epoch, leader, err, repeated: g.repeated },
+            "follower failed; retrying",
+          );
       }
       await sleep(o.retryBackoffMs);
     }
@@ -522,12 +532,15 @@ class PartitionReplica {
   }
 
   /**
-   * The durable positions kept with this partition that `replica` has not
-   * been sent yet (the leader side of the piggyback): consumer-group
-   * frontiers and fan-out cursors. Read at most every frontierRefreshMs; all
-   * of them are sent again every resendAllMs, so a lost answer is made good.
+   * The durable positions kept with this partition that `replica` fetching
+   * from `volumeId` has not been sent yet (the leader side of the
+   * piggyback): consumer-group frontiers and fan-out cursors. Read at most
+   * every frontierRefreshMs; all of them are sent again every resendAllMs,
+   * so a lost answer is made good, and at once to a follower on another
+   * volume than before (back empty: it has none of them, and a frontier that
+   * stopped moving would otherwise reach it only at the next full resend).
    */
-  async positionsFor(replica: string): Promise<ReplicatedPositions> {
+  async positionsFor(replica: string, volumeId: string): Promise<ReplicatedPositions> {
     const now = this.#d.nowMs();
     const o = this.#d.options;
     if (this.#positionCache === undefined || now - this.#positionCache.atMs >= o.frontierRefreshMs) {
@@ -539,8 +552,8 @@ class PartitionReplica {
       };
     }
     let sent = this.#sent.get(replica);
-    if (sent === undefined || now - sent.sinceMs >= resendAllMs) {
-      sent = { sinceMs: now, values: new Map() };
+    if (sent === undefined || sent.volumeId !== volumeId || now - sent.sinceMs >= resendAllMs) {
+      sent = { sinceMs: now, volumeId, values: new Map() };
       this.#sent.set(replica, sent);
     }
     const out: ReplicatedPositions = { frontiers: [], fanout_cursors: [] };
@@ -669,9 +682,14 @@ export class ReplicaManager {
     return this.#replicas.get(`${topic}\u0000${partition}`)?.led();
   }
 
-  positionsFor(topic: string, partition: number, replica: string): Promise<ReplicatedPositions> {
+  positionsFor(
+    topic: string,
+    partition: number,
+    replica: string,
+    volumeId: string,
+  ): Promise<ReplicatedPositions> {
     return (
-      this.#replicas.get(`${topic}\u0000${partition}`)?.positionsFor(replica) ??
+      this.#replicas.get(`${topic}\u0000${partition}`)?.positionsFor(replica, volumeId) ??
       Promise.resolve({ frontiers: [], fanout_cursors: [] })
     );
   }

@@ -198,6 +198,31 @@ describe("planIsrChange", () => {
     ]);
   });
 
+  it("does not add back a follower that stopped fetching (its last progress is stale)", () => {
+    // b died after its last fetch at 12 (caught up at t=100); the shrink
+    // removed it; the HWM then reached 12 (nothing new was produced). Its
+    // progress still says 12 >= HWM, but it has not been caught up for
+    // replica_lag_ms: adding it back would hold the HWM at 12 again.
+    const v = view({
+      recordedIsr: isr("a", "c"),
+      hwm: 12,
+      logEnd: 12,
+      followers: new Map([
+        ["b", f("b", 12, 100)],
+        ["c", f("c", 12, 1150)],
+      ]),
+    });
+    expect(highWatermark(v)).toBe(12);
+    expect(planIsrChange({ ...base, view: v, nowMs: 1150 })).toBeNull();
+    // Fetching again (caught up now): added back.
+    const back = { ...v, followers: new Map([...v.followers, ["b", f("b", 12, 1200)]]) };
+    expect(planIsrChange({ ...base, view: back, nowMs: 1210 })?.map((m) => m.member)).toEqual([
+      "a",
+      "c",
+      "b",
+    ]);
+  });
+
   it("asks for nothing while a change is in flight", () => {
     const v = view({ pending: { isr: isr("a", "b") }, followers: new Map() });
     expect(planIsrChange({ ...base, view: v, nowMs: 99_999 })).toBeNull();

@@ -150,7 +150,13 @@ export function recordFetch(
  * (the least lagging are kept). A follower that fetches from another
  * volume than its entry is always removed: its copy is gone. Expand: a
  * replica outside the ISR whose durable end reached the HWM and the start
- * of this leader's epoch. The HWM alone is not enough: a leader that
+ * of this leader's epoch, and that is caught up now by the shrink's own
+ * clock (caught up within replicaLagMs): progress is the last fetch heard,
+ * and a follower that died holds its last fetch offset for ever, which
+ * the HWM reaches once the shrink stops waiting for it; adding it back
+ * would stall every commit again until the next shrink (a loop the
+ * replication e2e saw: shrink, expand with the dead follower's old volume,
+ * shrink, ...). The HWM alone is not enough: a leader that
  * restarted, or was just elected, may know a lower HWM than the one its
  * predecessor (or it, before a crash) acknowledged up to (the HWM file is
  * written lazily), and a replica added at that HWM would lack acknowledged
@@ -200,7 +206,11 @@ export function planIsrChange(input: {
   for (const r of input.replicas) {
     if (inIsr.has(r) || r === view.self) continue;
     const f = view.followers.get(r);
-    if (f !== undefined && f.logEnd >= Math.max(hwm, view.epochStartOffset))
+    if (
+      f !== undefined &&
+      f.logEnd >= Math.max(hwm, view.epochStartOffset) &&
+      input.nowMs - f.caughtUpAtMs < input.replicaLagMs
+    )
       return [...view.recordedIsr, { member: r, volumeId: f.volumeId }];
   }
   return null;

@@ -169,6 +169,7 @@ describe("configmap", () => {
       "maxBodyBytes",
       "retentionCheckIntervalMs",
       "drainTimeoutMs",
+      "replication",
     ]);
     for (const k of Object.keys(parsed)) expect(allowed.has(k)).toBe(true);
     expect(configMapSpec(cluster, s).data?.["narad.json"]).toBe(brokerConfigJson(s));

@@ -45,6 +45,7 @@ const broker: Required<BrokerSpec> = {
   topicDefaults: { partitions: 3 },
   maxBodyBytes: 1048576,
   retentionCheckIntervalMs: 60000,
+  replication: "on",
 };
 const pod: Required<PodSpecOverrides> = {
   labels: { team: "payments" },
@@ -468,6 +469,7 @@ describe("defaults", () => {
       "maxBodyBytes",
       "retentionCheckIntervalMs",
       "drainTimeoutMs",
+      "replication",
     ];
     const full = brokerConfigFromSpec(withClusterDefaults(fullClusterSpec));
     expect(Object.keys(full).sort()).toEqual([...allowed].sort());

@@ -102,6 +102,7 @@ export function withClusterDefaults(spec: NaradClusterSpec | undefined): Resolve
       topicDefaults: { ...s.broker?.topicDefaults },
       maxBodyBytes: s.broker?.maxBodyBytes,
       retentionCheckIntervalMs: s.broker?.retentionCheckIntervalMs,
+      replication: s.broker?.replication,
     }),
     pod: {
       ...s.pod,
@@ -199,6 +200,7 @@ export function brokerConfigFromSpec(spec: ResolvedNaradClusterSpec): BrokerConf
     maxBodyBytes: b.maxBodyBytes,
     retentionCheckIntervalMs: b.retentionCheckIntervalMs,
     drainTimeoutMs: spec.rollout.drainTimeoutSeconds * 1000,
+    replication: b.replication,
   });
 }
 

@@ -276,6 +276,10 @@ const clusterSpec: JSONSchemaProps = obj(
           "How often retention is enforced, in milliseconds (config key retentionCheckIntervalMs).",
           { minimum: 1 },
         ),
+        replication: str(
+          "Partition replication (config key replication): on lets topics created through the HTTP API take a replication factor above 1 (default 3 on a cluster of at least 3 brokers); off gives them one copy. Unset keeps the broker's default. A NaradTopic applied with a replicationFactor is replicated either way.",
+          { enum: ["on", "off"] },
+        ),
       },
     ),
     pod: obj("Pod-level settings copied into the broker pod template.", {

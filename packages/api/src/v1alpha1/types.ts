@@ -94,6 +94,14 @@ export interface BrokerSpec {
   topicDefaults?: BrokerTopicDefaultsSpec;
   maxBodyBytes?: number;
   retentionCheckIntervalMs?: number;
+  /**
+   * Partition replication (the broker's `--replication`, config key
+   * `replication`): "on" lets topics created through the HTTP API take a
+   * replication factor above 1 (by default 3 on a cluster of at least 3
+   * brokers). Unset keeps the broker's default. A NaradTopic applied with a
+   * replicationFactor is replicated either way.
+   */
+  replication?: "on" | "off";
 }
 
 /** Pod-level knobs passed through to the StatefulSet's pod template. */
@@ -637,6 +645,7 @@ export interface ResolvedBrokerSpec {
   topicDefaults: BrokerTopicDefaultsSpec;
   maxBodyBytes?: number;
   retentionCheckIntervalMs?: number;
+  replication?: "on" | "off";
 }
 
 export interface ResolvedServiceMonitorSpec {
@@ -702,4 +711,5 @@ export interface BrokerConfigFile {
   maxBodyBytes?: number;
   retentionCheckIntervalMs?: number;
   drainTimeoutMs?: number;
+  replication?: "on" | "off";
 }
