@@ -93,8 +93,8 @@ export interface Config {
   /**
    * Partition replication (docs/replication.md): "off" keeps every new
    * topic at one copy and refuses a replication_factor above 1 (400
-   * replication_not_enabled); "on" applies ADR 0007's defaults. Off by
-   * default until the replicated data path is in.
+   * replication_not_enabled); "on" (the default) applies ADR 0007's
+   * defaults.
    */
   replication: "on" | "off";
   /** Partition replication's timings (docs/replication.md). */
@@ -369,6 +369,10 @@ Topic defaults (for a create that leaves the field out or 0), as Narad's NARAD_T
                               (kubectl port-forward into a pod)  NARAD_LOOPBACK_FORWARD (default off)
   --replication on|off        topics with more than one copy (replication_factor > 1);
                               off: every new topic has one copy  NARAD_REPLICATION (default ${k.replicationDefault})
+  --replica-lag-ms N          a follower not caught up for this long leaves the ISR
+                                                         NARAD_REPLICA_LAG_MS (default ${k.replicaLagMs})
+  --replica-commit-timeout-ms N  acks=all wait for min_insync_replicas copies, then 503
+                                                         NARAD_REPLICA_COMMIT_TIMEOUT_MS (default ${k.replicaCommitTimeoutMs})
 Limits against hostile clients (docs/security.md; a refusal counts in narad_limit_refusals_total):
   --batch-max-records N       records per produce-batch  NARAD_BATCH_MAX_RECORDS (default ${k.batchMaxRecords})
   --max-topics N              topics in the cluster      NARAD_MAX_TOPICS    (default ${k.maxTopics})

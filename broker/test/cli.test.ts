@@ -96,7 +96,7 @@ describe("narad CLI", () => {
     expect(human.stdout).toMatch(/PARTITION\s+OWNER\s+OLDEST\s+HWM/);
     expect(human.stdout).toMatch(/replication\s+factor 1, min in-sync 1/);
     expect(parsed).toMatchObject({ replication_factor: 1, min_insync_replicas: 1 });
-    // Replication settings: one copy on this broker (--replication off), and the refusal says why.
+    // Replication settings: one copy on a single broker, and the refusal says why.
     const one = await narad_([
       "topic",
       "add",
@@ -109,7 +109,7 @@ describe("narad CLI", () => {
     expect(one).toMatchObject({ code: 0, stdout: "created topic one (3 partitions)\n" });
     const three = await narad_(["topic", "add", "three", "--replication-factor", "3"]);
     expect(three.code).toBe(1);
-    expect(three.stderr).toMatch(/--replication on/);
+    expect(three.stderr).toMatch(/replication_factor 3 needs at least 3 brokers, the cluster has 1/);
     const min = await narad_(["topic", "edit", "one", "--min-insync-replicas", "2"]);
     expect(min.code).toBe(1);
     expect(min.stderr).toMatch(/min_insync_replicas/);
