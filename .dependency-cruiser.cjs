@@ -54,6 +54,23 @@ module.exports = {
       to: { path: "^broker/src/rpc/" },
     },
     {
+      name: "broker-constants-via-config",
+      comment:
+        "broker/src/constants.ts holds tunables: config.ts builds the Config from them and the composition root (node.ts, node/) wires the rest; every other module takes its values through its options. API names and limits are in api-contract.ts.",
+      severity: "error",
+      from: {
+        pathNot: [
+          "^broker/src/config\\.ts$",
+          "^broker/src/node\\.ts$",
+          "^broker/src/node/",
+          "\\.test\\.ts$",
+          "^broker/test/",
+          "^broker/src/testing/",
+        ],
+      },
+      to: { path: "^broker/src/constants\\.ts$" },
+    },
+    {
       name: "client-standalone",
       comment: "The published client depends on @narad/wire only.",
       severity: "error",

@@ -4,6 +4,7 @@
 
 import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { groupNamePattern, topicNamePattern } from "./api-contract.ts";
 import * as k from "./constants.ts";
 import { parseGoDurationMs } from "./core/go-duration.ts";
 import type { TopicDefaults } from "./core/topic-spec.ts";
@@ -51,6 +52,9 @@ export interface Config {
    * read of the API users Secret older than this; past it they answer 503.
    */
   usersMaxStalenessMs: number;
+  /** Kubernetes metastore: how often the API users Secret is read, and how long one read or write of it may take. */
+  usersPollMs: number;
+  usersRequestTimeoutMs: number;
   /**
    * A query parameter a route does not know: ignored as Narad v1 does,
    * except a near miss of a known name (typos, the default: 400
@@ -546,6 +550,8 @@ export function loadConfig(
     defaultAcks,
     producerFenceLeaseMs: positiveCount("producer-fence-lease-ms", k.producerFenceLeaseMs),
     usersMaxStalenessMs: positiveCount("users-max-staleness-ms", k.usersMaxStalenessMs),
+    usersPollMs: k.usersPollMs,
+    usersRequestTimeoutMs: k.usersRequestTimeoutMs,
     unknownQueryParams,
     produceMaxBodyBytes: maxBody,
     batchMaxBodyBytes: Math.max(k.batchProduceMaxBodyBytes, maxBody),
@@ -603,8 +609,8 @@ export function loadConfig(
       visibilityTimeoutMs: count("topic-visibility-timeout-ms", k.topicVisibilityTimeoutMsDefault),
       maxInFlight: count("topic-max-in-flight", k.topicMaxInFlightDefault),
       maxAckedAhead: count("topic-max-acked-ahead", k.topicMaxAckedAheadDefault),
-      namePattern: k.topicNamePattern,
-      groupNamePattern: k.groupNamePattern,
+      namePattern: topicNamePattern,
+      groupNamePattern,
     },
     consume: {
       maxWaitMs: durationSetting(get("max-consume-wait"), k.consumeMaxWaitMs, "--max-consume-wait"),

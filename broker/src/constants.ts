@@ -1,6 +1,9 @@
 // Every default and limit of the broker, with its unit last in the name.
-// Only config.ts reads these to build defaults; modules receive values
-// through their options so tests can shrink them.
+// Imported only by config.ts (to build the Config) and the composition root
+// (node.ts, node/*.ts, to wire values no setting exposes); every other module
+// receives its values through its options, so tests can shrink them. A
+// dependency-cruiser rule enforces this (tests are exempt). Names and limits
+// that are part of the API, not tunables, are in api-contract.ts.
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -59,8 +62,6 @@ export const produceMaxBodyBytes = 1 * MiB;
 export const batchProduceMaxBodyBytes = 64 * MiB;
 export const readMaxRecords = 1_000;
 export const readMaxBytes = 8 * MiB;
-export const topicListLimitDefault = 100;
-export const topicListLimitMax = 1_000;
 export const drainTimeoutMs = 25_000;
 /** How long an acks=all produce waits for the owner's commit before 503 commit_timeout. */
 export const acksAllTimeoutMs = 15_000;
@@ -102,15 +103,6 @@ export const topicMaxAckedAheadDefault = 1_024;
  * at least 3 brokers; off, every new topic has one copy (docs/replication.md).
  */
 export const replicationDefault: "on" | "off" = "on";
-export const topicNamePattern = /^[A-Za-z0-9._-]{1,255}$/;
-/**
- * Group names end up in file names (<group>.offset.tmp, 11 more bytes) on a
- * file system whose names stop at 255 bytes: 244 is the longest that fits.
- * Longer names were refused at the file system before (500 on consume, acks
- * silently never persisted), so no stored group is longer.
- */
-export const groupNameMaxLength = 244;
-export const groupNamePattern = /^[A-Za-z0-9._-]{1,244}$/;
 export const retentionCheckIntervalMs = 60_000;
 
 // Queue consumption (receipt handles, consumer groups).

@@ -10,7 +10,6 @@ import type { Logger } from "pino";
 import type { Registry } from "prom-client";
 import { resourceNames } from "../../../packages/api/src/v1alpha1/names.ts";
 import type { Config } from "../config.ts";
-import { usersPollMs, usersRequestTimeoutMs } from "../constants.ts";
 import type { AppOptions } from "../http/app.ts";
 import type { UsersApi } from "../http/routes/users.ts";
 import { httpsServerFactory, loadTls, type TlsMaterial, watchTls } from "../http/tls.ts";
@@ -85,8 +84,8 @@ export async function openSecurity(
       namespace: config.namespace,
       name: resourceNames(config.clusterName).apiUsers,
       maxStalenessMs: config.usersMaxStalenessMs,
-      pollMs: usersPollMs,
-      requestTimeoutMs: usersRequestTimeoutMs,
+      pollMs: config.usersPollMs,
+      requestTimeoutMs: config.usersRequestTimeoutMs,
       monoMs: () => performance.now(),
       logger: log.child({ component: "api-users" }),
     });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { topicNamePattern } from "../api-contract.ts";
 import * as k from "../constants.ts";
 import { groupSettings } from "../consumer/manager.ts";
 import { parseSubscription, parseTopicCreate, parseTopicPatch, withSubscription } from "./topic-spec.ts";
@@ -11,7 +12,7 @@ const d = {
   visibilityTimeoutMs: 30_000,
   maxInFlight: 10,
   maxAckedAhead: 20,
-  namePattern: k.topicNamePattern,
+  namePattern: topicNamePattern,
 };
 const now = new Date("2026-01-01T00:00:00Z");
 

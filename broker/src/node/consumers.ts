@@ -2,6 +2,7 @@
 // partitions it owns (consumer/manager.ts), with the limits from constants.
 
 import type { Logger } from "pino";
+import { groupNamePattern } from "../api-contract.ts";
 import type { Config } from "../config.ts";
 import * as k from "../constants.ts";
 import { ConsumerManager } from "../consumer/manager.ts";
@@ -25,7 +26,7 @@ export function createLocalConsumers(d: {
     nowMs: d.monoMs,
     logger: d.logger.child({ component: "consumer" }),
     metrics: d.metrics,
-    groupPattern: k.groupNamePattern,
+    groupPattern: groupNamePattern,
     persistIntervalMs: k.consumerFrontierPersistIntervalMs,
     purgeIntervalMs: k.consumerPurgeIntervalMs,
     maxWaiters: k.consumerMaxWaiters,

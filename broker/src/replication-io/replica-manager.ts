@@ -18,7 +18,7 @@
 // reached in the replica checkpoint, so the fetcher never truncates below it.
 
 import type { ReplicaAssignment } from "../../../packages/api/src/v1alpha1/replication.ts";
-import { groupNamePattern } from "../constants.ts";
+import { groupNamePattern } from "../api-contract.ts";
 import { writeFrontier } from "../consumer/frontier-file.ts";
 import { clusterAddressOf } from "../core/routing.ts";
 import {

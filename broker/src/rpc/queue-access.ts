@@ -12,7 +12,7 @@
 //   - ack/extend/nack: to the owner of the partition the handle names.
 
 import { setTimeout as sleep } from "node:timers/promises";
-import { topicNamePattern } from "../constants.ts";
+import { topicNamePattern } from "../api-contract.ts";
 import { mergeGroups, type PartitionGroups } from "../consumer/group-list.ts";
 import type { Delivery, SettleAction } from "../consumer/manager.ts";
 import { defaultGroup, parseHandle } from "../core/consumer-handle.ts";

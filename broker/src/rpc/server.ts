@@ -14,7 +14,7 @@ import {
   status,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
-import { topicNamePattern } from "../constants.ts";
+import { topicNamePattern } from "../api-contract.ts";
 import type { ConsumerManager } from "../consumer/manager.ts";
 import { defaultGroup, parseHandle } from "../core/consumer-handle.ts";
 import { assertTopicIdentity } from "../core/topic-identity.ts";

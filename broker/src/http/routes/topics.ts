@@ -2,9 +2,9 @@
 // describe with partition_stats, patch, delete).
 
 import type { FastifyInstance } from "fastify";
+import { topicListLimitDefault, topicListLimitMax } from "../../api-contract.ts";
 import type { Principal } from "../../auth/authenticator.ts";
 import { linkManageRefusal, topicManageRefusal } from "../../auth/user-rules.ts";
-import { topicListLimitDefault, topicListLimitMax } from "../../constants.ts";
 import { capRefusal } from "../../core/topic-caps.ts";
 import {
   parseCreateReplication,
