@@ -1,8 +1,9 @@
 // readRawFrames and waitForHwmAbove (replication's leader side): whole
 // frames as stored, from frame boundaries only, across segments, never at
-// or past the HWM; the HWM wait wakes on a commit and times out otherwise.
+// or past the HWM, never across a corrupt gap; the HWM wait wakes on a
+// commit and times out otherwise.
 
-import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -57,6 +58,40 @@ describe("partition log: raw frames for replica fetches", () => {
       expect((await log.readRawFrames(24, 1000)).frames.length).toBe(0);
       await expect(log.readRawFrames(1, 1000)).rejects.toSatisfy((e) => isLogError(e, "OFFSET_OUT_OF_RANGE"));
       await expect(log.readRawFrames(25, 1000)).rejects.toSatisfy((e) =>
+        isLogError(e, "OFFSET_OUT_OF_RANGE"),
+      );
+    } finally {
+      await log.close();
+    }
+  });
+
+  it("ends a run at a corrupt gap, resumes after it, and refuses an offset inside it", async () => {
+    const o = { ...opts(), segmentBytes: 1 << 20 };
+    const seg = join(o.dir, "00000000000000000000.log");
+    let log = await openPartitionLog(o);
+    const ends: number[] = [];
+    try {
+      for (let i = 0; i < 8; i++) {
+        await log.commitDurable(recs(i * 3, 3));
+        ends.push((await stat(seg)).size);
+      }
+    } finally {
+      await log.close();
+    }
+    // Frame 4 (offsets 12..14) gets a flipped payload byte: recovery keeps it as a gap.
+    const bytes = await readFile(seg);
+    bytes[ends[3]! + 40]! ^= 0xff;
+    await writeFile(seg, bytes);
+    log = await openPartitionLog(o);
+    try {
+      expect(log.recovery.gaps).toBe(1);
+      const before = await log.readRawFrames(0, 1 << 20);
+      expect(before.nextOffset).toBe(12);
+      expect(before.frames.equals(bytes.subarray(0, ends[3]!))).toBe(true);
+      const after = await log.readRawFrames(15, 1 << 20);
+      expect(after.nextOffset).toBe(24);
+      expect(after.frames.equals(bytes.subarray(ends[4]!, ends[7]!))).toBe(true);
+      await expect(log.readRawFrames(12, 1 << 20)).rejects.toSatisfy((e) =>
         isLogError(e, "OFFSET_OUT_OF_RANGE"),
       );
     } finally {

@@ -100,6 +100,26 @@ export type RawReadResult =
   /** fromOffset lies inside a frame, or in a gap: no contiguous run starts there. */
   | { kind: "misaligned" };
 
+/** What a frame walk needs of either read's limits. */
+interface FrameWalkLimits {
+  /** Frames at or above this offset end the walk. */
+  hwm: number;
+  maxFrameBytes: number;
+  chunkBytes: number;
+}
+
+/** One read's decisions during a frame walk (Segment.#walkFrames); every callback is synchronous. */
+interface FrameVisitor {
+  /** Whether to go on; asked before each frame or gap. */
+  more(): boolean;
+  /** A corrupt range recovery skipped lies here: true steps over it, false ends the walk. */
+  gap(): boolean;
+  /** A frame below the HWM: step over it unread, read it whole, or end the walk. */
+  header(h: FrameHeader): "skip" | "read" | "stop";
+  /** The frame is buf[at, at + frameBytes(h)), CRC-checked, at file position pos: false ends the walk. */
+  frame(buf: Buffer, at: number, h: FrameHeader, pos: number): boolean;
+}
+
 export class Segment {
   readonly baseOffset: number;
   readonly path: string;
@@ -236,42 +256,75 @@ export class Segment {
   }
 
   /**
-   * Raw frames (CRC-checked again, copied out) starting exactly at
-   * limits.fromOffset: what a follower appends byte for byte (replication).
+   * The one walk over this segment's frames both reads share: from the
+   * sparse-index position of fromOffset, over recovery's gaps, up to the
+   * first frame at or above `hwm` or the verified end. Each frame's header is
+   * read first, so a frame the visitor skips is never read whole; one it
+   * reads is CRC-checked again. The visitor's callbacks are synchronous, so
+   * a frame costs no more awaits (nor allocations) than its two reads.
    */
-  async readRawFrames(file: LogFile, limits: RawReadLimits): Promise<RawReadResult> {
+  async #walkFrames(
+    file: LogFile,
+    fromOffset: number,
+    limits: FrameWalkLimits,
+    visit: FrameVisitor,
+  ): Promise<void> {
     const win = new FrameWindow(file, this.verifiedEnd, limits.chunkBytes);
-    let pos = this.index.seek(limits.fromOffset);
-    const frames: Buffer[] = [];
-    let bytes = 0;
-    let next = limits.fromOffset;
-    while (pos < this.verifiedEnd && bytes < limits.maxBytes) {
+    let pos = this.index.seek(fromOffset);
+    while (pos < this.verifiedEnd && visit.more()) {
       const gapEnd = this.gaps.get(pos);
       if (gapEnd !== undefined) {
-        // A gap before the wanted offset is skipped (a frame after it that
-        // starts above fromOffset answers "misaligned"); one after frames
-        // were taken ends the contiguous run.
-        if (frames.length > 0) return { kind: "gap", frames, bytes, nextOffset: next };
+        if (!visit.gap()) return;
         pos = gapEnd;
         continue;
       }
       const h = await this.#headerAt(win, pos, limits.maxFrameBytes);
-      if (h === null) break;
-      const size = frameBytes(h);
-      if (h.baseOffset >= limits.hwm) break;
-      if (h.baseOffset + h.count <= next) {
-        pos += size;
-        continue;
+      if (h === null || h.baseOffset >= limits.hwm) return;
+      const step = visit.header(h);
+      if (step === "stop") return;
+      if (step === "read") {
+        const at = await this.#verifiedFrameAt(win, pos, h);
+        if (at === null || !visit.frame(win.buf, at, h, pos)) return;
       }
-      if (h.baseOffset !== next) return { kind: "misaligned" };
-      const at = await this.#verifiedFrameAt(win, pos, h);
-      if (at === null) break;
-      frames.push(Buffer.from(win.buf.subarray(at, at + size)));
-      bytes += size;
-      next = h.baseOffset + h.count;
-      pos += size;
+      pos += frameBytes(h);
     }
-    return { kind: "ok", frames, bytes, nextOffset: next };
+  }
+
+  /**
+   * Raw frames (CRC-checked again, copied out) starting exactly at
+   * limits.fromOffset: what a follower appends byte for byte (replication).
+   */
+  async readRawFrames(file: LogFile, limits: RawReadLimits): Promise<RawReadResult> {
+    const frames: Buffer[] = [];
+    let bytes = 0;
+    let next = limits.fromOffset;
+    let end = "ok" as "ok" | "gap" | "misaligned";
+    await this.#walkFrames(file, limits.fromOffset, limits, {
+      more: () => bytes < limits.maxBytes,
+      // A gap before the wanted offset is skipped (a frame after it that
+      // starts above fromOffset answers "misaligned"); one after frames
+      // were taken ends the contiguous run.
+      gap: () => {
+        if (frames.length === 0) return true;
+        end = "gap";
+        return false;
+      },
+      header: (h) => {
+        if (h.baseOffset + h.count <= next) return "skip";
+        if (h.baseOffset === next) return "read";
+        end = "misaligned";
+        return "stop";
+      },
+      frame: (buf, at, h) => {
+        const size = frameBytes(h);
+        frames.push(Buffer.from(buf.subarray(at, at + size)));
+        bytes += size;
+        next = h.baseOffset + h.count;
+        return true;
+      },
+    });
+    if (end === "misaligned") return { kind: "misaligned" };
+    return { kind: end, frames, bytes, nextOffset: next };
   }
 
   /**
@@ -287,38 +340,30 @@ export class Segment {
     out: StoredRecord[],
     bytesSoFar: number,
   ): Promise<{ bytes: number; full: boolean }> {
-    const win = new FrameWindow(file, this.verifiedEnd, limits.chunkBytes);
-    let pos = this.index.seek(limits.fromOffset);
     let bytes = bytesSoFar;
-    while (pos < this.verifiedEnd && out.length < limits.maxRecords) {
-      const gapEnd = this.gaps.get(pos);
-      if (gapEnd !== undefined) {
-        pos = gapEnd;
-        continue;
-      }
-      const h = await this.#headerAt(win, pos, limits.maxFrameBytes);
-      if (h === null) break;
-      const size = frameBytes(h);
-      if (h.baseOffset >= limits.hwm) break;
-      if (h.baseOffset + h.count <= limits.fromOffset) {
-        pos += size;
-        continue;
-      }
-      const at = await this.#verifiedFrameAt(win, pos, h);
-      if (at === null) break;
-      const frameRecords: StoredRecord[] = [];
-      if (!decodeFrameRecords(win.buf, at, h, limits.fromOffset, frameRecords)) {
-        throw new Error(`segment ${this.path}: malformed records at ${pos}`);
-      }
-      for (const r of frameRecords) {
-        if (r.offset >= limits.hwm || out.length >= limits.maxRecords) break;
-        const recBytes = r.key.length + r.payload.length;
-        if (out.length > 0 && bytes + recBytes > limits.maxBytes) return { bytes, full: true };
-        out.push(r);
-        bytes += recBytes;
-      }
-      pos += size;
-    }
-    return { bytes, full: out.length >= limits.maxRecords };
+    let bytesFull = false;
+    await this.#walkFrames(file, limits.fromOffset, limits, {
+      more: () => out.length < limits.maxRecords,
+      gap: () => true,
+      header: (h) => (h.baseOffset + h.count <= limits.fromOffset ? "skip" : "read"),
+      frame: (buf, at, h, pos) => {
+        const frameRecords: StoredRecord[] = [];
+        if (!decodeFrameRecords(buf, at, h, limits.fromOffset, frameRecords)) {
+          throw new Error(`segment ${this.path}: malformed records at ${pos}`);
+        }
+        for (const r of frameRecords) {
+          if (r.offset >= limits.hwm || out.length >= limits.maxRecords) break;
+          const recBytes = r.key.length + r.payload.length;
+          if (out.length > 0 && bytes + recBytes > limits.maxBytes) {
+            bytesFull = true;
+            return false;
+          }
+          out.push(r);
+          bytes += recBytes;
+        }
+        return true;
+      },
+    });
+    return { bytes, full: bytesFull || out.length >= limits.maxRecords };
   }
 }
