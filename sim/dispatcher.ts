@@ -1,5 +1,5 @@
 // One broker's dispatcher, step by step: the same pass as
-// broker/src/dispatch/dispatcher.ts (read window → planDispatch → commit
+// broker/src/dispatch/pass.ts (read window → planDispatch → commit
 // lanes → reroute → deletion checks → skip-set → checkpoint → prune doubts),
 // calling the real pure functions (readWindow, planDispatch, nextFailures,
 // advanceCheckpoint, the skip-set helpers, in-doubt.ts, commitNeverApplied,
@@ -130,7 +130,7 @@ export class SimDispatcher {
   /**
    * Seqs whose commit outcome this process does not know: marked in doubt, or
    * sent in the pass still running. A crash forgets them (the documented seam
-   * of dispatcher.ts: a restart of this node together with the owner may
+   * of dispatch/pass.ts: a restart of this node together with the owner may
    * store such a record twice).
    */
   unansweredSeqs(): number[] {
@@ -319,7 +319,7 @@ export class SimDispatcher {
     this.#finish(p);
   }
 
-  /** dispatcher.ts recordOutcomes → reroute → confirmDeletions → checkpoint → pruneInDoubt → classify. */
+  /** dispatch/pass.ts: laneOutcomes → appendReroutes → confirmDeletions → checkpoint → prune doubts; then the pace. */
   #finish(p: Pass): void {
     const env = this.#env;
     const now = env.now();
@@ -354,7 +354,7 @@ export class SimDispatcher {
           const r = m.record;
           input.push({
             topic: r.topic,
-            // The copy keeps the incarnation the group resolved to (dispatcher.ts reroute).
+            // The copy keeps the incarnation the group resolved to (dispatch/reroute.ts).
             ...(g.topicUid === undefined ? {} : { topicUid: g.topicUid }),
             key: r.key,
             partition: m.toPartition,
@@ -397,8 +397,8 @@ export class SimDispatcher {
     if (next.checkpoint > p.checkpoint || (doneRanges.length > 0 && next.skip.length > 0)) {
       if (env.crashAt("commit-before-checkpoint")) return;
     }
-    // dispatcher.ts: the whole done-set, before the checkpoint write.
-    // dispatcher.ts saves in the background at most every 250 ms (doneSetSaveIntervalMs):
+    // dispatch/pass.ts: the whole done-set, before the checkpoint write.
+    // dispatch/pass.ts saves in the background at most every 250 ms (doneSetSaveIntervalMs):
     // modelled as a save here only when the last one is that old.
     if (doneRanges.length > 0 && next.skip.length > 0 && env.now() - this.#wal.doneSetSavedAtMs >= 250) {
       this.#wal.doneSet = this.skip;

@@ -1,7 +1,7 @@
 // The pure half of the dispatcher (ARCHITECTURE.md §3, §5): given the WAL
 // records of one pass, decide what to commit where, what to hold, what to
 // reroute and what needs a deletion check; and the checkpoint arithmetic that
-// follows. No I/O and no clock: dispatch/dispatcher.ts does both.
+// follows. No I/O and no clock: dispatch/pass.ts does both.
 //
 // Invariants this module upholds (and its tests check):
 //  I1  Nothing is ever dropped by the planner: every input record ends up in
@@ -24,7 +24,7 @@
 //      holds it in doubt: a copy in a sibling partition next to one the owner
 //      did store is a duplicate that no dedup can see. It is held until the
 //      owner answers again (its dedup acknowledges what it already has) or
-//      the hold expires (dispatcher.ts bounds it). A Removed owner's data is
+//      the hold expires (dispatch/in-doubt-holds.ts bounds it). A Removed owner's data is
 //      gone, so nothing is in doubt there.
 //  I5  A record is committed only into the topic incarnation it was accepted
 //      for. resolve() gets the record's topic uid and answers topic-missing

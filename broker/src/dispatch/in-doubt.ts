@@ -4,7 +4,7 @@
 // partition), not by lane (which names the owner): a partition move swaps
 // the owner, but the data moves with the partition, a doubted commit that
 // did land included. Keyed by owner, the doubt was lost at the swap and the
-// record was rerouted and stored twice (F3, found by sim/). dispatcher.ts owns one InDoubtMarks and
+// record was rerouted and stored twice (F3, found by sim/). in-doubt-holds.ts owns the dispatcher's InDoubtMarks and
 // calls these with its clock; the simulation (sim/) calls the same functions,
 // so it exercises exactly the rules production runs.
 

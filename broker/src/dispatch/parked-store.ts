@@ -6,7 +6,7 @@
 // keeping every record's original (incarnation, seq), so the owner's dedup
 // still recognises a re-send.
 //
-// Crash safety (the dispatcher's part is in dispatcher.ts):
+// Crash safety (the dispatcher's part is in pass.ts):
 //  - park(): write <name>.tmp → fdatasync → rename → fsync(dir); only then
 //    may the dispatcher count the seqs done and move the checkpoint past
 //    them. A crash before the rename leaves a .tmp (removed at open) and the
