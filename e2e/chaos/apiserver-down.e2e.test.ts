@@ -15,126 +15,59 @@
 //   - nothing acknowledged is lost or stored twice, and everything acknowledged
 //     is delivered to the consumer.
 // Numbers are printed with "apiserver-down-e2e:" for the README.
-import { mkdtemp } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { CoreV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { clusterCredentials } from "../operator/credentials.ts";
-import {
-  getJson,
-  type OperatorProcess,
-  prepareCluster,
-  startOperator,
-  waitFor,
-} from "../operator/harness.ts";
-import {
-  BROKER_PORT,
-  checkLedger,
-  type HeaderSource,
-  LoadProducer,
-  listBrokerPods,
-  QueueConsumer,
-} from "../operator/load.ts";
+import { getJson } from "../operator/harness.ts";
+import { BROKER_PORT, LoadProducer, QueueConsumer } from "../operator/load.ts";
+import { type SuiteCluster, startSuiteCluster } from "../operator/suite.ts";
 import { stderrLog } from "../platform/log.ts";
-import { type Platform, startPlatform } from "../platform/platform.ts";
-import { ensureBinaries } from "../platform/tools.ts";
+import { ledgerAndDeliveries, topicCopies } from "./suite.ts";
 
 const log = stderrLog("apiserver-down-e2e");
-const REPO = resolve(import.meta.dirname, "../..");
 const NS = "apidown";
 const NAME = "apidown";
 const TOPIC = "events";
 const PARTITIONS = 6;
 const DOWN_SECONDS = Number(process.env["NARAD_APISERVER_DOWN_SECONDS"] ?? "75");
 
-interface Cluster {
-  status?: {
-    phase?: string;
-    conditions?: Array<{ type: string; status: string }>;
-    members?: Array<{ id: string; state: string }>;
-  };
-}
-
-let platform: Platform;
-let core: CoreV1Api;
-let logDir: string;
-let op: OperatorProcess;
+let s: SuiteCluster;
+/** The three brokers' IPs, read before the outage. */
 let ips: string[] = [];
-/** Admin credentials when the cluster has auth on (none while it is off); set before the outage. */
-let headers: HeaderSource = () => ({});
-
-const cluster = () => getJson<Cluster>(platform.kubectl, ["-n", NS, "naradcluster", NAME]);
 
 beforeAll(async () => {
-  const binaries = await ensureBinaries(log);
-  logDir = await mkdtemp(join(tmpdir(), "narad-apidown-e2e-"));
-  platform = await startPlatform({ dir: logDir, log, binaries, keep: process.env["NARAD_KEEP"] === "1" });
-  core = platform.kubeConfig.makeApiClient(CoreV1Api);
-  await prepareCluster(platform.kubectl, REPO, [NS, "narad-system"]);
-  op = await startOperator({ kubeconfig: platform.kubeconfigPath, identity: "apidown-a", logDir });
-  await op.waitForLine((l) => l.msg === "leading: reconciling", "leadership");
-  await platform.applyYaml(
-    JSON.stringify({
-      apiVersion: "narad.dev/v1alpha1",
-      kind: "NaradCluster",
-      metadata: { name: NAME, namespace: NS },
-      spec: { replicas: 3, image: "ghcr.io/narad/narad:0.1.0" },
-    }),
-  );
-  await waitFor(
-    async () => {
-      const c = await cluster();
-      return (
-        c?.status?.conditions?.find((x) => x.type === "Ready")?.status === "True" &&
-        c.status.members?.length === 3 &&
-        c.status.members.every((m) => m.state === "Active")
-      );
-    },
-    { timeoutMs: 180_000, what: "the cluster to be Ready with 3 Active members", intervalMs: 1000 },
-  );
-  headers = await clusterCredentials(platform.kubectl, NS, NAME);
-  ips = (await listBrokerPods(core, NS, NAME))
-    .map((p) => p.ip)
-    .filter((ip): ip is string => ip !== undefined);
-  expect(ips).toHaveLength(3);
-  const created = await fetch(`http://${ips[0]}:${BROKER_PORT}/v1/topics`, {
-    method: "POST",
-    headers: { ...headers(), "content-type": "application/json" },
-    body: JSON.stringify({ name: TOPIC, partitions: PARTITIONS }),
+  s = await startSuiteCluster({
+    suite: "apidown",
+    log,
+    namespace: NS,
+    name: NAME,
+    spec: { replicas: 3, image: "ghcr.io/narad/narad:0.1.0" },
+    // Ready with 3 Active members.
+    ready: { settled: 3, timeoutMs: 180_000 },
+    // Every broker's replica has the topic before the outage.
+    topic: { name: TOPIC, partitions: PARTITIONS, known: true },
   });
-  expect(created.status).toBe(201);
-  // Every broker's replica has the topic before the outage.
-  await waitFor(
-    async () => {
-      for (const ip of ips) {
-        const r = await fetch(`http://${ip}:${BROKER_PORT}/v1/topics/${TOPIC}`, { headers: headers() });
-        await r.body?.cancel();
-        if (r.status !== 200) return false;
-      }
-      return true;
-    },
-    { timeoutMs: 60_000, what: "every broker to see the topic", intervalMs: 500 },
-  );
+  ips = (await s.pods()).map((p) => p.ip).filter((ip): ip is string => ip !== undefined);
+  expect(ips).toHaveLength(3);
   // No factor given: on 3 brokers the default, 3 copies with at least 2 in
   // sync; produce (no acks named) is acks=all, answered once on the ISR.
-  const topic = (await (
-    await fetch(`http://${ips[0]}:${BROKER_PORT}/v1/topics/${TOPIC}`, { headers: headers() })
-  ).json()) as { replication_factor?: number; min_insync_replicas?: number };
-  expect([topic.replication_factor, topic.min_insync_replicas]).toEqual([3, 2]);
+  expect(await topicCopies(ips[0]!, TOPIC, s.headers)).toEqual([3, 2]);
 }, 600_000);
 
 afterAll(async () => {
-  await platform?.controlPlane.startApiserver().catch(() => undefined);
-  await op?.kill("SIGKILL");
-  await platform?.stop({ keep: process.env["NARAD_KEEP"] === "1" });
+  await s?.platform.controlPlane.startApiserver().catch(() => undefined);
+  await s?.stop();
 });
 
 describe("API server down", () => {
   it(`for ${DOWN_SECONDS} s: produce and consume keep working, nobody goes Down, nothing is lost`, async () => {
-    const producer = new LoadProducer({ tag: "apidown", topic: TOPIC, ips: () => ips, headers, workers: 3 });
-    const consumer = new QueueConsumer({ topic: TOPIC, group: "g", ips: () => ips, headers });
+    const producer = new LoadProducer({
+      tag: "apidown",
+      topic: TOPIC,
+      ips: () => ips,
+      headers: s.headers,
+      workers: 3,
+    });
+    const consumer = new QueueConsumer({ topic: TOPIC, group: "g", ips: () => ips, headers: s.headers });
     const downSeen: string[] = [];
     const memberStates = new Set<string>();
     // Pod Ready=False observations after the outage, split by who wrote them:
@@ -149,7 +82,7 @@ describe("API server down", () => {
               metadata: { name: string };
               status?: { conditions?: Array<{ type: string; status: string; reason?: string }> };
             }>;
-          }>(platform.kubectl, ["-n", NS, "pods"]);
+          }>(s.platform.kubectl, ["-n", NS, "pods"]);
           for (const p of pods?.items ?? []) {
             const c = p.status?.conditions ?? [];
             if (c.find((x) => x.type === "Ready")?.status !== "False") continue;
@@ -165,7 +98,7 @@ describe("API server down", () => {
     const watch = (async () => {
       while (watching) {
         try {
-          for (const m of (await cluster())?.status?.members ?? []) {
+          for (const m of (await s.cluster())?.status?.members ?? []) {
             memberStates.add(`${m.id}:${m.state}`);
             if (m.state === "Down") downSeen.push(`${new Date().toISOString()} ${m.id}`);
           }
@@ -202,14 +135,14 @@ describe("API server down", () => {
     const beforeAcked = producer.acked.size;
     const beforeDelivered = consumer.delivered.size;
     const beforeErrors = producer.errors;
-    await platform.controlPlane.stopApiserver();
+    await s.platform.controlPlane.stopApiserver();
     const downAt = Date.now();
     probing = true;
     await sleep(5_000);
     // Topic changes need the metastore: refused with a clear 503.
     const create = await fetch(`http://${ips[1]}:${BROKER_PORT}/v1/topics`, {
       method: "POST",
-      headers: { ...headers(), "content-type": "application/json" },
+      headers: { ...s.headers(), "content-type": "application/json" },
       body: JSON.stringify({ name: "during-outage", partitions: 1 }),
       signal: AbortSignal.timeout(60_000),
     });
@@ -220,23 +153,20 @@ describe("API server down", () => {
     const duringDelivered = consumer.delivered.size - beforeDelivered;
     const duringErrors = producer.errors - beforeErrors;
     probing = false;
-    await platform.controlPlane.startApiserver();
+    await s.platform.controlPlane.startApiserver();
     const upAt = Date.now();
     // Keep going for a minute after the API server is back: long enough for a
     // false "not ready" to turn into Down past the 30 s grace.
     await sleep(60_000);
     await producer.stop();
-    const report = await checkLedger(producer, {
+    const { report, undelivered } = await ledgerAndDeliveries(producer, consumer, {
       ip: ips[2]!,
       topic: TOPIC,
       partitions: PARTITIONS,
-      headers,
-      timeoutMs: 120_000,
+      headers: s.headers,
+      readTimeoutMs: 120_000,
+      deliverTimeoutMs: 120_000,
     });
-    const deadline = Date.now() + 120_000;
-    const undelivered = () => [...producer.acked].filter((id) => !consumer.delivered.has(id));
-    while (undelivered().length > 0 && Date.now() < deadline) await sleep(1000);
-    await consumer.stop();
     watching = false;
     await watch;
     await watchPods;
@@ -244,14 +174,13 @@ describe("API server down", () => {
     // The cause, not only the outcome: the operator never decided Down (no
     // MemberDown Event, no "→ Down" transition in its log), whatever the pods'
     // Ready conditions said.
-    const events = await getJson<{ items: Array<{ reason?: string; message?: string }> }>(platform.kubectl, [
-      "-n",
-      NS,
-      "events",
-    ]);
+    const events = await getJson<{ items: Array<{ reason?: string; message?: string }> }>(
+      s.platform.kubectl,
+      ["-n", NS, "events"],
+    );
     const memberDownEvents = (events?.items ?? []).filter((e) => e.reason === "MemberDown");
-    const downTransitions = op.lines().filter((l) => typeof l.msg === "string" && l.msg.includes("→ Down"));
-    const untrusted = op
+    const downTransitions = s.op.lines().filter((l) => typeof l.msg === "string" && l.msg.includes("→ Down"));
+    const untrusted = s.op
       .lines()
       .filter((l) => l.msg === "pod readiness not trusted: no member is marked Down").length;
 
@@ -273,6 +202,6 @@ describe("API server down", () => {
     expect(downSeen).toEqual([]);
     expect(report.lost.slice(0, 10)).toEqual([]);
     expect(report.duplicated.slice(0, 10)).toEqual([]);
-    expect(undelivered().slice(0, 10)).toEqual([]);
+    expect(undelivered.slice(0, 10)).toEqual([]);
   }, 900_000);
 });

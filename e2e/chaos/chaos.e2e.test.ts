@@ -9,38 +9,17 @@
 // queue consumption is at-least-once by design.
 // The action schedule is seeded (NARAD_CHAOS_SEED, printed). Numbers are
 // printed with "chaos-e2e:" for the README.
-import { mkdtemp, readFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { CoreV1Api } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { prng } from "../../broker/src/testing/prng.ts";
-import { clusterCredentials } from "../operator/credentials.ts";
-import {
-  getJson,
-  type OperatorProcess,
-  prepareCluster,
-  startOperator,
-  waitFor,
-} from "../operator/harness.ts";
-import {
-  checkLedger,
-  type HeaderSource,
-  LoadProducer,
-  listBrokerPods,
-  type PodInfo,
-  PodSampler,
-  QueueConsumer,
-} from "../operator/load.ts";
+import { type OperatorProcess, waitFor } from "../operator/harness.ts";
+import { LoadProducer, PodSampler, QueueConsumer } from "../operator/load.ts";
+import { type SuiteCluster, startSuiteCluster } from "../operator/suite.ts";
 import { stderrLog } from "../platform/log.ts";
-import { type Platform, startPlatform } from "../platform/platform.ts";
-import { ensureBinaries } from "../platform/tools.ts";
+import { ledgerAndDeliveries, topicCopies } from "./suite.ts";
 
 const log = stderrLog("chaos-e2e");
-const REPO = resolve(import.meta.dirname, "../..");
 const NS = "chaos";
-const LEASE_NS = "narad-system";
 const NAME = "chaos";
 const TOPIC = "chaos";
 const GROUP = "ledger";
@@ -52,51 +31,21 @@ const MINUTES = Number(process.env["NARAD_CHAOS_MINUTES"] ?? "3");
 const SEED = Number(process.env["NARAD_CHAOS_SEED"] ?? "1129");
 const IMAGE = (tag: string) => `ghcr.io/narad/narad:${tag}`;
 
-interface Cluster {
-  metadata: { generation?: number };
-  status?: {
-    phase?: string;
-    observedGeneration?: number;
-    conditions?: Array<{ type: string; status: string; reason: string }>;
-    members?: Array<{ id: string; state: string }>;
-    roll?: unknown;
-    updateRevision?: string;
-  };
-}
-
-let platform: Platform;
-let core: CoreV1Api;
-let logDir: string;
-let op: OperatorProcess | undefined;
+let s: SuiteCluster;
+/** The operator now running: the first one, then each replacement of a killed one. */
+let op: OperatorProcess;
 let opCount = 0;
-// Broker calls go through these headers, so credentials can be wired in when
-// the cluster requires them (spec.security); this suite runs without auth.
-let headers: HeaderSource = () => ({});
-
-const cluster = () => getJson<Cluster>(platform.kubectl, ["-n", NS, "naradcluster", NAME]);
-const cond = (c: Cluster | undefined, type: string) => c?.status?.conditions?.find((x) => x.type === type);
-const pods = (): Promise<PodInfo[]> => listBrokerPods(core, NS, NAME);
-
-async function startOp(): Promise<OperatorProcess> {
-  op = await startOperator({ kubeconfig: platform.kubeconfigPath, identity: `chaos-${opCount++}`, logDir });
-  return op;
-}
 
 async function brokerPid(pod: string): Promise<number | undefined> {
-  try {
-    const raw = await readFile(join(platform.dir, "node", "pods", `${NS}_${pod}`, "narad.pid"), "utf8");
-    const pid = Number(raw.trim());
-    return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined;
-  } catch {
-    return undefined;
-  }
+  const pid = await s.brokerPid(pod).catch(() => Number.NaN);
+  return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined;
 }
 
 async function allReady(timeoutMs: number): Promise<boolean> {
   try {
     await waitFor(
       async () => {
-        const list = await pods();
+        const list = await s.pods();
         return list.length === 3 && list.every((p) => p.ready);
       },
       { timeoutMs, what: "all three brokers Ready", intervalMs: 500 },
@@ -108,56 +57,32 @@ async function allReady(timeoutMs: number): Promise<boolean> {
 }
 
 beforeAll(async () => {
-  const binaries = await ensureBinaries(log);
-  logDir = await mkdtemp(join(tmpdir(), "narad-chaos-e2e-"));
-  platform = await startPlatform({ dir: logDir, log, binaries, keep: process.env["NARAD_KEEP"] === "1" });
-  core = platform.kubeConfig.makeApiClient(CoreV1Api);
-  await prepareCluster(platform.kubectl, REPO, [NS, LEASE_NS]);
-  const a = await startOp();
-  await a.waitForLine((l) => l.msg === "leading: reconciling", "leadership");
-  await platform.applyYaml(
-    JSON.stringify({
-      apiVersion: "narad.dev/v1alpha1",
-      kind: "NaradCluster",
-      metadata: { name: NAME, namespace: NS },
-      // A kill -9'd broker is back within seconds, two kills in a row within
-      // a minute: the grace keeps such restarts from counting as Down. For
-      // single-copy topics a Down reroutes, and a reroute after an ambiguous
-      // commit can duplicate (the open seam in README "Cluster RPC"; with the
-      // default 30 s, a single-copy run stored 20 of 3,715 messages twice);
-      // this suite's topic is replicated (below), where a Down elects a new
-      // leader instead.
-      spec: { replicas: 3, image: IMAGE("0.1.0"), rollout: { downGraceSeconds: 120 } },
-    }),
-  );
-  await waitFor(
-    async () => {
-      const c = await cluster();
-      return cond(c, "Ready")?.status === "True" && c?.status?.phase === "Running";
-    },
-    { timeoutMs: 180_000, what: "the cluster to be Ready", intervalMs: 1000 },
-  );
-  // Admin credentials when the cluster has auth on (none while it is off).
-  headers = await clusterCredentials(platform.kubectl, NS, NAME);
-  const ip = (await pods())[0]!.ip!;
-  const created = await fetch(`http://${ip}:7942/v1/topics`, {
-    method: "POST",
-    headers: { ...headers(), "content-type": "application/json" },
-    body: JSON.stringify({ name: TOPIC, partitions: PARTITIONS }),
+  s = await startSuiteCluster({
+    suite: "chaos",
+    log,
+    namespace: NS,
+    name: NAME,
+    operatorIdentity: `chaos-${opCount++}`,
+    // A kill -9'd broker is back within seconds, two kills in a row within
+    // a minute: the grace keeps such restarts from counting as Down. For
+    // single-copy topics a Down reroutes, and a reroute after an ambiguous
+    // commit can duplicate (the open seam in README "Cluster RPC"; with the
+    // default 30 s, a single-copy run stored 20 of 3,715 messages twice);
+    // this suite's topic is replicated (below), where a Down elects a new
+    // leader instead.
+    spec: { replicas: 3, image: IMAGE("0.1.0"), rollout: { downGraceSeconds: 120 } },
+    topic: { name: TOPIC, partitions: PARTITIONS },
   });
-  expect(created.status).toBe(201);
+  op = s.op;
   // No factor given: on 3 brokers the default, 3 copies with at least 2 in
   // sync, and produce (no acks named) is acks=all. A broker killed here is
   // back within the grace: the partitions it led wait for it (or for a
   // follower's ISR shrink), records meant for them wait in the senders' WALs.
-  const topic = (await created.json()) as { replication_factor?: number; min_insync_replicas?: number };
-  expect([topic.replication_factor, topic.min_insync_replicas]).toEqual([3, 2]);
+  expect(await topicCopies((await s.pods())[0]!.ip!, TOPIC, s.headers)).toEqual([3, 2]);
 }, 600_000);
 
 afterAll(async () => {
-  await op?.kill("SIGKILL");
-  if (process.env["NARAD_KEEP"] === "1") log(`kept ${logDir} (operator logs, platform state)`);
-  await platform?.stop({ keep: process.env["NARAD_KEEP"] === "1" });
+  await s?.stop();
 });
 
 describe("chaos", () => {
@@ -166,14 +91,19 @@ describe("chaos", () => {
     async () => {
       console.log(`chaos-e2e: seed ${SEED} (NARAD_CHAOS_SEED reproduces the schedule), ${MINUTES} min`);
       const r = prng(SEED);
-      const sampler = new PodSampler(() => 3, pods, log);
+      const sampler = new PodSampler(() => 3, s.pods, log);
       // Produce and consume through every broker that is Ready (as a client of the Service would).
-      const producer = new LoadProducer({ tag: "chaos", topic: TOPIC, ips: () => sampler.readyIps, headers });
+      const producer = new LoadProducer({
+        tag: "chaos",
+        topic: TOPIC,
+        ips: () => sampler.readyIps,
+        headers: s.headers,
+      });
       const consumer = new QueueConsumer({
         topic: TOPIC,
         group: GROUP,
         ips: () => sampler.readyIps,
-        headers,
+        headers: s.headers,
       });
       const actions: string[] = [];
       const counts = { brokerKills: 0, operatorKills: 0, rolls: 0 };
@@ -184,7 +114,7 @@ describe("chaos", () => {
       const watch = (async () => {
         while (watching) {
           try {
-            for (const m of (await cluster())?.status?.members ?? [])
+            for (const m of (await s.cluster())?.status?.members ?? [])
               if (m.state === "Down") downSeen.add(`${m.id}@${((Date.now() - t0) / 1000).toFixed(0)}s`);
           } catch {
             // API busy; next round
@@ -201,24 +131,15 @@ describe("chaos", () => {
         const at = `${((Date.now() - t0) / 1000).toFixed(0)}s`;
         if (!rolled && Date.now() >= rollAt) {
           rolled = true;
-          const c = await cluster();
-          const gen = (c?.metadata.generation ?? 0) + 1;
+          const c = await s.cluster();
+          const gen = (c?.metadata?.generation ?? 0) + 1;
           const from = c?.status?.updateRevision ?? "";
-          await platform.kubectl([
-            "-n",
-            NS,
-            "patch",
-            "naradcluster",
-            NAME,
-            "--type=merge",
-            "-p",
-            JSON.stringify({ spec: { image: IMAGE("0.2.0") } }),
-          ]);
+          await s.patchSpec({ image: IMAGE("0.2.0") });
           const rs = Date.now();
           await waitFor(
             async () => {
-              const cc = await cluster();
-              const list = await pods();
+              const cc = await s.cluster();
+              const list = await s.pods();
               const rev = cc?.status?.updateRevision;
               return (
                 cc?.status?.observedGeneration !== undefined &&
@@ -238,10 +159,10 @@ describe("chaos", () => {
         }
         if (r.bool(0.25)) {
           // The operator dies; a replacement starts like a Deployment would restart it.
-          await op?.kill("SIGKILL");
+          await op.kill("SIGKILL");
           counts.operatorKills++;
           await sleep(r.range(0, 5_000));
-          await startOp();
+          op = await s.startOperator(`chaos-${opCount++}`);
           actions.push(`${at} kill -9 operator`);
           continue;
         }
@@ -269,25 +190,19 @@ describe("chaos", () => {
       await producer.stop();
       const chaosSeconds = (Date.now() - t0) / 1000;
 
-      // Every acknowledged message is stored exactly once.
-      const ip = (await pods()).find((p) => p.ready && p.ip)!.ip!;
-      const report = await checkLedger(producer, {
-        ip,
+      // Every acknowledged message is stored exactly once, and the consumer
+      // gets every one of them (leases of killed acks expire first).
+      const { report, undelivered: notDelivered } = await ledgerAndDeliveries(producer, consumer, {
+        ip: (await s.pods()).find((p) => p.ready && p.ip)!.ip!,
         topic: TOPIC,
         partitions: PARTITIONS,
-        headers,
-        timeoutMs: 180_000,
+        headers: s.headers,
+        readTimeoutMs: 180_000,
+        deliverTimeoutMs: 240_000,
       });
-
-      // And the consumer gets every one of them (leases of killed acks expire first).
-      const deadline = Date.now() + 240_000;
-      const undelivered = () => [...producer.acked].filter((id) => !consumer.delivered.has(id));
-      while (undelivered().length > 0 && Date.now() < deadline) await sleep(1000);
-      await consumer.stop();
       await sampler.stop();
       watching = false;
       await watch;
-      const notDelivered = undelivered();
       const consumedTwice = [...consumer.delivered.values()].filter((n) => n > 1).length;
 
       const summary =

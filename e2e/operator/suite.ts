@@ -117,9 +117,17 @@ export interface SuiteClusterOptions {
    * A topic created through the first broker; with `assigned`, also waits up
    * to 60 s for every partition to have an owner. With `replicationFactor`
    * it is applied as a NaradTopic with that factor instead (suites about
-   * single-copy behaviour pin 1: a cluster of 3 brokers defaults to 3).
+   * single-copy behaviour pin 1: a cluster of 3 brokers defaults to 3), and
+   * every broker is waited for to know it; with `known`, so is a topic
+   * created through the first broker.
    */
-  topic?: { name: string; partitions: number; assigned?: boolean; replicationFactor?: number };
+  topic?: {
+    name: string;
+    partitions: number;
+    assigned?: boolean;
+    replicationFactor?: number;
+    known?: boolean;
+  };
 }
 
 /**
@@ -189,23 +197,8 @@ export async function startSuiteCluster(o: SuiteClusterOptions): Promise<SuiteCl
   const headers = o.headers ?? (await clusterCredentials(platform.kubectl, ns, o.name));
   if (o.topic !== undefined) {
     const topic = o.topic;
-    if (topic.replicationFactor !== undefined) {
-      await platform.applyYaml(
-        JSON.stringify({
-          apiVersion: "narad.dev/v1alpha1",
-          kind: "NaradTopic",
-          metadata: { name: topic.name, namespace: ns },
-          spec: { cluster: o.name, partitions: topic.partitions, replicationFactor: topic.replicationFactor },
-        }),
-      );
-      // Like POST /v1/topics, which answers once the operator has assigned
-      // it; and every broker knows it before the suite produces.
-      await waitFor(async () => (await owners()).length === topic.partitions, {
-        timeoutMs: 60_000,
-        what: "the topic's partitions to be assigned",
-        intervalMs: 250,
-      });
-      await waitFor(
+    const waitTopicKnown = () =>
+      waitFor(
         async () => {
           for (const p of await pods()) {
             const r = await fetch(
@@ -222,6 +215,23 @@ export async function startSuiteCluster(o: SuiteClusterOptions): Promise<SuiteCl
         },
         { timeoutMs: 60_000, what: "every broker to know the topic", intervalMs: 250 },
       );
+    if (topic.replicationFactor !== undefined) {
+      await platform.applyYaml(
+        JSON.stringify({
+          apiVersion: "narad.dev/v1alpha1",
+          kind: "NaradTopic",
+          metadata: { name: topic.name, namespace: ns },
+          spec: { cluster: o.name, partitions: topic.partitions, replicationFactor: topic.replicationFactor },
+        }),
+      );
+      // Like POST /v1/topics, which answers once the operator has assigned
+      // it; and every broker knows it before the suite produces.
+      await waitFor(async () => (await owners()).length === topic.partitions, {
+        timeoutMs: 60_000,
+        what: "the topic's partitions to be assigned",
+        intervalMs: 250,
+      });
+      await waitTopicKnown();
     } else {
       const ip = (await pods())[0]!.ip!;
       const created = await fetch(`http://${ip}:${BROKER_PORT}/v1/topics`, {
@@ -230,6 +240,7 @@ export async function startSuiteCluster(o: SuiteClusterOptions): Promise<SuiteCl
         body: JSON.stringify({ name: topic.name, partitions: topic.partitions }),
       });
       if (created.status !== 201) throw new Error(`creating topic ${topic.name}: HTTP ${created.status}`);
+      if (topic.known === true) await waitTopicKnown();
     }
     if (topic.assigned === true)
       await waitFor(async () => (await owners()).length === topic.partitions, {

@@ -1,3 +1,4 @@
+import type { Logger } from "pino";
 import type { DrainCancelStatus, RollStatus } from "../../../../packages/api/src/v1alpha1/types.ts";
 import {
   ROLL_ACTION_REQUEUE_MS,
@@ -12,13 +13,21 @@ import type { PodView } from "../../plan/pods.ts";
 import {
   type BrokerProbe,
   type LedPartition,
-  nextRollStatus,
   outdatedPods,
   planDrainCancel,
-  planRoll,
   type RollAction,
+  type RollInput,
   rollForPodInFlight,
 } from "../../plan/roll.ts";
+import {
+  decideRoll,
+  handoffEvent,
+  owedDrainCancel,
+  type RollEvent,
+  rollFinishedEvent,
+  rollRequeueMs,
+  scaleBusyReason,
+} from "../../plan/roll-pass.ts";
 import { asReplicaAssignment, handoffTarget, replicaMemberView } from "../../plan/topic-replication.ts";
 import { resourceNames } from "../../specs/labels.ts";
 import { StepError } from "./apply-owned.ts";
@@ -31,6 +40,11 @@ import { type ClusterContext, NEXT, type StepResult } from "./context.ts";
 // the StatefulSet's update revision, the persisted status (roll progress,
 // members) and the in-flight broker's admin status.
 //
+// One pass: observe (observeRoll: the caches, the pod in flight and its
+// broker), decide (decideRoll in plan/roll-pass.ts, around planRoll), act
+// (carryOut: the one action, then a drain cancel still owed, the outcome for
+// the status step, the requeue).
+//
 // Persistence: status.roll is written by the status step at the end of the
 // pass that starts a pod's restart (together with its member going to
 // Maintenance), and the drain and the deletion only ever happen in later
@@ -38,71 +52,118 @@ import { type ClusterContext, NEXT, type StepResult } from "./context.ts";
 // is in flight from status and carries on from what it observes.
 
 export async function rollPods(ctx: ClusterContext): Promise<StepResult> {
+  const seen = await observeRoll(ctx);
+  const { action: planned, next } = decideRoll(seen.renamed, rollInput(ctx, seen));
+  const outdated =
+    seen.updateRevision === undefined
+      ? 0
+      : outdatedPods(seen.pods, seen.updateRevision, ctx.spec.replicas).length;
+  const log = ctx.log.child({ roll: planned.kind, ...("pod" in planned ? { pod: planned.pod } : {}) });
+  if (planned.handoff !== undefined && "pod" in planned) {
+    const waited = seen.roll === undefined ? 0 : seen.now - Date.parse(seen.roll.startedAt);
+    record(ctx, log, handoffEvent(planned.pod, planned.handoff, waited, ROLL_HANDOFF_TIMEOUT_MS));
+  }
+  const done = await carryOut(ctx, seen, planned, outdated, log);
+  const action = done.action;
+  const drainCancel =
+    action.kind !== "abort"
+      ? await retryDrainCancel(ctx, done.drainCancel, next, seen.pods)
+      : done.drainCancel;
+
+  ctx.roll = { next, action, outdated, drainCancel };
+  const delay = rollRequeueMs(
+    { next, outdated, paused: ctx.spec.rollout.paused, action },
+    { waitingMs: ROLL_REQUEUE_MS, actingMs: ROLL_ACTION_REQUEUE_MS },
+  );
+  if (delay !== undefined) ctx.requeueAfterMs = delay;
+  return NEXT;
+}
+
+/** What the roll step sees this pass. */
+interface RollObservation {
+  pods: PodView[];
+  updateRevision: string | undefined;
+  now: number;
+  /** status.roll as it applies to the pod now in flight (rollForPodInFlight). */
+  roll: RollStatus | undefined;
+  /** The roll, when it names a replaced pod in flight afresh (persisted before anything is done to it). */
+  renamed: RollStatus | undefined;
+  /** The in-flight broker's admin status (not asked when renamed or no pod). */
+  probe: BrokerProbe | undefined;
+  /** The replicated partitions the pod in flight leads (cached topics), when a pod is in flight. */
+  led: LedPartition[] | undefined;
+  /** status.drainCancel as persisted. */
+  drainCancel: DrainCancelStatus | undefined;
+}
+
+async function observeRoll(ctx: ClusterContext): Promise<RollObservation> {
   const { cluster, deps } = ctx;
-  const stsName = resourceNames(ctx.name).statefulSet;
-  const sts = deps.caches.statefulSets.get(ctx.namespace, stsName);
+  const sts = deps.caches.statefulSets.get(ctx.namespace, resourceNames(ctx.name).statefulSet);
   const pods = clusterPodViews(ctx);
   const updateRevision = sts?.status?.updateRevision;
   const now = deps.clock.now();
-  const persistedRoll = cluster.status?.roll ?? undefined;
-  const prevRoll = rollForPodInFlight(persistedRoll, pods, updateRevision, now);
+  const persisted = cluster.status?.roll ?? undefined;
+  const roll = rollForPodInFlight(persisted, pods, updateRevision, now);
   // A pod in flight replaced since the roll named it is named afresh, and
   // that is persisted before anything is done to it.
-  const renamed = prevRoll !== persistedRoll ? prevRoll : undefined;
-  const inFlightPod = prevRoll === undefined ? undefined : pods.find((p) => p.name === prevRoll.podInFlight);
+  const renamed = roll !== persisted ? roll : undefined;
+  const inFlightPod = roll === undefined ? undefined : pods.find((p) => p.name === roll.podInFlight);
   const probe =
     inFlightPod === undefined || renamed !== undefined ? undefined : await probeBroker(ctx, inFlightPod);
+  const led = renamed !== undefined || roll === undefined ? undefined : ledBy(ctx, roll.podInFlight);
+  return {
+    pods,
+    updateRevision,
+    now,
+    roll,
+    renamed,
+    probe,
+    led,
+    drainCancel: cluster.status?.drainCancel ?? undefined,
+  };
+}
 
-  let action: RollAction =
-    renamed !== undefined
-      ? {
-          kind: "wait",
-          code: "PodReplacing",
-          pod: renamed.podInFlight,
-          reason: `${renamed.podInFlight} was replaced since the roll named it and is still outdated: restarting the new pod (${renamed.podReadyAtStart ? "Ready" : "not Ready"})`,
-        }
-      : planRoll({
-          nowMs: now,
-          replicas: ctx.spec.replicas,
-          updateRevision,
-          pods,
-          members: cluster.status?.members ?? [],
-          roll: prevRoll,
-          paused: ctx.spec.rollout.paused,
-          force: ctx.spec.rollout.force,
-          drainTimeoutMs: ctx.spec.rollout.drainTimeoutSeconds * 1000,
-          gateTimeoutMs: ctx.spec.rollout.gateTimeoutSeconds * 1000,
-          inFlightBroker: probe,
-          scaleBusy: cluster.status?.scale?.moves?.length
-            ? `${cluster.status.scale.moves.length} partition move(s) in flight`
-            : undefined,
-          drainCancelOwed: cluster.status?.drainCancel?.pod,
-          leadership: prevRoll === undefined ? undefined : { led: ledBy(ctx, prevRoll.podInFlight) },
-          handoffTimeoutMs: ROLL_HANDOFF_TIMEOUT_MS,
-        });
-  const outdated =
-    updateRevision === undefined ? 0 : outdatedPods(pods, updateRevision, ctx.spec.replicas).length;
-  let next: RollStatus | undefined = renamed ?? nextRollStatus(prevRoll, action, now);
-  const podOf = (name: string) => pods.find((p) => p.name === name);
-  let drainCancel: DrainCancelStatus | undefined = cluster.status?.drainCancel ?? undefined;
-  const log = ctx.log.child({ roll: action.kind, ...("pod" in action ? { pod: action.pod } : {}) });
-  if (action.handoff !== undefined && "pod" in action) {
-    const h = action.handoff;
-    const waited = prevRoll === undefined ? 0 : now - Date.parse(prevRoll.startedAt);
-    if (h.kept.length === 0) {
-      const msg = `${action.pod} leads no replicated partition (handoff done in ${waited} ms); draining it`;
-      log.info(msg);
-      deps.recorder.record(cluster, "Normal", "LeadershipHandedOff", msg);
-    } else {
-      const why = h.timedOut
-        ? `leadership did not move within ${ROLL_HANDOFF_TIMEOUT_MS / 1000}s`
-        : "no other in-sync replica is Active on its recorded volume";
-      const msg = `${action.pod} still leads ${h.kept.length} replicated partition(s) (${h.kept.slice(0, 10).join(", ")}${h.kept.length > 10 ? ", …" : ""}): ${why}; they stay led by it and are unavailable while it restarts`;
-      log.warn(msg);
-      deps.recorder.record(cluster, "Warning", "LeadershipKept", msg);
-    }
-  }
+function rollInput(ctx: ClusterContext, seen: RollObservation): RollInput {
+  return {
+    nowMs: seen.now,
+    replicas: ctx.spec.replicas,
+    updateRevision: seen.updateRevision,
+    pods: seen.pods,
+    members: ctx.cluster.status?.members ?? [],
+    roll: seen.roll,
+    paused: ctx.spec.rollout.paused,
+    force: ctx.spec.rollout.force,
+    drainTimeoutMs: ctx.spec.rollout.drainTimeoutSeconds * 1000,
+    gateTimeoutMs: ctx.spec.rollout.gateTimeoutSeconds * 1000,
+    inFlightBroker: seen.probe,
+    scaleBusy: scaleBusyReason(ctx.cluster.status?.scale),
+    drainCancelOwed: ctx.cluster.status?.drainCancel?.pod,
+    leadership: seen.led === undefined ? undefined : { led: seen.led },
+    handoffTimeoutMs: ROLL_HANDOFF_TIMEOUT_MS,
+  };
+}
 
+function record(ctx: ClusterContext, log: Logger, e: RollEvent): void {
+  if (e.type === "Warning") log.warn(e.message);
+  else log.info(e.message);
+  ctx.deps.recorder.record(ctx.cluster, e.type, e.reason, e.message);
+}
+
+/**
+ * Carries out this pass's one action. An eviction the disruption budget
+ * refuses turns into a wait, an abort's message says what became of its
+ * drain; an abort whose drain cancel is not confirmed owes one
+ * (status.drainCancel).
+ */
+async function carryOut(
+  ctx: ClusterContext,
+  seen: RollObservation,
+  action: RollAction,
+  outdated: number,
+  log: Logger,
+): Promise<{ action: RollAction; drainCancel: DrainCancelStatus | undefined }> {
+  const { cluster, deps } = ctx;
+  const podOf = (name: string) => seen.pods.find((p) => p.name === name);
   switch (action.kind) {
     case "none":
       log.debug(action.reason);
@@ -110,7 +171,7 @@ export async function rollPods(ctx: ClusterContext): Promise<StepResult> {
     case "wait":
       log.debug({ code: action.code }, `roll waits: ${action.reason}`);
       // One Event when the other brokers start to hold the pod in flight, not one per pass.
-      if (action.gateBlocked === true && prevRoll?.gateBlockedSince === undefined)
+      if (action.gateBlocked === true && seen.roll?.gateBlockedSince === undefined)
         deps.recorder.record(cluster, "Warning", "RollWaiting", action.reason);
       break;
     case "enterMaintenance": {
@@ -120,20 +181,9 @@ export async function rollPods(ctx: ClusterContext): Promise<StepResult> {
       deps.recorder.record(cluster, action.soleBroker ? "Warning" : "Normal", "RollingUpdate", msg);
       break;
     }
-    case "drain": {
-      const pod = podOf(action.pod);
-      if (pod?.podIP === undefined) break;
-      try {
-        const s = await deps.brokers.drain({ podIP: pod.podIP, id: pod.name }, ROLL_DRAIN_WAIT_MS);
-        const msg = `asked ${pod.name} to drain: ${s.wal.pendingRecords} WAL record(s) pending after ${ROLL_DRAIN_WAIT_MS} ms`;
-        log.info({ pending: s.wal.pendingRecords }, msg);
-        deps.recorder.record(cluster, "Normal", "Draining", msg);
-      } catch (err) {
-        // The next pass probes again; an unanswered probe is a wait, never a restart without a drain.
-        log.warn({ err: apiMessage(err) }, `drain request to ${pod.name} failed`);
-      }
+    case "drain":
+      await drainPod(ctx, podOf(action.pod), log);
       break;
-    }
     case "cancelDrain": {
       const pod = podOf(action.pod);
       if (pod?.podIP === undefined) break;
@@ -146,71 +196,10 @@ export async function rollPods(ctx: ClusterContext): Promise<StepResult> {
       }
       break;
     }
-    case "deletePod": {
-      // An Eviction, not a DELETE: the API server checks the PodDisruptionBudget
-      // against its own current view, atomically, where our cache may be stale.
-      let result: EvictionResult;
-      try {
-        result = await deps.api.evictPod(ctx.namespace, action.pod, action.uid);
-      } catch (err) {
-        const msg = `evict pod ${action.pod}: ${apiMessage(err)}`;
-        deps.recorder.record(cluster, "Warning", "RollFailed", msg);
-        throw new StepError(msg, { cause: err });
-      }
-      if (result.kind === "budget") {
-        // Not ours to override: wait, and say so (once per blocked stretch).
-        const reason = `the PodDisruptionBudget refuses evicting ${action.pod} now (${result.message}); retrying`;
-        log.warn(reason);
-        const shown = getCondition(cluster.status?.conditions, "Progressing")?.message ?? "";
-        if (!shown.includes("PodDisruptionBudget"))
-          deps.recorder.record(cluster, "Warning", "EvictionRefused", reason);
-        action = { kind: "wait", code: "DisruptionBudget", pod: action.pod, reason };
-        break;
-      }
-      const msg = `evicted pod ${action.pod} for a planned restart: ${action.reason}${action.soleBroker ? "; the only broker: nothing serves until its replacement is Ready" : ""}`;
-      log.info({ result: result.kind, forced: action.forced }, msg);
-      deps.recorder.record(
-        cluster,
-        action.forced ? "Warning" : "Normal",
-        action.forced ? "ForcedRestart" : "RollingUpdate",
-        result.kind === "evicted" ? msg : `pod ${action.pod} was already gone or replaced`,
-      );
-      break;
-    }
-    case "abort": {
-      const pod = podOf(action.pod);
-      let cancelled = "";
-      if (action.cancelDrain && pod?.podIP !== undefined) {
-        try {
-          await deps.brokers.cancelDrain({ podIP: pod.podIP, id: pod.name });
-          cancelled = "; drain cancelled, it accepts produce again";
-        } catch (err) {
-          // The roll is cleared anyway (its member leaves Maintenance, so
-          // peers stop holding for it), and the cancel is retried every pass
-          // from status.drainCancel until the broker confirms it.
-          cancelled = `; cancelling its drain failed (${apiMessage(err)}), retrying every pass`;
-          drainCancel = {
-            pod: action.pod,
-            since: new Date(now).toISOString(),
-            attempts: 1,
-            lastError: apiMessage(err),
-          };
-        }
-      } else if (action.cancelDrain) {
-        // No address to ask now: the cancel is owed all the same.
-        drainCancel = {
-          pod: action.pod,
-          since: new Date(now).toISOString(),
-          attempts: 0,
-          lastError: "no pod IP",
-        };
-      }
-      const msg = `${action.reason}${cancelled}`;
-      log.warn(msg);
-      deps.recorder.record(cluster, "Warning", "RollAborted", msg);
-      action = { ...action, reason: msg };
-      break;
-    }
+    case "deletePod":
+      return { action: await evictPod(ctx, action, log), drainCancel: seen.drainCancel };
+    case "abort":
+      return abortRestart(ctx, seen, action, log);
     case "stuck": {
       log.warn({ pending: action.pendingRecords }, `roll blocked: ${action.reason}`);
       // One Event when the roll becomes blocked, not one per pass.
@@ -218,25 +207,96 @@ export async function rollPods(ctx: ClusterContext): Promise<StepResult> {
         deps.recorder.record(cluster, "Warning", "RollBlocked", action.reason);
       break;
     }
-    case "finish": {
-      next = undefined;
-      const left = outdated;
-      const msg =
-        left === 0
-          ? `${action.pod} restarted and Ready at revision ${action.revision}; every pod runs it now`
-          : `${action.pod} restarted and Ready at revision ${action.revision}; ${left} pod(s) to go`;
-      log.info(msg);
-      deps.recorder.record(cluster, "Normal", left === 0 ? "RollComplete" : "RollingUpdate", msg);
+    case "finish":
+      record(ctx, log, rollFinishedEvent(action.pod, action.revision, outdated));
       break;
-    }
   }
+  return { action, drainCancel: seen.drainCancel };
+}
 
-  if (action.kind !== "abort") drainCancel = await retryDrainCancel(ctx, drainCancel, next, pods);
+async function drainPod(ctx: ClusterContext, pod: PodView | undefined, log: Logger): Promise<void> {
+  if (pod?.podIP === undefined) return;
+  try {
+    const s = await ctx.deps.brokers.drain({ podIP: pod.podIP, id: pod.name }, ROLL_DRAIN_WAIT_MS);
+    const msg = `asked ${pod.name} to drain: ${s.wal.pendingRecords} WAL record(s) pending after ${ROLL_DRAIN_WAIT_MS} ms`;
+    log.info({ pending: s.wal.pendingRecords }, msg);
+    ctx.deps.recorder.record(ctx.cluster, "Normal", "Draining", msg);
+  } catch (err) {
+    // The next pass probes again; an unanswered probe is a wait, never a restart without a drain.
+    log.warn({ err: apiMessage(err) }, `drain request to ${pod.name} failed`);
+  }
+}
 
-  ctx.roll = { next, action, outdated, drainCancel };
-  const rolling = next !== undefined || (outdated > 0 && !ctx.spec.rollout.paused);
-  if (rolling) ctx.requeueAfterMs = isWaiting(action) ? ROLL_REQUEUE_MS : ROLL_ACTION_REQUEUE_MS;
-  return NEXT;
+/** The restart itself; returns the action as carried out (a wait when the disruption budget refuses). */
+async function evictPod(
+  ctx: ClusterContext,
+  action: Extract<RollAction, { kind: "deletePod" }>,
+  log: Logger,
+): Promise<RollAction> {
+  const { cluster, deps } = ctx;
+  // An Eviction, not a DELETE: the API server checks the PodDisruptionBudget
+  // against its own current view, atomically, where our cache may be stale.
+  let result: EvictionResult;
+  try {
+    result = await deps.api.evictPod(ctx.namespace, action.pod, action.uid);
+  } catch (err) {
+    const msg = `evict pod ${action.pod}: ${apiMessage(err)}`;
+    deps.recorder.record(cluster, "Warning", "RollFailed", msg);
+    throw new StepError(msg, { cause: err });
+  }
+  if (result.kind === "budget") {
+    // Not ours to override: wait, and say so (once per blocked stretch).
+    const reason = `the PodDisruptionBudget refuses evicting ${action.pod} now (${result.message}); retrying`;
+    log.warn(reason);
+    const shown = getCondition(cluster.status?.conditions, "Progressing")?.message ?? "";
+    if (!shown.includes("PodDisruptionBudget"))
+      deps.recorder.record(cluster, "Warning", "EvictionRefused", reason);
+    return { kind: "wait", code: "DisruptionBudget", pod: action.pod, reason };
+  }
+  const msg = `evicted pod ${action.pod} for a planned restart: ${action.reason}${action.soleBroker ? "; the only broker: nothing serves until its replacement is Ready" : ""}`;
+  log.info({ result: result.kind, forced: action.forced }, msg);
+  deps.recorder.record(
+    cluster,
+    action.forced ? "Warning" : "Normal",
+    action.forced ? "ForcedRestart" : "RollingUpdate",
+    result.kind === "evicted" ? msg : `pod ${action.pod} was already gone or replaced`,
+  );
+  return action;
+}
+
+/**
+ * A restart abandoned (another broker stayed unavailable): its drain is
+ * cancelled when it may be draining; a cancel that fails, or has no address
+ * to go to, is owed (status.drainCancel) and retried every pass.
+ */
+async function abortRestart(
+  ctx: ClusterContext,
+  seen: RollObservation,
+  action: Extract<RollAction, { kind: "abort" }>,
+  log: Logger,
+): Promise<{ action: RollAction; drainCancel: DrainCancelStatus | undefined }> {
+  const pod = seen.pods.find((p) => p.name === action.pod);
+  let drainCancel = seen.drainCancel;
+  let cancelled = "";
+  if (action.cancelDrain && pod?.podIP !== undefined) {
+    try {
+      await ctx.deps.brokers.cancelDrain({ podIP: pod.podIP, id: pod.name });
+      cancelled = "; drain cancelled, it accepts produce again";
+    } catch (err) {
+      // The roll is cleared anyway (its member leaves Maintenance, so
+      // peers stop holding for it), and the cancel is retried every pass
+      // from status.drainCancel until the broker confirms it.
+      cancelled = `; cancelling its drain failed (${apiMessage(err)}), retrying every pass`;
+      drainCancel = owedDrainCancel(action.pod, seen.now, 1, apiMessage(err));
+    }
+  } else if (action.cancelDrain) {
+    // No address to ask now: the cancel is owed all the same.
+    drainCancel = owedDrainCancel(action.pod, seen.now, 0, "no pod IP");
+  }
+  const msg = `${action.reason}${cancelled}`;
+  log.warn(msg);
+  ctx.deps.recorder.record(ctx.cluster, "Warning", "RollAborted", msg);
+  return { action: { ...action, reason: msg }, drainCancel };
 }
 
 /**
@@ -303,10 +363,6 @@ function ledBy(ctx: ClusterContext, pod: string): LedPartition[] {
     }
   }
   return out;
-}
-
-function isWaiting(a: RollAction): boolean {
-  return a.kind === "wait" || a.kind === "stuck" || a.kind === "none";
 }
 
 async function probeBroker(ctx: ClusterContext, pod: PodView): Promise<BrokerProbe | undefined> {

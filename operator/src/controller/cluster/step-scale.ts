@@ -1,10 +1,14 @@
-import type { V1Pod } from "@kubernetes/client-node";
+import type { Logger } from "pino";
 import { topicName } from "../../../../packages/api/src/v1alpha1/defaults.ts";
-import type { NaradTopic, PartitionMoveStatus } from "../../../../packages/api/src/v1alpha1/types.ts";
+import type {
+  NaradTopic,
+  PartitionMoveStatus,
+  ScaleStatus,
+} from "../../../../packages/api/src/v1alpha1/types.ts";
+import type { BrokerEndpoint } from "../../broker-client/types.ts";
 import {
   ANNOTATION_REBALANCE,
   API_GROUP_VERSION,
-  LABEL_CLUSTER,
   MOVE_RETRY_BACKOFF_MAX_MS,
   REQUEUE_PROGRESSING_MS,
   SCALE_BROKER_TIMEOUT_MS,
@@ -16,15 +20,25 @@ import {
 import { apiMessage, httpStatus } from "../../kube/api.ts";
 import { getCondition } from "../../plan/conditions.ts";
 import { abortCandidates, type MoveTiming } from "../../plan/move-stall.ts";
-import { type PodView, podView } from "../../plan/pods.ts";
+import type { PodView } from "../../plan/pods.ts";
+import {
+  decommissionProbeOf,
+  moveProbeOf,
+  rollBusyReason,
+  scaleDownBlockedIsNews,
+  scaleRequeueMs,
+  stuckMoveCount,
+} from "../../plan/scale/pass.ts";
 import {
   type DecommissionProbe,
   type MoveProbe,
   moveKey,
   planScale,
+  type ScaleInput,
+  type ScalePlan,
   type ScaleTopic,
 } from "../../plan/scale.ts";
-import { resourceNames } from "../../specs/labels.ts";
+import { clusterPodViews } from "./cluster-pods.ts";
 import { type ClusterContext, NEXT, type StepResult } from "./context.ts";
 
 // Step after the roll: scale-down (decommission with partition moves) and
@@ -34,130 +48,175 @@ import { type ClusterContext, NEXT, type StepResult } from "./context.ts";
 // member being decommissioned). The status step then writes status.scale
 // and the member states (holds) in one write.
 //
+// One pass: observe (observeScale: the caches, then the brokers and the API
+// server), decide (planScale, plus plan/scale/pass.ts), act (cancel and
+// start moves on their destinations, swap owners, then metrics, Events and
+// the requeue).
+//
 // Every broker call goes through deps.brokers (broker-client), so its
 // transport and credentials live in one place. The owner swap is the only
 // write here: a merge patch of the NaradTopic status guarded by its
 // resourceVersion; on 409 the next pass re-reads and re-checks.
 
 export async function scaleCluster(ctx: ClusterContext): Promise<StepResult> {
-  const { cluster, deps } = ctx;
-  const stsName = resourceNames(ctx.name).statefulSet;
-  const pods = deps.caches.pods
-    .list(ctx.namespace)
-    .filter((p: V1Pod) => p.metadata?.labels?.[LABEL_CLUSTER] === ctx.name)
-    .map((p) => podView(p, stsName))
-    .filter((v): v is PodView => v !== undefined);
-  const topics = deps.caches.topics
+  const seen = await observeScale(ctx);
+  const plan = planScale(scaleInput(ctx, seen));
+  ctx.scale = plan;
+  const log = ctx.log.child({ step: "scale" });
+  await cancelMoves(ctx, seen, plan.cancel, log);
+  await startMoves(ctx, seen, plan.start, log);
+  await swapOwners(ctx, plan.swap, seen.topicByName);
+  reportScale(ctx, plan, seen.nowMs, log);
+  const delay = scaleRequeueMs(plan, { workingMs: SCALE_REQUEUE_MS, blockedMs: REQUEUE_PROGRESSING_MS });
+  if (delay !== undefined)
+    ctx.requeueAfterMs = ctx.requeueAfterMs === undefined ? delay : Math.min(ctx.requeueAfterMs, delay);
+  return NEXT;
+}
+
+/** What the scale step sees this pass: the caches, then the brokers' and the API server's answers. */
+interface ScaleObservation {
+  pods: PodView[];
+  topics: ScaleTopic[];
+  topicByName: ReadonlyMap<string, NaradTopic>;
+  /** status.scale as persisted. */
+  scale: ScaleStatus | undefined;
+  /** A member's admin endpoint: its running (not terminating) pod's IP. */
+  endpoint(id: string): BrokerEndpoint | undefined;
+  moveProbes: Map<string, MoveProbe>;
+  decommissionProbe: DecommissionProbe | undefined;
+  nowMs: number;
+  timing: MoveTiming;
+  liveOwners: Map<string, string | undefined>;
+}
+
+async function observeScale(ctx: ClusterContext): Promise<ScaleObservation> {
+  const pods = clusterPodViews(ctx);
+  const cached = ctx.deps.caches.topics
     .list(ctx.namespace)
     .filter((t) => t.spec?.cluster === ctx.name && !t.metadata.deletionTimestamp);
-  const topicByName = new Map(topics.map((t) => [t.metadata.name ?? "", t]));
-  const views: ScaleTopic[] = topics.map((t) => ({
+  const topicByName = new Map(cached.map((t) => [t.metadata.name ?? "", t]));
+  const topics: ScaleTopic[] = cached.map((t) => ({
     name: t.metadata.name ?? "",
     assignments: t.status?.assignments ?? [],
     replicationFactor: t.status?.replicationFactor,
   }));
-  const scale = cluster.status?.scale ?? undefined;
+  const scale = ctx.cluster.status?.scale ?? undefined;
   const endpoint = (id: string) => {
     const pod = pods.find((p) => p.name === id && !p.terminating);
     return pod?.podIP === undefined ? undefined : { podIP: pod.podIP, id };
   };
-
-  const moveProbes = new Map<string, MoveProbe>();
-  await Promise.all(
-    (scale?.moves ?? []).map(async (m) => {
-      const topic = topicByName.get(m.topic);
-      const ep = endpoint(m.to);
-      if (topic === undefined) return;
-      if (ep === undefined) {
-        moveProbes.set(moveKey(m), { kind: "unreachable", error: `${m.to} has no running pod` });
-        return;
-      }
-      try {
-        const r = await deps.brokers.getMove(
-          ep,
-          topicName(topic),
-          m.partition,
-          AbortSignal.timeout(SCALE_BROKER_TIMEOUT_MS),
-        );
-        moveProbes.set(
-          moveKey(m),
-          r === undefined
-            ? { kind: "unknown" }
-            : {
-                kind: "state",
-                state: r.state,
-                ...(r.error !== undefined ? { error: r.error } : {}),
-                ...(r.copiedBytes !== undefined ? { copiedBytes: r.copiedBytes } : {}),
-                ...(r.destHwm !== undefined ? { destHwm: r.destHwm } : {}),
-              },
-        );
-      } catch (err) {
-        moveProbes.set(moveKey(m), { kind: "unreachable", error: apiMessage(err) });
-      }
-    }),
-  );
-
-  let decommissionProbe: DecommissionProbe | undefined;
+  const moveProbes = await probeMoves(ctx, scale?.moves ?? [], topicByName, endpoint);
   const leaving = scale?.decommissioning;
   const leavingEp = leaving === undefined ? undefined : endpoint(leaving);
-  if (leavingEp !== undefined) {
-    try {
-      const s = await deps.brokers.status(leavingEp, AbortSignal.timeout(SCALE_BROKER_TIMEOUT_MS));
-      decommissionProbe = {
-        reachable: true,
-        pendingRecords: s.wal.pendingRecords,
-        ownedPartitions: s.ownedPartitions,
-        refusingProduce: s.draining,
-        movedAwayCopies: s.movedAwayCopies,
-      };
-    } catch (err) {
-      decommissionProbe = { reachable: false, error: apiMessage(err) };
-    }
-  }
-
-  const rollNext = ctx.roll !== undefined ? ctx.roll.next : (cluster.status?.roll ?? undefined);
-  const rollBusy =
-    rollNext !== undefined
-      ? `${rollNext.podInFlight} in a planned restart`
-      : ctx.roll !== undefined && ctx.roll.outdated > 0 && !ctx.spec.rollout.paused
-        ? `${ctx.roll.outdated} pod(s) to restart`
-        : undefined;
-
-  const nowMs = deps.clock.now();
+  const decommissionProbe = leavingEp === undefined ? undefined : await probeLeaving(ctx, leavingEp);
+  const nowMs = ctx.deps.clock.now();
   const timing: MoveTiming = {
     stallMs: ctx.spec.moves.stallTimeoutSeconds * 1000,
     retryBackoffMs: ctx.spec.moves.retryBackoffSeconds * 1000,
     retryBackoffMaxMs: MOVE_RETRY_BACKOFF_MAX_MS,
   };
-  const liveOwners = await readLiveOwners(ctx, scale?.moves ?? [], views, moveProbes, nowMs, timing);
-
-  const plan = planScale({
-    nowMs,
-    replicas: ctx.spec.replicas,
-    members: cluster.status?.members ?? [],
+  const liveOwners = await readLiveOwners(ctx, scale?.moves ?? [], topics, moveProbes, nowMs, timing);
+  return {
     pods,
+    topics,
+    topicByName,
     scale,
-    topics: views,
-    rollBusy,
-    rebalance: ctx.spec.rebalance,
-    rebalanceRequest: cluster.metadata.annotations?.[ANNOTATION_REBALANCE],
+    endpoint,
     moveProbes,
     decommissionProbe,
-    maxMoves: SCALE_MAX_MOVES,
+    nowMs,
     timing,
     liveOwners,
-  });
-  ctx.scale = plan;
-  const log = ctx.log.child({ step: "scale" });
+  };
+}
 
-  for (const m of plan.cancel) {
-    const topic = topicByName.get(m.topic);
-    const ep = endpoint(m.to);
-    if (topic === undefined || ep === undefined) continue;
+/** Each move in flight, asked of its destination (in parallel), by moveKey(). */
+async function probeMoves(
+  ctx: ClusterContext,
+  moves: readonly PartitionMoveStatus[],
+  topicByName: ReadonlyMap<string, NaradTopic>,
+  endpoint: (id: string) => BrokerEndpoint | undefined,
+): Promise<Map<string, MoveProbe>> {
+  const probes = new Map<string, MoveProbe>();
+  await Promise.all(
+    moves.map(async (m) => {
+      const topic = topicByName.get(m.topic);
+      const ep = endpoint(m.to);
+      if (topic === undefined) return;
+      if (ep === undefined) {
+        probes.set(moveKey(m), { kind: "unreachable", error: `${m.to} has no running pod` });
+        return;
+      }
+      try {
+        const r = await ctx.deps.brokers.getMove(
+          ep,
+          topicName(topic),
+          m.partition,
+          AbortSignal.timeout(SCALE_BROKER_TIMEOUT_MS),
+        );
+        probes.set(moveKey(m), moveProbeOf(r));
+      } catch (err) {
+        probes.set(moveKey(m), { kind: "unreachable", error: apiMessage(err) });
+      }
+    }),
+  );
+  return probes;
+}
+
+/** The admin status of the member being decommissioned. */
+async function probeLeaving(ctx: ClusterContext, ep: BrokerEndpoint): Promise<DecommissionProbe> {
+  try {
+    return decommissionProbeOf(
+      await ctx.deps.brokers.status(ep, AbortSignal.timeout(SCALE_BROKER_TIMEOUT_MS)),
+    );
+  } catch (err) {
+    return { reachable: false, error: apiMessage(err) };
+  }
+}
+
+function scaleInput(ctx: ClusterContext, seen: ScaleObservation): ScaleInput {
+  const { cluster, spec } = ctx;
+  return {
+    nowMs: seen.nowMs,
+    replicas: spec.replicas,
+    members: cluster.status?.members ?? [],
+    pods: seen.pods,
+    scale: seen.scale,
+    topics: seen.topics,
+    rollBusy: rollBusyReason(ctx.roll, cluster.status?.roll ?? undefined, spec.rollout.paused),
+    rebalance: spec.rebalance,
+    rebalanceRequest: cluster.metadata.annotations?.[ANNOTATION_REBALANCE],
+    moveProbes: seen.moveProbes,
+    decommissionProbe: seen.decommissionProbe,
+    maxMoves: SCALE_MAX_MOVES,
+    timing: seen.timing,
+    liveOwners: seen.liveOwners,
+  };
+}
+
+/** The move's topic (its data name) and destination endpoint, when both are known. */
+function destinationOf(
+  seen: ScaleObservation,
+  m: PartitionMoveStatus,
+): { topic: string; ep: BrokerEndpoint } | undefined {
+  const topic = seen.topicByName.get(m.topic);
+  const ep = seen.endpoint(m.to);
+  return topic === undefined || ep === undefined ? undefined : { topic: topicName(topic), ep };
+}
+
+async function cancelMoves(
+  ctx: ClusterContext,
+  seen: ScaleObservation,
+  moves: readonly PartitionMoveStatus[],
+  log: Logger,
+): Promise<void> {
+  for (const m of moves) {
+    const dest = destinationOf(seen, m);
+    if (dest === undefined) continue;
     try {
-      await deps.brokers.cancelMove(
-        ep,
-        topicName(topic),
+      await ctx.deps.brokers.cancelMove(
+        dest.ep,
+        dest.topic,
         m.partition,
         AbortSignal.timeout(SCALE_BROKER_TIMEOUT_MS),
       );
@@ -169,17 +228,25 @@ export async function scaleCluster(ctx: ClusterContext): Promise<StepResult> {
       // only its first failure is an Event; the condition carries the rest.
       const msg = `cancelling the move of ${moveKey(m)} on ${m.to} failed: ${apiMessage(err)}`;
       log.warn(msg);
-      if ((m.aborting?.attempts ?? 1) <= 1) deps.recorder.record(cluster, "Warning", "MoveCancelFailed", msg);
+      if ((m.aborting?.attempts ?? 1) <= 1)
+        ctx.deps.recorder.record(ctx.cluster, "Warning", "MoveCancelFailed", msg);
     }
   }
-  for (const m of plan.start) {
-    const topic = topicByName.get(m.topic);
-    const ep = endpoint(m.to);
-    if (topic === undefined || ep === undefined) continue;
+}
+
+async function startMoves(
+  ctx: ClusterContext,
+  seen: ScaleObservation,
+  moves: readonly PartitionMoveStatus[],
+  log: Logger,
+): Promise<void> {
+  for (const m of moves) {
+    const dest = destinationOf(seen, m);
+    if (dest === undefined) continue;
     try {
-      const r = await deps.brokers.startMove(
-        ep,
-        topicName(topic),
+      const r = await ctx.deps.brokers.startMove(
+        dest.ep,
+        dest.topic,
         m.partition,
         m.from,
         AbortSignal.timeout(SCALE_BROKER_TIMEOUT_MS),
@@ -190,36 +257,23 @@ export async function scaleCluster(ctx: ClusterContext): Promise<StepResult> {
       log.warn(`starting the move of ${moveKey(m)} on ${m.to} failed: ${apiMessage(err)}`);
     }
   }
-  await swapOwners(ctx, plan.swap, topicByName);
+}
 
+/** The plan's metrics (aborts, stuck moves), its Events, and a refused scale-down (one Event when it starts). */
+function reportScale(ctx: ClusterContext, plan: ScalePlan, nowMs: number, log: Logger): void {
+  const { cluster, deps } = ctx;
   const labels = { namespace: ctx.namespace, cluster: ctx.name };
   for (const a of plan.aborted) deps.metrics?.moveAborts.inc({ ...labels, cause: a.cause });
-  const stalled =
-    (plan.next?.moves ?? []).filter((m) => m.aborting?.stalled === true || m.stuckSince !== undefined)
-      .length + (plan.next?.moveRetries ?? []).filter((r) => Date.parse(r.notBefore) > nowMs).length;
-  deps.metrics?.movesStuck.set(labels, stalled);
-
+  deps.metrics?.movesStuck.set(labels, stuckMoveCount(plan.next, nowMs));
   for (const e of plan.events) {
     log.info({ reason: e.reason }, e.message);
     deps.recorder.record(cluster, e.type, e.reason, e.message);
   }
   if (plan.blocked !== undefined) {
     log.warn(plan.blocked);
-    // One Event when the refusal starts (or its reason changes), not one per pass.
-    const prev = getCondition(cluster.status?.conditions, "Degraded");
-    if (prev?.reason !== "ScaleDownBlocked" || !prev.message.includes(plan.blocked))
+    if (scaleDownBlockedIsNews(getCondition(cluster.status?.conditions, "Degraded"), plan.blocked))
       deps.recorder.record(cluster, "Warning", "ScaleDownBlocked", plan.blocked);
   }
-  const busy = plan.next?.decommissioning !== undefined || (plan.next?.moves ?? []).length > 0;
-  const delay =
-    busy || plan.progress !== undefined
-      ? SCALE_REQUEUE_MS
-      : plan.blocked
-        ? REQUEUE_PROGRESSING_MS
-        : undefined;
-  if (delay !== undefined)
-    ctx.requeueAfterMs = ctx.requeueAfterMs === undefined ? delay : Math.min(ctx.requeueAfterMs, delay);
-  return NEXT;
 }
 
 /**

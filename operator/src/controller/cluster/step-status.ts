@@ -1,16 +1,13 @@
-import type { V1Pod } from "@kubernetes/client-node";
+import type { V1StatefulSet } from "@kubernetes/client-node";
 import type {
-  DrainCancelStatus,
   MemberStatus,
   NaradClusterStatus,
   RollStatus,
-  ScaleStatus,
 } from "../../../../packages/api/src/v1alpha1/types.ts";
 import type { BrokerClient } from "../../broker-client/types.ts";
 import {
   BROKER_HTTP_PORT,
   CLUSTER_PLURAL,
-  LABEL_CLUSTER,
   OBSERVATION_SETTLE_MS,
   REQUEUE_PROGRESSING_MS,
   STATUS_CONFLICT_REQUEUE_MS,
@@ -18,43 +15,104 @@ import {
   TERMINATION_GRACE_EXTRA_SECONDS,
 } from "../../constants.ts";
 import { apiMessage, httpStatus } from "../../kube/api.ts";
-import { clusterVerdict, statusNeedsWrite } from "../../plan/cluster-status.ts";
+import { type ClusterFacts, clusterVerdict, statusNeedsWrite } from "../../plan/cluster-status.ts";
 import { getCondition } from "../../plan/conditions.ts";
-import { planMembers } from "../../plan/members.ts";
-import { judgeObservations, trackReachability } from "../../plan/observation.ts";
-import { type PodView, podView } from "../../plan/pods.ts";
-import { judgeReplacement } from "../../plan/replacement.ts";
+import { type MembersResult, planMembers } from "../../plan/members.ts";
+import { judgeObservations, type ObservationTrust, trackReachability } from "../../plan/observation.ts";
+import type { PodView } from "../../plan/pods.ts";
+import { judgeReplacement, type ReplacementVerdict } from "../../plan/replacement.ts";
 import { maintenanceHolds } from "../../plan/roll.ts";
-import { nextVolumeIds, recordedVolumeId } from "../../plan/volumes.ts";
+import {
+  drainCancelMessage,
+  everReady,
+  nextClusterStatus,
+  statusRequeueMs,
+  stuckReplacementPod,
+} from "../../plan/status-pass.ts";
+import { nextVolumeIds, recordedVolumeId, type VolumeChange } from "../../plan/volumes.ts";
 import { resourceNames, selectorString } from "../../specs/labels.ts";
+import { clusterPodViews } from "./cluster-pods.ts";
 import type { ClusterContext } from "./context.ts";
 
 // Last step, run even when an earlier step failed (so the failure shows in
 // status): membership from pods, WAL pending counts from the brokers,
 // phase and conditions, one status write when anything changed.
+//
+// One pass: observe (observeStatus: the caches, whether they can be
+// trusted, every broker's admin status), decide (judgeMembers: reachability,
+// volumes, a stuck replacement, planMembers; then clusterVerdict and
+// nextClusterStatus, all from plan/), act (Events for what changed, the
+// status write, the requeue).
 
 export interface StatusOutcome {
   requeueAfterMs: number | undefined;
 }
 
 export async function updateClusterStatus(ctx: ClusterContext, stepError: unknown): Promise<StatusOutcome> {
+  const seen = await observeStatus(ctx);
+  const judged = judgeMembers(ctx, seen);
+  const { prev, live } = seen;
+  const verdict = clusterVerdict(
+    clusterFacts(ctx, seen, judged, stepError),
+    prev.conditions,
+    new Date(seen.now).toISOString(),
+  );
+  const status = nextClusterStatus({
+    prev,
+    generation: ctx.cluster.metadata.generation ?? 0,
+    stepFailed: stepError !== undefined,
+    verdict,
+    pods: live.length,
+    readyPods: live.filter((p) => p.ready).length,
+    membership: judged.membership,
+    selector: selectorString(ctx.name),
+    roll: seen.roll,
+    // The roll and scale steps decided these this pass; else the persisted ones stand.
+    drainCancel: ctx.roll !== undefined ? ctx.roll.drainCancel : prev.drainCancel,
+    scale: ctx.scale !== undefined ? ctx.scale.next : prev.scale,
+    currentRevision: seen.sts?.status?.currentRevision,
+    updateRevision: seen.updateRevision,
+  });
+  reportStatusChanges(ctx, prev, status, judged);
+  if (!(await writeStatus(ctx, prev, status))) return { requeueAfterMs: STATUS_CONFLICT_REQUEUE_MS };
+  return {
+    requeueAfterMs: statusRequeueMs(
+      verdict.conditions,
+      [judged.membership.recheckAfterMs, judged.replacement.recheckAfterMs, seen.trust.retryAfterMs],
+      REQUEUE_PROGRESSING_MS,
+    ),
+  };
+}
+
+/** What the status step sees this pass. */
+interface StatusObservation {
+  now: number;
+  prev: NaradClusterStatus;
+  /** metadata.uid: the key of what the operator remembers between passes. */
+  uid: string;
+  stsName: string;
+  sts: V1StatefulSet | undefined;
+  updateRevision: string | undefined;
+  pods: PodView[];
+  /** The pods not terminating. */
+  live: PodView[];
+  /** status.roll after this pass: the roll step's decision, or the persisted one when it did not run. */
+  roll: RollStatus | undefined;
+  /** Whether the caches are current enough to decide Down from (plan/observation.ts). */
+  trust: ObservationTrust;
+  probes: BrokerProbes;
+}
+
+async function observeStatus(ctx: ClusterContext): Promise<StatusObservation> {
   const { cluster, deps } = ctx;
   const now = deps.clock.now();
-  const nowIso = new Date(now).toISOString();
   const prev = cluster.status ?? {};
-  const uid = cluster.metadata.uid ?? "";
   const stsName = resourceNames(ctx.name).statefulSet;
   const sts = deps.caches.statefulSets.get(ctx.namespace, stsName);
-  const pods = deps.caches.pods
-    .list(ctx.namespace)
-    .filter((p: V1Pod) => p.metadata?.labels?.[LABEL_CLUSTER] === ctx.name)
-    .map((p) => podView(p, stsName))
-    .filter((v): v is PodView => v !== undefined);
-  const updateRevision = sts?.status?.updateRevision;
+  const pods = clusterPodViews(ctx);
   // The roll step decided status.roll this pass; if it did not run (an
   // earlier step failed), the persisted roll stands.
   const roll: RollStatus | undefined = ctx.roll !== undefined ? ctx.roll.next : (prev.roll ?? undefined);
-
   // Evidence for Down decisions: is the cache current, and does each broker
   // answer its admin status? (plan/members.ts)
   const trust = judgeObservations(
@@ -65,6 +123,35 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
   if (!trust.trusted)
     ctx.log.info({ why: trust.reason }, "pod readiness not trusted: no member is marked Down");
   const probes = await probeBrokers(prev.members ?? [], pods, deps.brokers, ctx);
+  return {
+    now,
+    prev,
+    uid: cluster.metadata.uid ?? "",
+    stsName,
+    sts,
+    updateRevision: sts?.status?.updateRevision,
+    pods,
+    live: pods.filter((p) => !p.terminating),
+    roll,
+    trust,
+    probes,
+  };
+}
+
+interface JudgedMembers {
+  membership: MembersResult;
+  replacement: ReplacementVerdict;
+  volumeChanges: VolumeChange[];
+}
+
+/**
+ * The members to write, judged from this pass's observation and what the
+ * operator remembers between passes (since when a broker has not answered,
+ * a replacement not Ready, a pod not Ready), which it updates.
+ */
+function judgeMembers(ctx: ClusterContext, seen: StatusObservation): JudgedMembers {
+  const { deps } = ctx;
+  const { now, prev, uid, pods, roll, updateRevision, probes } = seen;
   const unreachable = trackReachability(
     deps.memory.brokerUnreachableSince.get(uid) ?? new Map(),
     probes.answered,
@@ -93,7 +180,7 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
   for (const id of replacement.released) maintenance.delete(id);
 
   const membership = planMembers({
-    statefulSetName: stsName,
+    statefulSetName: seen.stsName,
     replicas: ctx.spec.replicas,
     pods,
     previous: prev.members ?? [],
@@ -102,7 +189,7 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
     nowMs: now,
     notReadySinceMs: deps.memory.notReadySince.get(uid) ?? new Map(),
     brokerUnreachableSinceMs: unreachable,
-    observationsTrusted: trust.trusted,
+    observationsTrusted: seen.trust.trusted,
     port: BROKER_HTTP_PORT,
     maintenance,
     holds: ctx.scale?.holds,
@@ -113,75 +200,61 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
     const pending = probes.walPending.get(m.id);
     if (pending !== undefined) m.walPendingRecords = pending;
   }
+  return { membership, replacement, volumeChanges: volumes.changes };
+}
 
-  const live = pods.filter((p) => !p.terminating);
+/** What clusterVerdict decides phase and conditions from. */
+function clusterFacts(
+  ctx: ClusterContext,
+  seen: StatusObservation,
+  judged: JudgedMembers,
+  stepError: unknown,
+): ClusterFacts {
+  const { prev, live, roll, sts, updateRevision } = seen;
   const inFlight = roll === undefined ? undefined : live.find((p) => p.name === roll.podInFlight);
-  // Once a cluster has been Ready it never goes back to "Creating": later
-  // unready brokers are a degradation, not a slow start.
-  const everReady =
-    getCondition(prev.conditions, "Ready")?.status === "True" ||
-    (prev.phase !== undefined && ["Running", "Degraded", "Rolling", "Scaling"].includes(prev.phase));
-  const verdict = clusterVerdict(
-    {
-      generation: cluster.metadata.generation ?? 0,
-      specReplicas: ctx.spec.replicas,
-      pods: live.length,
-      readyPods: live.filter((p) => p.ready).length,
-      members: membership.members,
-      statefulSetExists: sts !== undefined,
-      statefulSetReplicas: sts?.spec?.replicas,
-      outdatedPods:
-        updateRevision === undefined
-          ? 0
-          : live.filter((p) => p.revision !== undefined && p.revision !== updateRevision).length,
-      refused: ctx.refused,
-      scale:
-        ctx.scale === undefined
-          ? undefined
-          : { progress: ctx.scale.progress, blocked: ctx.scale.blocked, stuck: ctx.scale.stuck },
-      storage: ctx.storage,
-      stepError: stepError === undefined ? undefined : apiMessage(stepError),
-      everReady,
-      stuckReplacement: replacement.stuck?.message,
-      drainCancel: drainCancelMessage(ctx.roll !== undefined ? ctx.roll.drainCancel : prev.drainCancel),
-      roll:
-        roll === undefined && ctx.roll === undefined
-          ? undefined
-          : {
-              inFlight: roll?.podInFlight,
-              plannedUnavailable: roll !== undefined && inFlight?.ready !== true ? 1 : 0,
-              action: ctx.roll?.action,
-              paused: ctx.spec.rollout.paused,
-            },
-    },
-    prev.conditions,
-    nowIso,
-  );
-
-  const status: NaradClusterStatus = {
-    // A pass whose step failed has not carried out this generation.
-    observedGeneration:
-      stepError === undefined ? (cluster.metadata.generation ?? 0) : (prev.observedGeneration ?? 0),
-    phase: verdict.phase,
-    replicas: live.length,
-    readyReplicas: live.filter((p) => p.ready).length,
-    conditions: verdict.conditions,
-    members: membership.members,
-    membershipEpoch: membership.epoch,
-    selector: selectorString(ctx.name),
-    // null clears it (merge patch)
-    roll: mergePatchOf(prev.roll ?? undefined, roll) as RollStatus,
-    // The roll step decided it this pass; else the persisted one stands.
-    drainCancel: mergePatchOf(
-      prev.drainCancel,
-      ctx.roll !== undefined ? ctx.roll.drainCancel : prev.drainCancel,
-    ) as DrainCancelStatus,
-    // The scale step decided it this pass; else the persisted one stands.
-    scale: mergePatchOf(prev.scale, ctx.scale !== undefined ? ctx.scale.next : prev.scale) as ScaleStatus,
+  return {
+    generation: ctx.cluster.metadata.generation ?? 0,
+    specReplicas: ctx.spec.replicas,
+    pods: live.length,
+    readyPods: live.filter((p) => p.ready).length,
+    members: judged.membership.members,
+    statefulSetExists: sts !== undefined,
+    statefulSetReplicas: sts?.spec?.replicas,
+    outdatedPods:
+      updateRevision === undefined
+        ? 0
+        : live.filter((p) => p.revision !== undefined && p.revision !== updateRevision).length,
+    refused: ctx.refused,
+    scale:
+      ctx.scale === undefined
+        ? undefined
+        : { progress: ctx.scale.progress, blocked: ctx.scale.blocked, stuck: ctx.scale.stuck },
+    storage: ctx.storage,
+    stepError: stepError === undefined ? undefined : apiMessage(stepError),
+    everReady: everReady(prev),
+    stuckReplacement: judged.replacement.stuck?.message,
+    drainCancel: drainCancelMessage(ctx.roll !== undefined ? ctx.roll.drainCancel : prev.drainCancel),
+    roll:
+      roll === undefined && ctx.roll === undefined
+        ? undefined
+        : {
+            inFlight: roll?.podInFlight,
+            plannedUnavailable: roll !== undefined && inFlight?.ready !== true ? 1 : 0,
+            action: ctx.roll?.action,
+            paused: ctx.spec.rollout.paused,
+          },
   };
-  if (sts?.status?.currentRevision !== undefined) status.currentRevision = sts.status.currentRevision;
-  if (updateRevision !== undefined) status.updateRevision = updateRevision;
+}
 
+/** Events (and log lines) for member transitions and failures, volume changes, a stuck replacement, the phase. */
+function reportStatusChanges(
+  ctx: ClusterContext,
+  prev: NaradClusterStatus,
+  status: NaradClusterStatus,
+  judged: JudgedMembers,
+): void {
+  const { cluster, deps } = ctx;
+  const { membership, replacement } = judged;
   for (const t of membership.transitions) {
     const down = t.includes("→ Down");
     ctx.log.info({ epoch: membership.epoch }, `member ${t} (membership epoch ${membership.epoch})`);
@@ -196,7 +269,7 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
     ctx.log.warn(`member ${f}`);
     deps.recorder.record(cluster, "Warning", "MemberFailed", f);
   }
-  for (const v of volumes.changes) {
+  for (const v of judged.volumeChanges) {
     // A new volume: ISR entries naming the old one vouch for nothing. The
     // topic reconciles (requeued by this write) elect away from it if it led.
     const msg = `${v.member} runs on another volume: ${v.from} → ${v.to}; its replicas are out of sync until their leaders add it back`;
@@ -217,57 +290,42 @@ export async function updateClusterStatus(ctx: ClusterContext, stepError: unknow
       `phase ${prev.phase ?? "(none)"} → ${status.phase}`,
     );
   }
-
-  if (statusNeedsWrite(prev, status)) {
-    try {
-      await deps.api.patchStatus(
-        { plural: CLUSTER_PLURAL, namespace: ctx.namespace, name: ctx.name },
-        status,
-        cluster.metadata.resourceVersion ?? "",
-      );
-    } catch (err) {
-      if (httpStatus(err) !== 409) throw err;
-      // Our cache has not seen the last write yet (often our own): try again
-      // shortly from the newer object rather than counting a failure.
-      ctx.log.debug("status write conflicted (stale cache); reconciling again shortly");
-      return { requeueAfterMs: STATUS_CONFLICT_REQUEUE_MS };
-    }
-    ctx.log.debug({ phase: status.phase, epoch: status.membershipEpoch }, "status written");
-  } else {
-    ctx.log.debug("status unchanged; not writing");
-  }
-
-  const stable = getCondition(verdict.conditions, "Stable")?.status === "True";
-  const candidates = [
-    stable ? undefined : REQUEUE_PROGRESSING_MS,
-    membership.recheckAfterMs,
-    replacement.recheckAfterMs,
-    trust.retryAfterMs,
-  ].filter((v): v is number => v !== undefined);
-  return { requeueAfterMs: candidates.length ? Math.min(...candidates) : undefined };
-}
-
-function drainCancelMessage(d: DrainCancelStatus | undefined): string | undefined {
-  if (d === undefined) return undefined;
-  return `${d.pod} may still be draining (refusing produce) since its restart was abandoned at ${d.since}: cancelling its drain failed ${d.attempts} time(s)${d.lastError ? ` (${d.lastError})` : ""}; retrying every pass`;
-}
-
-/** The pod a persisted ReplacementNotReady condition names (plan/replacement.ts writes the message). */
-function stuckReplacementPod(conditions: NaradClusterStatus["conditions"]): string | undefined {
-  const c = getCondition(conditions, "Progressing");
-  if (c?.reason !== "ReplacementNotReady") return undefined;
-  return /^replacement pod (\S+) not Ready/.exec(c.message ?? "")?.[1];
 }
 
 /**
- * A status object (roll, scale) for a merge patch: null clears it, and a key
- * it had that the new value lacks is sent as null (a merge patch keeps absent keys).
+ * One status write when anything changed, guarded by the cluster's
+ * resourceVersion. False on a conflict: our cache has not seen the last
+ * write yet (often our own), so the caller tries again shortly from the
+ * newer object rather than counting a failure.
  */
-function mergePatchOf(prev: object | undefined, next: object | undefined): unknown {
-  if (next === undefined) return null;
-  const out: Record<string, unknown> = { ...next };
-  for (const k of Object.keys(prev ?? {})) if (!(k in out)) out[k] = null;
-  return out;
+async function writeStatus(
+  ctx: ClusterContext,
+  prev: NaradClusterStatus,
+  status: NaradClusterStatus,
+): Promise<boolean> {
+  if (!statusNeedsWrite(prev, status)) {
+    ctx.log.debug("status unchanged; not writing");
+    return true;
+  }
+  try {
+    await ctx.deps.api.patchStatus(
+      { plural: CLUSTER_PLURAL, namespace: ctx.namespace, name: ctx.name },
+      status,
+      ctx.cluster.metadata.resourceVersion ?? "",
+    );
+  } catch (err) {
+    if (httpStatus(err) !== 409) throw err;
+    ctx.log.debug("status write conflicted (stale cache); reconciling again shortly");
+    return false;
+  }
+  ctx.log.debug({ phase: status.phase, epoch: status.membershipEpoch }, "status written");
+  return true;
+}
+
+interface BrokerProbes {
+  answered: Map<string, boolean>;
+  walPending: Map<string, number>;
+  volumes: Map<string, string>;
 }
 
 /**
@@ -282,11 +340,7 @@ async function probeBrokers(
   pods: readonly PodView[],
   brokers: BrokerClient,
   ctx: ClusterContext,
-): Promise<{
-  answered: Map<string, boolean>;
-  walPending: Map<string, number>;
-  volumes: Map<string, string>;
-}> {
+): Promise<BrokerProbes> {
   const byName = new Map(pods.map((p) => [p.name, p]));
   const ids = new Set([...members.map((m) => m.id), ...pods.map((p) => p.name)]);
   const lastAddress = new Map(members.map((m) => [m.id, m.address]));
