@@ -487,6 +487,33 @@ describe("NaradCluster reconcile", () => {
     expect(evictions(t).at(-1)).toBe("evict Pod demo-2");
   });
 
+  it("#21.4: an Eviction that fails (not a budget refusal) fails the step: RollFailed once per try, the pod stays in flight, retried", async () => {
+    const t = setup();
+    await rollStarted(t);
+    const evict = t.kube.evictPod.bind(t.kube);
+    let failing = true;
+    t.kube.evictPod = (ns, name, uid) =>
+      failing ? Promise.reject(new ApiError(500, "etcdserver: request timed out")) : evict(ns, name, uid);
+    let thrown: unknown;
+    for (let pass = 0; pass < 6 && thrown === undefined; pass++) {
+      await t.clock.advance(1000);
+      await t.reconcile().catch((err: unknown) => {
+        thrown = err;
+      });
+    }
+    expect(String(thrown)).toContain("evict pod demo-2: ");
+    expect(t.kube.pods.get(NS, "demo-2")).toBeDefined();
+    expect(t.recorder.events.filter((e) => e.reason === "RollFailed")).toHaveLength(1);
+    // The failed pass wrote the failure to status and kept the roll in flight.
+    expect(t.cluster().status?.roll?.podInFlight).toBe("demo-2");
+    expect(cond(t.cluster(), "Degraded")?.message).toContain("evict pod demo-2");
+    failing = false;
+    await t.clock.advance(1000);
+    await t.reconcile();
+    expect(t.kube.pods.get(NS, "demo-2")).toBeUndefined();
+    expect(evictions(t).at(-1)).toBe("evict Pod demo-2");
+  });
+
   it("#21.5: a lease lost mid-reconcile stops broker calls too: no drain after the term ended", async () => {
     const t = setup();
     await rollStarted(t);

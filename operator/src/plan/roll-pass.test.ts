@@ -113,6 +113,24 @@ describe("the roll step's decisions around planRoll", () => {
     });
   });
 
+  it("a restart that finishes (or is aborted) clears status.roll: the step sets no roll of its own", () => {
+    // The step once cleared `next` itself on finish; decideRoll alone must do it.
+    const inFlight: RollStatus = { ...named, podInFlight: "demo-1", podUid: "uid-1" };
+    const finished = decideRoll(
+      undefined,
+      input({
+        pods: [pod(0, "old"), pod(1, "new")],
+        roll: inFlight,
+        inFlightBroker: { reachable: true, draining: false, pendingRecords: 0 },
+      }),
+    );
+    expect(finished.action).toEqual({ kind: "finish", pod: "demo-1", revision: "new" });
+    expect(finished.next).toBeUndefined();
+    const leaving = decideRoll(undefined, input({ replicas: 1, roll: inFlight }));
+    expect(leaving.action).toMatchObject({ kind: "abort", pod: "demo-1" });
+    expect(leaving.next).toBeUndefined();
+  });
+
   it("an owed drain cancel records when and why", () => {
     expect(owedDrainCancel("demo-1", NOW, 0, "no pod IP")).toEqual({
       pod: "demo-1",
