@@ -3,7 +3,7 @@
 // 3, plus the reads those suites make of it: the topic's records, member
 // volume ids, the Ready brokers' IPs (polled, for producers and consumers),
 // a broker's process and data dir, "every partition fully in sync".
-import { rm } from "node:fs/promises";
+import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { NaradTopic, PartitionAssignment } from "../../packages/api/src/v1alpha1/types.ts";
@@ -41,6 +41,8 @@ export interface ReplicatedCluster {
   /** Every partition: a leader, ISR = every replica on its current volume; 0 under-replicated. */
   fullyInSync(): Promise<boolean>;
   waitFullyInSync(timeoutMs: number, what: string): Promise<void>;
+  /** The JSON lines of a broker pod's log (all its restarts) whose msg is `msg`. */
+  brokerLogLines(pod: string, msg: string): Promise<Array<Record<string, unknown>>>;
   stop(): Promise<void>;
 }
 
@@ -159,6 +161,23 @@ export async function startReplicatedCluster(o: {
       };
     },
     fullyInSync,
+    brokerLogLines: async (pod, msg) => {
+      const text = await readFile(
+        join(s.platform.dir, "node", "pods", `${ns}_${pod}`, "narad.log"),
+        "utf8",
+      ).catch(() => "");
+      return text
+        .split("\n")
+        .filter((l) => l.includes(msg))
+        .flatMap((l) => {
+          try {
+            const j = JSON.parse(l) as Record<string, unknown>;
+            return j["msg"] === msg ? [j] : [];
+          } catch {
+            return []; // not JSON
+          }
+        });
+    },
     waitFullyInSync: async (timeoutMs, what) => {
       await waitFor(fullyInSync, { timeoutMs, what, intervalMs: 250 });
     },

@@ -26,8 +26,6 @@
 // 200 of the isolated leader is below the new epoch's start); the three
 // replicas end byte-identical. Numbers go to stderr
 // ("replication-isolation-e2e:").
-import { readFile } from "node:fs/promises";
-import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stderrLog } from "../platform/log.ts";
@@ -65,25 +63,6 @@ afterAll(async () => {
   await cut?.heal();
   await c?.stop();
 });
-
-/** Lines of a broker pod's log (all its restarts) whose msg is `msg`. */
-async function brokerLogLines(pod: string, msg: string): Promise<Array<Record<string, unknown>>> {
-  const text = await readFile(
-    join(c.s.platform.dir, "node", "pods", `${NS}_${pod}`, "narad.log"),
-    "utf8",
-  ).catch(() => "");
-  return text
-    .split("\n")
-    .filter((l) => l.includes(msg))
-    .flatMap((l) => {
-      try {
-        const j = JSON.parse(l) as Record<string, unknown>;
-        return j["msg"] === msg ? [j] : [];
-      } catch {
-        return [];
-      }
-    });
-}
 
 describe("replication: an isolated leader", () => {
   it("stops acknowledging; another leader takes over; no offset acknowledged twice; it truncates and rejoins", async () => {
@@ -190,7 +169,7 @@ describe("replication: an isolated leader", () => {
       await viaOthers.stop();
       watching = false;
       await watch;
-      const truncations = await brokerLogLines(leader, "follower truncated a divergent tail");
+      const truncations = await c.brokerLogLines(leader, "follower truncated a divergent tail");
       log(
         `heal → ${leader} back in the ISR ${((tRejoined - tHeal) / 1000).toFixed(1)} s; its truncations: ${truncations.map((l) => `${l["from"]}→${l["to"]} (epoch ${l["epoch"]})`).join(", ") || "none"}`,
       );

@@ -16,8 +16,6 @@
 // each partition are byte-identical (segments concatenated). Measured per
 // round: kill → new leader recorded, the produce stall, kill → ISR full.
 // Numbers go to stderr ("replication-leader-kill-e2e:").
-import { readFile } from "node:fs/promises";
-import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stderrLog } from "../platform/log.ts";
@@ -52,25 +50,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await c?.stop();
 });
-
-/** Lines of a broker pod's log (all its restarts) whose msg is `msg`. */
-async function brokerLogLines(pod: string, msg: string): Promise<Array<Record<string, unknown>>> {
-  const text = await readFile(
-    join(c.s.platform.dir, "node", "pods", `${NS}_${pod}`, "narad.log"),
-    "utf8",
-  ).catch(() => "");
-  const out: Array<Record<string, unknown>> = [];
-  for (const line of text.split("\n")) {
-    if (!line.includes(msg)) continue;
-    try {
-      const j = JSON.parse(line) as Record<string, unknown>;
-      if (j["msg"] === msg) out.push(j);
-    } catch {
-      // not JSON
-    }
-  }
-  return out;
-}
 
 describe("replication: the leader killed mid-commit, repeatedly", () => {
   it(`${ROUNDS} round(s): nothing acknowledged lost or stored twice, replicas byte-identical`, async () => {
@@ -158,7 +137,7 @@ describe("replication: the leader killed mid-commit, repeatedly", () => {
       log(`replicas: ${cmp.lines.join("; ")}`);
       for (const m of records[HOT]?.replicas ?? [])
         log(
-          `${m}: epochs ${(await replicaEpochs(await c.dataDir(m), TOPIC, HOT)).map((e) => `${e.epoch}@${e.start}`).join(" ")}; truncations ${(await brokerLogLines(m, "follower truncated a divergent tail")).map((l) => `${l["from"]}→${l["to"]}`).join(", ") || "none"}`,
+          `${m}: epochs ${(await replicaEpochs(await c.dataDir(m), TOPIC, HOT)).map((e) => `${e.epoch}@${e.start}`).join(" ")}; truncations ${(await c.brokerLogLines(m, "follower truncated a divergent tail")).map((l) => `${l["from"]}→${l["to"]}`).join(", ") || "none"}`,
         );
 
       expect(report.lost.slice(0, 10)).toEqual([]);
